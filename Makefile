@@ -1,0 +1,55 @@
+# Entry points: `make demo` (the main job) and `make test` (every test). Each installs what is
+# missing from Debian's packages, then builds.
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+PYTHON := /usr/bin/python3
+DEBIAN_PACKAGES := cmake g++ make pkg-config libsimdjson-dev libfmt-dev libcli11-dev zlib1g-dev \
+  libdeflate-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev python3-torch \
+  python3-numpy iproute2 gzip
+
+.PHONY: deps build build-asan test unit-test demo bench accuracy clean
+
+deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+	  echo "eroica: installing Debian packages:" $$missing; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+$(BUILD)/build.ninja $(BUILD)/Makefile: CMakeLists.txt
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+build-asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DEROICA_SANITIZE=ON -DEROICA_BUILD_BENCH=OFF > /dev/null
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# Every test: unit, golden, real-trace and real-PyTorch end-to-end tests, then the unit tests
+# again under ASan/UBSan.
+test: build build-asan
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
+
+unit-test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
+
+demo: build
+	$(PYTHON) demo/run_demo.py --eroica $(BUILD)/eroica
+
+bench: build
+	$(PYTHON) bench/run_bench.py --eroica $(BUILD)/eroica --out BENCHMARKS.md
+
+accuracy: build
+	$(PYTHON) testbed/accuracy.py --eroica $(BUILD)/eroica
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)
