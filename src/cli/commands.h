@@ -1,0 +1,25 @@
+// Subcommand registration. Each Register*Command adds its subcommand, parses its flags into an
+// options struct, and on run stores the exit code in *exit_code.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace eroica {
+
+using CommandRegistrar = void (*)(CLI::App& app, int* exit_code);
+
+void RegisterSummarizeCommand(CLI::App& app, int* exit_code);
+void RegisterShowCommand(CLI::App& app, int* exit_code);
+
+// The table of subcommands, in the order `eroica --help` lists them.
+inline std::vector<CommandRegistrar> AllCommands() {
+  return {
+      RegisterSummarizeCommand,
+      RegisterShowCommand,
+  };
+}
+
+}  // namespace eroica

@@ -1,0 +1,19 @@
+// The eroica command line: one table of subcommands; each lives in its own *_command.cc.
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"eroica: find why a distributed training job got slow"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  for (const eroica::CommandRegistrar& registrar : eroica::AllCommands()) {
+    registrar(app, &exit_code);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  }
+  return exit_code;
+}

@@ -1,0 +1,306 @@
+#include "trace/event_parser.h"
+
+#include <cstring>
+
+#include "trace/timestamp.h"
+
+namespace eroica {
+namespace {
+
+using simdjson::ondemand::object;
+using simdjson::ondemand::value;
+
+int DtypeBytes(std::string_view dtype) {
+  if (dtype == "Float" || dtype == "Int" || dtype == "float32" || dtype == "int32") return 4;
+  if (dtype == "BFloat16" || dtype == "Half" || dtype == "Short") return 2;
+  if (dtype == "Double" || dtype == "Long" || dtype == "ComplexFloat") return 8;
+  if (dtype == "Byte" || dtype == "Char" || dtype == "Bool" || dtype.starts_with("Float8")) return 1;
+  return 0;
+}
+
+// pid/tid are ints for real activity and strings ("CPU functions", "Spans") for bookkeeping.
+bool ParseId(value v, Trace* trace, int64_t* out) {
+  std::string_view raw = v.raw_json_token();
+  if (!raw.empty() && raw[0] == '"') {
+    std::string_view text;
+    if (v.get_string().get(text)) return false;
+    *out = kStringPidBase + trace->strings.Intern(text);
+    return true;
+  }
+  std::optional<int64_t> id = ParseInteger(raw);
+  if (!id) return false;
+  *out = *id;
+  return true;
+}
+
+}  // namespace
+
+// Addresses make otherwise equal names unique ("<built-in method numel of Tensor object at
+// 0x7fdc6...>"): drop the hex digits before interning.
+StringId EventParser::InternName(std::string_view name) {
+  if (name.find("0x") == std::string_view::npos) return trace_->strings.Intern(name);
+  scratch_.clear();
+  for (size_t i = 0; i < name.size(); ++i) {
+    scratch_.push_back(name[i]);
+    if (name[i] == '0' && i + 1 < name.size() && name[i + 1] == 'x') {
+      scratch_.push_back('x');
+      i += 2;
+      while (i < name.size() && std::isxdigit(static_cast<unsigned char>(name[i]))) ++i;
+      --i;
+    }
+  }
+  return trace_->strings.Intern(scratch_);
+}
+
+bool EventParser::ParseArgs(object args, TraceEvent* event) {
+  int64_t in_nelems = -1;
+  int dtype_bytes = 0;
+  for (auto field : args) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) return false;
+    value v;
+    if (field.value().get(v)) return false;
+    if (key == "correlation") {
+      if (auto id = ParseInteger(v.raw_json_token())) event->correlation = *id;
+    } else if (key == "External id") {
+      if (auto id = ParseInteger(v.raw_json_token())) event->external_id = *id;
+    } else if (key == "bytes") {
+      if (auto n = ParseInteger(v.raw_json_token())) event->bytes = *n;
+    } else if (key == "Input Dims") {
+      simdjson::ondemand::array dims;
+      std::string_view raw;
+      if (!v.get_array().get(dims) && !dims.raw_json().get(raw)) {
+        event->shapes = trace_->strings.Intern(raw.substr(0, 512));
+      }
+    } else if (key == "Collective name") {
+      std::string_view text;
+      if (!v.get_string().get(text)) event->collective = trace_->strings.Intern(text);
+    } else if (key == "In msg nelems") {
+      if (auto n = ParseInteger(v.raw_json_token())) in_nelems = *n;
+    } else if (key == "dtype") {
+      std::string_view text;
+      if (!v.get_string().get(text)) dtype_bytes = DtypeBytes(text);
+    }
+  }
+  if (event->bytes < 0 && in_nelems >= 0 && dtype_bytes > 0) event->bytes = in_nelems * dtype_bytes;
+  return true;
+}
+
+EventParser::Outcome EventParser::ParseEvent(object object, TraceEvent* event) {
+  char phase = 0;
+  bool has_ts = false, has_dur = false, bad_number = false;
+  for (auto field : object) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) return Outcome::kMalformed;
+    value v;
+    if (field.value().get(v)) return Outcome::kMalformed;
+    if (key == "ph") {
+      std::string_view text;
+      if (v.get_string().get(text) || text.empty()) return Outcome::kMalformed;
+      phase = text[0];
+    } else if (key == "name") {
+      std::string_view text;
+      if (v.get_string().get(text)) return Outcome::kMalformed;
+      event->name = InternName(text);
+    } else if (key == "cat") {
+      std::string_view text;
+      if (v.get_string().get(text)) return Outcome::kMalformed;
+      event->cat = trace_->strings.Intern(text);
+    } else if (key == "ts" || key == "dur") {
+      std::optional<int64_t> ns = ParseMicrosToNanos(v.raw_json_token());
+      if (!ns) {
+        bad_number = true;
+        continue;
+      }
+      (key == "ts" ? event->ts_ns : event->dur_ns) = *ns;
+      (key == "ts" ? has_ts : has_dur) = true;
+    } else if (key == "pid") {
+      if (!ParseId(v, trace_, &event->pid)) return Outcome::kMalformed;
+    } else if (key == "tid") {
+      if (!ParseId(v, trace_, &event->tid)) return Outcome::kMalformed;
+    } else if (key == "args") {
+      simdjson::ondemand::object args;
+      if (!v.get_object().get(args) && !ParseArgs(args, event)) return Outcome::kMalformed;
+    }
+  }
+  ReadStats& stats = trace_->stats;
+  switch (phase) {
+    case 'X':
+      break;
+    case 'i':
+    case 'I':
+      ++stats.instant_events;
+      return Outcome::kCounted;
+    case 's':
+    case 'f':
+    case 't':
+      ++stats.flow_events;
+      return Outcome::kCounted;
+    case 'M':
+      ++stats.metadata_events;
+      return Outcome::kCounted;
+    case 'C':
+      ++stats.counter_events;
+      return Outcome::kCounted;
+    case 0:
+      return Outcome::kMalformed;
+    default:
+      ++stats.other_phase_events;
+      return Outcome::kCounted;
+  }
+  if (bad_number) {
+    ++stats.absurd_timestamp;
+    return Outcome::kCounted;
+  }
+  if (!has_ts || !has_dur) {
+    ++stats.missing_timestamp;
+    return Outcome::kCounted;
+  }
+  if (event->dur_ns < 0) {
+    ++stats.negative_duration;
+    return Outcome::kCounted;
+  }
+  return Outcome::kKept;
+}
+
+bool EventParser::ParseArray(std::string_view array, size_t capacity) {
+  simdjson::padded_string_view view(array.data(), array.size(), capacity);
+  simdjson::ondemand::document doc;
+  if (parser_.iterate(view).get(doc)) return false;
+  simdjson::ondemand::array events;
+  if (doc.get_array().get(events)) return false;
+  for (auto element : events) {
+    object event_object;
+    if (element.get_object().get(event_object)) return false;
+    TraceEvent event;
+    switch (ParseEvent(event_object, &event)) {
+      case Outcome::kKept:
+        pending_.push_back(event);
+        break;
+      case Outcome::kCounted:
+        break;
+      case Outcome::kMalformed:
+        return false;
+    }
+  }
+  return true;
+}
+
+void EventParser::NoteProblem(int64_t file_offset, std::string_view what) {
+  if (trace_->stats.first_problem.empty()) {
+    trace_->stats.first_problem = fmt::format("{} at byte {}", what, file_offset);
+  }
+}
+
+void EventParser::OnEventChunk(std::string_view array, size_t capacity,
+                               const std::vector<uint32_t>& element_offsets,
+                               const std::vector<uint32_t>& element_ends, int64_t file_offset) {
+  ReadStats& stats = trace_->stats;
+  ReadStats before = stats;
+  pending_.clear();
+  if (ParseArray(array, capacity)) {
+    stats.events_seen += static_cast<int64_t>(element_offsets.size());
+    stats.complete_events += static_cast<int64_t>(pending_.size());
+    trace_->events.insert(trace_->events.end(), pending_.begin(), pending_.end());
+    return;
+  }
+  // Something in the chunk is damaged: redo it one element at a time, keeping the good ones.
+  stats = before;
+  for (size_t i = 0; i < element_offsets.size(); ++i) {
+    ++stats.events_seen;
+    std::string_view element = array.substr(element_offsets[i], element_ends[i] - element_offsets[i]);
+    simdjson::padded_string_view view(element.data(), element.size(), capacity - element_offsets[i]);
+    simdjson::ondemand::document doc;
+    object event_object;
+    TraceEvent event;
+    ReadStats saved = stats;
+    Outcome outcome = Outcome::kMalformed;
+    if (!parser_.iterate(view).get(doc) && !doc.get_object().get(event_object)) {
+      outcome = ParseEvent(event_object, &event);
+    }
+    if (outcome == Outcome::kMalformed) {
+      stats = saved;
+      ++stats.malformed_events;
+      NoteProblem(file_offset + element_offsets[i], "malformed event");
+    } else if (outcome == Outcome::kKept) {
+      ++stats.complete_events;
+      trace_->events.push_back(event);
+    }
+  }
+}
+
+void EventParser::ParseDistributedInfo(std::string_view raw) {
+  simdjson::padded_string padded(raw);
+  simdjson::ondemand::document doc;
+  object info;
+  if (parser_.iterate(padded).get(doc) || doc.get_object().get(info)) return;
+  TraceMetadata& meta = trace_->meta;
+  for (auto field : info) {
+    std::string_view key;
+    value v;
+    if (field.unescaped_key().get(key) || field.value().get(v)) return;
+    if (key == "rank") {
+      if (auto rank = ParseInteger(v.raw_json_token())) meta.rank = static_cast<int>(*rank);
+    } else if (key == "world_size") {
+      if (auto size = ParseInteger(v.raw_json_token())) meta.world_size = static_cast<int>(*size);
+    } else if (key == "backend") {
+      std::string_view text;
+      if (!v.get_string().get(text)) meta.backend = std::string(text);
+    } else if (key == "pg_config") {
+      simdjson::ondemand::array groups;
+      if (v.get_array().get(groups)) continue;
+      for (auto group_value : groups) {
+        object group;
+        if (group_value.get_object().get(group)) break;
+        ProcessGroup pg;
+        for (auto g : group) {
+          std::string_view gkey;
+          value gv;
+          if (g.unescaped_key().get(gkey) || g.value().get(gv)) break;
+          std::string_view text;
+          if (gkey == "pg_name" && !gv.get_string().get(text)) pg.name = std::string(text);
+          if (gkey == "pg_desc" && !gv.get_string().get(text)) pg.description = std::string(text);
+          if (gkey == "ranks") {
+            simdjson::ondemand::array ranks;
+            if (gv.get_array().get(ranks)) continue;
+            for (auto r : ranks) {
+              int64_t rank;
+              if (!r.get_int64().get(rank)) pg.ranks.push_back(static_cast<int>(rank));
+            }
+          }
+        }
+        meta.process_groups.push_back(std::move(pg));
+      }
+    }
+  }
+}
+
+void EventParser::ParseDeviceProperties(std::string_view raw) {
+  simdjson::padded_string padded(raw);
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::array devices;
+  if (parser_.iterate(padded).get(doc) || doc.get_array().get(devices)) return;
+  for (auto device_value : devices) {
+    object device;
+    if (device_value.get_object().get(device)) return;
+    ++trace_->meta.device_count;
+    std::string_view name;
+    if (trace_->meta.device_name.empty() && !device.find_field_unordered("name").get_string().get(name)) {
+      trace_->meta.device_name = std::string(name);
+    }
+  }
+}
+
+void EventParser::OnTopLevelValue(std::string_view key, std::string_view raw_value) {
+  if (key == "distributedInfo") {
+    ParseDistributedInfo(raw_value);
+  } else if (key == "deviceProperties") {
+    ParseDeviceProperties(raw_value);
+  } else if (key == "baseTimeNanoseconds") {
+    if (auto base = ParseInteger(raw_value)) trace_->meta.base_time_ns = *base;
+  } else if (key == "host_name" && raw_value.size() >= 2 && raw_value[0] == '"') {
+    trace_->meta.host = std::string(raw_value.substr(1, raw_value.size() - 2));
+  }
+}
+
+}  // namespace eroica

@@ -1,0 +1,271 @@
+#include "trace/json_splitter.h"
+
+#include <cstring>
+
+namespace eroica {
+namespace {
+
+constexpr size_t kReadBytes = 1 << 20;
+
+inline bool IsWhitespace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+}  // namespace
+
+JsonSplitter::JsonSplitter(ByteSource* source, std::string path, size_t chunk_bytes)
+    : source_(source), path_(std::move(path)), chunk_bytes_(chunk_bytes) {
+  buffer_.resize(4 * chunk_bytes_ + kReadBytes + kJsonPadding);
+}
+
+// Moves the bytes still needed to the front and reads more. Keeps one byte before the pin so
+// a chunk can be framed with '[' in place.
+bool JsonSplitter::Refill() {
+  if (eof_) return false;
+  size_t keep_from = pin_ == kNoPin ? pos_ : std::min(pin_, pos_);
+  if (keep_from > 0) keep_from -= 1;
+  if (keep_from > 0) {
+    std::memmove(buffer_.data(), buffer_.data() + keep_from, end_ - keep_from);
+    end_ -= keep_from;
+    pos_ -= keep_from;
+    if (pin_ != kNoPin) pin_ -= keep_from;
+    if (chunk_start_ != kNoPin) {
+      chunk_start_ -= keep_from;
+      chunk_end_ -= keep_from;
+    }
+    buffer_file_offset_ += static_cast<int64_t>(keep_from);
+  }
+  if (end_ + kReadBytes + kJsonPadding > buffer_.size()) {
+    buffer_.resize(buffer_.size() * 2);  // one element larger than the buffer
+  }
+  StatusOr<size_t> n = source_->Read(buffer_.data() + end_, buffer_.size() - kJsonPadding - end_);
+  if (!n.ok()) {
+    read_problem_ = n.status().message();
+    eof_ = true;
+    return false;
+  }
+  if (*n == 0) {
+    eof_ = true;
+    return false;
+  }
+  end_ += *n;
+  result_.bytes_read += static_cast<int64_t>(*n);
+  return true;
+}
+
+bool JsonSplitter::EnsureByte() { return pos_ < end_ || Refill(); }
+
+bool JsonSplitter::SkipWhitespace() {
+  while (true) {
+    while (pos_ < end_ && IsWhitespace(buffer_[pos_])) ++pos_;
+    if (pos_ < end_) return true;
+    if (!Refill()) return false;
+  }
+}
+
+bool JsonSplitter::ScanString() {
+  ++pos_;  // opening quote
+  while (true) {
+    const char* p = buffer_.data() + pos_;
+    const char* e = buffer_.data() + end_;
+    while (p < e) {
+      char c = *p;
+      if (c == '"') {
+        pos_ = p - buffer_.data() + 1;
+        return true;
+      }
+      if (c == '\\') {
+        if (p + 1 >= e) break;  // the escaped byte is not read yet
+        p += 2;
+        continue;
+      }
+      ++p;
+    }
+    pos_ = p - buffer_.data();
+    if (!Refill()) return false;
+  }
+}
+
+bool JsonSplitter::ScanCompound() {
+  int depth = 0;
+  bool in_string = false;
+  while (true) {
+    const char* p = buffer_.data() + pos_;
+    const char* e = buffer_.data() + end_;
+    while (p < e) {
+      if (in_string) {
+        while (p < e && *p != '"' && *p != '\\') ++p;
+        if (p >= e) break;
+        if (*p == '\\') {
+          if (p + 1 >= e) break;
+          p += 2;
+          continue;
+        }
+        in_string = false;
+        ++p;
+        continue;
+      }
+      char c = *p++;
+      if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        if (--depth == 0) {
+          pos_ = p - buffer_.data();
+          return true;
+        }
+      }
+    }
+    pos_ = p - buffer_.data();
+    if (!Refill()) return false;
+  }
+}
+
+bool JsonSplitter::ScanScalar() {
+  while (true) {
+    while (pos_ < end_) {
+      char c = buffer_[pos_];
+      if (c == ',' || c == ']' || c == '}' || IsWhitespace(c)) return true;
+      ++pos_;
+    }
+    if (!Refill()) return false;
+  }
+}
+
+bool JsonSplitter::ScanValue() {
+  if (!EnsureByte()) return false;
+  char c = buffer_[pos_];
+  if (c == '{' || c == '[') return ScanCompound();
+  if (c == '"') return ScanString();
+  return ScanScalar();
+}
+
+void JsonSplitter::FlushChunk(TraceChunkSink* sink) {
+  if (chunk_start_ == kNoPin || element_offsets_.empty()) {
+    chunk_start_ = kNoPin;
+    return;
+  }
+  // Frame the run of elements as an array in place: the byte before the first element and the
+  // one after the last are separators we may overwrite for the duration of the call.
+  size_t open = chunk_start_ - 1;
+  char saved_open = buffer_[open];
+  char saved_close = buffer_[chunk_end_];
+  buffer_[open] = '[';
+  buffer_[chunk_end_] = ']';
+  std::string_view array(buffer_.data() + open, chunk_end_ - open + 1);
+  sink->OnEventChunk(array, buffer_.size() - open, element_offsets_, element_ends_,
+                     FileOffset(open));
+  buffer_[open] = saved_open;
+  buffer_[chunk_end_] = saved_close;
+  element_offsets_.clear();
+  element_ends_.clear();
+  chunk_start_ = kNoPin;
+  pin_ = kNoPin;
+}
+
+// Returns false when the data ended inside the array.
+bool JsonSplitter::ParseEventArray(TraceChunkSink* sink) {
+  result_.found_events = true;
+  ++pos_;  // '['
+  while (true) {
+    if (!SkipWhitespace()) return false;
+    char c = buffer_[pos_];
+    if (c == ']') {
+      FlushChunk(sink);
+      ++pos_;
+      return true;
+    }
+    if (c == ',') {
+      ++pos_;
+      continue;
+    }
+    size_t start = pos_;
+    if (chunk_start_ == kNoPin) {
+      // Refill always keeps the byte before the pin, so start > 0: room for the '[' frame.
+      chunk_start_ = start;
+      chunk_end_ = start;
+      pin_ = start;
+    }
+    if (!ScanValue()) return false;
+    element_offsets_.push_back(static_cast<uint32_t>(start - chunk_start_ + 1));
+    element_ends_.push_back(static_cast<uint32_t>(pos_ - chunk_start_ + 1));
+    chunk_end_ = pos_;
+    if (chunk_end_ - chunk_start_ >= chunk_bytes_) FlushChunk(sink);
+  }
+}
+
+Status JsonSplitter::ParseTopLevelObject(TraceChunkSink* sink) {
+  ++pos_;  // '{'
+  while (true) {
+    if (!SkipWhitespace()) return Status::Ok();
+    char c = buffer_[pos_];
+    if (c == '}') return Status::Ok();
+    if (c == ',') {
+      ++pos_;
+      continue;
+    }
+    if (c != '"') {
+      return ErrorStatus("{}: not a trace: unexpected '{}' at byte {}", path_, c, FileOffset(pos_));
+    }
+    pin_ = pos_;
+    if (!ScanString()) return Status::Ok();
+    std::string key(buffer_.data() + pin_ + 1, pos_ - pin_ - 2);
+    pin_ = kNoPin;
+    if (!SkipWhitespace()) return Status::Ok();
+    if (buffer_[pos_] != ':') {
+      return ErrorStatus("{}: not valid JSON: expected ':' at byte {}", path_, FileOffset(pos_));
+    }
+    ++pos_;
+    if (!SkipWhitespace()) return Status::Ok();
+    if (key == "traceEvents" && buffer_[pos_] == '[') {
+      if (!ParseEventArray(sink)) return Status::Ok();
+      continue;
+    }
+    size_t value_start = pos_;
+    pin_ = value_start;
+    if (!ScanValue()) return Status::Ok();
+    sink->OnTopLevelValue(key, std::string_view(buffer_.data() + pin_, pos_ - pin_));
+    pin_ = kNoPin;
+  }
+}
+
+StatusOr<SplitResult> JsonSplitter::Run(TraceChunkSink* sink) {
+  if (!SkipWhitespace()) {
+    if (!read_problem_.empty()) return ErrorStatus("{}", read_problem_);
+    return ErrorStatus("{}: empty file", path_);
+  }
+  // A UTF-8 byte-order mark is harmless.
+  if (end_ - pos_ >= 3 && std::memcmp(buffer_.data() + pos_, "\xEF\xBB\xBF", 3) == 0) {
+    pos_ += 3;
+    if (!SkipWhitespace()) return ErrorStatus("{}: empty file", path_);
+  }
+  char first = buffer_[pos_];
+  if (first == '[') {
+    result_.bare_event_list = true;
+    if (!ParseEventArray(sink)) {
+      FlushChunk(sink);
+      result_.truncated = true;
+    }
+  } else if (first == '{') {
+    EROICA_RETURN_IF_ERROR(ParseTopLevelObject(sink));
+    if (eof_) {
+      FlushChunk(sink);
+      result_.truncated = true;
+    }
+  } else {
+    return ErrorStatus("{}: not a JSON trace (starts with '{}')", path_,
+                       first >= 32 && first < 127 ? first : '?');
+  }
+  if (result_.truncated) {
+    result_.truncated_at_byte = result_.bytes_read;
+    result_.problem = read_problem_.empty()
+                          ? fmt::format("JSON is truncated at byte {}", result_.bytes_read)
+                          : read_problem_;
+  }
+  if (!result_.found_events) {
+    if (result_.truncated) return ErrorStatus("{}: {} before any traceEvents", path_, result_.problem);
+    return ErrorStatus("{}: not a PyTorch profiler trace (no traceEvents)", path_);
+  }
+  return result_;
+}
+
+}  // namespace eroica

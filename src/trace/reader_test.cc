@@ -1,0 +1,230 @@
+#include "trace/reader.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+
+#include "base/temp_dir.h"
+
+namespace eroica {
+namespace {
+
+// Native Kineto order: metadata after traceEvents; relative float ts; string pids.
+constexpr std::string_view kKinetoTrace = R"json( {
+  "schemaVersion": 1,
+  "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8,
+    "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "ranks": [0,1,2,3,4,5,6,7]}]},
+  "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}, {"id": 1, "name": "NVIDIA H100 80GB HBM3"}],
+  "traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 100, "tid": 100,
+   "ts": 1000.5, "dur": 500.25, "args": {"External id": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 100,
+   "ts": 1010, "dur": 5, "args": {"External id": 2, "correlation": 77}},
+  {"ph": "s", "id": 77, "pid": 100, "tid": 100, "ts": 1010, "cat": "ac2g", "name": "ac2g"},
+  {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+   "pid": 0, "tid": 7, "ts": 1020.001, "dur": 100,
+   "args": {"correlation": 77, "Collective name": "allreduce", "In msg nelems": 1024, "dtype": "Float"}},
+  {"ph": "f", "id": 77, "pid": 0, "tid": 7, "ts": 1020, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 100, "tid": 100, "ts": 1001, "dur": 3,
+   "args": {"Input Dims": [[32, 64], [64, 8]], "External id": 3}},
+  {"ph": "X", "cat": "python_function", "name": "<built-in method numel of Tensor object at 0x7fdc6a2b>",
+   "pid": 100, "tid": 100, "ts": 1002, "dur": 1},
+  {"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7 "}},
+  {"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "", "ts": 1600},
+  {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler", "ts": 990, "dur": 700}
+  ],
+  "traceName": "x.json",
+  "baseTimeNanoseconds": 1711964646000000000
+})json";
+
+constexpr std::string_view kBareList =
+    R"([{"name": "ProfilerStep#2", "ph": "X", "ts": 251, "dur": 29888, "tid": 1, "pid": "CPU functions", "args": {}},
+{"name": "gloo:all_reduce", "ph": "X", "ts": 28394, "dur": 1994, "tid": 2, "pid": "CPU functions", "args": {}}])";
+
+std::string WriteGzip(const TempDir& dir, const std::string& name, std::string_view contents) {
+  std::string path = dir.path() + "/" + name;
+  gzFile file = gzopen(path.c_str(), "wb");
+  gzwrite(file, contents.data(), static_cast<unsigned>(contents.size()));
+  gzclose(file);
+  return path;
+}
+
+TEST(ReadTraceTest, KinetoObjectWithMetadataAfterEvents) {
+  TempDir dir;
+  StatusOr<Trace> trace = ReadTrace(dir.Write("t.json", kKinetoTrace));
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->meta.rank, 3);
+  EXPECT_FALSE(trace->meta.rank_from_file_name);
+  EXPECT_EQ(trace->meta.world_size, 8);
+  EXPECT_EQ(trace->meta.backend, "nccl");
+  ASSERT_EQ(trace->meta.process_groups.size(), 1u);
+  EXPECT_EQ(trace->meta.process_groups[0].ranks.size(), 8u);
+  EXPECT_EQ(trace->meta.device_count, 2);
+  EXPECT_EQ(trace->meta.device_name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(trace->stats.events_seen, 10);
+  EXPECT_EQ(trace->stats.complete_events, 6);
+  EXPECT_EQ(trace->stats.flow_events, 2);
+  EXPECT_EQ(trace->stats.metadata_events, 1);
+  EXPECT_EQ(trace->stats.instant_events, 1);
+  EXPECT_EQ(trace->stats.skipped(), 0);
+  const TraceEvent& step = trace->events[0];
+  EXPECT_EQ(trace->Str(step.name), "ProfilerStep#7");
+  EXPECT_EQ(step.ts_ns, 1711964646000000000 + 1000500);
+  EXPECT_EQ(step.dur_ns, 500250);
+  const TraceEvent& kernel = trace->events[2];
+  EXPECT_EQ(trace->Str(kernel.cat), "kernel");
+  EXPECT_EQ(kernel.correlation, 77);
+  EXPECT_EQ(kernel.bytes, 4096);
+  EXPECT_EQ(trace->Str(kernel.collective), "allreduce");
+  EXPECT_EQ(kernel.ts_ns, 1711964646000000000 + 1020001);
+  EXPECT_EQ(trace->Str(trace->events[3].shapes), "[[32, 64], [64, 8]]");
+  EXPECT_EQ(trace->Str(trace->events[4].name), "<built-in method numel of Tensor object at 0x>");
+  EXPECT_TRUE(IsStringPid(trace->events[5].pid));
+}
+
+TEST(ReadTraceTest, BareEventListFromCpuOnlyBuilds) {
+  TempDir dir;
+  StatusOr<Trace> trace = ReadTrace(dir.Write("worker5.pt.trace.json", kBareList));
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_TRUE(trace->meta.bare_event_list);
+  EXPECT_EQ(trace->meta.rank, 5);
+  EXPECT_TRUE(trace->meta.rank_from_file_name);
+  ASSERT_EQ(trace->events.size(), 2u);
+  EXPECT_EQ(trace->events[1].ts_ns, 28394000);
+  EXPECT_EQ(trace->events[0].pid, trace->events[1].pid);
+  EXPECT_EQ(trace->events[1].tid, 2);
+}
+
+TEST(ReadTraceTest, GzipAndTinyChunksGiveTheSameEvents) {
+  TempDir dir;
+  StatusOr<Trace> plain = ReadTrace(dir.Write("a.json", kKinetoTrace));
+  StatusOr<Trace> gz = ReadTrace(WriteGzip(dir, "a.json.gz", kKinetoTrace), {.chunk_bytes = 1});
+  ASSERT_TRUE(plain.ok() && gz.ok());
+  ASSERT_EQ(plain->events.size(), gz->events.size());
+  for (size_t i = 0; i < plain->events.size(); ++i) {
+    EXPECT_EQ(plain->events[i].ts_ns, gz->events[i].ts_ns);
+    EXPECT_EQ(plain->Str(plain->events[i].name), gz->Str(gz->events[i].name));
+  }
+}
+
+TEST(ReadTraceTest, TruncatedJsonKeepsCompleteEvents) {
+  TempDir dir;
+  std::string_view cut = kKinetoTrace.substr(0, kKinetoTrace.find("aten::mm") + 20);
+  StatusOr<Trace> trace = ReadTrace(dir.Write("rank-2.json", cut));
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_TRUE(trace->stats.truncated);
+  EXPECT_EQ(trace->stats.truncated_at_byte, static_cast<int64_t>(cut.size()));
+  EXPECT_EQ(trace->events.size(), 3u);  // the step, the launch and the kernel
+  EXPECT_EQ(trace->meta.rank, 3);       // distributedInfo came before the cut
+  EXPECT_NE(DescribeReadProblems(*trace).find("truncated"), std::string::npos);
+}
+
+TEST(ReadTraceTest, TruncatedGzipKeepsWhatInflated) {
+  TempDir dir;
+  std::string big = "[";
+  for (int i = 0; i < 20000; ++i) {
+    big += fmt::format(R"({{"name": "aten::op{}", "ph": "X", "ts": {}, "dur": 1, "tid": 1, "pid": 1}},)",
+                       i % 97, i * 3);
+  }
+  big.back() = ']';
+  std::string full = WriteGzip(dir, "full.json.gz", big);
+  std::string bytes;
+  {
+    std::ifstream in(full, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  StatusOr<Trace> trace = ReadTrace(dir.Write("cut.json.gz", bytes.substr(0, bytes.size() / 2)));
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_TRUE(trace->stats.truncated);
+  EXPECT_GT(trace->events.size(), 1000u);
+  EXPECT_LT(trace->events.size(), 20000u);
+  EXPECT_NE(trace->stats.first_problem.find("gzip"), std::string::npos);
+}
+
+TEST(ReadTraceTest, UnusableInputIsAOneLineErrorNamingTheFile) {
+  TempDir dir;
+  struct Case {
+    std::string name, contents, expected;
+  };
+  std::vector<Case> cases = {
+      {"empty.json", "", "empty file"},
+      {"blank.json", "  \n ", "empty file"},
+      {"text.json", "hello", "not a JSON trace"},
+      {"other.json", R"({"a": 1, "b": [1,2]})", "no traceEvents"},
+      {"cut.json", R"({"schemaVersion": 1, "traceEv)", "truncated"},
+      {"cut2.json", R"([{"name": "x", "ph": "X")", "truncated"},
+  };
+  for (const Case& c : cases) {
+    StatusOr<Trace> trace = ReadTrace(dir.Write(c.name, c.contents));
+    ASSERT_FALSE(trace.ok()) << c.name;
+    EXPECT_NE(trace.status().message().find(c.name), std::string::npos) << trace.status().message();
+    EXPECT_NE(trace.status().message().find(c.expected), std::string::npos) << trace.status().message();
+    EXPECT_EQ(trace.status().message().find('\n'), std::string::npos);
+  }
+  EXPECT_FALSE(ReadTrace(dir.path() + "/missing.json").ok());
+}
+
+TEST(ReadTraceTest, BadFieldsAreCountedAndTheRestIsKept) {
+  TempDir dir;
+  std::string_view text = R"([
+    {"name": "good", "ph": "X", "ts": 1, "dur": 2, "pid": 1, "tid": 1},
+    {"name": "neg", "ph": "X", "ts": 1, "dur": -2, "pid": 1, "tid": 1},
+    {"name": "strts", "ph": "X", "ts": "1", "dur": 2, "pid": 1, "tid": 1},
+    {"name": "huge", "ph": "X", "ts": 1e400, "dur": 2, "pid": 1, "tid": 1},
+    {"name": 5, "ph": "X", "ts": 1, "dur": 2, "pid": 1, "tid": 1},
+    {"name": "nodur", "ph": "X", "ts": 1, "pid": 1, "tid": 1},
+    7,
+    {"name": "good2", "ph": "X", "ts": 3, "dur": 2, "pid": {"a": 1}, "tid": 1},
+    {"name": "good3", "ph": "X", "ts": 3, "dur": 2, "pid": 1, "tid": 1}
+  ])";
+  StatusOr<Trace> trace = ReadTrace(dir.Write("bad.json", text));
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->events.size(), 2u);
+  EXPECT_EQ(trace->stats.negative_duration, 1);
+  EXPECT_EQ(trace->stats.absurd_timestamp, 2);
+  EXPECT_EQ(trace->stats.missing_timestamp, 1);
+  EXPECT_EQ(trace->stats.malformed_events, 3);
+  EXPECT_FALSE(DescribeReadProblems(*trace).empty());
+}
+
+TEST(RankFromFileNameTest, Patterns) {
+  EXPECT_EQ(RankFromFileName("/x/rank-3.json.gz"), 3);
+  EXPECT_EQ(RankFromFileName("worker3.pt.trace.json"), 3);
+  EXPECT_EQ(RankFromFileName("worker0_step_12.1694128201545.pt.trace.json"), 0);
+  EXPECT_EQ(RankFromFileName("rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"), 34);
+  EXPECT_EQ(RankFromFileName("trace_17.json"), 17);
+  EXPECT_EQ(RankFromFileName("trace.json"), -1);
+}
+
+// Every real trace in ../shared/traces reads without a skipped event, with the event counts
+// SOURCES.md lists (counted there by Python's json module).
+TEST(ReadTraceTest, EveryRealTraceReads) {
+  std::filesystem::path root = std::filesystem::path(EROICA_SHARED_DIR) / "traces";
+  if (!std::filesystem::exists(root)) GTEST_SKIP() << "no " << root;
+  const std::map<std::string, int64_t> expected_events = {
+      {"worker0_step_12.1694128201545.pt.trace.json", 3290},
+      {"df_index_resolver.json.gz", 216092},
+      {"rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", 30},
+      {"eager_trace.json.gz", 24656},
+      {"train.json", 14240},
+      {"resnet_act_checkpoint.json.gz", 56451},
+  };
+  int files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+    std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file() || name.find(".json") == std::string::npos) continue;
+    ++files;
+    StatusOr<Trace> trace = ReadTrace(entry.path().string());
+    ASSERT_TRUE(trace.ok()) << trace.status().message();
+    EXPECT_EQ(trace->stats.skipped(), 0) << name << ": " << DescribeReadProblems(*trace);
+    EXPECT_FALSE(trace->stats.truncated) << name;
+    EXPECT_GT(trace->events.size(), 0u) << name;
+    auto it = expected_events.find(name);
+    if (it != expected_events.end()) EXPECT_EQ(trace->stats.events_seen, it->second) << name;
+  }
+  EXPECT_EQ(files, 26);
+}
+
+}  // namespace
+}  // namespace eroica
