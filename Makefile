@@ -7,7 +7,7 @@ ASAN_BUILD ?= build-asan
 PYTHON := /usr/bin/python3
 DEBIAN_PACKAGES := cmake g++ make pkg-config libsimdjson-dev libfmt-dev libcli11-dev zlib1g-dev \
   libdeflate-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev python3-torch \
-  python3-numpy iproute2 gzip
+  python3-numpy python3-pytest nlohmann-json3-dev iproute2 gzip
 
 .PHONY: deps build build-asan test unit-test demo bench accuracy clean
 

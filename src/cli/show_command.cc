@@ -1,0 +1,67 @@
+// eroica show PATTERN: a pattern file for humans, or as JSON.
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+#include "summary/pattern_file.h"
+#include "summary/pattern_json.h"
+
+namespace eroica {
+namespace {
+
+struct ShowOptions {
+  std::string path;
+  std::string format = "text";
+  size_t max_functions = 20;
+};
+
+void PrintText(const WorkerPattern& w, size_t max_functions) {
+  fmt::print("rank {} of {}  {}  {} iterations (steps {}..{})  {:.3f} s/iteration  window {:.3f} s\n",
+             w.rank, w.world_size, w.has_device ? (w.device_name.empty() ? "GPU" : w.device_name) : "CPU",
+             w.iterations(), w.step_ids.empty() ? -1 : w.step_ids.front(),
+             w.step_ids.empty() ? -1 : w.step_ids.back(), w.iteration_s, w.window_ns / 1e9);
+  fmt::print("  by category:");
+  for (int c = 0; c < kCategoryCount; ++c) {
+    fmt::print(" {} {:.3f}", CategoryName(static_cast<Category>(c)), w.category_beta[c]);
+  }
+  fmt::print("\n  {:>7} {:>7} {:>7} {:>9} {:>11}  {:<13} {}\n", "beta", "mu", "sigma", "calls/it",
+             "mean_us", "category", "function");
+  size_t shown = 0;
+  for (const FunctionPattern& f : w.functions) {
+    if (shown++ >= max_functions) break;
+    std::string category(CategoryName(f.category));
+    if (f.host_kind != HostKind::kNone) category += "/" + std::string(HostKindName(f.host_kind));
+    fmt::print("  {:7.4f} {:>7} {:>7} {:9.1f} {:11.1f}  {:<13} {}\n", f.beta,
+               f.mu ? fmt::format("{:.3f}", *f.mu) : "-", f.sigma ? fmt::format("{:.3f}", *f.sigma) : "-",
+               f.calls_per_iter, f.mean_duration_us, category, f.name);
+  }
+  for (const std::string& warning : w.warnings) fmt::print("  warning: {}\n", warning);
+}
+
+int RunShow(const ShowOptions& options) {
+  StatusOr<std::vector<WorkerPattern>> workers = ReadPatternFile(options.path);
+  if (!workers.ok()) {
+    fmt::print(stderr, "eroica: {}\n", workers.status().message());
+    return 1;
+  }
+  if (options.format == "json") {
+    nlohmann::json out = nlohmann::json::array();
+    for (const WorkerPattern& w : *workers) out.push_back(PatternToJson(w));
+    fmt::print("{}\n", (workers->size() == 1 ? out[0] : out).dump(2));
+    return 0;
+  }
+  for (const WorkerPattern& w : *workers) PrintText(w, options.max_functions);
+  return 0;
+}
+
+}  // namespace
+
+void RegisterShowCommand(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<ShowOptions>();
+  CLI::App* cmd = app.add_subcommand("show", "Print a pattern file for humans or as JSON");
+  cmd->add_option("pattern", options->path, "A pattern file from `eroica summarize`")->required();
+  cmd->add_option("--format", options->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("-n,--functions", options->max_functions, "Functions to list per worker (text)");
+  cmd->callback([options, exit_code] { *exit_code = RunShow(*options); });
+}
+
+}  // namespace eroica

@@ -1,0 +1,49 @@
+// eroica summarize TRACE... -o PATTERN: traces to a pattern file (a bundle when several).
+#include <thread>
+
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+#include "summary/pattern_file.h"
+#include "summary/summarize_files.h"
+
+namespace eroica {
+namespace {
+
+struct SummarizeCommandOptions {
+  std::vector<std::string> traces;
+  std::string output;
+  std::string metrics;
+  int threads = 0;
+};
+
+int RunSummarize(const SummarizeCommandOptions& options) {
+  int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  FileSummaries result = SummarizeFiles(options.traces, threads);
+  for (const std::string& error : result.errors) fmt::print(stderr, "eroica: {}\n", error);
+  if (result.patterns.empty()) return 1;
+  for (const WorkerPattern& p : result.patterns) {
+    for (const std::string& warning : p.warnings) fmt::print(stderr, "eroica: warning: rank {}: {}\n", p.rank, warning);
+  }
+  Status status = WritePatternFile(options.output, result.patterns);
+  if (!status.ok()) {
+    fmt::print(stderr, "eroica: {}\n", status.message());
+    return 1;
+  }
+  return result.errors.empty() ? 0 : 2;
+}
+
+}  // namespace
+
+void RegisterSummarizeCommand(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<SummarizeCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "summarize", "Reduce trace(s) to a behaviour pattern file (several traces: one bundle)");
+  cmd->add_option("traces", options->traces, "PyTorch profiler traces (.json, .json.gz)")->required();
+  cmd->add_option("-o,--output", options->output, "The pattern file to write")->required();
+  cmd->add_option("--metrics", options->metrics, "Hardware samples from `eroica agent` (for μ, σ)");
+  cmd->add_option("-j,--threads", options->threads, "Parallel readers (default: all cores)");
+  cmd->callback([options, exit_code] { *exit_code = RunSummarize(*options); });
+}
+
+}  // namespace eroica

@@ -1,0 +1,115 @@
+#include "summary/critical_path.h"
+
+#include <algorithm>
+#include <queue>
+
+namespace eroica {
+namespace {
+
+void AppendMerged(std::vector<Span>* out, const Span& span) {
+  if (span.end_ns <= span.start_ns) return;
+  if (!out->empty() && out->back().end_ns == span.start_ns && out->back().function == span.function) {
+    out->back().end_ns = span.end_ns;
+  } else {
+    out->push_back(span);
+  }
+}
+
+// Parts of `segments` (sorted, disjoint) not inside `covered` (sorted, disjoint).
+std::vector<Span> Uncovered(const std::vector<Span>& segments, const std::vector<Span>& covered) {
+  std::vector<Span> out;
+  size_t c = 0;
+  for (const Span& segment : segments) {
+    int64_t cursor = segment.start_ns;
+    while (c < covered.size() && covered[c].end_ns <= cursor) ++c;
+    size_t k = c;
+    while (cursor < segment.end_ns) {
+      if (k >= covered.size() || covered[k].start_ns >= segment.end_ns) {
+        out.push_back({cursor, segment.end_ns, segment.function});
+        break;
+      }
+      if (covered[k].start_ns > cursor) out.push_back({cursor, covered[k].start_ns, segment.function});
+      cursor = std::max(cursor, covered[k].end_ns);
+      ++k;
+    }
+  }
+  return out;
+}
+
+// Union of two sorted, disjoint lists (functions are irrelevant for coverage).
+std::vector<Span> Union(const std::vector<Span>& a, const std::vector<Span>& b) {
+  std::vector<Span> merged;
+  merged.reserve(a.size() + b.size());
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(merged),
+             [](const Span& x, const Span& y) { return x.start_ns < y.start_ns; });
+  std::vector<Span> out;
+  for (const Span& span : merged) {
+    if (!out.empty() && span.start_ns <= out.back().end_ns) {
+      out.back().end_ns = std::max(out.back().end_ns, span.end_ns);
+    } else {
+      out.push_back({span.start_ns, span.end_ns, 0});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Span> InnermostTimeline(std::vector<Span> spans) {
+  std::erase_if(spans, [](const Span& s) { return s.end_ns <= s.start_ns; });
+  std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) {
+    return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
+  });
+  // Top of the heap: the latest start; on equal starts the earlier end (the inner span).
+  auto inner_first = [&spans](size_t x, size_t y) {
+    if (spans[x].start_ns != spans[y].start_ns) return spans[x].start_ns < spans[y].start_ns;
+    if (spans[x].end_ns != spans[y].end_ns) return spans[x].end_ns > spans[y].end_ns;
+    return x < y;
+  };
+  std::priority_queue<size_t, std::vector<size_t>, decltype(inner_first)> active(inner_first);
+  std::vector<Span> out;
+  size_t next = 0;
+  int64_t now = spans.empty() ? 0 : spans[0].start_ns;
+  while (next < spans.size() || !active.empty()) {
+    while (!active.empty() && spans[active.top()].end_ns <= now) active.pop();
+    if (active.empty()) {
+      if (next >= spans.size()) break;
+      now = std::max(now, spans[next].start_ns);
+    }
+    while (next < spans.size() && spans[next].start_ns <= now) active.push(next++);
+    while (!active.empty() && spans[active.top()].end_ns <= now) active.pop();
+    if (active.empty()) continue;
+    const Span& top = spans[active.top()];
+    int64_t until = top.end_ns;
+    if (next < spans.size()) until = std::min(until, spans[next].start_ns);
+    AppendMerged(&out, {now, until, top.function});
+    now = until;
+  }
+  return out;
+}
+
+std::vector<Span> PaintCriticalPath(std::vector<std::vector<Span>> layers, int64_t window_start_ns,
+                                    int64_t window_end_ns, uint32_t fill_function) {
+  std::vector<Span> owned;
+  std::vector<Span> covered;
+  for (std::vector<Span>& layer : layers) {
+    for (Span& span : layer) {
+      span.start_ns = std::max(span.start_ns, window_start_ns);
+      span.end_ns = std::min(span.end_ns, window_end_ns);
+    }
+    std::vector<Span> timeline = InnermostTimeline(std::move(layer));
+    std::vector<Span> visible = Uncovered(timeline, covered);
+    owned.insert(owned.end(), visible.begin(), visible.end());
+    covered = Union(covered, timeline);
+  }
+  std::vector<Span> gaps = Uncovered({{window_start_ns, window_end_ns, fill_function}}, covered);
+  owned.insert(owned.end(), gaps.begin(), gaps.end());
+  std::sort(owned.begin(), owned.end(),
+            [](const Span& x, const Span& y) { return x.start_ns < y.start_ns; });
+  std::vector<Span> out;
+  out.reserve(owned.size());
+  for (const Span& span : owned) AppendMerged(&out, span);
+  return out;
+}
+
+}  // namespace eroica

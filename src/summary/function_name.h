@@ -1,0 +1,29 @@
+// Function identity that is stable across ranks: the same code gets the same name on every
+// worker, whatever its addresses, pids or template arguments.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "summary/classify.h"
+
+namespace eroica {
+
+// kernel "void at::native::foo<4, float>(int, ...)" -> "at::native::foo";
+// python "torch/nn/modules/module.py(1775): _call_impl" -> "torch/nn/modules/module.py:1775(_call_impl)";
+// collectives -> "allreduce" or "allreduce 4MiB" (op plus a power-of-4 size bucket);
+// everything else keeps its name, capped in length.
+std::string FunctionName(EventRole role, std::string_view name, std::string_view collective_arg,
+                         int64_t bytes);
+
+// "all_reduce", "AllReduce", "allreduce_", "_allgather_base" -> "allreduce", "allgather".
+std::string CanonicalCollective(std::string_view text);
+
+// The smallest power of 4 bytes >= bytes, formatted ("4KiB", "16MiB").
+std::string SizeBucket(int64_t bytes);
+
+// The name for time with nothing recorded on the training thread and the device idle.
+inline constexpr std::string_view kUnattributedPython = "(python, unattributed)";
+
+}  // namespace eroica

@@ -1,0 +1,49 @@
+// A worker's runtime behaviour pattern: per function (β, μ, σ) plus the few figures that make
+// diagnosis sharper. This is what a worker ships instead of its trace (DESIGN.md "Critical
+// path and the pattern"). The on-disk form is in pattern_file.h.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "summary/category.h"
+
+namespace eroica {
+
+struct FunctionPattern {
+  std::string name;                 // stable across ranks (function_name.h)
+  Category category = Category::kHost;
+  HostKind host_kind = HostKind::kNone;
+  double beta = 0;                  // share of the window this function owns the critical path
+  std::optional<double> mu;         // mean utilisation of its resource while it owns the path
+  std::optional<double> sigma;      // standard deviation of that utilisation
+  double calls_per_iter = 0;
+  double mean_duration_us = 0;      // mean inclusive duration of one call
+  int64_t bytes_per_iter = 0;       // memcpy/collective bytes, when the trace has them
+  uint32_t shapes_hash = 0;         // hash of the input shapes seen, 0 when none recorded
+};
+
+struct WorkerPattern {
+  int rank = -1;
+  int world_size = -1;
+  std::string host;
+  std::string source;               // the trace file it was made from
+  bool has_device = false;          // GPU trace (kernels) or CPU-only training
+  std::string device_name;
+  std::string group;                // role signature: workers compare only with their like
+  std::vector<int64_t> step_ids;    // ProfilerStep#N numbers covered
+  int64_t window_ns = 0;
+  double iteration_s = 0;           // mean iteration time over the window
+  std::array<double, kCategoryCount> category_beta{};  // Σβ per category, before pruning
+  double dataloader_ops_per_iter = 0;  // ops run inside the data loader: its items' work
+  double compute_calls_per_iter = 0;
+  std::vector<FunctionPattern> functions;  // by β, descending; the tail folded into "(other ...)"
+  std::vector<std::string> warnings;       // data-quality notes from reading and summarizing
+
+  int iterations() const { return static_cast<int>(step_ids.size()); }
+};
+
+}  // namespace eroica

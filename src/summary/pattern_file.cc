@@ -1,0 +1,226 @@
+#include "summary/pattern_file.h"
+
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+#include "base/byte_codec.h"
+#include "base/file_util.h"
+
+namespace eroica {
+namespace {
+
+constexpr uint32_t kMaxBlockBytes = 1u << 30;
+
+class StringTable {
+ public:
+  uint64_t Id(const std::string& text) {
+    auto [it, inserted] = ids_.try_emplace(text, strings_.size());
+    if (inserted) strings_.push_back(&it->first);
+    return it->second;
+  }
+  void Write(ByteWriter* out) const {
+    out->Varint(strings_.size());
+    for (const std::string* s : strings_) out->String(*s);
+  }
+
+ private:
+  std::unordered_map<std::string, uint64_t> ids_;
+  std::vector<const std::string*> strings_;
+};
+
+void WriteWorker(const WorkerPattern& w, StringTable* strings, ByteWriter* out) {
+  out->SignedVarint(w.rank);
+  out->SignedVarint(w.world_size);
+  out->Varint(strings->Id(w.host));
+  out->Varint(strings->Id(w.source));
+  out->U8(w.has_device ? 1 : 0);
+  out->Varint(strings->Id(w.device_name));
+  out->Varint(strings->Id(w.group));
+  out->Varint(w.step_ids.size());
+  int64_t previous = 0;
+  for (int64_t id : w.step_ids) {
+    out->SignedVarint(id - previous);
+    previous = id;
+  }
+  out->Varint(static_cast<uint64_t>(std::max<int64_t>(0, w.window_ns)));
+  out->F64(w.iteration_s);
+  for (double beta : w.category_beta) out->F32(static_cast<float>(beta));
+  out->F32(static_cast<float>(w.dataloader_ops_per_iter));
+  out->F32(static_cast<float>(w.compute_calls_per_iter));
+  out->Varint(w.functions.size());
+  for (const FunctionPattern& f : w.functions) {
+    out->Varint(strings->Id(f.name));
+    out->U8(static_cast<uint8_t>(f.category));
+    out->U8(static_cast<uint8_t>(f.host_kind));
+    out->F32(static_cast<float>(f.beta));
+    out->U8(f.mu.has_value() ? 1 : 0);
+    if (f.mu) {
+      out->F32(static_cast<float>(*f.mu));
+      out->F32(static_cast<float>(f.sigma.value_or(0)));
+    }
+    out->F32(static_cast<float>(f.calls_per_iter));
+    out->F32(static_cast<float>(f.mean_duration_us));
+    out->Varint(static_cast<uint64_t>(std::max<int64_t>(0, f.bytes_per_iter)));
+    out->U32(f.shapes_hash);
+  }
+  out->Varint(w.warnings.size());
+  for (const std::string& warning : w.warnings) out->Varint(strings->Id(warning));
+}
+
+bool ReadWorker(ByteReader* in, const std::vector<std::string>& strings, WorkerPattern* w) {
+  auto str = [&](uint64_t id) -> std::string {
+    return id < strings.size() ? strings[id] : std::string();
+  };
+  w->rank = static_cast<int>(in->SignedVarint());
+  w->world_size = static_cast<int>(in->SignedVarint());
+  w->host = str(in->Varint());
+  w->source = str(in->Varint());
+  w->has_device = (in->U8() & 1) != 0;
+  w->device_name = str(in->Varint());
+  w->group = str(in->Varint());
+  uint64_t steps = in->Varint();
+  if (!in->ok() || steps > (1u << 20)) return false;
+  int64_t previous = 0;
+  for (uint64_t i = 0; i < steps && in->ok(); ++i) {
+    previous += in->SignedVarint();
+    w->step_ids.push_back(previous);
+  }
+  w->window_ns = static_cast<int64_t>(in->Varint());
+  w->iteration_s = in->F64();
+  for (double& beta : w->category_beta) beta = in->F32();
+  w->dataloader_ops_per_iter = in->F32();
+  w->compute_calls_per_iter = in->F32();
+  uint64_t functions = in->Varint();
+  if (!in->ok() || functions > (1u << 20)) return false;
+  w->functions.resize(functions);
+  for (FunctionPattern& f : w->functions) {
+    f.name = str(in->Varint());
+    uint8_t category = in->U8();
+    uint8_t host_kind = in->U8();
+    if (category >= kCategoryCount || host_kind > static_cast<uint8_t>(HostKind::kFramework)) return false;
+    f.category = static_cast<Category>(category);
+    f.host_kind = static_cast<HostKind>(host_kind);
+    f.beta = in->F32();
+    if (in->U8() != 0) {
+      f.mu = in->F32();
+      f.sigma = in->F32();
+    }
+    f.calls_per_iter = in->F32();
+    f.mean_duration_us = in->F32();
+    f.bytes_per_iter = static_cast<int64_t>(in->Varint());
+    f.shapes_hash = in->U32();
+  }
+  uint64_t warnings = in->Varint();
+  if (!in->ok() || warnings > (1u << 16)) return false;
+  for (uint64_t i = 0; i < warnings; ++i) w->warnings.push_back(str(in->Varint()));
+  return in->ok();
+}
+
+struct FileCloser {
+  void operator()(FILE* f) const { std::fclose(f); }
+};
+
+}  // namespace
+
+void PatternWriter::Add(const WorkerPattern& worker) {
+  pending_.push_back(worker);
+  if (pending_.size() >= workers_per_block_) FlushBlock();
+}
+
+void PatternWriter::FlushBlock() {
+  if (pending_.empty()) return;
+  StringTable strings;
+  ByteWriter workers;
+  for (const WorkerPattern& w : pending_) WriteWorker(w, &strings, &workers);
+  ByteWriter payload;
+  strings.Write(&payload);
+  payload.bytes() += workers.bytes();
+  const std::string& raw = payload.bytes();
+  std::string compressed(ZSTD_compressBound(raw.size()), '\0');
+  size_t n = ZSTD_compress(compressed.data(), compressed.size(), raw.data(), raw.size(), 9);
+  EROICA_CHECK(!ZSTD_isError(n));
+  compressed.resize(n);
+  ByteWriter header;
+  header.U32(static_cast<uint32_t>(compressed.size()));
+  header.U32(static_cast<uint32_t>(raw.size()));
+  header.U32(static_cast<uint32_t>(pending_.size()));
+  out_ += header.bytes();
+  out_ += compressed;
+  pending_.clear();
+}
+
+std::string PatternWriter::Finish() {
+  FlushBlock();
+  return out_;
+}
+
+Status WritePatternFile(const std::string& path, const std::vector<WorkerPattern>& workers) {
+  PatternWriter writer;
+  for (const WorkerPattern& w : workers) writer.Add(w);
+  return WriteFileAtomically(path, writer.Finish());
+}
+
+bool LooksLikePatternFile(const std::string& path) {
+  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) return false;
+  char magic[8];
+  return std::fread(magic, 1, 8, file.get()) == 8 && std::string_view(magic, 8) == kPatternMagic;
+}
+
+Status ForEachPattern(const std::string& path, const std::function<void(WorkerPattern&&)>& visit) {
+  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) return ErrorStatus("{}: cannot open: {}", path, std::strerror(errno));
+  char magic[8];
+  if (std::fread(magic, 1, 8, file.get()) != 8 || std::string_view(magic, 7) != kPatternMagic.substr(0, 7)) {
+    return ErrorStatus("{}: not an eroica pattern file", path);
+  }
+  if (magic[7] != kPatternMagic[7]) {
+    return ErrorStatus("{}: pattern format version {} is not supported (this eroica reads {})", path,
+                       static_cast<int>(magic[7]), static_cast<int>(kPatternMagic[7]));
+  }
+  std::string compressed, raw;
+  for (int block = 0;; ++block) {
+    char header_bytes[12];
+    size_t got = std::fread(header_bytes, 1, 12, file.get());
+    if (got == 0) return Status::Ok();
+    ByteReader header(std::string_view(header_bytes, got));
+    uint32_t compressed_bytes = header.U32(), raw_bytes = header.U32(), count = header.U32();
+    if (!header.ok() || compressed_bytes > kMaxBlockBytes || raw_bytes > kMaxBlockBytes) {
+      return ErrorStatus("{}: damaged block header in block {}", path, block);
+    }
+    compressed.resize(compressed_bytes);
+    if (std::fread(compressed.data(), 1, compressed_bytes, file.get()) != compressed_bytes) {
+      return ErrorStatus("{}: truncated in block {}", path, block);
+    }
+    raw.resize(raw_bytes);
+    size_t n = ZSTD_decompress(raw.data(), raw.size(), compressed.data(), compressed.size());
+    if (ZSTD_isError(n) || n != raw_bytes) return ErrorStatus("{}: corrupt block {}", path, block);
+    ByteReader in(raw);
+    uint64_t string_count = in.Varint();
+    if (string_count > raw_bytes) return ErrorStatus("{}: corrupt string table in block {}", path, block);
+    std::vector<std::string> strings;
+    strings.reserve(string_count);
+    for (uint64_t i = 0; i < string_count && in.ok(); ++i) strings.emplace_back(in.String());
+    for (uint32_t i = 0; i < count; ++i) {
+      WorkerPattern worker;
+      if (!ReadWorker(&in, strings, &worker)) {
+        return ErrorStatus("{}: corrupt worker record in block {}", path, block);
+      }
+      visit(std::move(worker));
+    }
+  }
+}
+
+StatusOr<std::vector<WorkerPattern>> ReadPatternFile(const std::string& path) {
+  std::vector<WorkerPattern> workers;
+  Status status = ForEachPattern(path, [&](WorkerPattern&& w) { workers.push_back(std::move(w)); });
+  if (!status.ok()) return status;
+  return workers;
+}
+
+}  // namespace eroica

@@ -1,0 +1,57 @@
+// The pattern file: one worker's pattern (`eroica summarize -o x.pattern`) or a bundle of many
+// (one file per node or per job: a million small files is itself a bottleneck).
+//
+// Format, version 1 (all integers little-endian):
+//   file    := "EROICAP\x01" block*
+//   block   := u32 compressed_bytes, u32 raw_bytes, u32 worker_count, zstd(payload)
+//   payload := strings worker*            (a block's workers share one string table)
+//   strings := varint n, (varint len, bytes)*
+//   worker  := svarint rank, svarint world_size, varint host_str, varint source_str,
+//              u8 flags (bit0: has_device), varint device_str, varint group_str,
+//              varint n_steps, svarint first_step, svarint step_delta*,
+//              varint window_ns, f64 iteration_s, f32 category_beta[5],
+//              f32 dataloader_ops_per_iter, f32 compute_calls_per_iter,
+//              varint n_functions, function*, varint n_warnings, varint warning_str*
+//   function:= varint name_str, u8 category, u8 host_kind, f32 beta,
+//              u8 has_mu_sigma, [f32 mu, f32 sigma], f32 calls_per_iter,
+//              f32 mean_duration_us, varint bytes_per_iter, u32 shapes_hash
+// Readers reject other versions with a message; blocks are read one at a time, so memory is
+// bounded by the block size whatever the file size.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "summary/pattern.h"
+
+namespace eroica {
+
+inline constexpr std::string_view kPatternMagic = "EROICAP\x01";
+
+// Writes workers into blocks of `workers_per_block`.
+class PatternWriter {
+ public:
+  explicit PatternWriter(size_t workers_per_block = 4096) : workers_per_block_(workers_per_block) {}
+  void Add(const WorkerPattern& worker);
+  // The whole file so far (flushes the open block).
+  std::string Finish();
+
+ private:
+  void FlushBlock();
+  size_t workers_per_block_;
+  std::vector<WorkerPattern> pending_;
+  std::string out_{kPatternMagic};
+};
+
+Status WritePatternFile(const std::string& path, const std::vector<WorkerPattern>& workers);
+
+// Calls `visit` for each worker in file order. Stops with an error at the first damaged block.
+Status ForEachPattern(const std::string& path, const std::function<void(WorkerPattern&&)>& visit);
+StatusOr<std::vector<WorkerPattern>> ReadPatternFile(const std::string& path);
+
+// True when the file starts with the pattern magic (cheap sniffing for `diagnose DIR`).
+bool LooksLikePatternFile(const std::string& path);
+
+}  // namespace eroica

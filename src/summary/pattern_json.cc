@@ -1,0 +1,57 @@
+#include "summary/pattern_json.h"
+
+#include <cmath>
+
+namespace eroica {
+namespace {
+
+double Round(double value, int digits) {
+  double scale = std::pow(10.0, digits);
+  return std::round(value * scale) / scale;
+}
+
+}  // namespace
+
+nlohmann::json PatternToJson(const WorkerPattern& w) {
+  nlohmann::json functions = nlohmann::json::array();
+  for (const FunctionPattern& f : w.functions) {
+    nlohmann::json j = {
+        {"name", f.name},
+        {"category", CategoryName(f.category)},
+        {"beta", Round(f.beta, 6)},
+        {"mu", f.mu ? nlohmann::json(Round(*f.mu, 4)) : nlohmann::json(nullptr)},
+        {"sigma", f.sigma ? nlohmann::json(Round(*f.sigma, 4)) : nlohmann::json(nullptr)},
+        {"calls_per_iter", Round(f.calls_per_iter, 3)},
+        {"mean_duration_us", Round(f.mean_duration_us, 3)},
+    };
+    if (f.host_kind != HostKind::kNone) j["host_kind"] = HostKindName(f.host_kind);
+    if (f.bytes_per_iter > 0) j["bytes_per_iter"] = f.bytes_per_iter;
+    if (f.shapes_hash != 0) j["shapes_hash"] = f.shapes_hash;
+    functions.push_back(std::move(j));
+  }
+  nlohmann::json category_beta = nlohmann::json::object();
+  for (int c = 0; c < kCategoryCount; ++c) {
+    category_beta[std::string(CategoryName(static_cast<Category>(c)))] = Round(w.category_beta[c], 6);
+  }
+  return {
+      {"schema", "eroica.pattern/v1"},
+      {"rank", w.rank},
+      {"world_size", w.world_size},
+      {"host", w.host},
+      {"source", w.source},
+      {"has_device", w.has_device},
+      {"device_name", w.device_name},
+      {"group", w.group},
+      {"step_ids", w.step_ids},
+      {"iterations", w.iterations()},
+      {"window_s", Round(static_cast<double>(w.window_ns) / 1e9, 9)},
+      {"iteration_s", Round(w.iteration_s, 9)},
+      {"category_beta", category_beta},
+      {"dataloader_ops_per_iter", Round(w.dataloader_ops_per_iter, 3)},
+      {"compute_calls_per_iter", Round(w.compute_calls_per_iter, 3)},
+      {"functions", functions},
+      {"warnings", w.warnings},
+  };
+}
+
+}  // namespace eroica

@@ -1,0 +1,23 @@
+// Summarizes many trace files in parallel (one reader per core), keeping going past bad ones.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "summary/pattern.h"
+#include "summary/summarizer.h"
+
+namespace eroica {
+
+struct FileSummaries {
+  std::vector<WorkerPattern> patterns;  // in input order, unusable files left out
+  std::vector<std::string> errors;      // one line per unusable file
+};
+
+FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads,
+                             const SummarizeOptions& options = {});
+
+// True for names that look like traces we read: *.json, *.json.gz, *.pt.trace.json(.gz).
+bool LooksLikeTraceFile(const std::string& path);
+
+}  // namespace eroica

@@ -1,0 +1,209 @@
+#include "summary/summarizer.h"
+
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+
+#include "summary/classify.h"
+#include "summary/function_name.h"
+#include "summary/function_table.h"
+#include "summary/pattern_builder.h"
+#include "summary/worker_window.h"
+#include "trace/reader.h"
+
+namespace eroica {
+namespace {
+
+// Critical-path layers, highest priority first (DESIGN.md: compute > memory > communication >
+// host). Host-side layers only count while nothing above them is active.
+enum Layer : int {
+  kLayerDeviceCompute,
+  kLayerDeviceMemory,
+  kLayerDeviceComm,
+  kLayerDataloader,
+  kLayerGc,
+  kLayerCpuCompute,  // CPU training: aten ops on the training threads
+  kLayerCpuComm,
+  kLayerSync,
+  kLayerOptimizer,
+  kLayerPython,
+  kLayerHostOther,
+  kLayerCount,
+};
+
+struct RoleMapping {
+  Category category;
+  HostKind host_kind;
+  Layer layer;
+};
+
+RoleMapping MapRole(EventRole role, bool has_device) {
+  switch (role) {
+    case EventRole::kDeviceCompute: return {Category::kCompute, HostKind::kNone, kLayerDeviceCompute};
+    case EventRole::kDeviceMemory: return {Category::kMemory, HostKind::kNone, kLayerDeviceMemory};
+    case EventRole::kDeviceComm: return {Category::kCommunication, HostKind::kNone, kLayerDeviceComm};
+    case EventRole::kDataloader: return {Category::kDataloader, HostKind::kNone, kLayerDataloader};
+    case EventRole::kGc: return {Category::kHost, HostKind::kGc, kLayerGc};
+    case EventRole::kCpuComm: return {Category::kCommunication, HostKind::kNone, kLayerCpuComm};
+    case EventRole::kSync: return {Category::kHost, HostKind::kSync, kLayerSync};
+    case EventRole::kOptimizer: return {Category::kHost, HostKind::kOptimizer, kLayerOptimizer};
+    case EventRole::kPython: return {Category::kHost, HostKind::kPython, kLayerPython};
+    case EventRole::kLaunch: return {Category::kHost, HostKind::kLaunch, kLayerHostOther};
+    case EventRole::kCpuOp:
+      // On CPU training the aten ops are the compute; on GPU training they are launch work.
+      if (has_device) return {Category::kHost, HostKind::kFramework, kLayerHostOther};
+      return {Category::kCompute, HostKind::kNone, kLayerCpuCompute};
+    default: return {Category::kHost, HostKind::kNone, kLayerHostOther};
+  }
+}
+
+std::vector<EventRole> ClassifyAll(const Trace& trace) {
+  std::unordered_map<uint64_t, EventRole> cache;
+  std::vector<EventRole> roles(trace.events.size());
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    uint64_t key = (uint64_t{e.cat} << 32) | e.name;
+    auto it = cache.find(key);
+    if (it == cache.end()) it = cache.emplace(key, ClassifyEvent(trace.Str(e.cat), trace.Str(e.name))).first;
+    roles[i] = it->second;
+  }
+  return roles;
+}
+
+// Per-event function ids, computed once per distinct (role, name, collective, size bucket).
+std::vector<uint32_t> AssignFunctions(const Trace& trace, const std::vector<EventRole>& roles,
+                                      bool has_device, FunctionTable* table) {
+  std::unordered_map<std::string, uint32_t> cache;
+  std::vector<uint32_t> functions(trace.events.size(), 0);
+  std::string key;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    EventRole role = roles[i];
+    if (role == EventRole::kIgnore || role == EventRole::kStepMarker) continue;
+    const TraceEvent& e = trace.events[i];
+    bool comm = role == EventRole::kDeviceComm || role == EventRole::kCpuComm;
+    key.assign(reinterpret_cast<const char*>(&e.name), sizeof(e.name));
+    key.push_back(static_cast<char>(role));
+    if (comm) {
+      key.append(reinterpret_cast<const char*>(&e.collective), sizeof(e.collective));
+      key += SizeBucket(e.bytes);
+    }
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      RoleMapping mapping = MapRole(role, has_device);
+      std::string name = FunctionName(role, trace.Str(e.name), trace.Str(e.collective), e.bytes);
+      it = cache.emplace(key, table->Intern(mapping.category, mapping.host_kind, name)).first;
+    }
+    functions[i] = it->second;
+  }
+  return functions;
+}
+
+uint32_t HashShapes(std::string_view shapes) {
+  return static_cast<uint32_t>(std::hash<std::string_view>{}(shapes));
+}
+
+struct LayeredSpans {
+  std::vector<std::vector<Span>> layers = std::vector<std::vector<Span>>(kLayerCount);
+};
+
+// Collects each event's span into its layer and its call figures into the function table.
+// CPU-side layers only take the training process's events.
+LayeredSpans CollectSpans(const Trace& trace, const std::vector<EventRole>& roles,
+                          const std::vector<uint32_t>& functions, const WorkerWindow& window,
+                          bool has_device, FunctionTable* table) {
+  LayeredSpans spans;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    EventRole role = roles[i];
+    if (role == EventRole::kIgnore || role == EventRole::kStepMarker) continue;
+    const TraceEvent& e = trace.events[i];
+    bool device = IsDeviceRole(role);
+    if (!device && e.pid != window.main_pid) continue;
+    if (e.end_ns() <= window.start_ns || e.ts_ns >= window.end_ns) continue;
+    FunctionStats& stats = (*table)[functions[i]];
+    if (e.ts_ns >= window.start_ns) {
+      ++stats.calls;
+      stats.total_duration_ns += e.dur_ns;
+      if (e.bytes > 0) stats.bytes += e.bytes;
+      if (e.shapes != 0) stats.shapes_hash += HashShapes(trace.Str(e.shapes));
+    }
+    Layer layer = MapRole(role, has_device).layer;
+    spans.layers[layer].push_back({e.ts_ns, e.end_ns(), functions[i]});
+  }
+  return spans;
+}
+
+// Ops the data loader runs per iteration: the work of its items (more items, more ops).
+double DataloaderOpsPerIteration(const Trace& trace, const std::vector<EventRole>& roles,
+                                 const WorkerWindow& window, int iterations) {
+  std::vector<const TraceEvent*> loaders;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    if (roles[i] == EventRole::kDataloader && trace.events[i].pid == window.main_pid) {
+      loaders.push_back(&trace.events[i]);
+    }
+  }
+  if (loaders.empty()) return 0;
+  std::sort(loaders.begin(), loaders.end(),
+            [](const TraceEvent* a, const TraceEvent* b) { return a->ts_ns < b->ts_ns; });
+  int64_t inside = 0;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if (roles[i] != EventRole::kCpuOp || e.pid != window.main_pid) continue;
+    if (e.ts_ns < window.start_ns || e.ts_ns >= window.end_ns) continue;
+    auto it = std::upper_bound(loaders.begin(), loaders.end(), e.ts_ns,
+                               [](int64_t ts, const TraceEvent* l) { return ts < l->ts_ns; });
+    if (it == loaders.begin()) continue;
+    const TraceEvent* loader = *std::prev(it);
+    if (loader->tid == e.tid && e.end_ns() <= loader->end_ns()) ++inside;
+  }
+  return static_cast<double>(inside) / std::max(iterations, 1);
+}
+
+}  // namespace
+
+StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options) {
+  std::vector<EventRole> roles = ClassifyAll(trace);
+  bool has_device = std::any_of(roles.begin(), roles.end(), IsDeviceRole);
+  WorkerWindow window = FindWorkerWindow(trace, roles);
+  if (window.length_ns() <= 0) {
+    return ErrorStatus("{}: no timed events to summarize", trace.meta.path);
+  }
+  FunctionTable table;
+  uint32_t unattributed =
+      table.Intern(Category::kHost, HostKind::kPython, std::string(kUnattributedPython));
+  std::vector<uint32_t> functions = AssignFunctions(trace, roles, has_device, &table);
+  LayeredSpans spans = CollectSpans(trace, roles, functions, window, has_device, &table);
+
+  Summary summary;
+  summary.window_start_ns = window.start_ns;
+  summary.critical_path =
+      PaintCriticalPath(std::move(spans.layers), window.start_ns, window.end_ns, unattributed);
+  for (const Span& span : summary.critical_path) table[span.function].owned_ns += span.end_ns - span.start_ns;
+
+  WorkerPattern& pattern = summary.pattern;
+  pattern.rank = trace.meta.rank;
+  pattern.world_size = trace.meta.world_size;
+  pattern.host = trace.meta.host;
+  pattern.source = trace.meta.path;
+  pattern.has_device = has_device;
+  pattern.device_name = trace.meta.device_name;
+  pattern.step_ids = window.step_ids;
+  pattern.window_ns = window.length_ns();
+  int iterations = std::max<int>(1, static_cast<int>(window.step_ids.size()));
+  pattern.iteration_s = static_cast<double>(window.length_ns()) / 1e9 / iterations;
+  pattern.dataloader_ops_per_iter = DataloaderOpsPerIteration(trace, roles, window, iterations);
+  if (!window.warning.empty()) pattern.warnings.push_back(window.warning);
+  if (std::string problems = DescribeReadProblems(trace); !problems.empty()) {
+    pattern.warnings.push_back(problems);
+  }
+  if (trace.meta.rank < 0) pattern.warnings.push_back("rank unknown: no distributedInfo and no number in the file name");
+  for (const FunctionStats& f : table.all()) {
+    if (f.category == Category::kCompute) pattern.compute_calls_per_iter += static_cast<double>(f.calls);
+  }
+  pattern.compute_calls_per_iter /= iterations;
+  pattern.functions = BuildFunctionPatterns(table.all(), window.length_ns(), iterations,
+                                            options.max_functions, &pattern.category_beta);
+  for (const FunctionStats& f : table.all()) summary.function_names.push_back(f.name);
+  return summary;
+}
+
+}  // namespace eroica

@@ -1,0 +1,27 @@
+// The summary module's facade: one worker's trace in, its behaviour pattern out.
+#pragma once
+
+#include <cstddef>
+
+#include "base/status.h"
+#include "summary/critical_path.h"
+#include "summary/pattern.h"
+#include "trace/trace.h"
+
+namespace eroica {
+
+struct SummarizeOptions {
+  size_t max_functions = 48;  // the rest are folded into one "(other <category>)" each
+};
+
+// The pattern plus the critical path it was computed from (for reports and annotations).
+struct Summary {
+  WorkerPattern pattern;
+  std::vector<Span> critical_path;          // partition of the window; Span::function indexes names
+  std::vector<std::string> function_names;  // before pruning
+  int64_t window_start_ns = 0;
+};
+
+StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options = {});
+
+}  // namespace eroica

@@ -1,0 +1,135 @@
+#include "summary/summarizer.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+#include "base/temp_dir.h"
+#include "summary/pattern_file.h"
+#include "trace/reader.h"
+
+namespace eroica {
+namespace {
+
+std::map<std::string, double> BetaByName(const WorkerPattern& p) {
+  std::map<std::string, double> betas;
+  for (const FunctionPattern& f : p.functions) betas[f.name] += f.beta;
+  return betas;
+}
+
+WorkerPattern SummarizeText(std::string_view json, const std::string& name = "rank-0.json") {
+  TempDir dir;
+  StatusOr<Trace> trace = ReadTrace(dir.Write(name, json));
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  StatusOr<Summary> summary = Summarize(*trace);
+  EXPECT_TRUE(summary.ok()) << summary.status().message();
+  return summary->pattern;
+}
+
+// Window [0, 1000] µs: the step ends at 900 on the CPU, its last kernel at 1000.
+constexpr std::string_view kGpuTrace = R"json({"traceEvents": [
+ {"ph":"X","cat":"user_annotation","name":"ProfilerStep#5","pid":10,"tid":1,"ts":0,"dur":900},
+ {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":10,"tid":1,"ts":10,"dur":5,"args":{"correlation":1}},
+ {"ph":"X","cat":"cuda_runtime","name":"cudaMemcpyAsync","pid":10,"tid":1,"ts":20,"dur":5,"args":{"correlation":2}},
+ {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":10,"tid":1,"ts":30,"dur":5,"args":{"correlation":3}},
+ {"ph":"X","cat":"kernel","name":"void gemm<1>(int)","pid":0,"tid":7,"ts":100,"dur":200,"args":{"correlation":1}},
+ {"ph":"X","cat":"gpu_memcpy","name":"Memcpy HtoD (Pinned -> Device)","pid":0,"tid":8,"ts":250,"dur":150,"args":{"correlation":2,"bytes":4096}},
+ {"ph":"X","cat":"kernel","name":"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)","pid":0,"tid":20,"ts":350,"dur":250,"args":{"correlation":3}},
+ {"ph":"X","cat":"user_annotation","name":"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__","pid":10,"tid":1,"ts":600,"dur":200},
+ {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":10,"tid":1,"ts":850,"dur":5,"args":{"correlation":4}},
+ {"ph":"X","cat":"kernel","name":"void gemm<2>(float)","pid":0,"tid":7,"ts":950,"dur":50,"args":{"correlation":4}},
+ {"ph":"X","cat":"kernel","name":"void late<2>(float)","pid":0,"tid":7,"ts":1200,"dur":50,"args":{"correlation":99}}
+], "distributedInfo": {"rank": 2, "world_size": 4}})json";
+
+TEST(SummarizeTest, GpuCriticalPathExactBetas) {
+  WorkerPattern p = SummarizeText(kGpuTrace);
+  EXPECT_EQ(p.rank, 2);
+  EXPECT_TRUE(p.has_device);
+  EXPECT_EQ(p.window_ns, 1000000);
+  EXPECT_EQ(p.step_ids, std::vector<int64_t>{5});
+  std::map<std::string, double> beta = BetaByName(p);
+  EXPECT_NEAR(beta["gemm"], 0.25, 1e-6);
+  EXPECT_NEAR(beta["Memcpy HtoD "], 0.10, 1e-6);  // KernelName stops at '('
+  EXPECT_NEAR(beta["allreduce"], 0.20, 1e-6);
+  EXPECT_NEAR(beta["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"], 0.20, 1e-6);
+  EXPECT_NEAR(beta["(python, unattributed)"], 0.23, 1e-6);
+  EXPECT_NEAR(beta["cudaLaunchKernel"], 0.015, 1e-6);
+  EXPECT_NEAR(beta["cudaMemcpyAsync"], 0.005, 1e-6);
+  EXPECT_EQ(beta.count("late"), 0u);  // outside the window
+  EXPECT_NEAR(p.category_beta[static_cast<int>(Category::kCompute)], 0.25, 1e-6);
+  EXPECT_NEAR(p.category_beta[static_cast<int>(Category::kHost)], 0.25, 1e-6);
+  double total = 0;
+  for (const FunctionPattern& f : p.functions) total += f.beta;
+  EXPECT_NEAR(total, 1.0, 1e-9);
+}
+
+// CPU-only build: bare list, no cat, string pid. Window [0, 2000] µs, two iterations.
+constexpr std::string_view kCpuTrace = R"json([
+ {"name":"ProfilerStep#1","ph":"X","ts":0,"dur":1000,"tid":1,"pid":"CPU functions","args":{}},
+ {"name":"ProfilerStep#2","ph":"X","ts":1000,"dur":1000,"tid":1,"pid":"CPU functions","args":{}},
+ {"name":"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__","ph":"X","ts":0,"dur":300,"tid":1,"pid":"CPU functions"},
+ {"name":"aten::stack","ph":"X","ts":100,"dur":50,"tid":1,"pid":"CPU functions"},
+ {"name":"aten::addmm","ph":"X","ts":300,"dur":300,"tid":1,"pid":"CPU functions"},
+ {"name":"aten::mm","ph":"X","ts":350,"dur":100,"tid":1,"pid":"CPU functions"},
+ {"name":"gloo:all_reduce","ph":"X","ts":500,"dur":400,"tid":3,"pid":"CPU functions"},
+ {"name":"Optimizer.step#SGD.step","ph":"X","ts":900,"dur":100,"tid":1,"pid":"CPU functions"},
+ {"name":"aten::add_","ph":"X","ts":920,"dur":20,"tid":1,"pid":"CPU functions"},
+ {"name":"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__","ph":"X","ts":1000,"dur":100,"tid":1,"pid":"CPU functions"}
+])json";
+
+TEST(SummarizeTest, CpuTrainingExactBetas) {
+  WorkerPattern p = SummarizeText(kCpuTrace, "worker3.pt.trace.json");
+  EXPECT_EQ(p.rank, 3);
+  EXPECT_FALSE(p.has_device);
+  EXPECT_EQ(p.iterations(), 2);
+  EXPECT_DOUBLE_EQ(p.iteration_s, 1e-3);
+  std::map<std::string, double> beta = BetaByName(p);
+  EXPECT_NEAR(beta["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"], 0.20, 1e-9);
+  EXPECT_NEAR(beta["aten::addmm"], 0.10, 1e-9);
+  EXPECT_NEAR(beta["aten::mm"], 0.05, 1e-9);
+  EXPECT_NEAR(beta["allreduce"], 0.15, 1e-9);
+  EXPECT_NEAR(beta["aten::add_"], 0.01, 1e-9);
+  EXPECT_NEAR(beta["Optimizer.step#SGD.step"], 0.04, 1e-9);
+  EXPECT_NEAR(beta["(python, unattributed)"], 0.45, 1e-9);
+  EXPECT_NEAR(beta["aten::stack"], 0.0, 1e-9);  // the data loader owns its children
+  EXPECT_DOUBLE_EQ(p.dataloader_ops_per_iter, 0.5);
+  EXPECT_NEAR(p.category_beta[static_cast<int>(Category::kCommunication)], 0.15, 1e-9);
+}
+
+TEST(SummarizeTest, NoStepMarkersCoverTheWholeWindowWithAWarning) {
+  WorkerPattern p = SummarizeText(R"([{"name":"aten::mm","ph":"X","ts":10,"dur":30,"tid":1,"pid":1},
+                                      {"name":"aten::add","ph":"X","ts":60,"dur":50,"tid":1,"pid":1}])");
+  EXPECT_EQ(p.window_ns, 100000);
+  EXPECT_EQ(p.iterations(), 0);
+  ASSERT_FALSE(p.warnings.empty());
+  EXPECT_NE(p.warnings[0].find("no ProfilerStep"), std::string::npos);
+  EXPECT_NEAR(BetaByName(p)["(python, unattributed)"], 0.2, 1e-9);
+}
+
+// Every real trace: Σβ = 1 per worker and the pattern file stays small.
+TEST(SummarizeTest, EveryRealTraceSumsToOneAndFitsInTenKilobytes) {
+  std::filesystem::path root = std::filesystem::path(EROICA_SHARED_DIR) / "traces";
+  if (!std::filesystem::exists(root)) GTEST_SKIP() << "no " << root;
+  TempDir dir;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+    std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file() || name.find(".json") == std::string::npos) continue;
+    StatusOr<Trace> trace = ReadTrace(entry.path().string());
+    ASSERT_TRUE(trace.ok());
+    StatusOr<Summary> summary = Summarize(*trace);
+    ASSERT_TRUE(summary.ok()) << summary.status().message();
+    double total = 0;
+    for (const FunctionPattern& f : summary->pattern.functions) total += f.beta;
+    EXPECT_NEAR(total, 1.0, 1e-4) << name;
+    double category_total = 0;
+    for (double b : summary->pattern.category_beta) category_total += b;
+    EXPECT_NEAR(category_total, 1.0, 1e-4) << name;
+    std::string out = dir.path() + "/p.pattern";
+    ASSERT_TRUE(WritePatternFile(out, {summary->pattern}).ok());
+    EXPECT_LE(std::filesystem::file_size(out), 10u * 1024) << name;
+  }
+}
+
+}  // namespace
+}  // namespace eroica

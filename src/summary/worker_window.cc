@@ -1,0 +1,85 @@
+#include "summary/worker_window.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace eroica {
+namespace {
+
+int64_t MostCommonCpuPid(const Trace& trace, const std::vector<EventRole>& roles) {
+  std::unordered_map<int64_t, int64_t> counts;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    if (roles[i] != EventRole::kIgnore && !IsDeviceRole(roles[i])) ++counts[trace.events[i].pid];
+  }
+  int64_t best_pid = 0, best_count = -1;
+  for (auto [pid, count] : counts) {
+    if (count > best_count || (count == best_count && pid < best_pid)) {
+      best_pid = pid;
+      best_count = count;
+    }
+  }
+  return best_pid;
+}
+
+int64_t StepId(std::string_view name) {
+  std::string_view digits = name.substr(name.find('#') + 1);
+  int64_t id = -1;
+  std::from_chars(digits.data(), digits.data() + digits.size(), id);
+  return id;
+}
+
+}  // namespace
+
+WorkerWindow FindWorkerWindow(const Trace& trace, const std::vector<EventRole>& roles) {
+  WorkerWindow window;
+  std::vector<const TraceEvent*> steps;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    if (roles[i] == EventRole::kStepMarker) steps.push_back(&trace.events[i]);
+  }
+  if (steps.empty()) {
+    window.main_pid = MostCommonCpuPid(trace, roles);
+    window.start_ns = std::numeric_limits<int64_t>::max();
+    window.end_ns = std::numeric_limits<int64_t>::min();
+    for (size_t i = 0; i < trace.events.size(); ++i) {
+      if (roles[i] == EventRole::kIgnore) continue;
+      window.start_ns = std::min(window.start_ns, trace.events[i].ts_ns);
+      window.end_ns = std::max(window.end_ns, trace.events[i].end_ns());
+    }
+    if (window.end_ns < window.start_ns) window.start_ns = window.end_ns = 0;
+    window.warning = "no ProfilerStep markers: the pattern covers the whole trace window";
+    return window;
+  }
+  std::sort(steps.begin(), steps.end(),
+            [](const TraceEvent* a, const TraceEvent* b) { return a->ts_ns < b->ts_ns; });
+  window.main_pid = steps.front()->pid;
+  window.start_ns = steps.front()->ts_ns;
+  int64_t cpu_end_ns = window.start_ns;
+  for (const TraceEvent* step : steps) {
+    if (step->pid != window.main_pid) continue;
+    if (!window.step_ids.empty() && window.step_ids.back() == StepId(trace.Str(step->name))) continue;
+    window.step_ids.push_back(StepId(trace.Str(step->name)));
+    cpu_end_ns = std::max(cpu_end_ns, step->end_ns());
+  }
+  // GPU work launched inside the steps belongs to them, even when it runs after they end.
+  std::unordered_set<int64_t> launched;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if (roles[i] == EventRole::kLaunch && e.correlation >= 0 && e.ts_ns >= window.start_ns &&
+        e.ts_ns < cpu_end_ns) {
+      launched.insert(e.correlation);
+    }
+  }
+  window.end_ns = cpu_end_ns;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if (IsDeviceRole(roles[i]) && e.correlation >= 0 && launched.contains(e.correlation)) {
+      window.end_ns = std::max(window.end_ns, e.end_ns());
+    }
+  }
+  return window;
+}
+
+}  // namespace eroica
