@@ -1,0 +1,500 @@
+"""Launch N training ranks, apply faults from outside them, watch progress, clean up.
+
+Everything this module creates is named after the launcher's pid (`eroica-<pid>-...`), so a
+later run can sweep what a killed launcher left behind (`sweep_stale`): network namespaces,
+cgroups and work folders. `Testbed.close()` undoes everything in a fixed order (processes, then
+cgroups, then namespaces, then files) and is safe to call twice.
+"""
+
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+PYTHON = "/usr/bin/python3"
+TRAIN_SCRIPT = Path(__file__).resolve().parent / "train.py"
+NAME_PREFIX = "eroica"
+WORK_DIR_PARENT = "/var/tmp"  # on disk, not tmpfs: the slow-storage file needs O_DIRECT
+PHASES = ["ready", "data", "forward", "backward", "optimizer", "done"]
+POLL_INTERVAL_S = 0.02
+STARTUP_TIMEOUT_S = 90.0
+KILL_GRACE_S = 2.0
+
+
+def run_command(argv, check=True):
+    """Run a short system command (ip, tc); raise with its stderr when it fails."""
+    result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"`{' '.join(argv)}` failed: {result.stderr.strip()}")
+    return result
+
+
+def free_port(host="127.0.0.1"):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# --------------------------------------------------------------------------------------------
+# CPU cgroups
+
+
+class CpuCgroups:
+    """CPU-quota cgroups under the launcher's own cpu cgroup (v1) or the v2 root.
+
+    v1: `<fs_root>/cpu/<own path>/eroica-<tag>-<name>/cpu.cfs_{period,quota}_us`;
+    v2: `<fs_root>/eroica-<tag>-<name>/cpu.max` ("<quota> <period>"), with +cpu enabled in the
+    root's cgroup.subtree_control."""
+
+    def __init__(self, tag, fs_root="/sys/fs/cgroup", self_cgroup_file="/proc/self/cgroup"):
+        self.tag = tag
+        self.fs_root = Path(fs_root)
+        self.version, self.base = detect_cpu_cgroup(self.fs_root, Path(self_cgroup_file))
+        self.created: List[Path] = []
+
+    def path_for(self, name):
+        return self.base / f"{NAME_PREFIX}-{self.tag}-{name}"
+
+    def create(self, name, quota_pct, period_us=100_000):
+        if self.version is None:
+            raise RuntimeError("no cgroup cpu controller found (v1 cpu.cfs_quota_us or v2 cpu.max)")
+        quota_us = max(1000, int(period_us * quota_pct / 100.0))
+        path = self.path_for(name)
+        if self.version == 2:
+            enable_v2_cpu_controller(self.base)
+        path.mkdir()
+        self.created.append(path)
+        if self.version == 1:
+            (path / "cpu.cfs_period_us").write_text(f"{period_us}\n")
+            (path / "cpu.cfs_quota_us").write_text(f"{quota_us}\n")
+        else:
+            (path / "cpu.max").write_text(f"{quota_us} {period_us}\n")
+        return path
+
+    @staticmethod
+    def add_process(path, pid):
+        """Moves the whole process, all its threads, into the cgroup."""
+        (Path(path) / "cgroup.procs").write_text(f"{pid}\n")
+
+    def remove_all(self):
+        errors = []
+        while self.created:
+            path = self.created.pop()
+            try:
+                self._evacuate(path)
+                self._rmdir(path)
+            except OSError as error:
+                errors.append(f"{path}: {error}")
+        return errors
+
+    def _evacuate(self, path):
+        procs = path / "cgroup.procs"
+        if not procs.exists():
+            return
+        for pid in procs.read_text().split():
+            try:
+                (self.base / "cgroup.procs").write_text(f"{pid}\n")
+            except OSError:
+                pass
+
+    @staticmethod
+    def _rmdir(path):
+        if path.exists():
+            os.rmdir(path)
+
+
+def detect_cpu_cgroup(fs_root: Path, self_cgroup_file: Path):
+    """(1, dir) for a v1 cpu hierarchy, (2, root) for v2 with the cpu controller, else (None, None)."""
+    for mount in ("cpu", "cpu,cpuacct", "cpuacct,cpu"):
+        hierarchy = fs_root / mount
+        if (hierarchy / "cpu.cfs_quota_us").exists():
+            own = own_cgroup_path(self_cgroup_file, "cpu")
+            candidate = hierarchy / own.lstrip("/") if own else hierarchy
+            return 1, candidate if (candidate / "cpu.cfs_quota_us").exists() else hierarchy
+    controllers = fs_root / "cgroup.controllers"
+    if controllers.exists() and "cpu" in controllers.read_text().split():
+        return 2, fs_root
+    return None, None
+
+
+def own_cgroup_path(self_cgroup_file: Path, controller: str) -> Optional[str]:
+    """The path of this process's cgroup for a v1 controller, from /proc/self/cgroup."""
+    try:
+        lines = self_cgroup_file.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) == 3 and controller in parts[1].split(","):
+            return parts[2]
+    return None
+
+
+def enable_v2_cpu_controller(base: Path):
+    subtree = base / "cgroup.subtree_control"
+    if subtree.exists() and "cpu" not in subtree.read_text().split():
+        subtree.write_text("+cpu\n")
+
+
+# --------------------------------------------------------------------------------------------
+# Network namespaces
+
+
+class RankNetwork:
+    """One network namespace per rank, each with a veth (`eth0`) to a bridge (`br0`) in a
+    testbed-owned namespace; addresses 10.213.0.<rank+1>/24 exist only inside these namespaces.
+    Nothing is created in the root namespace."""
+
+    SUBNET_PREFIX = "10.213.0."
+    RANK_IFNAME = "eth0"
+    BRIDGE = "br0"
+
+    def __init__(self, tag, world_size):
+        if world_size > 250:
+            raise ValueError("the testbed's /24 holds at most 250 ranks")
+        self.tag = tag
+        self.world_size = world_size
+        self.bridge_ns = f"{NAME_PREFIX}-{tag}-br"
+        self.created_namespaces: List[str] = []
+
+    def rank_ns(self, rank):
+        return f"{NAME_PREFIX}-{self.tag}-r{rank}"
+
+    def address(self, rank):
+        return f"{self.SUBNET_PREFIX}{rank + 1}"
+
+    @staticmethod
+    def host_ifname(rank):
+        return f"h{rank}"
+
+    def setup_commands(self):
+        ns_b = self.bridge_ns
+        commands = [["ip", "netns", "add", ns_b],
+                    ["ip", "-n", ns_b, "link", "set", "lo", "up"],
+                    ["ip", "-n", ns_b, "link", "add", self.BRIDGE, "type", "bridge"],
+                    ["ip", "-n", ns_b, "link", "set", self.BRIDGE, "up"]]
+        for rank in range(self.world_size):
+            ns_r, host_if = self.rank_ns(rank), self.host_ifname(rank)
+            commands += [
+                ["ip", "netns", "add", ns_r],
+                ["ip", "-n", ns_b, "link", "add", host_if, "type", "veth",
+                 "peer", "name", self.RANK_IFNAME, "netns", ns_r],
+                ["ip", "-n", ns_b, "link", "set", host_if, "master", self.BRIDGE],
+                ["ip", "-n", ns_b, "link", "set", host_if, "up"],
+                ["ip", "-n", ns_r, "addr", "add", f"{self.address(rank)}/24", "dev", self.RANK_IFNAME],
+                ["ip", "-n", ns_r, "link", "set", self.RANK_IFNAME, "up"],
+                ["ip", "-n", ns_r, "link", "set", "lo", "up"]]
+        return commands
+
+    def throttle_commands(self, rank, rate_mbit, burst_kib=256, latency_ms=100):
+        """tbf on both ends of the rank's veth: egress from the rank and egress towards it."""
+        tbf = ["root", "tbf", "rate", f"{rate_mbit}mbit", "burst", f"{burst_kib}kb",
+               "latency", f"{latency_ms}ms"]
+        return [["tc", "-n", self.rank_ns(rank), "qdisc", "add", "dev", self.RANK_IFNAME] + tbf,
+                ["tc", "-n", self.bridge_ns, "qdisc", "add", "dev", self.host_ifname(rank)] + tbf]
+
+    def setup(self):
+        for argv in self.setup_commands():
+            if argv[:3] == ["ip", "netns", "add"]:
+                self.created_namespaces.append(argv[3])
+            run_command(argv)
+
+    def throttle(self, rank, rate_mbit):
+        for argv in self.throttle_commands(rank, rate_mbit):
+            run_command(argv)
+
+    def exec_prefix(self, rank):
+        return ["ip", "netns", "exec", self.rank_ns(rank)]
+
+    def teardown(self):
+        """Deleting the namespaces deletes their veths, the bridge and the qdiscs with them."""
+        errors = []
+        while self.created_namespaces:
+            ns = self.created_namespaces.pop()
+            result = run_command(["ip", "netns", "del", ns], check=False)
+            if result.returncode != 0 and ns in list_namespaces():
+                errors.append(f"netns {ns}: {result.stderr.strip()}")
+        return errors
+
+
+def list_namespaces():
+    result = run_command(["ip", "netns", "list"], check=False)
+    return [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
+
+
+# --------------------------------------------------------------------------------------------
+# Stale resources of dead launchers
+
+STALE_NAME = re.compile(rf"^{NAME_PREFIX}-(\d+)-")
+STALE_WORK_DIR = re.compile(rf"^{NAME_PREFIX}-testbed-(\d+)-")
+
+
+def stale_names(names, pattern=STALE_NAME, alive=pid_alive):
+    """The names that belong to launchers (pid in the name) that are no longer running."""
+    stale = []
+    for name in names:
+        match = pattern.match(name)
+        if match and int(match.group(1)) != os.getpid() and not alive(int(match.group(1))):
+            stale.append(name)
+    return stale
+
+
+def sweep_stale(cgroups: Optional[CpuCgroups] = None):
+    for ns in stale_names(list_namespaces()):
+        run_command(["ip", "netns", "del", ns], check=False)
+    if cgroups is not None and cgroups.base is not None and cgroups.base.exists():
+        for name in stale_names(p.name for p in cgroups.base.iterdir() if p.is_dir()):
+            try:
+                os.rmdir(cgroups.base / name)
+            except OSError:
+                pass
+    parent = Path(WORK_DIR_PARENT)
+    if parent.exists():
+        for name in stale_names((p.name for p in parent.iterdir()), STALE_WORK_DIR):
+            shutil.rmtree(parent / name, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Rank processes and the run
+
+
+class RankFailed(RuntimeError):
+    pass
+
+
+@dataclass
+class HangReport:
+    iteration: int
+    ranks: List[int]
+    states: Dict[int, dict]
+
+    def message(self):
+        return f"no progress since iteration {self.iteration} on ranks {self.ranks}"
+
+
+@dataclass
+class RunResult:
+    iteration_times_s: Dict[int, List[float]]
+    hang: Optional[HangReport] = None
+    wall_s: float = 0.0
+    logs: Dict[int, str] = field(default_factory=dict)
+
+
+def set_parent_death_signal():
+    """Runs in the child before exec: die with the launcher, even if it is SIGKILLed."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    PR_SET_PDEATHSIG = 1
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def least_advanced(states: Dict[int, dict]):
+    """(iteration, ranks) of the ranks that got least far, by iteration then phase."""
+    def key(state):
+        return (state.get("iter", -2), PHASES.index(state.get("phase", "ready")))
+    lowest = min(key(s) for s in states.values())
+    ranks = sorted(r for r, s in states.items() if key(s) == lowest)
+    return lowest[0], ranks
+
+
+class Testbed:
+    """One run: work folder, optional namespaces, the rank processes, the fault's cgroups."""
+
+    def __init__(self, config, fault, use_network_namespaces):
+        self.tag = str(os.getpid())
+        self.config = config
+        self.fault = fault
+        self.world_size = config["world_size"]
+        self.cgroups = CpuCgroups(self.tag)
+        self.network = RankNetwork(self.tag, self.world_size) if use_network_namespaces else None
+        self.work_dir = Path(tempfile.mkdtemp(prefix=f"{NAME_PREFIX}-testbed-{self.tag}-",
+                                              dir=WORK_DIR_PARENT))
+        self.procs: Dict[int, subprocess.Popen] = {}
+        self.log_files = {}
+        self.applied_ranks = set()
+        self.closed = False
+
+    # -- the host interface the faults use (faults.NoFault.apply_external)
+    def throttle_cpu(self, rank, pid, quota_pct):
+        path = self.cgroups.create(f"r{rank}", quota_pct)
+        self.cgroups.add_process(path, pid)
+
+    def throttle_link(self, rank, rate_mbit):
+        if self.network is None:
+            raise RuntimeError("link throttling needs the ranks in network namespaces")
+        self.network.throttle(rank, rate_mbit)
+
+    # -- lifecycle
+    def start(self):
+        sweep_stale(self.cgroups)
+        self.config["work_dir"] = str(self.work_dir)
+        config_path = self.work_dir / "config.json"
+        config_path.write_text(json.dumps(self.config, indent=1))
+        if self.network is not None:
+            self.network.setup()
+        for rank in range(self.world_size):
+            self._spawn(rank, config_path)
+
+    def _rank_env(self, rank):
+        env = dict(os.environ)
+        env.update({"RANK": str(rank), "WORLD_SIZE": str(self.world_size),
+                    "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"})
+        if self.network is not None:
+            env.update({"MASTER_ADDR": self.network.address(0), "MASTER_PORT": "29500",
+                        "GLOO_SOCKET_IFNAME": RankNetwork.RANK_IFNAME})
+        else:
+            env.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(self.config["master_port"]),
+                        "GLOO_SOCKET_IFNAME": "lo"})
+        return env
+
+    def _spawn(self, rank, config_path):
+        argv = [PYTHON, str(TRAIN_SCRIPT), "--config", str(config_path), "--rank", str(rank)]
+        if self.network is not None:
+            argv = self.network.exec_prefix(rank) + argv
+        log = open(self.work_dir / f"rank-{rank}.log", "w")
+        self.log_files[rank] = log
+        self.procs[rank] = subprocess.Popen(
+            argv, env=self._rank_env(rank), stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=set_parent_death_signal)
+
+    def wait(self, no_progress_timeout_s, max_wall_s):
+        """Poll until every rank exits; apply external faults on request; detect hangs."""
+        started = time.monotonic()
+        last_states, last_change = {}, started
+        while True:
+            self._check_exits()
+            if all(p.poll() == 0 for p in self.procs.values()):
+                return self._result(started)
+            self._serve_external_requests()
+            states = self._read_heartbeats()
+            if states != last_states:
+                last_states, last_change = states, time.monotonic()
+            everyone_ready = len(states) == self.world_size
+            limit_s = no_progress_timeout_s if everyone_ready else max(STARTUP_TIMEOUT_S, no_progress_timeout_s)
+            now = time.monotonic()
+            if now - last_change > limit_s:
+                if not everyone_ready:
+                    missing = sorted(set(range(self.world_size)) - set(states))
+                    raise RankFailed(f"ranks {missing} did not start within {limit_s:.0f} s")
+                iteration, ranks = least_advanced(states)
+                hang = HangReport(iteration, ranks, states)
+                self.kill_ranks(signal.SIGKILL)
+                return self._result(started, hang)
+            if now - started > max_wall_s:
+                raise RankFailed(f"the run took longer than {max_wall_s:.0f} s")
+            time.sleep(POLL_INTERVAL_S)
+
+    def _check_exits(self):
+        for rank, proc in self.procs.items():
+            code = proc.poll()
+            if code not in (None, 0):
+                raise RankFailed(f"rank {rank} exited with code {code}: {self.last_log_line(rank)}")
+
+    def _serve_external_requests(self):
+        for rank in self.config["fault_ranks"]:
+            if rank in self.applied_ranks:
+                continue
+            request = self.work_dir / f"onset-request-r{rank}"
+            if request.exists():
+                pid = int(request.read_text().strip())
+                self.fault.apply_external(self, rank, pid)
+                self.applied_ranks.add(rank)
+                (self.work_dir / f"onset-applied-r{rank}").write_text("1")
+
+    def _read_heartbeats(self):
+        states = {}
+        for rank in range(self.world_size):
+            try:
+                states[rank] = json.loads((self.work_dir / f"heartbeat-r{rank}.json").read_text())
+            except (OSError, ValueError):
+                pass
+        return states
+
+    def _result(self, started, hang=None):
+        return RunResult(self.read_iteration_times(), hang, time.monotonic() - started)
+
+    def read_iteration_times(self):
+        times = {}
+        for rank in range(self.world_size):
+            path = self.work_dir / f"iters-r{rank}.txt"
+            by_iteration = {}
+            if path.exists():
+                for line in path.read_text().splitlines():
+                    parts = line.split()
+                    if len(parts) == 2:
+                        by_iteration[int(parts[0])] = float(parts[1])
+            times[rank] = [by_iteration[i] for i in sorted(by_iteration)]
+        return times
+
+    def last_log_line(self, rank):
+        try:
+            lines = [l for l in (self.work_dir / f"rank-{rank}.log").read_text().splitlines() if l.strip()]
+        except OSError:
+            return "(no log)"
+        return lines[-1] if lines else "(empty log)"
+
+    def save_logs(self, dest: Path):
+        dest.mkdir(parents=True, exist_ok=True)
+        for rank in range(self.world_size):
+            source = self.work_dir / f"rank-{rank}.log"
+            if source.exists():
+                shutil.copyfile(source, dest / f"rank-{rank}.log")
+
+    def kill_ranks(self, first_signal=signal.SIGTERM):
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, first_signal)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + KILL_GRACE_S
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+
+    def close(self):
+        """Undo everything, in order; report (not raise) what could not be undone."""
+        if self.closed:
+            return []
+        self.closed = True
+        errors = []
+        steps = [("processes", lambda: self.kill_ranks() or []),
+                 ("cgroups", self.cgroups.remove_all),
+                 ("network", lambda: self.network.teardown() if self.network else []),
+                 ("files", self._remove_work_dir)]
+        for name, step in steps:
+            try:
+                errors += step() or []
+            except Exception as error:  # keep undoing the rest
+                errors.append(f"{name}: {error}")
+        return errors
+
+    def _remove_work_dir(self):
+        for log in self.log_files.values():
+            log.close()
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+        return []

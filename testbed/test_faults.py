@@ -1,0 +1,300 @@
+"""Unit tests of the testbed's pure-Python parts: no torch, no root, no processes launched.
+
+    cd testbed && /usr/bin/python3 -m unittest -v test_faults
+"""
+
+import contextlib
+import gc
+import json
+import os
+import shutil
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+import faults
+import launch
+import run_scenario
+
+
+class FaultRankParsing(unittest.TestCase):
+    def test_single_list_all_and_none(self):
+        self.assertEqual(faults.parse_fault_ranks("1", 4), [1])
+        self.assertEqual(faults.parse_fault_ranks("2,0,2", 4), [0, 2])
+        self.assertEqual(faults.parse_fault_ranks("all", 3), [0, 1, 2])
+        self.assertEqual(faults.parse_fault_ranks(None, 4), [])
+        self.assertEqual(faults.parse_fault_ranks("", 4), [])
+
+    def test_out_of_range(self):
+        with self.assertRaises(ValueError):
+            faults.parse_fault_ranks("4", 4)
+        with self.assertRaises(ValueError):
+            faults.parse_fault_ranks("x", 4)
+
+    def test_scope(self):
+        self.assertIsNone(faults.fault_scope([], 4))
+        self.assertEqual(faults.fault_scope([1], 4), "local")
+        self.assertEqual(faults.fault_scope([0, 1, 2, 3], 4), "global")
+
+
+class Scenarios(unittest.TestCase):
+    def test_categories_are_the_documented_ones(self):
+        allowed = {None, "dataloader", "compute", "host", "imbalance", "communication", "hang"}
+        for scenario in faults.SCENARIOS.values():
+            self.assertIn(scenario.category, allowed, scenario.name)
+        self.assertEqual(faults.SCENARIOS["python_hot_loop_global"].default_fault_rank, "all")
+        self.assertTrue(faults.SCENARIOS["net_throttle"].fault_class.needs_network_namespaces)
+
+    def test_make_fault_merges_params(self):
+        fault = faults.make_fault("dataloader_stall", {"stall_ms": 5})
+        self.assertEqual(fault.params["stall_ms"], 5)
+        self.assertEqual(faults.make_fault("imbalance").params["batch_factor"], 3)
+
+
+class WorkerHooks(unittest.TestCase):
+    def test_stall_only_when_active(self):
+        fault = faults.make_fault("dataloader_stall", {"stall_ms": 30})
+        collate = fault.wrap_collate(lambda samples: len(samples))
+        started = time.perf_counter()
+        self.assertEqual(collate([1, 2]), 2)
+        self.assertLess(time.perf_counter() - started, 0.02)
+        fault.activate()
+        started = time.perf_counter()
+        collate([1])
+        self.assertGreaterEqual(time.perf_counter() - started, 0.03)
+
+    def test_imbalance_batch(self):
+        fault = faults.make_fault("imbalance")
+        self.assertEqual(fault.batch_size(32), 32)
+        fault.activate()
+        self.assertEqual(fault.batch_size(32), 96)
+        self.assertEqual(faults.NoFault().batch_size(32), 32)
+
+    def test_gc_storm_lowers_and_restores_thresholds(self):
+        saved = gc.get_threshold()
+        fault = faults.make_fault("gc_storm", {"cycles_per_step": 10, "gc_threshold": 50,
+                                               "full_collect": 0})
+        fault.activate()
+        try:
+            self.assertEqual(gc.get_threshold()[0], 50)
+            fault.in_step(0)
+        finally:
+            fault.close()
+        self.assertEqual(gc.get_threshold(), saved)
+
+    def test_hot_loop_calibration(self):
+        count = faults.calibrate_loop_count(5.0, probe_count=20_000)
+        self.assertGreater(count, 1000)
+
+    def test_slow_storage_reads_records_from_disk(self):
+        work = tempfile.mkdtemp(prefix="eroica-testbed-unit-", dir="/var/tmp")
+        try:
+            fault = faults.make_fault("slow_storage", {"file_mib": 2, "record_kib": 64},
+                                      rank=3, work_dir=work)
+            fault.prepare(lambda: None)
+            path = Path(work) / "samples-r3.bin"
+            self.assertEqual(path.stat().st_size, 2 * 1024 * 1024)
+            self.assertIs(fault.record_reader(), fault)
+            self.assertEqual(len(fault.read_record(5)), 4096)
+            fault.close()
+            self.assertFalse(path.exists())
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def test_external_faults_ask_the_launcher(self):
+        class FakeHost:
+            calls = []
+
+            def throttle_cpu(self, rank, pid, quota_pct):
+                self.calls.append(("cpu", rank, pid, quota_pct))
+
+            def throttle_link(self, rank, rate_mbit):
+                self.calls.append(("link", rank, rate_mbit))
+
+        requests = []
+        fault = faults.make_fault("cpu_throttle", {"quota_pct": 20})
+        fault.prepare(lambda: requests.append("asked"))
+        fault.activate()
+        self.assertEqual(requests, ["asked"])
+        host = FakeHost()
+        fault.apply_external(host, 1, 1234)
+        faults.make_fault("net_throttle").apply_external(host, 2, 99)
+        self.assertEqual(host.calls, [("cpu", 1, 1234, 20.0), ("link", 2, 400.0)])
+        with self.assertRaises(NotImplementedError):
+            faults.make_fault("gc_storm").apply_external(host, 0, 1)
+
+
+class Cgroups(unittest.TestCase):
+    def setUp(self):
+        self.root = Path(tempfile.mkdtemp(prefix="eroica-cgroup-unit-"))
+
+    def tearDown(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def write(self, relative, text=""):
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def test_v1_under_own_cgroup(self):
+        self.write("fs/cpu/cpu.cfs_quota_us", "-1\n")
+        self.write("fs/cpu/jobs/a/cpu.cfs_quota_us", "-1\n")
+        self_file = self.write("self_cgroup", "4:memory:/x\n2:cpu,cpuacct:/jobs/a\n0::/\n")
+        cgroups = launch.CpuCgroups("77", fs_root=self.root / "fs", self_cgroup_file=self_file)
+        self.assertEqual(cgroups.version, 1)
+        self.assertEqual(cgroups.base, self.root / "fs/cpu/jobs/a")
+        path = cgroups.create("r1", quota_pct=25)
+        self.assertEqual(path, self.root / "fs/cpu/jobs/a/eroica-77-r1")
+        self.assertEqual((path / "cpu.cfs_period_us").read_text().strip(), "100000")
+        self.assertEqual((path / "cpu.cfs_quota_us").read_text().strip(), "25000")
+        cgroups.add_process(path, 4242)
+        self.assertEqual((path / "cgroup.procs").read_text().strip(), "4242")
+        cgroups._rmdir = shutil.rmtree  # a real cgroupfs removes its control files itself
+        self.assertEqual(cgroups.remove_all(), [])
+        self.assertFalse(path.exists())
+        self.assertEqual((self.root / "fs/cpu/jobs/a/cgroup.procs").read_text().strip(), "4242")
+
+    def test_v1_falls_back_to_hierarchy_root(self):
+        self.write("fs/cpu/cpu.cfs_quota_us", "-1\n")
+        self_file = self.write("self_cgroup", "1:cpu:/not/visible/here\n")
+        version, base = launch.detect_cpu_cgroup(self.root / "fs", self_file)
+        self.assertEqual((version, base), (1, self.root / "fs/cpu"))
+
+    def test_v2(self):
+        self.write("fs/cgroup.controllers", "cpuset cpu io memory\n")
+        subtree = self.write("fs/cgroup.subtree_control", "memory\n")
+        cgroups = launch.CpuCgroups("5", fs_root=self.root / "fs",
+                                    self_cgroup_file=self.root / "missing")
+        self.assertEqual(cgroups.version, 2)
+        path = cgroups.create("r0", quota_pct=50, period_us=200_000)
+        self.assertEqual((path / "cpu.max").read_text().strip(), "100000 200000")
+        self.assertEqual(subtree.read_text().strip(), "+cpu")
+
+    def test_none(self):
+        cgroups = launch.CpuCgroups("5", fs_root=self.root, self_cgroup_file=self.root / "x")
+        self.assertIsNone(cgroups.version)
+        with self.assertRaises(RuntimeError):
+            cgroups.create("r0", 25)
+
+
+class Network(unittest.TestCase):
+    def test_names_addresses_and_commands(self):
+        net = launch.RankNetwork("123", 4)
+        self.assertEqual(net.rank_ns(2), "eroica-123-r2")
+        self.assertEqual(net.bridge_ns, "eroica-123-br")
+        self.assertEqual(net.address(0), "10.213.0.1")
+        commands = net.setup_commands()
+        added = [c[3] for c in commands if c[:3] == ["ip", "netns", "add"]]
+        self.assertEqual(added, ["eroica-123-br"] + [f"eroica-123-r{r}" for r in range(4)])
+        for argv in commands:
+            self.assertNotIn("ip link add", " ".join(argv[:3]))  # never in the root namespace
+        for argv in commands:
+            if "veth" in argv:
+                self.assertEqual(argv[1:3], ["-n", "eroica-123-br"])
+                self.assertLessEqual(len(argv[argv.index("add") + 1]), 15)
+        cpu_side, bridge_side = net.throttle_commands(1, 400)
+        self.assertEqual(cpu_side[:7], ["tc", "-n", "eroica-123-r1", "qdisc", "add", "dev", "eth0"])
+        self.assertEqual(bridge_side[:7], ["tc", "-n", "eroica-123-br", "qdisc", "add", "dev", "h1"])
+        self.assertIn("tbf", cpu_side)
+        self.assertIn("400mbit", cpu_side)
+
+    def test_world_size_limit(self):
+        with self.assertRaises(ValueError):
+            launch.RankNetwork("1", 251)
+
+
+class Progress(unittest.TestCase):
+    def test_stale_names(self):
+        names = ["eroica-100-r0", "eroica-200-br", "eroica-x-r0", "other", f"eroica-{os.getpid()}-r1"]
+        alive = {200}
+        self.assertEqual(launch.stale_names(names, alive=lambda pid: pid in alive), ["eroica-100-r0"])
+        dirs = ["eroica-testbed-100-abc", "eroica-testbed-200-x"]
+        self.assertEqual(launch.stale_names(dirs, launch.STALE_WORK_DIR, alive=lambda p: p == 200),
+                         ["eroica-testbed-100-abc"])
+
+    def test_least_advanced(self):
+        states = {0: {"iter": 8, "phase": "backward"}, 1: {"iter": 8, "phase": "forward"},
+                  2: {"iter": 8, "phase": "backward"}, 3: {"iter": 9, "phase": "data"}}
+        self.assertEqual(launch.least_advanced(states), (8, [1]))
+        self.assertEqual(launch.HangReport(8, [1], states).message(),
+                         "no progress since iteration 8 on ranks [1]")
+
+
+class Cli(unittest.TestCase):
+    def test_defaults(self):
+        args = run_scenario.parse_args(["--scenario", "dataloader_stall", "--out", "/tmp/x"])
+        self.assertEqual((args.ranks, args.fault_ranks, args.seed), (4, [1], 0))
+        self.assertLess(args.onset_iter, args.profile_start)
+        self.assertLessEqual(args.profile_start + args.profile_iters, args.iters)
+        args = run_scenario.parse_args(["--scenario", "python_hot_loop_global", "--ranks", "3",
+                                        "--out", "d", "--param", "loop_ms=10"])
+        self.assertEqual(args.fault_ranks, [0, 1, 2])
+        self.assertEqual(args.fault_params, {"loop_ms": 10.0})
+        args = run_scenario.parse_args(["--scenario", "healthy", "--out", "d"])
+        self.assertEqual(args.fault_ranks, [])
+
+    def test_rejections(self):
+        bad = [["--scenario", "nope", "--out", "d"],
+               ["--scenario", "healthy", "--out", "d", "--fault-rank", "1"],
+               ["--scenario", "hang", "--out", "d", "--fault-rank", "9"],
+               ["--scenario", "healthy", "--out", "d", "--iters", "10"],
+               ["--scenario", "imbalance", "--out", "d", "--onset-iter", "13"],
+               ["--scenario", "imbalance", "--out", "d", "--ranks", "1"],
+               ["--scenario", "imbalance", "--out", "d", "--param", "batch_factor"]]
+        with open(os.devnull, "w") as devnull:
+            for argv in bad:
+                with self.subTest(argv=argv), self.assertRaises(SystemExit):
+                    with contextlib.redirect_stderr(devnull):
+                        run_scenario.parse_args(argv)
+
+    def test_iteration_summary(self):
+        times = [1.0, 1.0, 1.0, 0.1, 0.1, 0.1, 0.5, 0.2, 0.2, 9.0]
+        before_ms, during_ms = run_scenario.iteration_summary(times, onset_iter=6, window_end_iter=9)
+        self.assertAlmostEqual(before_ms, 100.0)
+        self.assertAlmostEqual(during_ms, 200.0)
+
+
+class Outputs(unittest.TestCase):
+    def setUp(self):
+        self.out = Path(tempfile.mkdtemp(prefix="eroica-out-unit-"))
+
+    def tearDown(self):
+        shutil.rmtree(self.out, ignore_errors=True)
+
+    def write_trace(self, rank, step_ids):
+        events = [{"name": f"ProfilerStep#{i}", "ph": "X", "ts": i, "dur": 1,
+                   "pid": "CPU functions", "tid": 1} for i in step_ids]
+        events.append({"name": "aten::mm", "ph": "X", "ts": 0, "dur": 1, "pid": "CPU functions", "tid": 1})
+        (self.out / f"rank-{rank}.json").write_text(json.dumps(events))
+
+    def test_check_traces(self):
+        for rank in range(2):
+            self.write_trace(rank, [5, 6, 7])
+        run_scenario.check_traces(self.out, 2, [5, 6, 7])
+        self.write_trace(1, [5, 6])
+        with self.assertRaises(RuntimeError):
+            run_scenario.check_traces(self.out, 2, [5, 6, 7])
+        with self.assertRaises(RuntimeError):
+            run_scenario.check_traces(self.out, 3, [5, 6, 7])
+
+    def test_truth_and_stale_outputs(self):
+        self.write_trace(0, [1])
+        (self.out / "truth.json").write_text("{}")
+        run_scenario.clear_outputs(self.out)
+        self.assertEqual(list(self.out.iterdir()), [])
+        args = run_scenario.parse_args(["--scenario", "gc_storm", "--out", str(self.out)])
+        result = launch.RunResult({0: [0.1], 1: [0.2]})
+        run_scenario.write_truth(self.out, args, result, [12, 13], {"cycles_per_step": 1})
+        truth = json.loads((self.out / "truth.json").read_text())
+        self.assertEqual(truth["ranks"], [1])
+        self.assertEqual((truth["category"], truth["scope"]), ("host", "local"))
+        self.assertEqual(truth["fault_onset_iter"], args.onset_iter)
+        self.assertEqual(truth["profiled_iters"], [12, 13])
+        self.assertEqual(truth["iteration_times_s"], {"0": [0.1], "1": [0.2]})
+        self.assertEqual((truth["world_size"], truth["seed"]), (4, 0))
+
+
+if __name__ == "__main__":
+    unittest.main()
