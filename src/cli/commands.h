@@ -13,12 +13,18 @@ using CommandRegistrar = void (*)(CLI::App& app, int* exit_code);
 
 void RegisterSummarizeCommand(CLI::App& app, int* exit_code);
 void RegisterShowCommand(CLI::App& app, int* exit_code);
+void RegisterDiagnoseCommand(CLI::App& app, int* exit_code);
+void RegisterAgentCommand(CLI::App& app, int* exit_code);
 
 // The table of subcommands, in the order `eroica --help` lists them.
 inline std::vector<CommandRegistrar> AllCommands() {
   return {
+      RegisterDiagnoseCommand,
       RegisterSummarizeCommand,
       RegisterShowCommand,
+#ifndef EROICA_NO_AGENT
+      RegisterAgentCommand,
+#endif
   };
 }
 

@@ -38,6 +38,8 @@ struct WorkerPattern {
   int64_t window_ns = 0;
   double iteration_s = 0;           // mean iteration time over the window
   std::array<double, kCategoryCount> category_beta{};  // Σβ per category, before pruning
+  // The same per iteration (share of that iteration): a fault persists, noise moves around.
+  std::vector<std::array<float, kCategoryCount>> iteration_category_beta;
   double dataloader_ops_per_iter = 0;  // ops run inside the data loader: its items' work
   double compute_calls_per_iter = 0;
   std::vector<FunctionPattern> functions;  // by β, descending; the tail folded into "(other ...)"

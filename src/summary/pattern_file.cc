@@ -50,6 +50,10 @@ void WriteWorker(const WorkerPattern& w, StringTable* strings, ByteWriter* out) 
   out->Varint(static_cast<uint64_t>(std::max<int64_t>(0, w.window_ns)));
   out->F64(w.iteration_s);
   for (double beta : w.category_beta) out->F32(static_cast<float>(beta));
+  out->Varint(w.iteration_category_beta.size());
+  for (const auto& betas : w.iteration_category_beta) {
+    for (float beta : betas) out->F32(beta);
+  }
   out->F32(static_cast<float>(w.dataloader_ops_per_iter));
   out->F32(static_cast<float>(w.compute_calls_per_iter));
   out->Varint(w.functions.size());
@@ -93,6 +97,12 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string>& strings, WorkerP
   w->window_ns = static_cast<int64_t>(in->Varint());
   w->iteration_s = in->F64();
   for (double& beta : w->category_beta) beta = in->F32();
+  uint64_t iterations = in->Varint();
+  if (!in->ok() || iterations > (1u << 20)) return false;
+  w->iteration_category_beta.resize(iterations);
+  for (auto& betas : w->iteration_category_beta) {
+    for (float& beta : betas) beta = in->F32();
+  }
   w->dataloader_ops_per_iter = in->F32();
   w->compute_calls_per_iter = in->F32();
   uint64_t functions = in->Varint();

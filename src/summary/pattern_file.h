@@ -10,6 +10,7 @@
 //              u8 flags (bit0: has_device), varint device_str, varint group_str,
 //              varint n_steps, svarint first_step, svarint step_delta*,
 //              varint window_ns, f64 iteration_s, f32 category_beta[5],
+//              varint n_iterations, f32 iteration_category_beta[n_iterations][5],
 //              f32 dataloader_ops_per_iter, f32 compute_calls_per_iter,
 //              varint n_functions, function*, varint n_warnings, varint warning_str*
 //   function:= varint name_str, u8 category, u8 host_kind, f32 beta,

@@ -47,6 +47,7 @@ nlohmann::json PatternToJson(const WorkerPattern& w) {
       {"window_s", Round(static_cast<double>(w.window_ns) / 1e9, 9)},
       {"iteration_s", Round(w.iteration_s, 9)},
       {"category_beta", category_beta},
+      {"iteration_category_beta", w.iteration_category_beta},
       {"dataloader_ops_per_iter", Round(w.dataloader_ops_per_iter, 3)},
       {"compute_calls_per_iter", Round(w.compute_calls_per_iter, 3)},
       {"functions", functions},

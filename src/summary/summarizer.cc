@@ -158,6 +158,32 @@ double DataloaderOpsPerIteration(const Trace& trace, const std::vector<EventRole
   return static_cast<double>(inside) / std::max(iterations, 1);
 }
 
+// Σβ per category within each iteration, splitting spans at step boundaries.
+std::vector<std::array<float, kCategoryCount>> IterationCategoryBetas(
+    const std::vector<Span>& path, const WorkerWindow& window, const FunctionTable& table) {
+  const std::vector<int64_t>& starts = window.step_starts_ns;
+  std::vector<std::array<double, kCategoryCount>> owned(starts.size());
+  for (const Span& span : path) {
+    int64_t cursor = span.start_ns;
+    auto it = std::upper_bound(starts.begin(), starts.end(), cursor);
+    size_t step = it == starts.begin() ? 0 : static_cast<size_t>(it - starts.begin() - 1);
+    while (cursor < span.end_ns && step < starts.size()) {
+      int64_t step_end = step + 1 < starts.size() ? starts[step + 1] : window.end_ns;
+      int64_t until = std::min(span.end_ns, step_end);
+      owned[step][static_cast<size_t>(table.all()[span.function].category)] += static_cast<double>(until - cursor);
+      cursor = until;
+      ++step;
+    }
+  }
+  std::vector<std::array<float, kCategoryCount>> betas(starts.size());
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t step_end = i + 1 < starts.size() ? starts[i + 1] : window.end_ns;
+    double length = static_cast<double>(std::max<int64_t>(1, step_end - starts[i]));
+    for (int c = 0; c < kCategoryCount; ++c) betas[i][c] = static_cast<float>(owned[i][c] / length);
+  }
+  return betas;
+}
+
 }  // namespace
 
 StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options) {
@@ -200,6 +226,7 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
     if (f.category == Category::kCompute) pattern.compute_calls_per_iter += static_cast<double>(f.calls);
   }
   pattern.compute_calls_per_iter /= iterations;
+  pattern.iteration_category_beta = IterationCategoryBetas(summary.critical_path, window, table);
   pattern.functions = BuildFunctionPatterns(table.all(), window.length_ns(), iterations,
                                             options.max_functions, &pattern.category_beta);
   for (const FunctionStats& f : table.all()) summary.function_names.push_back(f.name);

@@ -61,6 +61,7 @@ WorkerWindow FindWorkerWindow(const Trace& trace, const std::vector<EventRole>& 
     if (step->pid != window.main_pid) continue;
     if (!window.step_ids.empty() && window.step_ids.back() == StepId(trace.Str(step->name))) continue;
     window.step_ids.push_back(StepId(trace.Str(step->name)));
+    window.step_starts_ns.push_back(step->ts_ns);
     cpu_end_ns = std::max(cpu_end_ns, step->end_ns());
   }
   // GPU work launched inside the steps belongs to them, even when it runs after they end.

@@ -1,0 +1,97 @@
+#include "cli/diagnose_inputs.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "base/file_util.h"
+#include "summary/pattern_file.h"
+#include "summary/summarize_files.h"
+
+namespace eroica {
+namespace {
+
+namespace fs = std::filesystem;
+
+enum class InputKind { kTrace, kPattern, kStacks, kSessionMeta, kSkip };
+
+InputKind Classify(const fs::path& path) {
+  std::string name = path.filename().string();
+  if (name.starts_with("stacks-") && name.ends_with(".json")) return InputKind::kStacks;
+  if (name == "session.json" || name.ends_with(".meta.json")) return InputKind::kSessionMeta;
+  if (name == "report.json" || name.starts_with("report.") || name.ends_with(".tmp")) return InputKind::kSkip;
+  if (LooksLikePatternFile(path.string())) return InputKind::kPattern;
+  if (LooksLikeTraceFile(name)) return InputKind::kTrace;
+  return InputKind::kSkip;
+}
+
+void ReadSessionMeta(const std::string& path, LocalizeInput* input) {
+  StatusOr<std::string> text = ReadSmallFile(path, 1 << 20);
+  if (!text.ok()) return;
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_object() && j.contains("world_size") && j["world_size"].is_number_integer()) {
+    input->declared_world_size = std::max(input->declared_world_size, j["world_size"].get<int>());
+  }
+}
+
+}  // namespace
+
+StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& paths, int threads) {
+  std::vector<fs::path> files;
+  for (const std::string& p : paths) {
+    std::error_code error;
+    if (fs::is_directory(p, error)) {
+      for (const auto& entry : fs::directory_iterator(p, error)) {
+        if (entry.is_regular_file(error)) files.push_back(entry.path());
+      }
+    } else if (fs::exists(p, error)) {
+      files.push_back(p);
+    } else {
+      return ErrorStatus("{}: no such file or folder", p);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  LocalizeInput input;
+  std::vector<std::string> traces;
+  for (const fs::path& file : files) {
+    switch (Classify(file)) {
+      case InputKind::kTrace:
+        traces.push_back(file.string());
+        break;
+      case InputKind::kPattern: {
+        Status status = ForEachPattern(file.string(), [&](WorkerPattern&& w) { input.workers.push_back(std::move(w)); });
+        if (!status.ok()) input.input_errors.push_back(status.message());
+        break;
+      }
+      case InputKind::kStacks: {
+        StatusOr<StackDump> dump = ReadStackDump(file.string());
+        if (dump.ok()) {
+          input.stacks.push_back(std::move(*dump));
+        } else {
+          input.input_errors.push_back(dump.status().message());
+        }
+        break;
+      }
+      case InputKind::kSessionMeta:
+        ReadSessionMeta(file.string(), &input);
+        break;
+      case InputKind::kSkip:
+        break;
+    }
+  }
+  FileSummaries summaries = SummarizeFiles(traces, threads);
+  for (WorkerPattern& w : summaries.patterns) input.workers.push_back(std::move(w));
+  for (std::string& e : summaries.errors) input.input_errors.push_back(std::move(e));
+  if (input.workers.empty() && input.stacks.empty()) {
+    std::string why = input.input_errors.empty() ? "no traces, pattern files or stack dumps found"
+                                                 : input.input_errors.front();
+    std::string where = paths.size() == 1 ? paths[0] : fmt::format("{} paths", paths.size());
+    return ErrorStatus("{}: nothing to diagnose: {}", where, why);
+  }
+  std::sort(input.workers.begin(), input.workers.end(),
+            [](const WorkerPattern& a, const WorkerPattern& b) { return a.rank < b.rank; });
+  return input;
+}
+
+}  // namespace eroica

@@ -1,0 +1,126 @@
+#include "localize/expectations.h"
+
+#include <nlohmann/json.hpp>
+
+#include "base/file_util.h"
+#include "localize/default_expectations.h"
+
+namespace eroica {
+namespace {
+
+bool Applies(const Box& box, bool has_device) {
+  return has_device ? box.gpu_training : box.cpu_training;
+}
+
+Status ParseRange(const nlohmann::json& j, Range* range) {
+  if (!j.is_array() || j.size() != 2 || !j[0].is_number() || !j[1].is_number()) {
+    return Status::Error("a range must be [low, high]");
+  }
+  range->low = j[0].get<double>();
+  range->high = j[1].get<double>();
+  if (range->low > range->high) return Status::Error("a range's low is above its high");
+  return Status::Ok();
+}
+
+Status ParseBox(const nlohmann::json& j, Box* box) {
+  std::string target = j.value("target", "function");
+  if (target != "function" && target != "category") return Status::Error("target must be function or category");
+  box->target = target == "function" ? Box::Target::kFunction : Box::Target::kCategory;
+  std::optional<Category> category = CategoryFromName(j.value("category", ""));
+  if (!category) return Status::Error("unknown category '" + j.value("category", "") + "'");
+  box->category = *category;
+  if (j.contains("host_kind")) {
+    box->host_kind = HostKindFromName(j["host_kind"].get<std::string>());
+    if (!box->host_kind) return Status::Error("unknown host_kind");
+  }
+  std::string training = j.value("training", "any");
+  box->cpu_training = training != "gpu";
+  box->gpu_training = training != "cpu";
+  if (!j.contains("beta")) return Status::Error("a box needs a beta range");
+  EROICA_RETURN_IF_ERROR(ParseRange(j["beta"], &box->beta));
+  if (j.contains("mu")) EROICA_RETURN_IF_ERROR(ParseRange(j["mu"], &box->mu.emplace()));
+  if (j.contains("sigma")) EROICA_RETURN_IF_ERROR(ParseRange(j["sigma"], &box->sigma.emplace()));
+  box->why = j.value("why", "");
+  return Status::Ok();
+}
+
+}  // namespace
+
+double Expectations::Distance(const FunctionPattern& f, bool has_device) const {
+  double worst = 0;
+  for (const Box& box : boxes) {
+    if (box.target != Box::Target::kFunction || box.category != f.category || !Applies(box, has_device)) continue;
+    if (box.host_kind && *box.host_kind != f.host_kind) continue;
+    double d = box.beta.Distance(f.beta);
+    if (box.mu && f.mu) d += box.mu->Distance(*f.mu);
+    if (box.sigma && f.sigma) d += box.sigma->Distance(*f.sigma);
+    worst = std::max(worst, d);
+  }
+  return worst;
+}
+
+double Expectations::CategoryDistance(Category category, double beta, bool has_device) const {
+  double worst = 0;
+  for (const Box& box : boxes) {
+    if (box.target == Box::Target::kCategory && box.category == category && Applies(box, has_device)) {
+      worst = std::max(worst, box.beta.Distance(beta));
+    }
+  }
+  return worst;
+}
+
+std::optional<double> Expectations::BetaHigh(Box::Target target, Category category,
+                                             std::optional<HostKind> host_kind, bool has_device) const {
+  std::optional<double> high;
+  for (const Box& box : boxes) {
+    if (box.target != target || box.category != category || !Applies(box, has_device)) continue;
+    if (box.host_kind && host_kind && *box.host_kind != *host_kind) continue;
+    high = high ? std::min(*high, box.beta.high) : box.beta.high;
+  }
+  return high;
+}
+
+StatusOr<Expectations> ParseExpectations(std::string_view text, const std::string& source) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
+  if (j.is_discarded() || !j.is_object()) return ErrorStatus("{}: not valid JSON", source);
+  Expectations e;
+  if (j.contains("boxes")) {
+    if (!j["boxes"].is_array()) return ErrorStatus("{}: boxes must be a list", source);
+    for (size_t i = 0; i < j["boxes"].size(); ++i) {
+      Box box;
+      Status status = ParseBox(j["boxes"][i], &box);
+      if (!status.ok()) return ErrorStatus("{}: box {}: {}", source, i, status.message());
+      e.boxes.push_back(std::move(box));
+    }
+  }
+  if (j.contains("thresholds")) {
+    const nlohmann::json& t = j["thresholds"];
+    auto number = [&](const char* key, double* out) {
+      if (t.contains(key) && t[key].is_number()) *out = t[key].get<double>();
+    };
+    number("min_beta", &e.min_beta);
+    number("outlier_z", &e.outlier_z);
+    number("min_excess_beta", &e.min_excess_beta);
+    number("min_scale_beta", &e.min_scale_beta);
+    number("global_fraction", &e.global_fraction);
+    number("imbalance_ratio", &e.imbalance_ratio);
+    number("small_group", &e.small_group);
+    number("small_group_min_excess_beta", &e.small_group_min_excess_beta);
+    number("fallback_excess_beta", &e.fallback_excess_beta);
+  }
+  return e;
+}
+
+Expectations DefaultExpectations() {
+  StatusOr<Expectations> e = ParseExpectations(kDefaultExpectationsJson, "config/expectations.json");
+  EROICA_CHECK(e.ok());
+  return *e;
+}
+
+StatusOr<Expectations> LoadExpectations(const std::string& path) {
+  StatusOr<std::string> text = ReadSmallFile(path, 1 << 20);
+  if (!text.ok()) return text.status();
+  return ParseExpectations(*text, path);
+}
+
+}  // namespace eroica

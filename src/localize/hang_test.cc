@@ -1,0 +1,56 @@
+#include "localize/hang.h"
+
+#include <gtest/gtest.h>
+
+#include "base/temp_dir.h"
+
+namespace eroica {
+namespace {
+
+std::string Dump(int rank, const std::string& file, int line, const std::string& waiting) {
+  return fmt::format(R"json({{"rank": {}, "world_size": 4, "iteration": 30, "waiting_in": {},
+    "threads": [{{"thread_id": 2, "name": "watchdog", "is_main": false, "frames": []}},
+                {{"thread_id": 1, "name": "MainThread", "is_main": true, "frames": [
+      {{"file": "/app/train.py", "line": 200, "function": "main", "code": "train()"}},
+      {{"file": "{}", "line": {}, "function": "step", "code": "lock.acquire()"}},
+      {{"file": "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", "line": 1500, "function": "all_reduce", "code": ""}}
+    ]}}]}})json", rank, waiting.empty() ? "null" : "\"" + waiting + "\"", file, line);
+}
+
+TEST(HangTest, TheMinorityStackIsTheSuspect) {
+  TempDir dir;
+  std::vector<StackDump> dumps;
+  for (int r = 0; r < 4; ++r) {
+    std::string text = r == 2 ? Dump(r, "/app/model.py", 88, "") : Dump(r, "/app/train.py", 120, "all_reduce");
+    StatusOr<StackDump> d = ReadStackDump(dir.Write(fmt::format("stacks-rank-{}.json", r), text));
+    ASSERT_TRUE(d.ok()) << d.status().message();
+    dumps.push_back(*d);
+  }
+  EXPECT_EQ(InnermostUserFrame(dumps[0])->file, "/app/train.py");
+  std::vector<Finding> findings = FindHang(dumps, 4);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].category, "hang");
+  EXPECT_EQ(findings[0].workers, std::vector<int>{2});
+  EXPECT_EQ(findings[0].location, "/app/model.py:88");
+  EXPECT_NE(findings[0].evidence.find("lock.acquire()"), std::string::npos);
+}
+
+TEST(HangTest, WhenAllAgreeTheMissingRanksAreSuspects) {
+  TempDir dir;
+  std::vector<StackDump> dumps;
+  for (int r : {0, 1, 3}) {
+    dumps.push_back(*ReadStackDump(dir.Write(fmt::format("s{}.json", r), Dump(r, "/app/train.py", 120, "all_reduce"))));
+  }
+  std::vector<Finding> findings = FindHang(dumps, 4);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].workers, std::vector<int>{2});
+}
+
+TEST(HangTest, BadDumpIsAnError) {
+  TempDir dir;
+  EXPECT_FALSE(ReadStackDump(dir.Write("x.json", "[1, 2")).ok());
+  EXPECT_FALSE(ReadStackDump(dir.Write("y.json", R"({"rank": 1})")).ok());
+}
+
+}  // namespace
+}  // namespace eroica

@@ -1,0 +1,222 @@
+#include "localize/local_analysis.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+
+#include "localize/advice.h"
+#include "localize/robust_stats.h"
+#include "localize/work_signals.h"
+
+namespace eroica {
+namespace {
+
+// The categories that are a worker's own work. Communication is excluded: in a synchronous job
+// a rank's exposed collective time is mostly waiting for the slowest peer.
+constexpr Category kOwnWork[] = {Category::kCompute, Category::kMemory, Category::kDataloader,
+                                 Category::kHost};
+
+struct Excess {
+  const WorkerPattern* worker = nullptr;
+  Category category = Category::kHost;
+  double excess_beta = 0;
+  double peer_beta = 0;
+  double z = 0;
+};
+
+// The worker's function in `category` that exceeds its peers most.
+struct FunctionExcess {
+  const FunctionPattern* function = nullptr;
+  double peer_beta = 0;
+  double z = 0;
+};
+
+FunctionExcess TopFunction(const WorkerGroup& group, const WorkerPattern& w, Category category,
+                           const Expectations& e) {
+  FunctionExcess best;
+  double best_excess = -1;
+  for (const FunctionPattern& f : w.functions) {
+    if (f.category != category) continue;
+    RobustCenter center = MedianAndMad(FunctionBetas(group, f.name, category));
+    double excess = f.beta - center.median;
+    if (excess > best_excess) {
+      best_excess = excess;
+      best = {&f, center.median, RobustZ(f.beta, center, e.min_scale_beta)};
+    }
+  }
+  return best;
+}
+
+// β of `category` on each worker in iteration `i` (a worker's own work is the sum of the
+// own-work categories, passed as nullopt).
+double IterationBeta(const WorkerPattern& w, size_t i, std::optional<Category> category) {
+  const auto& betas = w.iteration_category_beta[i];
+  if (category) return betas[static_cast<size_t>(*category)];
+  double own = 0;
+  for (Category c : kOwnWork) own += betas[static_cast<size_t>(c)];
+  return own;
+}
+
+double WindowBeta(const WorkerPattern& w, std::optional<Category> category) {
+  if (category) return w.category_beta[static_cast<size_t>(*category)];
+  double own = 0;
+  for (Category c : kOwnWork) own += w.category_beta[static_cast<size_t>(c)];
+  return own;
+}
+
+// True when worker `index` is above every peer in every iteration the group shares (one miss
+// allowed from 8 iterations on). Nullopt when there is no per-iteration data to tell.
+std::optional<bool> Persistent(const WorkerGroup& group, size_t index, std::optional<Category> category) {
+  size_t iterations = SIZE_MAX;
+  for (const WorkerPattern* w : group.workers) iterations = std::min(iterations, w->iteration_category_beta.size());
+  if (iterations < 2 || iterations == SIZE_MAX) return std::nullopt;
+  size_t above = 0;
+  for (size_t i = 0; i < iterations; ++i) {
+    double mine = IterationBeta(*group.workers[index], i, category);
+    bool highest = true;
+    for (size_t j = 0; j < group.workers.size() && highest; ++j) {
+      if (j != index && IterationBeta(*group.workers[j], i, category) >= mine) highest = false;
+    }
+    above += highest ? 1 : 0;
+  }
+  size_t allowed_misses = iterations >= 8 ? 1 : 0;
+  return above + allowed_misses >= iterations;
+}
+
+// Whether worker `index`'s excess in `category` (nullopt: all own work) makes it an outlier.
+// Large groups: the robust z-score (the paper's k = 5). Small groups have no usable spread:
+// the worker must be above all its peers in every iteration.
+bool IsOutlier(const WorkerGroup& group, size_t index, std::optional<Category> category, double excess,
+               double z, const Expectations& e) {
+  if (excess < e.min_excess_beta) return false;
+  if (static_cast<double>(group.workers.size()) >= e.small_group) return z >= e.outlier_z;
+  std::optional<bool> persistent = Persistent(group, index, category);
+  if (!persistent) return excess >= e.fallback_excess_beta;
+  return *persistent && excess >= e.small_group_min_excess_beta;
+}
+
+// Every (worker, own-work category) whose β stands out from the group.
+std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectations& e) {
+  std::vector<Excess> out;
+  size_t n = group.workers.size();
+  for (Category c : kOwnWork) {
+    std::vector<double> betas = CategoryBetas(group, c);
+    RobustCenter center = MedianAndMad(betas);
+    std::vector<Excess> flagged;
+    for (size_t i = 0; i < n; ++i) {
+      double excess = betas[i] - center.median;
+      double z = RobustZ(betas[i], center, e.min_scale_beta);
+      if (betas[i] < e.min_beta || !IsOutlier(group, i, c, excess, z, e)) continue;
+      flagged.push_back({group.workers[i], c, excess, center.median, z});
+    }
+    // Local means a minority; what most workers share is a global matter.
+    if (flagged.size() * 2 >= n && n >= 3) continue;
+    out.insert(out.end(), flagged.begin(), flagged.end());
+  }
+  // A straggler whose excess is spread over several categories (a throttled CPU slows compute
+  // and Python alike): its own work as a whole stands out. Report its largest category.
+  std::vector<double> own(n);
+  for (size_t i = 0; i < n; ++i) own[i] = WindowBeta(*group.workers[i], std::nullopt);
+  RobustCenter own_center = MedianAndMad(own);
+  for (size_t i = 0; i < n; ++i) {
+    const WorkerPattern* w = group.workers[i];
+    bool already = std::any_of(out.begin(), out.end(), [&](const Excess& x) { return x.worker == w; });
+    double excess = own[i] - own_center.median;
+    double z = RobustZ(own[i], own_center, e.min_scale_beta);
+    if (already || !IsOutlier(group, i, std::nullopt, excess, z, e)) continue;
+    Excess best;
+    for (Category c : kOwnWork) {
+      std::vector<double> betas = CategoryBetas(group, c);
+      RobustCenter center = MedianAndMad(betas);
+      double category_excess = betas[i] - center.median;
+      if (best.worker == nullptr || category_excess > best.excess_beta) {
+        best = {w, c, category_excess, center.median, RobustZ(betas[i], center, e.min_scale_beta)};
+      }
+    }
+    best.excess_beta = excess;  // the impact is the whole own-work excess
+    out.push_back(best);
+  }
+  return out;
+}
+
+std::string WaitingEvidence(const WorkerGroup& group, const WorkerPattern& suspect) {
+  std::vector<double> others;
+  for (const WorkerPattern* w : group.workers) {
+    if (w != &suspect) others.push_back(w->category_beta[static_cast<int>(Category::kCommunication)]);
+  }
+  double theirs = MedianInPlace(others);
+  double mine = suspect.category_beta[static_cast<int>(Category::kCommunication)];
+  if (theirs <= mine + 0.01) return "";
+  return fmt::format("; the other {} workers wait on it in collectives (exposed communication β {:.2f} "
+                     "vs {:.2f} on rank {})",
+                     group.workers.size() - 1, theirs, mine, suspect.rank);
+}
+
+Finding MakeFinding(const WorkerGroup& group, const Excess& x, const std::vector<Excess>& all,
+                    const Expectations& e) {
+  const WorkerPattern& w = *x.worker;
+  FunctionExcess top = TopFunction(group, w, x.category, e);
+  Finding f;
+  f.scope = "local";
+  f.category = std::string(CategoryName(x.category));
+  f.workers = {w.rank};
+  f.function = top.function ? top.function->name : "";
+  f.beta = top.function ? top.function->beta : 0;
+  f.peer_beta = top.peer_beta;
+  f.expectation_distance = top.function ? e.Distance(*top.function, w.has_device) : 0;
+  f.differential_distance = group.workers.size() >= 3 ? x.z : 0;
+  f.impact_s_per_iter = x.excess_beta * w.iteration_s;
+  std::string also;
+  for (const Excess& other : all) {
+    if (other.worker == x.worker && other.category != x.category) {
+      also += fmt::format("; its {} is also up (β {:.2f} vs {:.2f})", CategoryName(other.category),
+                          other.peer_beta + other.excess_beta, other.peer_beta);
+    }
+  }
+  f.evidence = fmt::format("rank {}: {} β {:.3f} vs peer median {:.3f} (+{:.1f} ms per {:.1f} ms iteration)",
+                           w.rank, CategoryName(x.category), x.peer_beta + x.excess_beta, x.peer_beta,
+                           f.impact_s_per_iter * 1e3, w.iteration_s * 1e3) +
+               also + WaitingEvidence(group, w);
+  WorkComparison work = CompareWork(group, w, e.imbalance_ratio);
+  if (work.more_work) {
+    f.category = "imbalance";
+    f.evidence += "; it is given more work: " + work.evidence;
+  } else if (x.category == Category::kCompute) {
+    f.evidence += "; same work as its peers, done slower";
+  }
+  if (group.workers.size() == 2) f.evidence += " (only 2 workers: compared with each other)";
+  f.action = Advice(f.category, f.scope, w.rank);
+  return f;
+}
+
+}  // namespace
+
+std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectations& e) {
+  std::vector<Finding> findings;
+  if (group.workers.size() < 2) return findings;
+  std::vector<Excess> excesses = OutlyingExcesses(group, e);
+  // With two workers both differ; only the one whose peer waits on it is the cause.
+  if (group.workers.size() == 2) {
+    std::erase_if(excesses, [&](const Excess& x) {
+      const WorkerPattern* other = group.workers[0] == x.worker ? group.workers[1] : group.workers[0];
+      return x.worker->category_beta[static_cast<int>(Category::kCommunication)] >
+             other->category_beta[static_cast<int>(Category::kCommunication)];
+    });
+  }
+  // One finding per worker: its largest excess; the others go into the evidence.
+  std::sort(excesses.begin(), excesses.end(), [](const Excess& a, const Excess& b) {
+    return a.excess_beta * a.worker->iteration_s > b.excess_beta * b.worker->iteration_s;
+  });
+  std::vector<const WorkerPattern*> done;
+  for (const Excess& x : excesses) {
+    if (std::find(done.begin(), done.end(), x.worker) != done.end()) continue;
+    done.push_back(x.worker);
+    findings.push_back(MakeFinding(group, x, excesses, e));
+  }
+  return findings;
+}
+
+}  // namespace eroica

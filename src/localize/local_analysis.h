@@ -1,0 +1,17 @@
+// Local findings: the odd worker out in a group. A straggler does more of its own work
+// (loading, computing, host code) while its peers wait for it in collectives; the finding
+// names the straggler and its own excess, never the peers' waiting (DESIGN.md "Cause, not
+// symptom").
+#pragma once
+
+#include <vector>
+
+#include "localize/expectations.h"
+#include "localize/finding.h"
+#include "localize/groups.h"
+
+namespace eroica {
+
+std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectations& expectations);
+
+}  // namespace eroica

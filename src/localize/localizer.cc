@@ -1,0 +1,107 @@
+#include "localize/localizer.h"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+
+#include "localize/global_analysis.h"
+#include "localize/groups.h"
+#include "localize/local_analysis.h"
+
+namespace eroica {
+namespace {
+
+constexpr size_t kMaxListedWarnings = 20;
+
+std::string RangesText(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+void AddWarning(Diagnosis* d, std::string text, size_t* dropped) {
+  if (d->warnings.size() < kMaxListedWarnings) {
+    d->warnings.push_back(std::move(text));
+  } else {
+    ++*dropped;
+  }
+}
+
+// Missing and duplicate ranks. A missing rank is itself a suspect: crashed or hung.
+void CheckRanks(const LocalizeInput& input, Diagnosis* d, size_t* dropped) {
+  int world_size = input.declared_world_size;
+  std::set<int> seen;
+  std::vector<int> duplicates;
+  for (const WorkerPattern& w : input.workers) {
+    world_size = std::max(world_size, w.world_size);
+    if (w.rank >= 0 && !seen.insert(w.rank).second) duplicates.push_back(w.rank);
+  }
+  for (const StackDump& s : input.stacks) world_size = std::max(world_size, s.world_size);
+  d->world_size = world_size;
+  if (!duplicates.empty()) {
+    AddWarning(d, fmt::format("rank(s) {} appear in more than one file; each file is diagnosed as its "
+                              "own worker", RangesText(duplicates)), dropped);
+  }
+  if (world_size <= 0 || input.workers.empty()) return;
+  std::vector<int> missing;
+  for (int r = 0; r < world_size; ++r) {
+    if (!seen.contains(r)) missing.push_back(r);
+  }
+  if (!missing.empty()) {
+    AddWarning(d, fmt::format("{} of {} ranks have no usable trace: {} (crashed or hung? they are "
+                              "suspects themselves)", missing.size(), world_size, RangesText(missing)),
+               dropped);
+  }
+}
+
+bool MoreUrgent(const Finding& a, const Finding& b) {
+  bool a_hang = a.category == "hang", b_hang = b.category == "hang";
+  if (a_hang != b_hang) return a_hang;
+  return a.impact_s_per_iter > b.impact_s_per_iter;
+}
+
+}  // namespace
+
+Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations) {
+  Diagnosis d;
+  d.workers = static_cast<int>(input.workers.size());
+  size_t dropped = 0;
+  for (const std::string& error : input.input_errors) AddWarning(&d, error, &dropped);
+  CheckRanks(input, &d, &dropped);
+  for (const WorkerPattern& w : input.workers) {
+    for (const std::string& warning : w.warnings) AddWarning(&d, fmt::format("rank {}: {}", w.rank, warning), &dropped);
+  }
+  std::vector<Finding> hang = FindHang(input.stacks, d.world_size);
+  d.findings.insert(d.findings.end(), hang.begin(), hang.end());
+
+  std::vector<WorkerGroup> groups = GroupWorkers(input.workers);
+  if (groups.size() > 1) {
+    std::vector<size_t> sizes;
+    for (const WorkerGroup& g : groups) sizes.push_back(g.workers.size());
+    d.notes.push_back(fmt::format("workers fall into {} groups of like roles (sizes {}); each is "
+                                  "compared only with itself", groups.size(), fmt::join(sizes, ", ")));
+  }
+  for (const WorkerGroup& group : groups) {
+    if (group.workers.size() < 2) {
+      d.notes.push_back(fmt::format("rank {} has no peer with the same role: compared with expectations only",
+                                    group.workers.front()->rank));
+    }
+    std::vector<Finding> local = FindLocalProblems(group, expectations);
+    std::vector<Finding> global = FindGlobalProblems(group, expectations);
+    d.findings.insert(d.findings.end(), local.begin(), local.end());
+    d.findings.insert(d.findings.end(), global.begin(), global.end());
+  }
+  std::stable_sort(d.findings.begin(), d.findings.end(), MoreUrgent);
+  if (dropped > 0) d.warnings.push_back(fmt::format("... and {} more warnings", dropped));
+  return d;
+}
+
+}  // namespace eroica

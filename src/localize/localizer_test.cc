@@ -1,0 +1,127 @@
+#include "localize/localizer.h"
+
+#include <gtest/gtest.h>
+
+namespace eroica {
+namespace {
+
+// A synchronous data-parallel worker: own work per category plus waiting in collectives that
+// fills the iteration up to the slowest rank's.
+WorkerPattern Worker(int rank, double compute, double dataloader, double host, double comm,
+                     double iteration_s = 0.1) {
+  WorkerPattern w;
+  w.rank = rank;
+  w.world_size = 8;
+  w.iteration_s = iteration_s;
+  w.window_ns = static_cast<int64_t>(iteration_s * 5e9);
+  w.step_ids = {1, 2, 3, 4, 5};
+  w.dataloader_ops_per_iter = 64;
+  w.compute_calls_per_iter = 300;
+  auto add = [&](const char* name, Category c, HostKind k, double beta) {
+    FunctionPattern f;
+    f.name = name;
+    f.category = c;
+    f.host_kind = k;
+    f.beta = beta;
+    f.calls_per_iter = 10;
+    w.functions.push_back(f);
+    w.category_beta[static_cast<int>(c)] += beta;
+  };
+  add("aten::addmm", Category::kCompute, HostKind::kNone, compute);
+  add("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", Category::kDataloader, HostKind::kNone, dataloader);
+  add("(python, unattributed)", Category::kHost, HostKind::kPython, host);
+  add("allreduce", Category::kCommunication, HostKind::kNone, comm);
+  return w;
+}
+
+LocalizeInput Healthy(int n) {
+  LocalizeInput input;
+  for (int r = 0; r < n; ++r) {
+    double jitter = 0.004 * ((r * 7) % 5);
+    input.workers.push_back(Worker(r, 0.65 + jitter, 0.05, 0.05, 0.25 - jitter));
+  }
+  return input;
+}
+
+TEST(LocalizerTest, HealthyRunIsHealthy) {
+  Diagnosis d = Localize(Healthy(8), DefaultExpectations());
+  EXPECT_TRUE(d.healthy()) << d.findings[0].evidence;
+  EXPECT_EQ(d.workers, 8);
+  EXPECT_TRUE(d.warnings.empty());
+}
+
+TEST(LocalizerTest, DataloaderStragglerIsTheCauseNotTheOthersWaiting) {
+  LocalizeInput input = Healthy(8);
+  for (WorkerPattern& w : input.workers) {
+    if (w.rank == 5) {
+      w = Worker(5, 0.30, 0.60, 0.05, 0.05, 0.2);
+    } else {
+      w = Worker(w.rank, 0.30, 0.02, 0.03, 0.65, 0.2);
+    }
+  }
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_EQ(d.findings.size(), 1u) << d.findings[1].evidence;
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.scope, "local");
+  EXPECT_EQ(f.category, "dataloader");
+  EXPECT_EQ(f.workers, std::vector<int>{5});
+  EXPECT_NEAR(f.impact_s_per_iter, 0.58 * 0.2, 1e-9);
+  EXPECT_NE(f.evidence.find("wait on it"), std::string::npos);
+}
+
+TEST(LocalizerTest, MoreWorkIsImbalanceSameWorkSlowerIsCompute) {
+  LocalizeInput input = Healthy(4);
+  for (WorkerPattern& w : input.workers) w = Worker(w.rank, 0.30, 0.02, 0.03, 0.65);
+  input.workers[1] = Worker(1, 0.85, 0.06, 0.04, 0.05);
+  Diagnosis slow = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(slow.healthy());
+  EXPECT_EQ(slow.findings[0].category, "compute");
+  EXPECT_EQ(slow.findings[0].workers, std::vector<int>{1});
+  input.workers[1].dataloader_ops_per_iter = 192;
+  Diagnosis more = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(more.healthy());
+  EXPECT_EQ(more.findings[0].category, "imbalance");
+  EXPECT_NE(more.findings[0].evidence.find("192"), std::string::npos);
+}
+
+TEST(LocalizerTest, EveryRankInPythonIsGlobalHost) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) input.workers.push_back(Worker(r, 0.35, 0.02, 0.45 + 0.01 * r, 0.18));
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].scope, "global");
+  EXPECT_EQ(d.findings[0].category, "host");
+  EXPECT_EQ(d.findings[0].workers.size(), 4u);
+}
+
+TEST(LocalizerTest, GlobalCommunicationWithoutAStraggler) {
+  LocalizeInput input;
+  for (int r = 0; r < 6; ++r) input.workers.push_back(Worker(r, 0.30, 0.02, 0.03, 0.65 - 0.002 * r));
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].category, "communication");
+  EXPECT_EQ(d.findings[0].scope, "global");
+}
+
+TEST(LocalizerTest, TwoWorkersTheOneTheOtherWaitsForIsTheCause) {
+  LocalizeInput input;
+  input.workers.push_back(Worker(0, 0.30, 0.02, 0.03, 0.65));
+  input.workers.push_back(Worker(1, 0.30, 0.60, 0.03, 0.07));
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+  EXPECT_NE(d.findings[0].evidence.find("only 2 workers"), std::string::npos);
+}
+
+TEST(LocalizerTest, MissingRanksAreNamed) {
+  LocalizeInput input = Healthy(8);
+  input.workers.erase(input.workers.begin() + 3);
+  input.workers.erase(input.workers.begin() + 5);
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(d.warnings.empty());
+  EXPECT_NE(d.warnings[0].find("2 of 8 ranks"), std::string::npos) << d.warnings[0];
+  EXPECT_NE(d.warnings[0].find("3, 6"), std::string::npos) << d.warnings[0];
+}
+
+}  // namespace
+}  // namespace eroica

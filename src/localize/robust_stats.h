@@ -1,0 +1,23 @@
+// Median and MAD in O(n) (nth_element): what makes the differential distance stable from a
+// handful of workers to a million without comparing every pair.
+#pragma once
+
+#include <vector>
+
+namespace eroica {
+
+// Median of the values (averaging the middle two); 0 for an empty input. Reorders `values`.
+double MedianInPlace(std::vector<double>& values);
+
+struct RobustCenter {
+  double median = 0;
+  double mad = 0;  // median absolute deviation, unscaled
+};
+
+RobustCenter MedianAndMad(std::vector<double> values);
+
+// |x - median| in units of the robust spread (1.4826·MAD estimates σ for normal data), with
+// the spread floored at `min_scale` so near-identical peers do not turn noise into outliers.
+double RobustZ(double x, const RobustCenter& center, double min_scale);
+
+}  // namespace eroica

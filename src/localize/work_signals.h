@@ -1,0 +1,18 @@
+// Imbalance or slow device? A rank given more work runs more calls, bigger shapes or more
+// bytes, or loads more items; a slow rank runs the same work, every op longer.
+#pragma once
+
+#include <string>
+
+#include "localize/groups.h"
+
+namespace eroica {
+
+struct WorkComparison {
+  bool more_work = false;
+  std::string evidence;  // which signal, with the numbers ("data-loader ops per iteration 192 vs 64")
+};
+
+WorkComparison CompareWork(const WorkerGroup& group, const WorkerPattern& suspect, double ratio);
+
+}  // namespace eroica

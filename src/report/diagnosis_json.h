@@ -1,0 +1,12 @@
+// The "eroica.diagnosis/v1" JSON document (DESIGN.md "Interfaces"); field names are a contract.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "localize/finding.h"
+
+namespace eroica {
+
+nlohmann::json DiagnosisToJson(const Diagnosis& diagnosis);
+
+}  // namespace eroica
