@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "localize/advice.h"
+#include "localize/collective_waits.h"
 #include "localize/robust_stats.h"
 #include "localize/work_signals.h"
 
@@ -50,6 +51,25 @@ FunctionExcess TopFunction(const WorkerGroup& group, const WorkerPattern& w, Cat
   return best;
 }
 
+// Each worker's time in `category` (nullopt: all its own work) per iteration, as a share of the
+// group's median iteration. Ranks' windows differ when a trace holds one iteration (each ends
+// when that rank's last kernel does), so own work is compared in seconds, not in β.
+std::vector<double> OwnShares(const WorkerGroup& group, std::optional<Category> category) {
+  double median_s = std::max(MedianIterationS(group), 1e-12);
+  std::vector<double> shares;
+  shares.reserve(group.workers.size());
+  for (const WorkerPattern* w : group.workers) {
+    double beta = 0;
+    if (category) {
+      beta = w->category_beta[static_cast<size_t>(*category)];
+    } else {
+      for (Category c : kOwnWork) beta += w->category_beta[static_cast<size_t>(c)];
+    }
+    shares.push_back(beta * w->iteration_s / median_s);
+  }
+  return shares;
+}
+
 // β of `category` on each worker in iteration `i` (a worker's own work is the sum of the
 // own-work categories, passed as nullopt).
 double IterationBeta(const WorkerPattern& w, size_t i, std::optional<Category> category) {
@@ -57,13 +77,6 @@ double IterationBeta(const WorkerPattern& w, size_t i, std::optional<Category> c
   if (category) return betas[static_cast<size_t>(*category)];
   double own = 0;
   for (Category c : kOwnWork) own += betas[static_cast<size_t>(c)];
-  return own;
-}
-
-double WindowBeta(const WorkerPattern& w, std::optional<Category> category) {
-  if (category) return w.category_beta[static_cast<size_t>(*category)];
-  double own = 0;
-  for (Category c : kOwnWork) own += w.category_beta[static_cast<size_t>(c)];
   return own;
 }
 
@@ -103,7 +116,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   std::vector<Excess> out;
   size_t n = group.workers.size();
   for (Category c : kOwnWork) {
-    std::vector<double> betas = CategoryBetas(group, c);
+    std::vector<double> betas = OwnShares(group, c);
     RobustCenter center = MedianAndMad(betas);
     std::vector<Excess> flagged;
     for (size_t i = 0; i < n; ++i) {
@@ -118,8 +131,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   }
   // A straggler whose excess is spread over several categories (a throttled CPU slows compute
   // and Python alike): its own work as a whole stands out. Report its largest category.
-  std::vector<double> own(n);
-  for (size_t i = 0; i < n; ++i) own[i] = WindowBeta(*group.workers[i], std::nullopt);
+  std::vector<double> own = OwnShares(group, std::nullopt);
   RobustCenter own_center = MedianAndMad(own);
   for (size_t i = 0; i < n; ++i) {
     const WorkerPattern* w = group.workers[i];
@@ -129,7 +141,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
     if (already || !IsOutlier(group, i, std::nullopt, excess, z, e)) continue;
     Excess best;
     for (Category c : kOwnWork) {
-      std::vector<double> betas = CategoryBetas(group, c);
+      std::vector<double> betas = OwnShares(group, c);
       RobustCenter center = MedianAndMad(betas);
       double category_excess = betas[i] - center.median;
       if (best.worker == nullptr || category_excess > best.excess_beta) {
@@ -168,7 +180,7 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const std::vector
   f.peer_beta = top.peer_beta;
   f.expectation_distance = top.function ? e.Distance(*top.function, w.has_device) : 0;
   f.differential_distance = group.workers.size() >= 3 ? x.z : 0;
-  f.impact_s_per_iter = x.excess_beta * w.iteration_s;
+  f.impact_s_per_iter = x.excess_beta * MedianIterationS(group);
   std::string also;
   for (const Excess& other : all) {
     if (other.worker == x.worker && other.category != x.category) {
@@ -176,9 +188,10 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const std::vector
                           other.peer_beta + other.excess_beta, other.peer_beta);
     }
   }
-  f.evidence = fmt::format("rank {}: {} β {:.3f} vs peer median {:.3f} (+{:.1f} ms per {:.1f} ms iteration)",
+  f.evidence = fmt::format("rank {}: {} takes {:.3f} of an iteration vs peer median {:.3f} (+{:.1f} ms "
+                           "per {:.1f} ms iteration)",
                            w.rank, CategoryName(x.category), x.peer_beta + x.excess_beta, x.peer_beta,
-                           f.impact_s_per_iter * 1e3, w.iteration_s * 1e3) +
+                           f.impact_s_per_iter * 1e3, MedianIterationS(group) * 1e3) +
                also + WaitingEvidence(group, w);
   WorkComparison work = CompareWork(group, w, e.imbalance_ratio);
   if (work.more_work) {
@@ -190,6 +203,40 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const std::vector
   if (group.workers.size() == 2) f.evidence += " (only 2 workers: compared with each other)";
   f.action = Advice(f.category, f.scope, w.rank);
   return f;
+}
+
+// The rank the others wait for at the collectives confirms a straggler finding; when no own-work
+// excess stands out (its delay began before the window), it is the finding itself.
+void AddLastArriver(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* findings) {
+  std::optional<LastArriver> last = FindLastArriver(group, e);
+  if (!last) return;
+  for (Finding& f : *findings) {
+    if (f.workers == std::vector<int>{last->worker->rank}) {
+      f.evidence += "; " + last->evidence;
+      return;
+    }
+  }
+  if (!findings->empty()) return;
+  const WorkerPattern& w = *last->worker;
+  size_t index = static_cast<size_t>(std::find(group.workers.begin(), group.workers.end(), &w) - group.workers.begin());
+  Excess best;
+  for (Category c : kOwnWork) {
+    std::vector<double> shares = OwnShares(group, c);
+    RobustCenter center = MedianAndMad(shares);
+    double excess = shares[index] - center.median;
+    if (best.worker == nullptr || excess > best.excess_beta) {
+      best = {&w, c, excess, center.median, RobustZ(shares[index], center, e.min_scale_beta)};
+    }
+  }
+  Finding f = MakeFinding(group, best, {best}, e);
+  double own_ms = std::max(0.0, best.excess_beta) * MedianIterationS(group) * 1e3;
+  f.impact_s_per_iter = last->waited_s_per_iter;
+  f.action = fmt::format("Rank {} starts its collectives late: look at what it does between iterations "
+                         "(data loading, checkpoints, logging) and profile a longer window.", w.rank);
+  f.evidence = last->evidence + fmt::format(
+      "; its own work in the window is only {:.1f} ms above its peers' (largest: {}), so most of the "
+      "delay began before the profiled window", own_ms, CategoryName(best.category));
+  findings->push_back(std::move(f));
 }
 
 }  // namespace
@@ -208,7 +255,7 @@ std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectati
   }
   // One finding per worker: its largest excess; the others go into the evidence.
   std::sort(excesses.begin(), excesses.end(), [](const Excess& a, const Excess& b) {
-    return a.excess_beta * a.worker->iteration_s > b.excess_beta * b.worker->iteration_s;
+    return a.excess_beta > b.excess_beta;
   });
   std::vector<const WorkerPattern*> done;
   for (const Excess& x : excesses) {
@@ -216,6 +263,7 @@ std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectati
     done.push_back(x.worker);
     findings.push_back(MakeFinding(group, x, excesses, e));
   }
+  AddLastArriver(group, e, &findings);
   return findings;
 }
 

@@ -26,6 +26,12 @@ struct FunctionPattern {
   uint32_t shapes_hash = 0;         // hash of the input shapes seen, 0 when none recorded
 };
 
+// One collective call, in issue order: who arrives last at a collective waits least in it.
+struct CollectiveCall {
+  std::string name;         // the collective's function name (function_name.h)
+  float duration_us = 0;    // how long the transfer took on this worker, waiting included
+};
+
 struct WorkerPattern {
   int rank = -1;
   int world_size = -1;
@@ -42,6 +48,7 @@ struct WorkerPattern {
   std::vector<std::array<float, kCategoryCount>> iteration_category_beta;
   double dataloader_ops_per_iter = 0;  // ops run inside the data loader: its items' work
   double compute_calls_per_iter = 0;
+  std::vector<CollectiveCall> collectives;  // the window's first collective calls, in order
   std::vector<FunctionPattern> functions;  // by β, descending; the tail folded into "(other ...)"
   std::vector<std::string> warnings;       // data-quality notes from reading and summarizing
 

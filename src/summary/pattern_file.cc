@@ -56,6 +56,11 @@ void WriteWorker(const WorkerPattern& w, StringTable* strings, ByteWriter* out) 
   }
   out->F32(static_cast<float>(w.dataloader_ops_per_iter));
   out->F32(static_cast<float>(w.compute_calls_per_iter));
+  out->Varint(w.collectives.size());
+  for (const CollectiveCall& c : w.collectives) {
+    out->Varint(strings->Id(c.name));
+    out->F32(c.duration_us);
+  }
   out->Varint(w.functions.size());
   for (const FunctionPattern& f : w.functions) {
     out->Varint(strings->Id(f.name));
@@ -105,6 +110,13 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string>& strings, WorkerP
   }
   w->dataloader_ops_per_iter = in->F32();
   w->compute_calls_per_iter = in->F32();
+  uint64_t collectives = in->Varint();
+  if (!in->ok() || collectives > (1u << 20)) return false;
+  w->collectives.resize(collectives);
+  for (CollectiveCall& c : w->collectives) {
+    c.name = str(in->Varint());
+    c.duration_us = in->F32();
+  }
   uint64_t functions = in->Varint();
   if (!in->ok() || functions > (1u << 20)) return false;
   w->functions.resize(functions);

@@ -12,6 +12,7 @@
 //              varint window_ns, f64 iteration_s, f32 category_beta[5],
 //              varint n_iterations, f32 iteration_category_beta[n_iterations][5],
 //              f32 dataloader_ops_per_iter, f32 compute_calls_per_iter,
+//              varint n_collectives, (varint name_str, f32 duration_us)*,
 //              varint n_functions, function*, varint n_warnings, varint warning_str*
 //   function:= varint name_str, u8 category, u8 host_kind, f32 beta,
 //              u8 has_mu_sigma, [f32 mu, f32 sigma], f32 calls_per_iter,

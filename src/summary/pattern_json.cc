@@ -29,6 +29,10 @@ nlohmann::json PatternToJson(const WorkerPattern& w) {
     if (f.shapes_hash != 0) j["shapes_hash"] = f.shapes_hash;
     functions.push_back(std::move(j));
   }
+  nlohmann::json collectives = nlohmann::json::array();
+  for (const CollectiveCall& c : w.collectives) {
+    collectives.push_back({{"name", c.name}, {"duration_us", Round(c.duration_us, 3)}});
+  }
   nlohmann::json category_beta = nlohmann::json::object();
   for (int c = 0; c < kCategoryCount; ++c) {
     category_beta[std::string(CategoryName(static_cast<Category>(c)))] = Round(w.category_beta[c], 6);
@@ -51,6 +55,7 @@ nlohmann::json PatternToJson(const WorkerPattern& w) {
       {"dataloader_ops_per_iter", Round(w.dataloader_ops_per_iter, 3)},
       {"compute_calls_per_iter", Round(w.compute_calls_per_iter, 3)},
       {"functions", functions},
+      {"collectives", collectives},
       {"warnings", w.warnings},
   };
 }

@@ -102,6 +102,8 @@ uint32_t HashShapes(std::string_view shapes) {
   return static_cast<uint32_t>(std::hash<std::string_view>{}(shapes));
 }
 
+constexpr size_t kMaxCollectiveCalls = 64;
+
 struct LayeredSpans {
   std::vector<std::vector<Span>> layers = std::vector<std::vector<Span>>(kLayerCount);
 };
@@ -184,6 +186,32 @@ std::vector<std::array<float, kCategoryCount>> IterationCategoryBetas(
   return betas;
 }
 
+// The transfers, in issue order: device collectives on GPU training; on CPU training the
+// backend's own ranges (gloo:*), which run on its thread and last until every rank joined.
+std::vector<CollectiveCall> CollectiveSequence(const Trace& trace, const std::vector<EventRole>& roles,
+                                               const std::vector<uint32_t>& functions,
+                                               const WorkerWindow& window, bool has_device,
+                                               const FunctionTable& table) {
+  std::vector<const TraceEvent*> calls;
+  std::vector<uint32_t> names;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    bool transfer = has_device ? roles[i] == EventRole::kDeviceComm
+                               : roles[i] == EventRole::kCpuComm && trace.Str(e.name).starts_with("gloo:");
+    if (!transfer || e.ts_ns < window.start_ns || e.ts_ns >= window.end_ns) continue;
+    calls.push_back(&e);
+    names.push_back(functions[i]);
+  }
+  std::vector<size_t> order(calls.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return calls[a]->ts_ns < calls[b]->ts_ns; });
+  std::vector<CollectiveCall> out;
+  for (size_t k = 0; k < std::min(order.size(), kMaxCollectiveCalls); ++k) {
+    out.push_back({table.all()[names[order[k]]].name, static_cast<float>(calls[order[k]]->dur_ns / 1e3)});
+  }
+  return out;
+}
+
 }  // namespace
 
 StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options) {
@@ -226,6 +254,7 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
     if (f.category == Category::kCompute) pattern.compute_calls_per_iter += static_cast<double>(f.calls);
   }
   pattern.compute_calls_per_iter /= iterations;
+  pattern.collectives = CollectiveSequence(trace, roles, functions, window, has_device, table);
   pattern.iteration_category_beta = IterationCategoryBetas(summary.critical_path, window, table);
   pattern.functions = BuildFunctionPatterns(table.all(), window.length_ns(), iterations,
                                             options.max_functions, &pattern.category_beta);

@@ -1,0 +1,95 @@
+#include "agent/metrics_file_writer.h"
+
+#include <zstd.h>
+
+#include "agent/byte_codec.h"
+#include "base/file_util.h"
+
+namespace eroica::agent {
+namespace {
+
+int64_t ToUnits(int64_t ts_ns) {
+  int64_t units = ts_ns / kMetricsTimestampUnitNs;
+  if (ts_ns < 0 && units * kMetricsTimestampUnitNs != ts_ns) --units;
+  return units;
+}
+
+int64_t WrappingSub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+
+void EncodeSeries(const MetricsSeries& series, ByteWriter* out) {
+  const SeriesInfo& info = series.info;
+  out->PutString(info.name);
+  out->PutU8(static_cast<uint8_t>(info.kind));
+  out->PutString(info.unit);
+  out->PutSigned(info.pid);
+  out->PutSigned(info.tid);
+  out->PutString(info.instance);
+  out->PutString(info.label);
+  out->PutSigned(info.capacity);
+  size_t count = std::min(series.ts_unix_ns.size(), series.values.size());
+  out->PutVarint(count);
+  int64_t previous = 0;
+  for (size_t i = 0; i < count; ++i) {
+    int64_t units = ToUnits(series.ts_unix_ns[i]);
+    out->PutSigned(WrappingSub(units, previous));
+    previous = units;
+  }
+  previous = 0;
+  for (size_t i = 0; i < count; ++i) {
+    out->PutSigned(WrappingSub(series.values[i], previous));
+    previous = series.values[i];
+  }
+}
+
+std::string EncodeBody(const MetricsFile& file) {
+  std::string body;
+  ByteWriter out(&body);
+  out.PutString(file.host);
+  out.PutSigned(file.created_unix_ns);
+  out.PutSigned(file.realtime_minus_monotonic_ns);
+  out.PutSigned(file.window_start_unix_ns);
+  out.PutSigned(file.window_end_unix_ns);
+  out.PutVarint(static_cast<uint64_t>(file.clock_ticks_per_s));
+  out.PutVarint(static_cast<uint64_t>(file.num_cpus));
+  out.PutVarint(static_cast<uint64_t>(file.sample_interval_ns));
+  out.PutVarint(kMetricsTimestampUnitNs);
+  out.PutVarint(file.processes.size());
+  for (const MetricsProcess& process : file.processes) {
+    out.PutSigned(process.pid);
+    out.PutSigned(process.rank);
+    out.PutSigned(process.gpu_index);
+  }
+  out.PutVarint(file.series.size());
+  for (const MetricsSeries& series : file.series) EncodeSeries(series, &out);
+  return body;
+}
+
+}  // namespace
+
+StatusOr<std::string> EncodeMetricsFile(const MetricsFile& file) {
+  std::string body = EncodeBody(file);
+  std::string bytes(kMetricsFileMagic, sizeof(kMetricsFileMagic));
+  ByteWriter header(&bytes);
+  header.PutFixed32(kMetricsFileVersion);
+  header.PutFixed32(1);  // zstd
+  header.PutFixed64(body.size());
+  size_t header_size = bytes.size();
+  bytes.resize(header_size + ZSTD_compressBound(body.size()));
+  size_t compressed = ZSTD_compress(bytes.data() + header_size, bytes.size() - header_size,
+                                    body.data(), body.size(), 3);
+  if (ZSTD_isError(compressed)) {
+    return ErrorStatus("zstd compression failed: {}", ZSTD_getErrorName(compressed));
+  }
+  bytes.resize(header_size + compressed);
+  return bytes;
+}
+
+Status WriteMetricsFile(const std::string& path, const MetricsFile& file) {
+  StatusOr<std::string> bytes = EncodeMetricsFile(file);
+  if (!bytes.ok()) return bytes.status();
+  return WriteFileAtomically(path, *bytes);
+}
+
+}  // namespace eroica::agent

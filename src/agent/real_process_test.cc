@@ -1,0 +1,78 @@
+// Samples real processes through the real /proc: a busy one and a sleeping one must read apart.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "agent/clock.h"
+#include "agent/metrics_file.h"
+#include "agent/process_collector.h"
+#include "agent/sampler.h"
+#include "agent/utilization.h"
+
+namespace eroica::agent {
+namespace {
+
+pid_t Spawn(bool busy) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (busy) {
+      volatile uint64_t spins = 0;
+      for (;;) spins = spins + 1;
+    }
+    for (;;) ::pause();
+  }
+  return pid;
+}
+
+float Mean(const std::vector<float>& values) {
+  if (values.empty()) return -1;
+  return std::accumulate(values.begin(), values.end(), 0.0f) / values.size();
+}
+
+TEST(RealProcessTest, TellsABusyProcessFromASleepingOne) {
+  pid_t busy = Spawn(true);
+  pid_t sleeping = Spawn(false);
+  ASSERT_GT(busy, 0);
+  ASSERT_GT(sleeping, 0);
+  ErrorLog log(true);
+  SampleStore store{StoreOptions{}};
+  ProcessCollectorOptions options;
+  options.clock_ticks_per_s = ::sysconf(_SC_CLK_TCK);
+  ProcessCollector collector(options, &log);
+  collector.SetProcesses({{busy, 0}, {sleeping, 1}});
+  Sampler sampler("test-sampler", 10'000'000, &store);
+  sampler.Add(&collector);
+  int64_t start_ns = RealtimeNs();
+  sampler.Start();
+  ::usleep(1'500'000);
+  sampler.Stop();
+  ::kill(busy, SIGKILL);
+  ::kill(sleeping, SIGKILL);
+  ::waitpid(busy, nullptr, 0);
+  ::waitpid(sleeping, nullptr, 0);
+
+  EXPECT_GE(sampler.ticks(), 100u);
+  MetricsFile file;
+  file.series = store.Snapshot(start_ns, RealtimeNs());
+  auto busy_utilization = UtilizationForProcess(file, busy);
+  auto sleeping_utilization = UtilizationForProcess(file, sleeping);
+  ASSERT_TRUE(busy_utilization.ok());
+  ASSERT_TRUE(sleeping_utilization.ok());
+  ASSERT_FALSE(busy_utilization->empty());
+  ASSERT_FALSE(sleeping_utilization->empty());
+  float busy_mean = Mean((*busy_utilization)[0].utilization);
+  float sleeping_mean = Mean((*sleeping_utilization)[0].utilization);
+  // On a loaded test machine the busy loop may not get a whole core, but far more than 0.
+  EXPECT_GT(busy_mean, 0.3f) << (*busy_utilization)[0].label;
+  EXPECT_LT(sleeping_mean, 0.02f) << (*sleeping_utilization)[0].label;
+  const MetricsSeries* busy_cpu = file.Find("proc.cpu_ns", busy);
+  ASSERT_NE(busy_cpu, nullptr);
+  EXPECT_GT(busy_cpu->values.back() - busy_cpu->values.front(), 300'000'000);
+}
+
+}  // namespace
+}  // namespace eroica::agent

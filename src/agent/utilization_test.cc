@@ -1,0 +1,112 @@
+#include "agent/utilization.h"
+
+#include <gtest/gtest.h>
+
+namespace eroica::agent {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kT0 = 1'718'000'000'000'000'000;
+
+MetricsSeries Series(SeriesInfo info, std::vector<int64_t> values, int64_t step_ns = 10 * kMs) {
+  MetricsSeries series;
+  series.info = std::move(info);
+  for (size_t i = 0; i < values.size(); ++i) {
+    series.ts_unix_ns.push_back(kT0 + static_cast<int64_t>(i) * step_ns);
+  }
+  series.values = std::move(values);
+  return series;
+}
+
+MetricsSeries SmUtil(const std::string& gpu, std::vector<int64_t> pct) {
+  return Series({"gpu.sm_util_pct", SeriesKind::kGauge, "pct", -1, -1, gpu, "", 100},
+                std::move(pct));
+}
+
+const UtilizationSeries* Get(const std::vector<UtilizationSeries>& all, Resource resource) {
+  for (const UtilizationSeries& series : all) {
+    if (series.resource == resource) return &series;
+  }
+  return nullptr;
+}
+
+TEST(UtilizationTest, UnknownProcessIsAnError) {
+  MetricsFile file;
+  file.series = {SmUtil("0", {1, 2})};
+  EXPECT_FALSE(UtilizationForProcess(file, 77).ok());
+}
+
+TEST(UtilizationTest, CpuCapsThreadsAndSkipsCounterResets) {
+  MetricsFile file;
+  // 10 ms steps: thread 1 runs 5 ms, then 20 ms (capped to 1 core), then its counter resets.
+  file.series = {
+      Series({"thread.cpu_ns", SeriesKind::kCounter, "ns", 9, 1}, {0, 5 * kMs, 25 * kMs, 0}),
+      Series({"thread.cpu_ns", SeriesKind::kCounter, "ns", 9, 2}, {0, 10 * kMs, 20 * kMs, 30 * kMs}),
+  };
+  auto result = UtilizationForProcess(file, 9);
+  ASSERT_TRUE(result.ok());
+  const UtilizationSeries* cpu = Get(*result, Resource::kCpu);
+  ASSERT_NE(cpu, nullptr);
+  ASSERT_EQ(cpu->utilization.size(), 3u);
+  EXPECT_FLOAT_EQ(cpu->utilization[0], (0.5f + 1.0f) / 2);
+  EXPECT_FLOAT_EQ(cpu->utilization[1], (1.0f + 1.0f) / 2);
+  EXPECT_FLOAT_EQ(cpu->utilization[2], (0.0f + 1.0f) / 2);  // thread 1's reset skipped
+  EXPECT_EQ(cpu->ts_unix_ns[0], kT0 + 10 * kMs);
+}
+
+TEST(UtilizationTest, CpuFallsBackToTheProcessTotal) {
+  MetricsFile file;
+  file.series = {Series({"proc.cpu_ns", SeriesKind::kCounter, "ns", 9}, {0, 5 * kMs, 35 * kMs})};
+  auto result = UtilizationForProcess(file, 9);
+  ASSERT_TRUE(result.ok());
+  const UtilizationSeries* cpu = Get(*result, Resource::kCpu);
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ(cpu->utilization, (std::vector<float>{0.5f, 1.0f}));
+}
+
+TEST(UtilizationTest, GpuOfProcessRules) {
+  MetricsFile file;
+  file.series = {SmUtil("0", {10, 10}), SmUtil("1", {20, 20}), SmUtil("2", {30, 30})};
+  // Explicit index wins.
+  file.processes = {{100, 5, 2}, {101, 4, -1}, {102, 3, -1}};
+  auto explicit_gpu = UtilizationForProcess(file, 100);
+  ASSERT_TRUE(explicit_gpu.ok());
+  EXPECT_FLOAT_EQ(Get(*explicit_gpu, Resource::kGpuSm)->utilization[0], 0.3f);
+  // Three ranks, three GPUs: by rank order (3 → GPU 0, 4 → GPU 1, 5 → GPU 2).
+  file.processes = {{100, 5, -1}, {101, 4, -1}, {102, 3, -1}};
+  auto by_rank = UtilizationForProcess(file, 101);
+  ASSERT_TRUE(by_rank.ok());
+  EXPECT_FLOAT_EQ(Get(*by_rank, Resource::kGpuSm)->utilization[0], 0.2f);
+  // Counts differ: no guess.
+  file.processes = {{100, 5, -1}, {101, 4, -1}};
+  auto unknown = UtilizationForProcess(file, 101);
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(Get(*unknown, Resource::kGpuSm), nullptr);
+  // A single GPU is everyone's.
+  file.series = {SmUtil("0", {50, 70})};
+  auto single = UtilizationForProcess(file, 101);
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(Get(*single, Resource::kGpuSm)->utilization, (std::vector<float>{0.5f, 0.7f}));
+}
+
+TEST(UtilizationTest, PcieGaugesAndPeakNormalisation) {
+  MetricsFile file;
+  file.processes = {{100, 0, 0}};
+  file.series = {
+      Series({"gpu.pcie_tx_kbps", SeriesKind::kGauge, "KiB/s", -1, -1, "0", "", 1000}, {250, 500}),
+      Series({"gpu.pcie_rx_kbps", SeriesKind::kGauge, "KiB/s", -1, -1, "0", "", 1000}, {750, 100}),
+      Series({"gpu.nvlink_tx_kib", SeriesKind::kCounter, "KiB", -1, -1, "0"}, {0, 10, 40}),
+  };
+  auto result = UtilizationForProcess(file, 100);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(Get(*result, Resource::kPcie)->utilization, (std::vector<float>{0.75f, 0.5f}));
+  // No NVLink capacity: scaled by its own peak (3000 KiB/s).
+  const UtilizationSeries* nvlink = Get(*result, Resource::kNvlink);
+  ASSERT_NE(nvlink, nullptr);
+  EXPECT_FLOAT_EQ(nvlink->utilization[0], 1.0f / 3);
+  EXPECT_FLOAT_EQ(nvlink->utilization[1], 1.0f);
+  EXPECT_NE(nvlink->label.find("peak"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace eroica::agent
