@@ -20,12 +20,20 @@ namespace {
 constexpr Category kOwnWork[] = {Category::kCompute, Category::kMemory, Category::kDataloader,
                                  Category::kHost};
 
+struct AlsoUp {
+  Category category;
+  double share;
+  double peer_share;
+};
+
 struct Excess {
   const WorkerPattern* worker = nullptr;
   Category category = Category::kHost;
-  double excess_beta = 0;
-  double peer_beta = 0;
+  double excess_beta = 0;     // the whole excess the others wait for, in shares of an iteration
+  double peer_beta = 0;       // the peers' median share in `category`
   double z = 0;
+  double category_excess = 0;  // the excess in `category` alone
+  std::vector<AlsoUp> also;    // other categories up on this worker
 };
 
 // The worker's function in `category` that exceeds its peers most.
@@ -111,44 +119,57 @@ bool IsOutlier(const WorkerGroup& group, size_t index, std::optional<Category> c
   return *persistent && excess >= e.small_group_min_excess_beta;
 }
 
-// Every (worker, own-work category) whose β stands out from the group.
+// Every worker whose own work stands out from the group, one Excess each. A worker stands out
+// in a category, or in its own work as a whole (a throttled CPU slows compute and Python alike,
+// none enough alone). The finding's category is its largest outlying category (else its
+// largest excess); the impact is the whole own-work excess the others wait for.
 std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectations& e) {
-  std::vector<Excess> out;
   size_t n = group.workers.size();
-  for (Category c : kOwnWork) {
-    std::vector<double> betas = OwnShares(group, c);
-    RobustCenter center = MedianAndMad(betas);
-    std::vector<Excess> flagged;
+  std::vector<std::vector<double>> shares;
+  std::vector<RobustCenter> centers;
+  std::vector<std::vector<bool>> outlier(n, std::vector<bool>(std::size(kOwnWork), false));
+  for (size_t k = 0; k < std::size(kOwnWork); ++k) {
+    shares.push_back(OwnShares(group, kOwnWork[k]));
+    centers.push_back(MedianAndMad(shares[k]));
+    size_t flagged = 0;
     for (size_t i = 0; i < n; ++i) {
-      double excess = betas[i] - center.median;
-      double z = RobustZ(betas[i], center, e.min_scale_beta);
-      if (betas[i] < e.min_beta || !IsOutlier(group, i, c, excess, z, e)) continue;
-      flagged.push_back({group.workers[i], c, excess, center.median, z});
+      double excess = shares[k][i] - centers[k].median;
+      double z = RobustZ(shares[k][i], centers[k], e.min_scale_beta);
+      outlier[i][k] = shares[k][i] >= e.min_beta && IsOutlier(group, i, kOwnWork[k], excess, z, e);
+      flagged += outlier[i][k] ? 1 : 0;
     }
     // Local means a minority; what most workers share is a global matter.
-    if (flagged.size() * 2 >= n && n >= 3) continue;
-    out.insert(out.end(), flagged.begin(), flagged.end());
+    if (flagged * 2 >= n && n >= 3) {
+      for (size_t i = 0; i < n; ++i) outlier[i][k] = false;
+    }
   }
-  // A straggler whose excess is spread over several categories (a throttled CPU slows compute
-  // and Python alike): its own work as a whole stands out. Report its largest category.
   std::vector<double> own = OwnShares(group, std::nullopt);
   RobustCenter own_center = MedianAndMad(own);
+  std::vector<Excess> out;
   for (size_t i = 0; i < n; ++i) {
-    const WorkerPattern* w = group.workers[i];
-    bool already = std::any_of(out.begin(), out.end(), [&](const Excess& x) { return x.worker == w; });
-    double excess = own[i] - own_center.median;
-    double z = RobustZ(own[i], own_center, e.min_scale_beta);
-    if (already || !IsOutlier(group, i, std::nullopt, excess, z, e)) continue;
+    double own_excess = own[i] - own_center.median;
+    bool own_outlier = IsOutlier(group, i, std::nullopt, own_excess,
+                                 RobustZ(own[i], own_center, e.min_scale_beta), e);
+    // Flagged either way, the others wait for all of its own-work excess: that is the impact.
+    bool any_category = std::find(outlier[i].begin(), outlier[i].end(), true) != outlier[i].end();
+    if (!own_outlier && !any_category) continue;
     Excess best;
-    for (Category c : kOwnWork) {
-      std::vector<double> betas = OwnShares(group, c);
-      RobustCenter center = MedianAndMad(betas);
-      double category_excess = betas[i] - center.median;
-      if (best.worker == nullptr || category_excess > best.excess_beta) {
-        best = {w, c, category_excess, center.median, RobustZ(betas[i], center, e.min_scale_beta)};
+    for (size_t k = 0; k < std::size(kOwnWork); ++k) {
+      if (any_category && !outlier[i][k]) continue;
+      double excess = shares[k][i] - centers[k].median;
+      if (best.worker == nullptr || excess > best.excess_beta) {
+        best = {group.workers[i], kOwnWork[k], excess, centers[k].median,
+                RobustZ(shares[k][i], centers[k], e.min_scale_beta)};
       }
     }
-    best.excess_beta = excess;  // the impact is the whole own-work excess
+    best.category_excess = best.excess_beta;
+    best.excess_beta = std::max(best.excess_beta, own_excess);
+    for (size_t k = 0; k < std::size(kOwnWork); ++k) {
+      double excess = shares[k][i] - centers[k].median;
+      if (kOwnWork[k] != best.category && excess >= e.min_excess_beta) {
+        best.also.push_back({kOwnWork[k], shares[k][i], centers[k].median});
+      }
+    }
     out.push_back(best);
   }
   return out;
@@ -167,8 +188,7 @@ std::string WaitingEvidence(const WorkerGroup& group, const WorkerPattern& suspe
                      group.workers.size() - 1, theirs, mine, suspect.rank);
 }
 
-Finding MakeFinding(const WorkerGroup& group, const Excess& x, const std::vector<Excess>& all,
-                    const Expectations& e) {
+Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectations& e) {
   const WorkerPattern& w = *x.worker;
   FunctionExcess top = TopFunction(group, w, x.category, e);
   Finding f;
@@ -182,16 +202,15 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const std::vector
   f.differential_distance = group.workers.size() >= 3 ? x.z : 0;
   f.impact_s_per_iter = x.excess_beta * MedianIterationS(group);
   std::string also;
-  for (const Excess& other : all) {
-    if (other.worker == x.worker && other.category != x.category) {
-      also += fmt::format("; its {} is also up (β {:.2f} vs {:.2f})", CategoryName(other.category),
-                          other.peer_beta + other.excess_beta, other.peer_beta);
-    }
+  for (const AlsoUp& other : x.also) {
+    also += fmt::format("; its {} is also up ({:.2f} vs {:.2f})", CategoryName(other.category),
+                        other.share, other.peer_share);
   }
-  f.evidence = fmt::format("rank {}: {} takes {:.3f} of an iteration vs peer median {:.3f} (+{:.1f} ms "
-                           "per {:.1f} ms iteration)",
-                           w.rank, CategoryName(x.category), x.peer_beta + x.excess_beta, x.peer_beta,
-                           f.impact_s_per_iter * 1e3, MedianIterationS(group) * 1e3) +
+  double iteration_ms = MedianIterationS(group) * 1e3;
+  f.evidence = fmt::format("rank {}: {} takes {:.3f} of an iteration vs peer median {:.3f} (+{:.1f} ms; "
+                           "its own work in all +{:.1f} ms per {:.1f} ms iteration)",
+                           w.rank, CategoryName(x.category), x.peer_beta + x.category_excess, x.peer_beta,
+                           x.category_excess * iteration_ms, x.excess_beta * iteration_ms, iteration_ms) +
                also + WaitingEvidence(group, w);
   WorkComparison work = CompareWork(group, w, e.imbalance_ratio);
   if (work.more_work) {
@@ -228,7 +247,8 @@ void AddLastArriver(const WorkerGroup& group, const Expectations& e, std::vector
       best = {&w, c, excess, center.median, RobustZ(shares[index], center, e.min_scale_beta)};
     }
   }
-  Finding f = MakeFinding(group, best, {best}, e);
+  best.category_excess = best.excess_beta;
+  Finding f = MakeFinding(group, best, e);
   double own_ms = std::max(0.0, best.excess_beta) * MedianIterationS(group) * 1e3;
   f.impact_s_per_iter = last->waited_s_per_iter;
   f.action = fmt::format("Rank {} starts its collectives late: look at what it does between iterations "
@@ -261,7 +281,7 @@ std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectati
   for (const Excess& x : excesses) {
     if (std::find(done.begin(), done.end(), x.worker) != done.end()) continue;
     done.push_back(x.worker);
-    findings.push_back(MakeFinding(group, x, excesses, e));
+    findings.push_back(MakeFinding(group, x, e));
   }
   AddLastArriver(group, e, &findings);
   return findings;
