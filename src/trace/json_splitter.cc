@@ -120,7 +120,10 @@ bool JsonSplitter::ScanCompound() {
   }
 }
 
+// Always consumes at least one byte, so a stray '}' or ':' where a value belongs becomes a
+// one-byte malformed element instead of a scan that never advances.
 bool JsonSplitter::ScanScalar() {
+  ++pos_;
   while (true) {
     while (pos_ < end_) {
       char c = buffer_[pos_];
