@@ -1,0 +1,8 @@
+"""eroica: find why a distributed PyTorch training job got slow, while it runs.
+
+Importing this package is cheap and never imports torch. `import eroica.auto` installs the
+iteration hooks in the current process; `python -m eroica run -- CMD` installs them in every
+Python process CMD starts.
+"""
+
+__version__ = "0.1.0"

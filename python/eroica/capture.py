@@ -1,0 +1,252 @@
+"""One profiler window on one rank, and the files it leaves in the session folder.
+
+Session folder `<EROICA_DIR>/<session-id>/`:
+  rank-<r>.json.gz     the rank's chrome trace (Kineto object, or the bare event list of
+                       CPU-only builds without Kineto), gzip-compressed
+  rank-<r>.meta.json   who, where, which iterations, clocks (written last: its presence means
+                       the trace is complete)
+  session.json         rank 0: why, when, the window, the detecting rank's iteration times
+
+`ProfilerStep#N` ranges are opened by us, not by `prof.step()`: torch 1.13 names its first
+step twice, and N must be the global iteration id so every rank's trace has the same ids. We
+still call `prof.step()` (Kineto step tracking) and keep `prof.step_num` equal to N.
+"""
+
+import gc
+import gzip
+import json
+import os
+import platform
+import shutil
+import socket
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+from . import __version__, log
+
+
+def write_json_atomic(path: str, doc: Any) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, path)
+
+
+def trace_path(session_dir: str, rank: int) -> str:
+    return os.path.join(session_dir, "rank-%d.json.gz" % rank)
+
+
+def meta_path(session_dir: str, rank: int) -> str:
+    return os.path.join(session_dir, "rank-%d.meta.json" % rank)
+
+
+class _GcRanges:
+    """While profiling, each garbage collection becomes an `eroica::gc` profiler range."""
+
+    def __init__(self, record_function):
+        self._record_function = record_function
+        self._open = None
+
+    def __call__(self, phase: str, info: Dict[str, Any]) -> None:
+        try:
+            if phase == "start":
+                self._open = self._record_function("eroica::gc")
+                self._open.__enter__()
+            elif self._open is not None:
+                opened, self._open = self._open, None
+                opened.__exit__(None, None, None)
+        except Exception:
+            self._open = None
+
+    def install(self) -> None:
+        gc.callbacks.append(self)
+
+    def remove(self) -> None:
+        try:
+            gc.callbacks.remove(self)
+        except ValueError:
+            pass
+        self("stop", {})  # closes a range left open by an interrupted collection
+
+
+class Capture:
+    """Profiles iterations [first, first + iterations) or until max_s, whichever is first.
+
+    Driven from the training thread at iteration boundaries: `start(i)` when iteration i
+    begins, `on_boundary(i)` at every later boundary; it returns True once stopped.
+    """
+
+    def __init__(self, session: Dict[str, Any], rank: int, world_size: int,
+                 session_dir: str, with_stack: bool = False, record_shapes: bool = False):
+        self.session = session
+        self.rank = rank
+        self.world_size = world_size
+        self.session_dir = session_dir
+        self._with_stack = with_stack
+        self._record_shapes = record_shapes
+        self.iteration_ids: List[int] = []
+        self.iteration_times_s: List[float] = []
+        self.stop_reason = ""
+        self.error = ""
+        self._prof = None
+        self._stopped_prof = None  # kept for the export thread
+        self._record_function = None
+        self._step_range = None
+        self._gc = None
+        self._end_iteration = 0
+        self._deadline_ns = 0
+        self.start_unix_ns = 0
+        self.start_monotonic_ns = 0
+        self.stop_monotonic_ns = 0
+
+    def start(self, iteration: int) -> bool:
+        import torch
+        import torch.profiler as tp
+        from torch.autograd.profiler import record_function
+
+        os.makedirs(self.session_dir, exist_ok=True)
+        activities = [tp.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(tp.ProfilerActivity.CUDA)
+        self._record_function = record_function
+        prof = tp.profile(activities=activities, record_shapes=self._record_shapes,
+                          with_stack=self._with_stack)
+        prof.step_num = iteration
+        self.start_unix_ns = time.time_ns()
+        self.start_monotonic_ns = time.monotonic_ns()
+        prof.start()
+        self._prof = prof
+        self._end_iteration = iteration + int(self.session["capture_iters"])
+        self._deadline_ns = self.start_monotonic_ns + int(float(self.session["capture_max_s"]) * 1e9)
+        self._open_step(iteration)
+        self._gc = _GcRanges(record_function)
+        self._gc.install()
+        return True
+
+    def _open_step(self, iteration: int) -> None:
+        self._step_range = self._record_function("ProfilerStep#%d" % iteration)
+        self._step_range.__enter__()
+
+    def _close_step(self) -> None:
+        if self._step_range is not None:
+            opened, self._step_range = self._step_range, None
+            opened.__exit__(None, None, None)
+
+    def on_boundary(self, iteration: int, finished_s: float) -> bool:
+        """Iteration `iteration - 1` just ended after `finished_s`; returns True once stopped."""
+        self._close_step()
+        self.iteration_ids.append(iteration - 1)
+        self.iteration_times_s.append(finished_s)
+        if iteration >= self._end_iteration:
+            self.stop("iterations")
+            return True
+        if time.monotonic_ns() >= self._deadline_ns:
+            self.stop("time")
+            return True
+        self._prof.step()
+        self._prof.step_num = iteration
+        self._open_step(iteration)
+        return False
+
+    def stop(self, reason: str) -> None:
+        self.stop_reason = reason
+        if self._gc is not None:
+            self._gc.remove()
+            self._gc = None
+        try:
+            self._close_step()
+        finally:
+            prof, self._prof = self._prof, None
+            if prof is not None:
+                prof.stop()
+                self._stopped_prof = prof
+            self.stop_monotonic_ns = time.monotonic_ns()
+
+    def abort(self, error: str) -> None:
+        """Stops after a profiler failure; the meta file records the error."""
+        self.error = error
+        try:
+            self.stop("error")
+        except Exception:
+            self._prof = None
+
+    def export(self) -> None:
+        """Writes the gzipped trace, then the meta file. Runs on a background thread."""
+        prof = self._stopped_prof
+        if prof is not None and not self.error:
+            raw = os.path.join(self.session_dir, ".rank-%d.trace.json" % self.rank)
+            try:
+                prof.export_chrome_trace(raw)
+                final = trace_path(self.session_dir, self.rank)
+                with open(raw, "rb") as src, gzip.open(final + ".tmp", "wb", 6) as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                os.replace(final + ".tmp", final)
+            except Exception as e:
+                self.error = "export failed: %s: %s" % (type(e).__name__, e)
+                log.info("rank %d: trace %s" % (self.rank, self.error))
+            finally:
+                if os.path.exists(raw):
+                    os.remove(raw)
+        self._stopped_prof = None
+        write_json_atomic(meta_path(self.session_dir, self.rank), self.meta())
+
+    def meta(self) -> Dict[str, Any]:
+        doc = rank_identity(self.rank, self.world_size)
+        doc.update({
+            "session_id": self.session["session_id"],
+            "reason": self.session["reason"],
+            "target_iteration": self.session["target_iteration"],
+            "iteration_ids": self.iteration_ids,
+            "iteration_times_s": [round(t, 6) for t in self.iteration_times_s],
+            "profiler_start_unix_ns": self.start_unix_ns,
+            "profiler_start_monotonic_ns": self.start_monotonic_ns,
+            "capture_s": round((self.stop_monotonic_ns - self.start_monotonic_ns) / 1e9, 6)
+            if self.stop_monotonic_ns else None,
+            "stop_reason": self.stop_reason,
+            "detector": self.session.get("local_detector", {}),
+        })
+        if self.error:
+            doc["error"] = self.error
+        return doc
+
+
+def rank_identity(rank: int, world_size: int) -> Dict[str, Any]:
+    local_rank = os.environ.get("LOCAL_RANK")
+    torch = sys.modules.get("torch")
+    return {
+        "rank": rank,
+        "world_size": world_size,
+        "local_rank": int(local_rank) if local_rank and local_rank.isdigit() else None,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "torch_version": getattr(torch, "__version__", None),
+        "python_version": platform.python_version(),
+        "eroica_version": __version__,
+    }
+
+
+def write_missed_meta(session: Dict[str, Any], rank: int, world_size: int, session_dir: str,
+                      why: str, detector: Dict[str, Any]) -> None:
+    """A rank that cannot take part still writes its meta, so rank 0 need not wait for it."""
+    os.makedirs(session_dir, exist_ok=True)
+    doc = rank_identity(rank, world_size)
+    doc.update({"session_id": session["session_id"], "reason": session["reason"],
+                "target_iteration": session["target_iteration"], "iteration_ids": [],
+                "profiler_start_unix_ns": None, "profiler_start_monotonic_ns": None,
+                "detector": detector, "missed": why})
+    write_json_atomic(meta_path(session_dir, rank), doc)
+
+
+def session_doc(session: Dict[str, Any], world_size: int,
+                series: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """The content of session.json (written by rank 0)."""
+    doc = {"schema": "eroica.session/v1"}
+    doc.update({k: v for k, v in session.items() if k != "local_detector"})
+    doc["world_size"] = world_size
+    doc["window"] = {"iterations": session.get("capture_iters"),
+                     "max_seconds": session.get("capture_max_s")}
+    if series:
+        doc["iteration_times_s"] = series.get("times_s", [])
+        doc["iteration_times_first_id"] = series.get("first_id")
+    return doc

@@ -1,0 +1,139 @@
+"""Settings, read once per process from the environment and an optional config file.
+
+Every setting has an environment variable `EROICA_<NAME>`; a config file named by
+`EROICA_CONFIG` (JSON, or TOML where `tomllib` exists) may set the same names in lower case
+without the prefix (`window = 50`). The environment wins over the file, the file over the
+defaults. A bad value is reported in one line and the default is kept: a typo must never stop
+a training job.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Any, Dict, Mapping, Optional
+
+from . import log
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    disable: bool = False
+    # Degradation: mean of the last `window` iterations > `threshold` x best such mean.
+    window: int = 50
+    threshold: float = 1.05
+    warmup: int = 20
+    # The excess must also exceed this many standard errors of the baseline window, so that
+    # iteration-time noise alone cannot trigger a session.
+    noise_sigmas: float = 10.0
+    # Hang: the current iteration has run >= hang_factor x mean iteration and >= hang_min_s.
+    hang_factor: float = 5.0
+    hang_min_s: float = 30.0
+    # Trigger: target iteration = current + max(margin, what polling latency needs).
+    margin: int = 5
+    poll_s: float = 1.0
+    max_sessions: int = 10
+    # Capture window: K iterations or T seconds, whichever comes first.
+    capture_iters: int = 5
+    capture_s: float = 20.0
+    with_stack: bool = False
+    record_shapes: bool = False
+    series_len: int = 200
+    # Where sessions go and how they are diagnosed.
+    dir: str = "/tmp/eroica"
+    bin: str = ""
+    collect_timeout_s: float = 60.0
+    diagnose_timeout_s: float = 300.0
+    # Coordination.
+    store: str = ""
+    job_id: str = ""
+    trigger_at: int = -1  # forces a session at this iteration id (demos, tests); -1: off
+    faulthandler: bool = False
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+
+
+def _parse(name: str, raw: Any) -> Any:
+    kind = _FIELDS[name].type
+    if kind in (bool, "bool"):
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off", ""):
+            return False
+        raise ValueError("not a boolean")
+    if kind in (int, "int"):
+        if isinstance(raw, bool):
+            raise ValueError("not an integer")
+        return int(raw)
+    if kind in (float, "float"):
+        value = float(raw)
+        if value != value:
+            raise ValueError("NaN")
+        return value
+    return str(raw)
+
+
+def _read_file(path: str) -> Dict[str, Any]:
+    with open(path, "rb") as f:
+        data = f.read()
+    if path.endswith(".toml"):
+        import tomllib  # Python >= 3.11
+
+        doc = tomllib.loads(data.decode("utf-8"))
+    else:
+        doc = json.loads(data.decode("utf-8"))
+    if not isinstance(doc, dict):
+        raise ValueError("top level is not an object")
+    # A [eroica] table in a shared TOML file is accepted too.
+    if isinstance(doc.get("eroica"), dict):
+        doc = doc["eroica"]
+    return doc
+
+
+def _validate(values: Dict[str, Any]) -> Dict[str, Any]:
+    positive = ("window", "threshold", "capture_iters", "capture_s", "poll_s", "hang_factor")
+    for name in positive:
+        if name in values and values[name] <= 0:
+            log.info("ignoring %s=%r: must be > 0" % (name, values[name]))
+            del values[name]
+    for name in ("warmup", "margin", "hang_min_s", "noise_sigmas", "max_sessions"):
+        if name in values and values[name] < 0:
+            log.info("ignoring %s=%r: must be >= 0" % (name, values[name]))
+            del values[name]
+    return values
+
+
+def load(environ: Optional[Mapping[str, str]] = None) -> Config:
+    """Builds the configuration from `environ` (default os.environ) and EROICA_CONFIG."""
+    environ = os.environ if environ is None else environ
+    values: Dict[str, Any] = {}
+    path = environ.get("EROICA_CONFIG", "")
+    if path:
+        try:
+            for key, raw in _read_file(path).items():
+                name = str(key).lower()
+                if name not in _FIELDS:
+                    log.info("config %s: unknown setting %r ignored" % (path, key))
+                    continue
+                try:
+                    values[name] = _parse(name, raw)
+                except (TypeError, ValueError) as e:
+                    log.info("config %s: bad %s=%r (%s), default kept" % (path, key, raw, e))
+        except Exception as e:  # unreadable file: defaults and environment still apply
+            log.info("config %s unreadable (%s), ignored" % (path, e))
+    for name in _FIELDS:
+        raw = environ.get("EROICA_" + name.upper())
+        if raw is None:
+            continue
+        try:
+            values[name] = _parse(name, raw)
+        except (TypeError, ValueError) as e:
+            log.info("bad EROICA_%s=%r (%s), default kept" % (name.upper(), raw, e))
+    return Config(**_validate(values))
+
+
+def env_names() -> list:
+    return ["EROICA_" + name.upper() for name in _FIELDS] + ["EROICA_CONFIG"]

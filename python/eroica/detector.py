@@ -1,0 +1,134 @@
+"""Slowdown and hang detection on a series of iteration times. Pure logic, no clocks.
+
+Degradation (the paper's rule): the mean of the last `window` iterations exceeds `threshold`
+times the best such mean seen after `warmup` iterations. One extra guard: the excess must also
+exceed `noise_sigmas` standard errors of the best window, because the minimum of many noisy
+window means sits below the true mean and a noisy series would otherwise trigger on noise.
+
+Cool-down: after it fires the detector stays disarmed until `rebaseline()`, which forgets the
+old baseline and measures a new one (warm-up, then a full window). One slowdown therefore
+gives one session, and a further slowdown on top of it gives another.
+"""
+
+import collections
+import dataclasses
+import math
+from typing import Optional
+
+# Running sums drift by rounding; recompute them exactly this often (in samples).
+_RESUM_EVERY = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class Degradation:
+    sample_index: int  # index of the sample (since the last rebaseline) that fired
+    best_mean_s: float
+    current_mean_s: float
+
+    @property
+    def ratio(self) -> float:
+        return self.current_mean_s / self.best_mean_s if self.best_mean_s > 0 else math.inf
+
+
+class DegradationDetector:
+    def __init__(self, window: int = 50, threshold: float = 1.05, warmup: int = 20,
+                 noise_sigmas: float = 10.0):
+        if window < 2:
+            raise ValueError("window must be >= 2")
+        self.window = window
+        self.threshold = threshold
+        self.warmup = warmup
+        self.noise_sigmas = noise_sigmas
+        self.rebaseline()
+
+    def rebaseline(self) -> None:
+        """Forgets the baseline and re-arms; the next `warmup` samples are ignored."""
+        self._skip = self.warmup
+        self._samples = collections.deque()
+        self._sum_s = 0.0
+        self._sum_sq = 0.0
+        self._until_resum = _RESUM_EVERY
+        self._best_mean_s: Optional[float] = None
+        self._best_sem_s = 0.0  # standard error of the mean of the best window
+        self._armed = True
+        self._seen = 0
+
+    def disarm(self) -> None:
+        """Stops firing until the next rebaseline (a session is already on its way)."""
+        self._armed = False
+
+    @property
+    def armed(self) -> bool:
+        return self._armed
+
+    @property
+    def best_mean_s(self) -> Optional[float]:
+        return self._best_mean_s
+
+    @property
+    def current_mean_s(self) -> Optional[float]:
+        n = len(self._samples)
+        return self._sum_s / n if n else None
+
+    def add(self, iteration_s: float) -> Optional[Degradation]:
+        """Adds one iteration time; returns a Degradation the moment the rule first holds."""
+        self._seen += 1
+        if self._skip > 0:
+            self._skip -= 1
+            return None
+        samples = self._samples
+        samples.append(iteration_s)
+        self._sum_s += iteration_s
+        self._sum_sq += iteration_s * iteration_s
+        n = len(samples)
+        if n > self.window:
+            old = samples.popleft()
+            self._sum_s -= old
+            self._sum_sq -= old * old
+            n -= 1
+            self._until_resum -= 1
+            if self._until_resum <= 0:
+                self._resum()
+        elif n < self.window:
+            return None
+        mean_s = self._sum_s / n
+        best = self._best_mean_s
+        if best is None or mean_s < best:
+            self._best_mean_s = mean_s
+            variance = max(0.0, (self._sum_sq - self._sum_s * mean_s) / (n - 1))
+            self._best_sem_s = math.sqrt(variance / n)
+            return None
+        if (self._armed and mean_s > self.threshold * best
+                and mean_s - best > self.noise_sigmas * self._best_sem_s):
+            self._armed = False
+            return Degradation(self._seen - 1, best, mean_s)
+        return None
+
+    def _resum(self) -> None:
+        self._sum_s = math.fsum(self._samples)
+        self._sum_sq = math.fsum(x * x for x in self._samples)
+        self._until_resum = _RESUM_EVERY
+
+
+class HangDetector:
+    """An iteration is hung once it has run >= max(factor x mean iteration, min_s).
+
+    Fires at most once per iteration id, so a long hang is reported once.
+    """
+
+    def __init__(self, factor: float = 5.0, min_s: float = 30.0):
+        self.factor = factor
+        self.min_s = min_s
+        self._fired_iteration: Optional[int] = None
+
+    def threshold_s(self, mean_iteration_s: float) -> float:
+        return max(self.factor * mean_iteration_s, self.min_s)
+
+    def check(self, iteration: int, running_s: float,
+              mean_iteration_s: Optional[float]) -> bool:
+        if mean_iteration_s is None or iteration == self._fired_iteration:
+            return False
+        if running_s >= self.threshold_s(mean_iteration_s):
+            self._fired_iteration = iteration
+            return True
+        return False

@@ -1,0 +1,101 @@
+"""Rank 0, after a session: wait for every rank's files, run `eroica diagnose`, say one line.
+
+The binary is EROICA_BIN, else `eroica` on PATH, else `<repo>/build/eroica` next to this
+source tree. It runs at low priority (`nice -n 10`) so it does not compete with training.
+Outputs: `report.json` (`--format json`) and `report.txt` (`--format text`) in the session
+folder. A missing binary or a failed run is one line on stderr, never an exception.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from typing import Any, Dict, List, Optional
+
+from . import log
+
+_REPO_BUILD = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "build", "eroica")
+
+
+def find_binary(configured: str) -> Optional[str]:
+    for candidate in (configured, shutil.which("eroica"), _REPO_BUILD):
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def wait_for_files(paths: List[str], timeout_s: float, poll_s: float = 0.2) -> List[str]:
+    """Waits until every path exists or the timeout passes; returns the missing ones."""
+    deadline = time.monotonic() + timeout_s
+    missing = [p for p in paths if not os.path.exists(p)]
+    while missing and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        missing = [p for p in missing if not os.path.exists(p)]
+    return missing
+
+
+def first_finding(doc: Dict[str, Any]) -> str:
+    findings = doc.get("findings") or []
+    if doc.get("healthy") or not findings:
+        return "healthy"
+    f = findings[0]
+    workers = f.get("workers") or []
+    shown = ",".join(str(w) for w in workers[:8]) + (",..." if len(workers) > 8 else "")
+    text = "%s %s" % (f.get("scope", "?"), f.get("category", "?"))
+    if shown:
+        text += " on rank %s" % shown
+    if f.get("function"):
+        text += ": %s" % f["function"]
+    if isinstance(f.get("impact_s_per_iter"), (int, float)):
+        text += " (%.3f s/iter)" % f["impact_s_per_iter"]
+    if f.get("location"):
+        text += " at %s" % f["location"]
+    return text
+
+
+def _command(binary: str, session_dir: str, fmt: str) -> List[str]:
+    cmd = [binary, "diagnose", session_dir, "--format", fmt]
+    nice = shutil.which("nice")
+    return [nice, "-n", "10"] + cmd if nice else cmd
+
+
+def run(session_dir: str, configured_bin: str, timeout_s: float) -> str:
+    """Diagnoses the session folder; returns (and logs) the one-line verdict."""
+    binary = find_binary(configured_bin)
+    if binary is None:
+        line = ("session captured in %s; diagnose skipped: no eroica binary "
+                "(set EROICA_BIN)" % session_dir)
+        log.info(line)
+        return line
+    report_json = os.path.join(session_dir, "report.json")
+    try:
+        done = subprocess.run(_command(binary, session_dir, "json"), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=timeout_s, check=False)
+        if done.returncode != 0:
+            err = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            line = "diagnose failed (exit %d): %s — session: %s" % (
+                done.returncode, err[-1] if err else "no message", session_dir)
+            log.info(line)
+            return line
+        with open(report_json + ".tmp", "wb") as f:
+            f.write(done.stdout)
+        os.replace(report_json + ".tmp", report_json)
+        verdict = first_finding(json.loads(done.stdout.decode("utf-8")))
+        text = subprocess.run(_command(binary, session_dir, "text"), stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, timeout=timeout_s, check=False)
+        if text.returncode == 0:
+            with open(os.path.join(session_dir, "report.txt"), "wb") as f:
+                f.write(text.stdout)
+    except subprocess.TimeoutExpired:
+        line = "diagnose timed out after %.0f s — session: %s" % (timeout_s, session_dir)
+        log.info(line)
+        return line
+    except (OSError, ValueError) as e:
+        line = "diagnose failed (%s: %s) — session: %s" % (type(e).__name__, e, session_dir)
+        log.info(line)
+        return line
+    line = "%s — report: %s" % (verdict, report_json)
+    log.info(line)
+    return line

@@ -1,0 +1,515 @@
+"""The per-process runtime: iteration clock and detector on the training thread, everything
+slow on background threads.
+
+Training thread (hook events, a few µs per iteration while idle): take a timestamp, append
+the iteration time, feed the degradation detector, and check three attributes (mail from the
+monitor, an active capture, a pending session). Nothing here touches the store or the disk.
+
+Monitor thread (wakes every EROICA_POLL_S, or at once after a detection): resolves the job
+store, polls it (one `add(epoch, 0)`), publishes proposals, watches for hangs and dumps
+stacks. Finisher threads (non-daemon, bounded): export traces, and on rank 0 wait for all
+ranks and run the diagnosis.
+"""
+
+import atexit
+import collections
+import itertools
+import os
+import socket
+import sys
+import threading
+import time
+import weakref
+from typing import Any, Dict, List, Optional
+
+from . import capture as capture_mod
+from . import diagnose, hang, hooks, log, trigger
+from .config import Config
+from .detector import DegradationDetector, HangDetector
+
+_perf_ns = time.perf_counter_ns
+
+# Iteration boundaries come from the optimizer; a loop that draws this many batches without
+# any optimizer step (inference, evaluation-only jobs) is paced by DataLoader batches instead.
+_DATALOADER_MODE_AFTER_BATCHES = 100
+_MODE_NONE, _MODE_OPTIMIZER, _MODE_DATALOADER = 0, 1, 2
+_STORE_RETRY_S = 5.0
+
+
+class Runtime:
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.detector = DegradationDetector(cfg.window, cfg.threshold, cfg.warmup,
+                                            cfg.noise_sigmas)
+        self.hang_detector = HangDetector(cfg.hang_factor, cfg.hang_min_s)
+        self.job_id = trigger.job_id(cfg.job_id)
+        self.host = socket.gethostname()
+        # Training-thread state.
+        self.iteration = 0  # id of the iteration in progress
+        self.iter_start_ns: Optional[int] = None
+        self.last_progress_ns: Optional[int] = None
+        self.durations_ns: collections.deque = collections.deque(
+            maxlen=max(cfg.series_len, cfg.window))
+        self.capture: Optional[capture_mod.Capture] = None
+        self._mode = _MODE_NONE
+        self._batches_without_step = 0
+        self._pacer_id = 0
+        self._pacer_ref = None
+        self._pending: List[Dict[str, Any]] = []  # accepted sessions, by target iteration
+        self._next_target = -1  # target of _pending[0], or -1
+        self._force_at = cfg.trigger_at
+        # Cross-thread: the monitor appends, the training thread pops (deque ops are atomic).
+        self._mail: collections.deque = collections.deque()
+        self._detection: Optional[Dict[str, Any]] = None
+        # Monitor-thread state.
+        self.rank = 0
+        self.world_size = 1
+        self.store_kind = ""
+        self.coord: Optional[trigger.Coordinator] = None
+        self._next_resolve_s = 0.0
+        self._store_failures = 0
+        self._hangs_handled: Dict[str, int] = {}  # session id -> stuck iteration
+        self._gil_watchdog: Optional[hang.GilStallWatchdog] = None
+        self._wake = threading.Event()
+        self._monitor: Optional[threading.Thread] = None
+        self.monitor_ticks = 0  # our own cost, for the idle-cost measurement
+        self.monitor_busy_ns = 0
+        self._stopping = False
+        self._shut_down = False
+        self._finishers: List[threading.Thread] = []
+
+    # ---- hook listener API (training thread) ---------------------------------------------
+
+    def on_attach(self) -> None:
+        self.iter_start_ns = None  # time spent detached is not an iteration
+
+    def on_disabled(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        cap, self.capture = self.capture, None
+        if cap is not None:
+            cap.abort("eroica disabled")
+
+    def on_batch(self, start_ns: int) -> None:
+        now_ns = _perf_ns()
+        self.last_progress_ns = now_ns
+        if self.iter_start_ns is None:
+            self.iter_start_ns = start_ns
+            self._ensure_started()
+        if self._mode == _MODE_OPTIMIZER:
+            return
+        if self._mode == _MODE_NONE:
+            self._batches_without_step += 1
+            if self._batches_without_step < _DATALOADER_MODE_AFTER_BATCHES:
+                return
+            self._mode = _MODE_DATALOADER
+            log.debug("no optimizer step after %d batches: batches pace iterations"
+                      % self._batches_without_step)
+        self._boundary(now_ns)
+
+    def on_epoch_end(self) -> None:
+        # Between epochs (validation, checkpoints) a long pause is not a hang: the watchdog
+        # sleeps until the next batch or step.
+        self.last_progress_ns = None
+
+    def on_step_end(self, optimizer: Any) -> None:
+        now_ns = _perf_ns()
+        if id(optimizer) != self._pacer_id and not self._adopt_pacer(optimizer):
+            return  # another optimizer of the same loop (GAN, sparse embeddings)
+        self._boundary(now_ns)
+
+    def _adopt_pacer(self, optimizer: Any) -> bool:
+        if self._pacer_ref is not None and self._pacer_ref() is not None:
+            return False
+        try:
+            self._pacer_ref = weakref.ref(optimizer)
+        except TypeError:
+            self._pacer_ref = lambda: optimizer
+        self._pacer_id = id(optimizer)
+        if self._mode == _MODE_DATALOADER:  # it trains after all: restart the count
+            self._restart_count()
+        self._mode = _MODE_OPTIMIZER
+        return True
+
+    def _restart_count(self) -> None:
+        if self.capture is not None:
+            cap, self.capture = self.capture, None
+            cap.abort("iteration pacing changed")
+            self._spawn(self._finish_capture, cap)
+        self.iteration = 0
+        self.durations_ns.clear()
+        self.detector.rebaseline()
+
+    def _boundary(self, now_ns: int) -> None:
+        """Iteration `self.iteration` ended at now_ns; the next one begins."""
+        start_ns = self.iter_start_ns
+        self.iter_start_ns = self.last_progress_ns = now_ns
+        finished = self.iteration
+        self.iteration = finished + 1
+        finished_s = 0.0
+        if start_ns is None:
+            self._ensure_started()
+        else:
+            elapsed_ns = now_ns - start_ns
+            self.durations_ns.append(elapsed_ns)
+            finished_s = elapsed_ns * 1e-9
+            degradation = self.detector.add(finished_s)
+            if degradation is not None:
+                self._request_session(finished, "degradation", degradation.best_mean_s,
+                                      degradation.current_mean_s)
+        if self._mail:
+            self._read_mail(finished + 1)
+        if self.capture is not None:
+            self._capture_boundary(finished + 1, finished_s)
+        elif 0 <= self._next_target <= finished + 1:
+            self._start_capture(finished + 1)
+        if finished == self._force_at:
+            self._request_session(finished, "forced", self.detector.best_mean_s,
+                                  self._mean_iteration_s())
+
+    # ---- sessions (training thread) --------------------------------------------------------
+
+    def _request_session(self, iteration: int, reason: str, best_mean_s: Optional[float],
+                         current_mean_s: Optional[float]) -> None:
+        self._detection = {"reason": reason, "detected_iteration": iteration,
+                           "detected_unix_ns": time.time_ns(), "best_mean_s": best_mean_s,
+                           "current_mean_s": current_mean_s}
+        self._wake.set()
+
+    def _read_mail(self, next_iteration: int) -> None:
+        while self._mail:
+            kind, payload = self._mail.popleft()
+            if kind == "rebaseline":
+                self.detector.rebaseline()
+                continue
+            self.detector.disarm()  # this slowdown is being captured already
+            if payload["target_iteration"] < next_iteration:
+                self._write_missed(payload, "seen at iteration %d" % next_iteration)
+                continue
+            self._pending.append(payload)
+            self._pending.sort(key=lambda p: p["target_iteration"])
+            self._next_target = self._pending[0]["target_iteration"]
+
+    def _start_capture(self, iteration: int) -> None:
+        session = self._pending.pop(0)
+        self._next_target = self._pending[0]["target_iteration"] if self._pending else -1
+        if session["target_iteration"] != iteration:
+            self._write_missed(session, "busy until iteration %d" % iteration)
+            return
+        session = dict(session, local_detector=self._detector_state())
+        cap = capture_mod.Capture(session, self.rank, self.world_size,
+                                  self._session_dir(session), self.cfg.with_stack,
+                                  self.cfg.record_shapes)
+        try:
+            cap.start(iteration)
+        except Exception as e:
+            log.once("profiler-start", "profiler failed to start, no trace from rank %d: %s: %s"
+                     % (self.rank, type(e).__name__, e))
+            cap.abort("profiler start failed: %s: %s" % (type(e).__name__, e))
+            self._spawn(self._finish_capture, cap)
+            return
+        self.capture = cap
+
+    def _capture_boundary(self, iteration: int, finished_s: float) -> None:
+        cap = self.capture
+        try:
+            done = cap.on_boundary(iteration, finished_s)
+        except Exception as e:
+            log.once("profiler-step", "profiler failed during the window on rank %d: %s: %s"
+                     % (self.rank, type(e).__name__, e))
+            cap.abort("profiler failed: %s: %s" % (type(e).__name__, e))
+            done = True
+        if done:
+            self.capture = None
+            self.detector.rebaseline()  # cool-down ends with a new baseline
+            self._spawn(self._finish_capture, cap)
+
+    def _write_missed(self, session: Dict[str, Any], why: str) -> None:
+        log.debug("session %s missed: %s" % (session["session_id"], why))
+        self.detector.rebaseline()
+        self._spawn(self._finish_missed, session, why, self._detector_state())
+
+    def _detector_state(self) -> Dict[str, Any]:
+        return {"best_mean_s": self.detector.best_mean_s,
+                "current_mean_s": self.detector.current_mean_s}
+
+    def _session_dir(self, session: Dict[str, Any]) -> str:
+        return os.path.join(self.cfg.dir, session["session_id"])
+
+    def _mean_iteration_s(self) -> Optional[float]:
+        durations = self.durations_ns
+        n = min(len(durations), self.cfg.window)
+        if n < 3:
+            return None
+        # One C-level pass (sum over islice): safe against the training thread's appends.
+        return sum(itertools.islice(reversed(durations), n)) / n * 1e-9
+
+    # ---- finishing (background threads) ----------------------------------------------------
+
+    def _spawn(self, target, *args) -> None:
+        def body():
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+            except (AttributeError, OSError):
+                pass
+            try:
+                target(*args)
+            except Exception as e:
+                log.once("finisher", "background task failed on rank %d: %s: %s"
+                         % (self.rank, type(e).__name__, e))
+
+        thread = threading.Thread(target=body, name="eroica-finish", daemon=False)
+        self._finishers = [t for t in self._finishers if t.is_alive()] + [thread]
+        thread.start()
+
+    def _finish_capture(self, cap: capture_mod.Capture) -> None:
+        cap.export()
+        if self.rank != 0:
+            return
+        session_dir = cap.session_dir
+        self._write_session_json(cap.session, session_dir)
+        paths = [capture_mod.meta_path(session_dir, r) for r in range(self.world_size)]
+        self._collect_and_diagnose(session_dir, paths)
+
+    def _finish_missed(self, session: Dict[str, Any], why: str,
+                       detector: Dict[str, Any]) -> None:
+        session_dir = self._session_dir(session)
+        capture_mod.write_missed_meta(session, self.rank, self.world_size, session_dir, why,
+                                      detector)
+        if self.rank == 0:  # rank 0 still gathers the others' traces and diagnoses
+            self._write_session_json(session, session_dir)
+            paths = [capture_mod.meta_path(session_dir, r) for r in range(self.world_size)]
+            self._collect_and_diagnose(session_dir, paths)
+
+    def _write_session_json(self, session: Dict[str, Any], session_dir: str) -> None:
+        coord = self.coord
+        series = coord.get_series(session["session_id"]) if coord is not None else None
+        os.makedirs(session_dir, exist_ok=True)
+        capture_mod.write_json_atomic(os.path.join(session_dir, "session.json"),
+                                      capture_mod.session_doc(session, self.world_size, series))
+
+    def _collect_and_diagnose(self, session_dir: str, paths: List[str]) -> None:
+        missing = diagnose.wait_for_files(paths, self.cfg.collect_timeout_s)
+        if missing:
+            log.info("%d of %d rank files missing after %.0f s (%s); diagnosing the rest"
+                     % (len(missing), len(paths), self.cfg.collect_timeout_s,
+                        ", ".join(os.path.basename(p) for p in missing[:4])))
+        diagnose.run(session_dir, self.cfg.bin, self.cfg.diagnose_timeout_s)
+
+    # ---- monitor thread --------------------------------------------------------------------
+
+    def _ensure_started(self) -> None:
+        if self._monitor is not None or self._stopping:
+            return
+        self._monitor = threading.Thread(target=self._monitor_main, name="eroica-monitor",
+                                         daemon=True)
+        self._monitor.start()
+        atexit.register(self.shutdown)
+        try:  # fork-started multiprocessing children leave through os._exit, not atexit
+            from multiprocessing import util
+
+            util.Finalize(None, self.shutdown, exitpriority=50)
+        except Exception:
+            pass
+
+    def _monitor_main(self) -> None:
+        if self.cfg.faulthandler:
+            self._gil_watchdog = hang.GilStallWatchdog(self.cfg.dir, self.host)
+        while not self._stopping:
+            self._wake.wait(self.cfg.poll_s)
+            self._wake.clear()
+            if self._stopping:
+                break
+            if hooks.listener() is not self:
+                continue  # detached for now (hooks uninstalled): idle until re-attached
+            start_ns = _perf_ns()
+            try:
+                self._tick()
+            except trigger.StoreUnavailable as e:
+                self._store_failed(e)
+            except Exception as e:
+                hooks.disable(e)
+                break
+            finally:
+                self.monitor_ticks += 1
+                self.monitor_busy_ns += _perf_ns() - start_ns
+        if self._gil_watchdog is not None:
+            self._gil_watchdog.cancel()
+
+    def _tick(self) -> None:
+        if self._needs_store():
+            self._resolve_store()
+        if self._gil_watchdog is not None:
+            mean_s = self._mean_iteration_s() or 0.0
+            self._gil_watchdog.rearm(max(30.0, 2 * self.hang_detector.threshold_s(mean_s)))
+        coord = self.coord
+        if coord is None:
+            return
+        sessions, hangs = coord.poll()
+        for session in sessions:
+            self._mail.append(("session", session))
+        detection, self._detection = self._detection, None
+        if detection is not None:
+            self._propose(coord, detection)
+        self._check_hang(coord)
+        for notice in hangs:
+            self._handle_hang(notice)
+        self._store_failures = 0
+
+    def _needs_store(self) -> bool:
+        dist = sys.modules.get("torch.distributed")
+        pg_up = dist is not None and dist.is_available() and dist.is_initialized()
+        if self.store_kind == "default_pg" and not pg_up:
+            # The job destroyed its process group: let go of its store now, so that it is
+            # destroyed by the job's thread and not by us at interpreter exit.
+            self.coord = None
+            self.store_kind = "gone"
+            return False
+        if self.coord is None:
+            if self.store_kind == "gone":
+                return pg_up  # only a new process group brings sessions back
+            return time.monotonic() >= self._next_resolve_s
+        return self.store_kind == "memory" and pg_up  # initialized after our first iteration
+
+    def _resolve_store(self) -> None:
+        try:
+            resolved = trigger.resolve_store(self.cfg.store)
+        except Exception as e:
+            raise trigger.StoreUnavailable("cannot reach the job store: %s: %s"
+                                           % (type(e).__name__, e)) from e
+        if resolved is None:
+            return
+        store, self.rank, self.world_size, self.store_kind = resolved
+        self.coord = trigger.Coordinator(store)
+        log.debug("rank %d/%d coordinates through %s" % (self.rank, self.world_size,
+                                                         self.store_kind))
+
+    def _store_failed(self, error: Exception) -> None:
+        self.coord = None
+        self._store_failures += 1
+        self._next_resolve_s = time.monotonic() + _STORE_RETRY_S
+        log.debug("store: %s" % error)
+        if self._store_failures == 3:
+            log.once("store", "job store unreachable, sessions paused until it answers: %s"
+                     % error)
+
+    def _busy(self) -> bool:
+        return bool(self._pending or self.capture is not None
+                    or any(kind == "session" for kind, _ in list(self._mail)))
+
+    def _propose(self, coord: trigger.Coordinator, detection: Dict[str, Any]) -> None:
+        if self._busy():
+            return  # the running or pending session covers this slowdown
+        if coord.sessions.known >= self.cfg.max_sessions:
+            log.once("max-sessions", "EROICA_MAX_SESSIONS=%d reached, no more sessions"
+                     % self.cfg.max_sessions)
+            return
+        mean_s = detection["current_mean_s"] or self._mean_iteration_s() or 0.0
+        target = self.iteration + trigger.margin_iters(self.cfg.margin, self.cfg.poll_s, mean_s)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+
+        def build(slot: int) -> Dict[str, Any]:
+            session_id = "%s-%s-s%d-it%d" % (self.job_id, stamp, slot, target)
+            coord.put_series(session_id, self._series())
+            session = {"session_id": session_id, "job_id": self.job_id, "slot": slot,
+                       "trigger_rank": self.rank, "trigger_host": self.host,
+                       "target_iteration": target,
+                       "capture_iters": trigger.window_iters(self.cfg.capture_iters,
+                                                             self.cfg.capture_s, mean_s),
+                       "capture_max_s": self.cfg.capture_s,
+                       "threshold": self.cfg.threshold, "detector_window": self.cfg.window,
+                       "proposed_at_iteration": self.iteration}
+            session.update(detection)
+            return session
+
+        session = coord.sessions.try_publish(build)
+        if session is None:
+            self._mail.append(("rebaseline", None))  # another rank's session covers it
+            return
+        self._mail.append(("session", session))
+        log.debug("rank %d proposed %s (%s at iteration %d)" % (
+            self.rank, session["session_id"], detection["reason"],
+            detection["detected_iteration"]))
+
+    def _series(self) -> Dict[str, Any]:
+        times_ns = list(self.durations_ns)[-self.cfg.series_len:]
+        last_id = self.iteration - 1
+        return {"rank": self.rank, "first_id": last_id - len(times_ns) + 1,
+                "times_s": [round(t * 1e-9, 6) for t in times_ns]}
+
+    # ---- hangs (monitor thread) ------------------------------------------------------------
+
+    def _check_hang(self, coord: trigger.Coordinator) -> None:
+        last_ns = self.last_progress_ns
+        if last_ns is None:
+            return
+        iteration = self.iteration
+        running_s = (_perf_ns() - last_ns) * 1e-9
+        mean_s = self._mean_iteration_s()
+        if not self.hang_detector.check(iteration, running_s, mean_s):
+            return
+        if any(abs(it - iteration) <= 1 for it in self._hangs_handled.values()):
+            return  # already reported by another rank, one iteration apart
+        if coord.hangs.known >= self.cfg.max_sessions:
+            log.once("max-hangs", "EROICA_MAX_SESSIONS=%d hang reports reached"
+                     % self.cfg.max_sessions)
+            return
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+
+        def build(slot: int) -> Dict[str, Any]:
+            session_id = "%s-%s-hang-it%d" % (self.job_id, stamp, iteration)
+            coord.put_series(session_id, self._series())
+            return {"session_id": session_id, "job_id": self.job_id, "slot": slot,
+                    "reason": "hang", "trigger_rank": self.rank, "trigger_host": self.host,
+                    "stuck_iteration": iteration, "target_iteration": iteration,
+                    "running_s": round(running_s, 3), "mean_iteration_s": mean_s,
+                    "hang_threshold_s": self.hang_detector.threshold_s(mean_s),
+                    "detected_unix_ns": time.time_ns()}
+
+        notice = coord.hangs.try_publish(build)
+        if notice is not None:
+            self._handle_hang(notice)
+
+    def _handle_hang(self, notice: Dict[str, Any]) -> None:
+        session_id = notice["session_id"]
+        if session_id in self._hangs_handled:
+            return
+        self._hangs_handled[session_id] = int(notice["stuck_iteration"])
+        session_dir = self._session_dir(notice)
+        os.makedirs(session_dir, exist_ok=True)
+        hang.dump_stacks(os.path.join(session_dir, "stacks-rank-%d.json" % self.rank),
+                         self.rank, self.world_size, self.iteration)
+        if self.rank == 0:
+            self._spawn(self._finish_hang, notice, session_dir)
+
+    def _finish_hang(self, notice: Dict[str, Any], session_dir: str) -> None:
+        self._write_session_json(notice, session_dir)
+        paths = [os.path.join(session_dir, "stacks-rank-%d.json" % r)
+                 for r in range(self.world_size)]
+        self._collect_and_diagnose(session_dir, paths)
+
+    # ---- exit ------------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """At exit: stop a window cut short by the end of training and write its files."""
+        if self._shut_down:
+            return
+        self._shut_down = True
+        self._stopping = True
+        self._wake.set()
+        monitor = self._monitor
+        if monitor is not None and monitor is not threading.current_thread():
+            monitor.join(timeout=5.0)  # no store call in flight while the process tears down
+        cap, self.capture = self.capture, None
+        if cap is None:
+            self.coord = None
+            return
+        try:
+            cap.stop("exit")
+        except Exception as e:
+            cap.abort("stop at exit failed: %s" % e)
+        try:
+            self._finish_capture(cap)
+        except Exception as e:
+            log.info("could not write the session at exit: %s: %s" % (type(e).__name__, e))
+        self.coord = None

@@ -1,0 +1,124 @@
+"""Capture in one process (no torch.distributed): trigger locally, trace, meta, diagnosis."""
+
+import glob
+import gzip
+import json
+import os
+import re
+
+from conftest import TORCH_PYTHON, WORKLOADS, clean_env, eroica_run
+from eroica import diagnose
+
+SINGLE = os.path.join(WORKLOADS, "single_train.py")
+
+
+def only_session(root):
+    sessions = [d for d in glob.glob(os.path.join(root, "*")) if os.path.isdir(d)]
+    assert len(sessions) == 1, sessions
+    return sessions[0]
+
+
+def trace_events(path):
+    with gzip.open(path) as f:
+        doc = json.load(f)
+    return doc["traceEvents"] if isinstance(doc, dict) else doc
+
+
+def profiler_steps(events):
+    return sorted({int(e["name"].split("#")[1]) for e in events
+                   if e.get("name", "").startswith("ProfilerStep#")})
+
+
+def test_forced_session_traces_exact_iterations_and_gc(tmp_path, fake_diagnose):
+    env = clean_env(EROICA_DIR=tmp_path / "s", EROICA_TRIGGER_AT=30, EROICA_POLL_S=0.1,
+                    EROICA_MARGIN=10, EROICA_CAPTURE_ITERS=4, EROICA_BIN=fake_diagnose)
+    done = eroica_run([TORCH_PYTHON, SINGLE, "iters=120", "gc=1"], env)
+    assert done.returncode == 0 and "trained 120" in done.stdout, done.stderr
+    session = only_session(tmp_path / "s")
+    meta = json.load(open(os.path.join(session, "rank-0.meta.json")))
+    target = meta["target_iteration"]
+    assert target >= 30 + 10
+    assert meta["iteration_ids"] == list(range(target, target + 4))
+    for key in ("rank", "world_size", "local_rank", "host", "pid", "profiler_start_unix_ns",
+                "profiler_start_monotonic_ns", "torch_version", "python_version",
+                "eroica_version", "reason", "detector"):
+        assert key in meta, key
+    assert (meta["rank"], meta["world_size"], meta["reason"]) == (0, 1, "forced")
+
+    events = trace_events(os.path.join(session, "rank-0.json.gz"))
+    assert profiler_steps(events) == meta["iteration_ids"]
+    steps = [e for e in events if e.get("name", "").startswith("ProfilerStep#")]
+    gcs = [e for e in events if e.get("name") == "eroica::gc"]
+    assert len(gcs) >= 4  # one gc.collect() per iteration, each a range inside its step
+    assert all(any(s["ts"] <= g["ts"] <= s["ts"] + s["dur"] for s in steps) for g in gcs)
+
+    doc = json.load(open(os.path.join(session, "session.json")))
+    assert doc["schema"] == "eroica.session/v1" and doc["target_iteration"] == target
+    assert doc["trigger_rank"] == 0 and doc["window"]["iterations"] == 4
+    assert len(doc["iteration_times_s"]) >= 30
+
+    # Rank 0 diagnosed the folder at low priority and said so in one line.
+    report = os.path.join(session, "report.json")
+    assert json.load(open(report))["findings"][0]["category"] == "dataloader"
+    assert open(os.path.join(session, "report.txt")).read().strip()
+    call = json.load(open(os.path.join(session, "fake-diagnose-json.json")))
+    assert call["argv"][1:] == ["diagnose", session, "--format", "json"]
+    assert call["nice"] >= 10
+    assert "rank-0.meta.json" in call["files"] and "session.json" in call["files"]
+    lines = [l for l in done.stderr.splitlines() if l.startswith("eroica:")]
+    assert lines == ["eroica: local dataloader on rank 1: enumerate(DataLoader)#__next__ "
+                     "(0.030 s/iter) at ddp_train.py:44 — report: %s" % report]
+
+
+def test_slowdown_detected_in_a_single_process(tmp_path):
+    env = clean_env(EROICA_DIR=tmp_path / "s", EROICA_POLL_S=0.1, EROICA_BIN="/nonexistent",
+                    EROICA_THRESHOLD=1.3)  # shared machine: see test_e2e_ddp
+    done = eroica_run([TORCH_PYTHON, SINGLE, "iters=260", "slow_from=120", "slow_s=0.02"],
+                      env)
+    assert done.returncode == 0, done.stderr
+    session = only_session(tmp_path / "s")
+    doc = json.load(open(os.path.join(session, "session.json")))
+    assert doc["reason"] == "degradation"
+    assert 120 <= doc["detected_iteration"] <= 130, doc["detected_iteration"]
+    assert doc["current_mean_s"] > 1.05 * doc["best_mean_s"]
+    meta = json.load(open(os.path.join(session, "rank-0.meta.json")))
+    assert meta["iteration_ids"][0] == doc["target_iteration"] > doc["detected_iteration"]
+    print("\nsingle process: slowdown at 120, detected at %d, profiled %s"
+          % (doc["detected_iteration"], meta["iteration_ids"]))
+    line = [l for l in done.stderr.splitlines() if l.startswith("eroica:")]
+    # One line: the verdict of whichever eroica binary is around, or why there is none.
+    assert len(line) == 1 and ("report:" in line[0] or "diagnose" in line[0])
+
+
+def test_profiler_failure_is_survived(tmp_path):
+    env = clean_env(EROICA_DIR=tmp_path / "s", EROICA_TRIGGER_AT=20, EROICA_POLL_S=0.1,
+                    EROICA_BIN="/nonexistent")
+    done = eroica_run([TORCH_PYTHON, SINGLE, "iters=100", "break_profiler=1"], env)
+    assert done.returncode == 0 and "trained 100" in done.stdout, done.stderr
+    meta = json.load(open(os.path.join(only_session(tmp_path / "s"), "rank-0.meta.json")))
+    assert "profiler unavailable here" in meta["error"] and meta["iteration_ids"] == []
+    assert sum("profiler failed to start" in l for l in done.stderr.splitlines()) == 1
+
+
+def test_diagnose_without_binary_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(diagnose, "_REPO_BUILD", "/nonexistent/eroica")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    line = diagnose.run(str(tmp_path), "", 10)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "diagnose skipped" in err and line in err
+
+
+def test_diagnose_failure_is_one_line(tmp_path, capsys):
+    failing = tmp_path / "failing"
+    failing.write_text("#!/bin/sh\necho 'error: no traces in folder' >&2\nexit 3\n")
+    failing.chmod(0o755)
+    diagnose.run(str(tmp_path), str(failing), 10)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(r"exit 3.*no traces in folder", err)
+
+
+def test_first_finding_wording():
+    assert diagnose.first_finding({"healthy": True, "findings": []}) == "healthy"
+    doc = {"healthy": False, "findings": [{"scope": "global", "category": "host",
+                                          "workers": list(range(20)), "function": "gc"}]}
+    assert diagnose.first_finding(doc) == "global host on rank 0,1,2,3,4,5,6,7,...: gc"

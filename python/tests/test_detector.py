@@ -1,0 +1,122 @@
+"""Degradation and hang rules on synthetic iteration-time series."""
+
+import random
+
+import pytest
+
+from eroica.detector import DegradationDetector, HangDetector
+
+
+def feed(detector, series):
+    """Returns the indices of the samples at which the detector fired."""
+    return [i for i, s in enumerate(series) if detector.add(s) is not None]
+
+
+def test_step_change_is_detected_within_a_few_iterations():
+    series = [0.100] * 200 + [0.200] * 100
+    fired = feed(DegradationDetector(), series)
+    assert len(fired) == 1
+    assert 200 <= fired[0] <= 205  # a 2x step moves the 50-iteration mean 2 % per iteration
+
+
+def test_small_step_is_detected_later():
+    series = [0.100] * 200 + [0.120] * 100
+    fired = feed(DegradationDetector(), series)
+    assert len(fired) == 1 and 210 <= fired[0] <= 215  # +20 %: 5 % of the window after ~13
+
+
+def test_slow_drift_is_detected():
+    series = [0.100 * (1 + 0.001 * max(0, i - 100)) for i in range(400)]
+    fired = feed(DegradationDetector(), series)
+    assert len(fired) == 1
+    assert 150 <= fired[0] <= 260
+
+
+@pytest.mark.parametrize("seed", [1, 7])
+def test_noise_without_change_is_not_detected(seed):
+    rng = random.Random(seed)
+    for noise in (0.02, 0.05, 0.10):
+        series = [0.100 * max(0.5, rng.gauss(1.0, noise)) for _ in range(20000)]
+        assert feed(DegradationDetector(), series) == [], noise
+
+
+def test_spikes_without_change_are_not_detected():
+    # A periodic garbage collection or checkpoint: same period before and after.
+    series = [0.5 if i % 25 == 0 else 0.1 for i in range(3000)]
+    assert feed(DegradationDetector(), series) == []
+
+
+def test_warmup_is_ignored():
+    # Slow first iterations (compilation, cache warm-up) must not become the baseline...
+    series = [1.0] * 20 + [0.1] * 200
+    assert feed(DegradationDetector(warmup=20), series) == []
+    # ...and they would have been, without the warm-up skip: the baseline then is not the best.
+    detector = DegradationDetector(warmup=0)
+    feed(detector, series)
+    assert detector.best_mean_s == pytest.approx(0.1)
+
+
+def test_no_verdict_before_a_full_window():
+    detector = DegradationDetector(window=50, warmup=0)
+    assert feed(detector, [0.1] * 49) == [] and detector.best_mean_s is None
+    feed(detector, [0.1])
+    assert detector.best_mean_s == pytest.approx(0.1)
+
+
+def test_cooldown_one_slowdown_one_trigger_and_rearm_after_new_baseline():
+    detector = DegradationDetector()
+    assert feed(detector, [0.1] * 100 + [0.2] * 300) == [100 + 2]
+    assert not detector.armed
+    detector.rebaseline()  # after the session: the slow regime is the new normal
+    assert feed(detector, [0.2] * 300) == []
+    # A further slowdown on top of it triggers again.
+    assert len(feed(detector, [0.4] * 50)) == 1
+
+
+def test_recovery_then_relapse_triggers_again():
+    detector = DegradationDetector()
+    feed(detector, [0.1] * 100 + [0.2] * 100)
+    detector.rebaseline()
+    series = [0.2] * 100 + [0.1] * 100 + [0.2] * 100
+    assert len(feed(detector, series)) == 1
+
+
+def test_disarm_suppresses_until_rebaseline():
+    detector = DegradationDetector()
+    feed(detector, [0.1] * 100)
+    detector.disarm()
+    assert feed(detector, [0.3] * 100) == []
+
+
+def test_thresholds_are_configurable():
+    series = [0.100] * 200 + [0.103] * 200
+    assert feed(DegradationDetector(), series) == []
+    assert len(feed(DegradationDetector(threshold=1.02, noise_sigmas=0), series)) == 1
+
+
+def test_degradation_values():
+    detector = DegradationDetector(window=10, warmup=0)
+    result = None
+    for s in [0.1] * 10 + [0.3] * 10:
+        result = detector.add(s) or result
+    assert result.best_mean_s == pytest.approx(0.1)
+    assert result.current_mean_s > 0.105 and result.ratio > 1.05
+
+
+def test_hang_rule():
+    hang = HangDetector(factor=5, min_s=1.0)
+    assert not hang.check(7, 100.0, None)  # no mean yet: unknown
+    assert not hang.check(7, 0.9, 0.1)  # 5 x 0.1 s passed, but below the floor
+    assert hang.check(7, 1.0, 0.1)
+    assert not hang.check(7, 50.0, 0.1)  # reported once per iteration
+    assert not hang.check(8, 4.9, 1.0)
+    assert hang.check(8, 5.0, 1.0)
+    assert hang.threshold_s(2.0) == 10.0
+
+
+def test_step_change_under_noise_is_detected():
+    rng = random.Random(3)
+    series = [0.1 * rng.gauss(1.0, 0.05) for _ in range(500)]
+    series += [0.125 * rng.gauss(1.0, 0.05) for _ in range(200)]
+    fired = feed(DegradationDetector(), series)
+    assert len(fired) == 1 and 500 <= fired[0] < 540

@@ -1,0 +1,108 @@
+"""One proposal wins; every rank reads the same session; polling never blocks."""
+
+import datetime
+import threading
+import time
+
+import pytest
+import torch.distributed as dist
+
+from conftest import free_port
+from eroica import trigger
+
+
+def tcp_pair(n_clients):
+    port = free_port()
+    timeout = datetime.timedelta(seconds=10)
+    master = dist.TCPStore("127.0.0.1", port, None, True, timeout)
+    clients = [dist.TCPStore("127.0.0.1", port, None, False, timeout) for _ in range(n_clients)]
+    return master, clients
+
+
+def test_poll_on_a_fresh_store_does_not_block():
+    master, _ = tcp_pair(0)
+    coord = trigger.Coordinator(dist.PrefixStore("default_pg", master))
+    start = time.monotonic()
+    assert coord.poll() == ([], [])
+    assert time.monotonic() - start < 1.0
+
+
+@pytest.mark.parametrize("kind", ["memory", "tcp"])
+def test_exactly_one_concurrent_proposal_wins(kind):
+    n = 8
+    if kind == "memory":
+        shared = trigger.MemoryStore()
+        stores = [shared] * n
+    else:
+        master, stores = tcp_pair(n)
+    coords = [trigger.Coordinator(s) for s in stores]
+    barrier = threading.Barrier(n)
+    won = [None] * n
+
+    def propose(rank):
+        barrier.wait()
+        won[rank] = coords[rank].sessions.try_publish(
+            lambda slot: {"session_id": "s%d-by-%d" % (slot, rank), "target_iteration": 100})
+
+    threads = [threading.Thread(target=propose, args=(r,)) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [w for w in won if w is not None]
+    assert len(winners) == 1
+    # Every other rank reads the winner's session, once.
+    for rank, coord in enumerate(coords):
+        sessions, hangs = coord.poll()
+        if won[rank] is None:
+            assert sessions == winners and hangs == []
+        else:
+            assert sessions == []
+        assert coord.poll() == ([], [])
+
+
+def test_sessions_and_hangs_arrive_in_order():
+    store = trigger.MemoryStore()
+    a, b = trigger.Coordinator(store), trigger.Coordinator(store)
+    a.put_series("s1", {"first_id": 3, "times_s": [0.1, 0.2]})
+    a.sessions.try_publish(lambda slot: {"session_id": "s1"})
+    b.poll()
+    b.sessions.try_publish(lambda slot: {"session_id": "s2"})
+    b.hangs.try_publish(lambda slot: {"session_id": "h1", "stuck_iteration": 9})
+    sessions, hangs = a.poll()
+    assert [s["session_id"] for s in sessions] == ["s2"]
+    assert [h["session_id"] for h in hangs] == ["h1"]
+    assert b.get_series("s1") == {"first_id": 3, "times_s": [0.1, 0.2]}
+    # A rank that lags behind loses its claim and then reads what it missed.
+    late = trigger.Coordinator(store)
+    assert late.sessions.try_publish(lambda slot: {"session_id": "late"}) is None
+    assert [s["session_id"] for s in late.poll()[0]] == ["s1", "s2"]
+
+
+def test_dead_store_raises_store_unavailable():
+    class Dead:
+        def add(self, key, amount):
+            raise RuntimeError("Connection reset by peer")
+
+    with pytest.raises(trigger.StoreUnavailable):
+        trigger.Coordinator(Dead()).poll()
+
+
+def test_margin_covers_polling_latency():
+    assert trigger.margin_iters(5, poll_s=1.0, mean_iteration_s=1.0) == 5
+    assert trigger.margin_iters(5, poll_s=1.0, mean_iteration_s=0.01) == 202
+    assert trigger.margin_iters(5, poll_s=1.0, mean_iteration_s=0.0) == 5
+
+
+def test_window_is_k_iterations_or_t_seconds():
+    assert trigger.window_iters(5, 20.0, 0.1) == 5
+    assert trigger.window_iters(5, 20.0, 8.0) == 2
+    assert trigger.window_iters(5, 20.0, 60.0) == 1
+
+
+def test_job_id_is_file_name_safe(monkeypatch):
+    monkeypatch.delenv("TORCHELASTIC_RUN_ID", raising=False)
+    assert trigger.job_id("") == "job"
+    assert trigger.job_id("my job/1") == "my_job_1"
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "abc123")
+    assert trigger.job_id("") == "abc123"

@@ -1,0 +1,29 @@
+"""A rank started by a launcher (torchrun-style environment), with or without a process group.
+
+Knobs (key=value): pg=1 iters=200 slow_from=90 slow_s=0.03
+"""
+
+import os
+import sys
+import time
+
+import torch
+
+opts = {"pg": 1, "iters": 200, "slow_from": 90, "slow_s": 0.03}
+for arg in sys.argv[1:]:
+    key, _, value = arg.partition("=")
+    opts[key] = type(opts[key])(value)
+rank = int(os.environ["RANK"])
+model = torch.nn.Linear(32, 32)
+if opts["pg"]:
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group("gloo")  # env://, through the launcher's store
+    model = DDP(model)
+opt = torch.optim.Adam(model.parameters())
+for i in range(opts["iters"]):
+    opt.zero_grad()
+    model(torch.randn(8, 32)).sum().backward()
+    opt.step()
+    time.sleep(0.01 + (opts["slow_s"] if rank == 1 and i >= opts["slow_from"] else 0))
