@@ -37,7 +37,8 @@ void ReadSessionMeta(const std::string& path, LocalizeInput* input) {
 
 }  // namespace
 
-StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& paths, int threads) {
+StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& paths, int threads,
+                                              bool keep_patterns) {
   std::vector<fs::path> files;
   for (const std::string& p : paths) {
     std::error_code error;
@@ -60,7 +61,7 @@ StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& pa
         traces.push_back(file.string());
         break;
       case InputKind::kPattern: {
-        Status status = ForEachPattern(file.string(), [&](WorkerPattern&& w) { input.workers.push_back(std::move(w)); });
+        Status status = ForEachPattern(file.string(), [&](WorkerPattern&& w) { input.AddWorker(std::move(w), keep_patterns); });
         if (!status.ok()) input.input_errors.push_back(status.message());
         break;
       }
@@ -81,9 +82,9 @@ StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& pa
     }
   }
   FileSummaries summaries = SummarizeFiles(traces, threads);
-  for (WorkerPattern& w : summaries.patterns) input.workers.push_back(std::move(w));
+  for (WorkerPattern& w : summaries.patterns) input.AddWorker(std::move(w), keep_patterns);
   for (std::string& e : summaries.errors) input.input_errors.push_back(std::move(e));
-  if (input.workers.empty() && input.stacks.empty()) {
+  if (input.table.empty() && input.stacks.empty()) {
     std::string why = input.input_errors.empty() ? "no traces, pattern files or stack dumps found"
                                                  : input.input_errors.front();
     std::string where = paths.size() == 1 ? paths[0] : fmt::format("{} paths", paths.size());

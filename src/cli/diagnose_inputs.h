@@ -11,7 +11,10 @@
 
 namespace eroica {
 
-// Errors only when nothing usable was found; unusable files become warnings.
-StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& paths, int threads);
+// Errors only when nothing usable was found; unusable files become warnings. Every pattern goes
+// into the compact table; `keep_patterns` also keeps the full patterns (reports need them; a
+// million-worker diagnosis does not).
+StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& paths, int threads,
+                                              bool keep_patterns = false);
 
 }  // namespace eroica

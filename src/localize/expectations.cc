@@ -1,5 +1,7 @@
 #include "localize/expectations.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
@@ -47,13 +49,18 @@ Status ParseBox(const nlohmann::json& j, Box* box) {
 }  // namespace
 
 double Expectations::Distance(const FunctionPattern& f, bool has_device) const {
+  return Distance(f.category, f.host_kind, f.beta, f.mu.value_or(NAN), f.sigma.value_or(NAN), has_device);
+}
+
+double Expectations::Distance(Category category, HostKind host_kind, double beta, double mu,
+                              double sigma, bool has_device) const {
   double worst = 0;
   for (const Box& box : boxes) {
-    if (box.target != Box::Target::kFunction || box.category != f.category || !Applies(box, has_device)) continue;
-    if (box.host_kind && *box.host_kind != f.host_kind) continue;
-    double d = box.beta.Distance(f.beta);
-    if (box.mu && f.mu) d += box.mu->Distance(*f.mu);
-    if (box.sigma && f.sigma) d += box.sigma->Distance(*f.sigma);
+    if (box.target != Box::Target::kFunction || box.category != category || !Applies(box, has_device)) continue;
+    if (box.host_kind && *box.host_kind != host_kind) continue;
+    double d = box.beta.Distance(beta);
+    if (box.mu && !std::isnan(mu)) d += box.mu->Distance(mu);
+    if (box.sigma && !std::isnan(sigma)) d += box.sigma->Distance(sigma);
     worst = std::max(worst, d);
   }
   return worst;

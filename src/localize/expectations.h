@@ -51,6 +51,9 @@ struct Expectations {
 
   // D(f,w) for a function (or, with `category_total`, for a category's Σβ).
   double Distance(const FunctionPattern& f, bool has_device) const;
+  // The same from raw fields; NaN μ/σ mean "no hardware samples".
+  double Distance(Category category, HostKind host_kind, double beta, double mu, double sigma,
+                  bool has_device) const;
   double CategoryDistance(Category category, double beta, bool has_device) const;
   // The box's upper β bound that applies, for messages; nullopt when none applies.
   std::optional<double> BetaHigh(Box::Target target, Category category,

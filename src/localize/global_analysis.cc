@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "localize/advice.h"
 #include "localize/robust_stats.h"
@@ -11,81 +12,80 @@
 namespace eroica {
 namespace {
 
-struct Over {
-  std::vector<int> ranks;
-  std::vector<double> betas;
-  std::vector<double> distances;
-};
-
 // Exposed communication that even the least-waiting rank pays is the collectives' own cost;
 // what the others pay beyond it is waiting for that rank. A low quantile, robust to one outlier.
 double UnavoidableCommunication(const WorkerGroup& group) {
   std::vector<double> betas = CategoryBetas(group, Category::kCommunication);
-  std::sort(betas.begin(), betas.end());
+  if (betas.empty()) return 0;
   size_t index = betas.size() >= 10 ? betas.size() / 10 : 0;
-  return betas.empty() ? 0 : betas[index];
+  std::nth_element(betas.begin(), betas.begin() + static_cast<long>(index), betas.end());
+  return betas[index];
 }
 
-std::vector<int> Listed(const std::vector<int>& ranks) {
-  std::vector<int> out(ranks.begin(), ranks.begin() + std::min(ranks.size(), kMaxListedWorkers));
-  std::sort(out.begin(), out.end());
-  return out;
+std::vector<int> Listed(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  if (ranks.size() > kMaxListedWorkers) ranks.resize(kMaxListedWorkers);
+  return ranks;
+}
+
+bool MostWorkers(size_t count, size_t n, const Expectations& e) {
+  return static_cast<double>(count) > e.global_fraction * static_cast<double>(n);
 }
 
 // The function of a category with the largest median β across the group.
 std::pair<std::string, double> TopFunctionOf(const WorkerGroup& group, Category category) {
-  std::map<std::string, std::vector<double>> betas;
-  for (const WorkerPattern* w : group.workers) {
-    for (const FunctionPattern& f : w->functions) {
+  std::unordered_map<StringId, std::vector<double>> betas;
+  for (size_t k = 0; k < group.size(); ++k) {
+    for (const FunctionEntry& f : group.functions(k)) {
       if (f.category == category) betas[f.name].push_back(f.beta);
     }
   }
   std::pair<std::string, double> best{"", -1};
   for (auto& [name, values] : betas) {
-    values.resize(group.workers.size(), 0.0);
+    values.resize(group.size(), 0.0);
     double median = MedianInPlace(values);
-    if (median > best.second) best = {name, median};
+    if (median > best.second) best = {std::string(group.table->name(name)), median};
   }
   return best;
 }
 
 Finding MakeGlobal(const WorkerGroup& group, Category category, const std::string& function,
-                   double beta, double bound, const std::vector<int>& ranks, double z_unused) {
+                   double level, double bound, std::vector<int> ranks) {
   Finding f;
   f.scope = "global";
   f.category = std::string(CategoryName(category));
-  f.workers = Listed(ranks);
+  f.workers = Listed(std::move(ranks));
   f.function = function;
-  f.beta = beta;
+  f.beta = level;
   f.peer_beta = bound;
-  f.expectation_distance = beta - bound;
-  f.differential_distance = z_unused;
-  f.impact_s_per_iter = (beta - bound) * MedianIterationS(group);
+  f.expectation_distance = level - bound;
+  f.impact_s_per_iter = (level - bound) * MedianIterationS(group);
   f.action = Advice(f.category, f.scope, -1);
   return f;
 }
 
 std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectations& e, bool has_device) {
   std::vector<Finding> out;
-  size_t n = group.workers.size();
+  size_t n = group.size();
   for (int c = 0; c < kCategoryCount; ++c) {
     auto category = static_cast<Category>(c);
     std::optional<double> high = e.BetaHigh(Box::Target::kCategory, category, std::nullopt, has_device);
     if (!high) continue;
     std::vector<double> betas = CategoryBetas(group, category);
     std::vector<int> over;
-    for (size_t i = 0; i < n; ++i) {
-      if (e.CategoryDistance(category, betas[i], has_device) > 0) over.push_back(group.workers[i]->rank);
+    for (size_t k = 0; k < n; ++k) {
+      if (e.CategoryDistance(category, betas[k], has_device) > 0) over.push_back(group.row(k).rank);
     }
-    if (static_cast<double>(over.size()) <= e.global_fraction * static_cast<double>(n)) continue;
+    if (!MostWorkers(over.size(), n, e)) continue;
     double level = category == Category::kCommunication ? UnavoidableCommunication(group)
                                                         : MedianInPlace(betas);
     if (level - *high < e.min_excess_beta) continue;
     auto [function, function_beta] = TopFunctionOf(group, category);
-    Finding f = MakeGlobal(group, category, function, level, *high, over, 0);
+    size_t count = over.size();
+    Finding f = MakeGlobal(group, category, function, level, *high, std::move(over));
     f.evidence = fmt::format("{} of {} workers spend β {:.2f} of each iteration in {} (expected at "
                              "most {:.2f}); top function {} (median β {:.3f})",
-                             over.size(), n, level, CategoryName(category), *high, function, function_beta);
+                             count, n, level, CategoryName(category), *high, function, function_beta);
     if (category == Category::kCommunication) {
       f.evidence += "; even the least-waiting rank pays it, so no straggler explains it";
     }
@@ -94,33 +94,41 @@ std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectatio
   return out;
 }
 
+struct OverBox {
+  std::vector<int> ranks;
+  std::vector<double> betas;
+  std::vector<double> distances;
+};
+
 std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectations& e, bool has_device) {
-  std::map<std::pair<Category, std::string>, Over> over;
-  for (const WorkerPattern* w : group.workers) {
-    for (const FunctionPattern& f : w->functions) {
-      if (f.beta < e.min_beta || f.name.starts_with("(other")) continue;
-      double d = e.Distance(f, has_device);
-      if (d <= 0) continue;
-      Over& o = over[{f.category, f.name}];
-      o.ranks.push_back(w->rank);
+  std::map<std::pair<Category, StringId>, OverBox> over;
+  for (size_t k = 0; k < group.size(); ++k) {
+    for (const FunctionEntry& f : group.functions(k)) {
+      if (f.beta < e.min_beta) continue;
+      double d = e.Distance(f.category, f.host_kind, f.beta, f.mu, f.sigma, has_device);
+      if (d <= 0 || group.table->name(f.name).starts_with("(other")) continue;
+      OverBox& o = over[{f.category, f.name}];
+      o.ranks.push_back(group.row(k).rank);
       o.betas.push_back(f.beta);
       o.distances.push_back(d);
     }
   }
-  // One finding per category: its worst function; the rest are named in the evidence.
+  // One finding per category: its worst function.
   std::map<Category, Finding> best;
-  size_t n = group.workers.size();
+  size_t n = group.size();
   for (auto& [key, o] : over) {
-    if (static_cast<double>(o.ranks.size()) <= e.global_fraction * static_cast<double>(n)) continue;
+    if (!MostWorkers(o.ranks.size(), n, e)) continue;
     std::vector<double> betas = o.betas;
     betas.resize(n, 0.0);
     double median_beta = MedianInPlace(betas);
     double median_distance = MedianInPlace(o.distances);
     if (median_distance < e.min_excess_beta) continue;
-    Finding f = MakeGlobal(group, key.first, key.second, median_beta, median_beta - median_distance,
-                           o.ranks, 0);
-    f.evidence = fmt::format("{} of {} workers spend β {:.3f} in {} (expected at most {:.3f})",
-                             o.ranks.size(), n, median_beta, key.second, median_beta - median_distance);
+    std::string name(group.table->name(key.second));
+    size_t count = o.ranks.size();
+    Finding f = MakeGlobal(group, key.first, name, median_beta, median_beta - median_distance,
+                           std::move(o.ranks));
+    f.evidence = fmt::format("{} of {} workers spend β {:.3f} in {} (expected at most {:.3f})", count,
+                             n, median_beta, name, median_beta - median_distance);
     auto it = best.find(key.first);
     if (it == best.end() || f.impact_s_per_iter > it->second.impact_s_per_iter) best[key.first] = f;
   }
@@ -132,8 +140,8 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
 }  // namespace
 
 std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectations& e) {
-  if (group.workers.empty()) return {};
-  bool has_device = group.workers[0]->has_device;
+  if (group.size() == 0) return {};
+  bool has_device = group.row(0).has_device;
   std::vector<Finding> out = CategoryFindings(group, e, has_device);
   for (Finding& f : FunctionFindings(group, e, has_device)) {
     bool covered = std::any_of(out.begin(), out.end(), [&](const Finding& g) { return g.category == f.category; });

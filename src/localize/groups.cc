@@ -1,7 +1,6 @@
 #include "localize/groups.h"
 
 #include <algorithm>
-#include <functional>
 
 #include "localize/robust_stats.h"
 
@@ -9,14 +8,14 @@ namespace eroica {
 namespace {
 
 constexpr double kSameRoleJaccard = 0.5;
-constexpr double kSignatureMinBeta = 0.005;
+constexpr float kSignatureMinBeta = 0.005f;
 
-std::vector<size_t> Signature(const WorkerPattern& w) {
-  std::vector<size_t> names;
-  for (const FunctionPattern& f : w.functions) {
+std::vector<StringId> Signature(const WorkerTable& table, size_t worker) {
+  std::vector<StringId> names;
+  for (const FunctionEntry& f : table.functions(worker)) {
     bool work = f.category == Category::kCompute || f.category == Category::kCommunication;
-    if (work && f.beta >= kSignatureMinBeta && !f.name.starts_with("(other")) {
-      names.push_back(std::hash<std::string>{}(f.name));
+    if (work && f.beta >= kSignatureMinBeta && !table.name(f.name).starts_with("(other")) {
+      names.push_back(f.name);
     }
   }
   std::sort(names.begin(), names.end());
@@ -24,7 +23,7 @@ std::vector<size_t> Signature(const WorkerPattern& w) {
   return names;
 }
 
-double Jaccard(const std::vector<size_t>& a, const std::vector<size_t>& b) {
+double Jaccard(const std::vector<StringId>& a, const std::vector<StringId>& b) {
   if (a.empty() && b.empty()) return 1;
   size_t common = 0, i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
@@ -41,67 +40,63 @@ double Jaccard(const std::vector<size_t>& a, const std::vector<size_t>& b) {
 
 }  // namespace
 
-std::vector<WorkerGroup> GroupWorkers(const std::vector<WorkerPattern>& workers) {
+std::vector<WorkerGroup> GroupWorkers(const WorkerTable& table) {
   struct Candidate {
     bool has_device;
-    std::string role;
-    std::vector<size_t> signature;
+    StringId role;
+    std::vector<StringId> signature;
     WorkerGroup group;
   };
   std::vector<Candidate> groups;
-  for (const WorkerPattern& w : workers) {
-    std::vector<size_t> signature = Signature(w);
+  for (size_t i = 0; i < table.size(); ++i) {
+    const WorkerRow& row = table.row(i);
+    std::vector<StringId> signature = Signature(table, i);
     Candidate* home = nullptr;
     for (Candidate& g : groups) {
-      if (g.has_device == w.has_device && g.role == w.group &&
+      if (g.has_device == row.has_device && g.role == row.group &&
           Jaccard(g.signature, signature) >= kSameRoleJaccard) {
         home = &g;
         break;
       }
     }
     if (home == nullptr) {
-      groups.push_back({w.has_device, w.group, std::move(signature), {}});
+      groups.push_back({row.has_device, row.group, std::move(signature), {&table, {}}});
       home = &groups.back();
     }
-    home->group.workers.push_back(&w);
+    home->group.members.push_back(static_cast<uint32_t>(i));
   }
   std::vector<WorkerGroup> out;
   for (Candidate& g : groups) out.push_back(std::move(g.group));
-  std::sort(out.begin(), out.end(), [](const WorkerGroup& a, const WorkerGroup& b) {
-    return a.workers.size() > b.workers.size();
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const WorkerGroup& a, const WorkerGroup& b) { return a.size() > b.size(); });
   return out;
 }
 
 double MedianIterationS(const WorkerGroup& group) {
   std::vector<double> times;
-  for (const WorkerPattern* w : group.workers) times.push_back(w->iteration_s);
+  times.reserve(group.size());
+  for (size_t k = 0; k < group.size(); ++k) times.push_back(group.row(k).iteration_s);
   return MedianInPlace(times);
 }
 
 std::vector<double> CategoryBetas(const WorkerGroup& group, Category category) {
   std::vector<double> betas;
-  betas.reserve(group.workers.size());
-  for (const WorkerPattern* w : group.workers) betas.push_back(w->category_beta[static_cast<int>(category)]);
+  betas.reserve(group.size());
+  for (size_t k = 0; k < group.size(); ++k) betas.push_back(group.row(k).beta(category));
   return betas;
 }
 
-const FunctionPattern* FindFunction(const WorkerPattern& worker, const std::string& name,
-                                    Category category) {
-  for (const FunctionPattern& f : worker.functions) {
-    if (f.category == category && f.name == name) return &f;
+std::vector<std::vector<double>> FunctionBetaColumns(
+    const WorkerGroup& group, const std::vector<std::pair<StringId, Category>>& functions) {
+  std::vector<std::vector<double>> columns(functions.size(), std::vector<double>(group.size(), 0.0));
+  for (size_t k = 0; k < group.size(); ++k) {
+    for (const FunctionEntry& f : group.functions(k)) {
+      for (size_t c = 0; c < functions.size(); ++c) {
+        if (functions[c].first == f.name && functions[c].second == f.category) columns[c][k] = f.beta;
+      }
+    }
   }
-  return nullptr;
-}
-
-std::vector<double> FunctionBetas(const WorkerGroup& group, const std::string& name, Category category) {
-  std::vector<double> betas;
-  betas.reserve(group.workers.size());
-  for (const WorkerPattern* w : group.workers) {
-    const FunctionPattern* f = FindFunction(*w, name, category);
-    betas.push_back(f ? f->beta : 0.0);
-  }
-  return betas;
+  return columns;
 }
 
 }  // namespace eroica

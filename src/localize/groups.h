@@ -2,27 +2,32 @@
 // parallel ranks run the same functions; pipeline stages or parameter servers do not.
 #pragma once
 
-#include <string>
+#include <utility>
 #include <vector>
 
-#include "summary/pattern.h"
+#include "localize/worker_table.h"
 
 namespace eroica {
 
 struct WorkerGroup {
-  std::vector<const WorkerPattern*> workers;
+  const WorkerTable* table = nullptr;
+  std::vector<uint32_t> members;  // indices into the table
+
+  size_t size() const { return members.size(); }
+  const WorkerRow& row(size_t k) const { return table->row(members[k]); }
+  std::span<const FunctionEntry> functions(size_t k) const { return table->functions(members[k]); }
 };
 
-// Groups by kind of run (GPU or CPU), declared role (WorkerPattern::group, from process groups)
-// and the functions they run: Jaccard similarity of their compute and communication functions.
-std::vector<WorkerGroup> GroupWorkers(const std::vector<WorkerPattern>& workers);
+// Groups by kind of run (GPU or CPU), declared role (WorkerPattern::group) and the functions
+// they run: Jaccard similarity of their compute and communication functions.
+std::vector<WorkerGroup> GroupWorkers(const WorkerTable& table);
 
-// Views over a group.
+// Views over a group, indexed like `members`.
 double MedianIterationS(const WorkerGroup& group);
 std::vector<double> CategoryBetas(const WorkerGroup& group, Category category);
-const FunctionPattern* FindFunction(const WorkerPattern& worker, const std::string& name,
-                                    Category category);
-// β of one function on every worker of the group (0 where the worker does not run it).
-std::vector<double> FunctionBetas(const WorkerGroup& group, const std::string& name, Category category);
+// β of each requested function on every worker of the group (0 where a worker does not run
+// it), gathered in one pass over the group.
+std::vector<std::vector<double>> FunctionBetaColumns(
+    const WorkerGroup& group, const std::vector<std::pair<StringId, Category>>& functions);
 
 }  // namespace eroica

@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <set>
 
 #include "localize/global_analysis.h"
 #include "localize/groups.h"
@@ -14,6 +13,7 @@ namespace eroica {
 namespace {
 
 constexpr size_t kMaxListedWarnings = 20;
+constexpr size_t kMaxKeptWorkerWarnings = 1000;
 
 std::string RangesText(const std::vector<int>& ranks) {
   std::string out;
@@ -36,13 +36,17 @@ void AddWarning(Diagnosis* d, std::string text, size_t* dropped) {
 }
 
 // Missing and duplicate ranks. A missing rank is itself a suspect: crashed or hung.
-void CheckRanks(const LocalizeInput& input, Diagnosis* d, size_t* dropped) {
+void CheckRanks(const LocalizeInput& input, const WorkerTable& table, Diagnosis* d, size_t* dropped) {
   int world_size = input.declared_world_size;
-  std::set<int> seen;
+  std::vector<bool> seen;
   std::vector<int> duplicates;
-  for (const WorkerPattern& w : input.workers) {
+  for (size_t i = 0; i < table.size(); ++i) {
+    const WorkerRow& w = table.row(i);
     world_size = std::max(world_size, w.world_size);
-    if (w.rank >= 0 && !seen.insert(w.rank).second) duplicates.push_back(w.rank);
+    if (w.rank < 0) continue;
+    if (static_cast<size_t>(w.rank) >= seen.size()) seen.resize(static_cast<size_t>(w.rank) + 1, false);
+    if (seen[static_cast<size_t>(w.rank)] && duplicates.size() < 64) duplicates.push_back(w.rank);
+    seen[static_cast<size_t>(w.rank)] = true;
   }
   for (const StackDump& s : input.stacks) world_size = std::max(world_size, s.world_size);
   d->world_size = world_size;
@@ -50,10 +54,10 @@ void CheckRanks(const LocalizeInput& input, Diagnosis* d, size_t* dropped) {
     AddWarning(d, fmt::format("rank(s) {} appear in more than one file; each file is diagnosed as its "
                               "own worker", RangesText(duplicates)), dropped);
   }
-  if (world_size <= 0 || input.workers.empty()) return;
+  if (world_size <= 0 || table.empty()) return;
   std::vector<int> missing;
   for (int r = 0; r < world_size; ++r) {
-    if (!seen.contains(r)) missing.push_back(r);
+    if (static_cast<size_t>(r) >= seen.size() || !seen[static_cast<size_t>(r)]) missing.push_back(r);
   }
   if (!missing.empty()) {
     AddWarning(d, fmt::format("{} of {} ranks have no usable trace: {} (crashed or hung? they are "
@@ -70,29 +74,48 @@ bool MoreUrgent(const Finding& a, const Finding& b) {
 
 }  // namespace
 
+void LocalizeInput::AddWorker(WorkerPattern&& worker, bool keep_pattern) {
+  for (const std::string& warning : worker.warnings) {
+    if (worker_warnings.size() < kMaxKeptWorkerWarnings) {
+      worker_warnings.push_back(fmt::format("rank {}: {}", worker.rank, warning));
+    }
+  }
+  table.Add(worker);
+  if (keep_pattern) workers.push_back(std::move(worker));
+}
+
 Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations) {
+  // Callers that only kept full patterns get a table built here.
+  WorkerTable built;
+  if (input.table.empty()) {
+    for (const WorkerPattern& w : input.workers) built.Add(w);
+  }
+  const WorkerTable& table = input.table.empty() ? built : input.table;
   Diagnosis d;
-  d.workers = static_cast<int>(input.workers.size());
+  d.workers = static_cast<int>(table.size());
   size_t dropped = 0;
   for (const std::string& error : input.input_errors) AddWarning(&d, error, &dropped);
-  CheckRanks(input, &d, &dropped);
-  for (const WorkerPattern& w : input.workers) {
-    for (const std::string& warning : w.warnings) AddWarning(&d, fmt::format("rank {}: {}", w.rank, warning), &dropped);
+  CheckRanks(input, table, &d, &dropped);
+  for (const std::string& warning : input.worker_warnings) AddWarning(&d, warning, &dropped);
+  if (input.table.empty()) {
+    for (const WorkerPattern& w : input.workers) {
+      for (const std::string& warning : w.warnings) AddWarning(&d, fmt::format("rank {}: {}", w.rank, warning), &dropped);
+    }
   }
   std::vector<Finding> hang = FindHang(input.stacks, d.world_size);
   d.findings.insert(d.findings.end(), hang.begin(), hang.end());
 
-  std::vector<WorkerGroup> groups = GroupWorkers(input.workers);
+  std::vector<WorkerGroup> groups = GroupWorkers(table);
   if (groups.size() > 1) {
     std::vector<size_t> sizes;
-    for (const WorkerGroup& g : groups) sizes.push_back(g.workers.size());
+    for (const WorkerGroup& g : groups) sizes.push_back(g.size());
     d.notes.push_back(fmt::format("workers fall into {} groups of like roles (sizes {}); each is "
                                   "compared only with itself", groups.size(), fmt::join(sizes, ", ")));
   }
   for (const WorkerGroup& group : groups) {
-    if (group.workers.size() < 2) {
+    if (group.size() < 2) {
       d.notes.push_back(fmt::format("rank {} has no peer with the same role: compared with expectations only",
-                                    group.workers.front()->rank));
+                                    group.row(0).rank));
     }
     std::vector<Finding> local = FindLocalProblems(group, expectations);
     std::vector<Finding> global = FindGlobalProblems(group, expectations);

@@ -65,7 +65,7 @@ TEST(LocalizerTest, DataloaderStragglerIsTheCauseNotTheOthersWaiting) {
   EXPECT_EQ(f.scope, "local");
   EXPECT_EQ(f.category, "dataloader");
   EXPECT_EQ(f.workers, std::vector<int>{5});
-  EXPECT_NEAR(f.impact_s_per_iter, (0.95 - 0.35) * 0.2, 1e-9);  // all its own-work excess
+  EXPECT_NEAR(f.impact_s_per_iter, (0.95 - 0.35) * 0.2, 1e-6);  // all its own-work excess
   EXPECT_NE(f.evidence.find("wait on it"), std::string::npos);
 }
 

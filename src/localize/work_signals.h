@@ -13,6 +13,7 @@ struct WorkComparison {
   std::string evidence;  // which signal, with the numbers ("data-loader ops per iteration 192 vs 64")
 };
 
-WorkComparison CompareWork(const WorkerGroup& group, const WorkerPattern& suspect, double ratio);
+// Compares group member `suspect` (an index into group.members) with its peers.
+WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, double ratio);
 
 }  // namespace eroica
