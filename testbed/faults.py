@@ -42,7 +42,15 @@ class NoFault:
     def activate(self):
         self.active = True
         if self.external:
-            self._request_external()
+            note = self.external_note()
+            if note:
+                self._request_external(note)
+            else:
+                self._request_external()
+
+    def external_note(self) -> Optional[dict]:
+        """What the rank tells the launcher with its request (JSON-able), or None."""
+        return None
 
     def batch_size(self, base_batch_size: int) -> int:
         return base_batch_size
@@ -56,7 +64,8 @@ class NoFault:
     def in_step(self, iteration: int):
         pass
 
-    def apply_external(self, host, rank: int, pid: int):
+    def apply_external(self, host, rank: int, pid: int, note: Optional[dict] = None):
+        """Applies the fault to process `pid`; `note` is the rank's external_note()."""
         raise NotImplementedError(f"{self.name} is not applied from outside the process")
 
     def close(self):
@@ -141,14 +150,46 @@ class SlowStorage(NoFault):
 
 class CpuThrottle(NoFault):
     """The launcher moves the rank's process (all threads) into a cgroup with a CPU quota of
-    `quota_pct` percent of one core."""
+    `quota_pct` percent of one core; or, with `share` > 0, of `share` times the CPU the rank
+    was getting before the onset (it measures its own CPU time from iteration
+    BASELINE_FROM_ITER on), so that the throttle bites by the same factor whatever the load of
+    a shared machine: a fixed 25 % is no throttle at all when 16 busy processes share 2 cores."""
 
     name = "cpu_throttle"
     category = "compute"
     external = True
+    BASELINE_FROM_ITER = 3
 
-    def apply_external(self, host, rank, pid):
-        host.throttle_cpu(rank, pid, quota_pct=float(self.params.get("quota_pct", 25)))
+    def __init__(self, params=None, rank=0, work_dir=None):
+        super().__init__(params, rank, work_dir)
+        self._baseline = None  # (process CPU s, monotonic s) at BASELINE_FROM_ITER
+
+    def in_step(self, iteration):
+        if self._baseline is None and not self.active and iteration >= self.BASELINE_FROM_ITER:
+            self._baseline = (time.process_time(), time.monotonic())
+
+    def measured_cpu_pct(self):
+        """The rank's CPU use since the baseline, in percent of one core (None: not measured)."""
+        if self._baseline is None:
+            return None
+        wall = time.monotonic() - self._baseline[1]
+        return 100.0 * (time.process_time() - self._baseline[0]) / wall if wall > 0 else None
+
+    def external_note(self):
+        """The CPU the rank was getting: the quota's base with `share`, and in any case the
+        record of whether a fixed quota was below it at all."""
+        measured = self.measured_cpu_pct()
+        return {"measured_cpu_pct": round(measured, 2)} if measured is not None else None
+
+    def quota_pct(self, note=None):
+        share = float(self.params.get("share", 0))
+        measured = (note or {}).get("measured_cpu_pct")
+        if share > 0 and measured:
+            return max(1.0, share * float(measured))
+        return float(self.params.get("quota_pct", 25))
+
+    def apply_external(self, host, rank, pid, note=None):
+        host.throttle_cpu(rank, pid, quota_pct=self.quota_pct(note))
 
 
 class GcStorm(NoFault):
@@ -235,7 +276,7 @@ class NetThrottle(NoFault):
     external = True
     needs_network_namespaces = True
 
-    def apply_external(self, host, rank, pid):
+    def apply_external(self, host, rank, pid, note=None):
         host.throttle_link(rank, rate_mbit=float(self.params.get("rate_mbit", 400)))
 
 
@@ -269,7 +310,7 @@ SCENARIOS = {s.name: s for s in [
     Scenario("healthy", NoFault, None, {}),
     Scenario("dataloader_stall", DataloaderStall, "1", {"stall_ms": 60}),
     Scenario("slow_storage", SlowStorage, "1", {"record_kib": 1024, "file_mib": 64}),
-    Scenario("cpu_throttle", CpuThrottle, "1", {"quota_pct": 25}),
+    Scenario("cpu_throttle", CpuThrottle, "1", {"quota_pct": 25, "share": 0}),
     Scenario("gc_storm", GcStorm, "1", {"cycles_per_step": 20000, "gc_threshold": 100,
                                         "full_collect": 1}),
     Scenario("python_hot_loop", PythonHotLoop, "1", {"loop_ms": 40}),

@@ -13,6 +13,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import tempfile
 import time
@@ -22,6 +23,13 @@ from typing import Dict, List, Optional
 
 PYTHON = "/usr/bin/python3"
 TRAIN_SCRIPT = Path(__file__).resolve().parent / "train.py"
+ONLINE_PACKAGE_PARENT = Path(__file__).resolve().parent.parent / "python"  # python/eroica
+# Online mode (the ranks run under `python -m eroica run`): its settings for the testbed's
+# short iterations. The degradation detector is kept out of the way (the testbed profiles on
+# its own schedule); the hang watchdog fires after 3 s without progress.
+ONLINE_ENV = {"EROICA_HANG_MIN_S": "3", "EROICA_HANG_FACTOR": "5", "EROICA_POLL_S": "0.2",
+              "EROICA_THRESHOLD": "1000", "EROICA_COLLECT_TIMEOUT_S": "20"}
+ONLINE_REPORT_WAIT_S = 60.0
 NAME_PREFIX = "eroica"
 WORK_DIR_PARENT = "/var/tmp"  # on disk, not tmpfs: the slow-storage file needs O_DIRECT
 PHASES = ["ready", "data", "forward", "backward", "optimizer", "done"]
@@ -242,6 +250,78 @@ def list_namespaces():
 
 
 # --------------------------------------------------------------------------------------------
+# Node agents (`eroica agent`) for the profiled window
+
+
+class AgentCapture:
+    """One `eroica agent --session OUT --duration S` per rank, started just before the profiled
+    window: inside the rank's network namespace when there is one (so it sees the rank's own
+    link, `eth0`, in /sys/class/net), following the rank's process; each writes
+    `OUT/metrics-rank-<r>.eroica-metrics` when its duration is over."""
+
+    def __init__(self, binary, out_dir, network=None):
+        self.binary = str(binary)
+        self.out_dir = str(out_dir)
+        self.network = network
+        self.procs: Dict[int, subprocess.Popen] = {}
+        self.started_monotonic_s = None
+        self.duration_s = None
+        self.log_path = Path(out_dir) / "logs" / "agents.log"
+
+    def argv(self, rank, pid, duration_s):
+        argv = [self.binary, "agent", "--session", self.out_dir, "--duration", f"{duration_s:.2f}",
+                "--host", f"rank-{rank}", "--pid", str(pid), "--no-gpu"]
+        return (self.network.exec_prefix(rank) if self.network is not None else []) + argv
+
+    def start(self, pids: Dict[int, int], duration_s):
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "a")
+        self.started_monotonic_s, self.duration_s = time.monotonic(), duration_s
+        for rank, pid in sorted(pids.items()):
+            self.procs[rank] = subprocess.Popen(
+                self.argv(rank, pid, duration_s), stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=set_parent_death_signal)
+        log.close()
+
+    def finish(self, grace_s=15.0):
+        """Waits for every agent to write its file; returns {rank: exit status or None}."""
+        codes = {}
+        deadline = time.monotonic() + (self.duration_s or 0) + grace_s
+        for rank, proc in self.procs.items():
+            try:
+                codes[rank] = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                codes[rank] = None
+        self.kill()
+        return codes
+
+    def kill(self):
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+        return []
+
+    def report(self, codes):
+        files = sorted(p.name for p in Path(self.out_dir).glob("metrics-rank-*.eroica-metrics"))
+        return {"started_monotonic_s": round(self.started_monotonic_s, 6) if self.started_monotonic_s else None,
+                "duration_s": self.duration_s, "exit_codes": {str(r): c for r, c in codes.items()},
+                "files": files}
+
+
+def agent_window_s(iteration_times_s: Dict[int, List[float]], profile_iters, margin_iters=3):
+    """How long the agents sample: the profiled iterations and a margin, at the pace so far
+    (the slowest rank's mean of its last few iterations), and a second more."""
+    recent = [statistics.mean(t[-5:]) for t in iteration_times_s.values() if t]
+    pace = max(recent) if recent else 1.0
+    return round((profile_iters + margin_iters) * pace + 1.0, 2)
+
+
+# --------------------------------------------------------------------------------------------
 # Stale resources of dead launchers
 
 STALE_NAME = re.compile(rf"^{NAME_PREFIX}-(\d+)-")
@@ -286,6 +366,7 @@ class HangReport:
     iteration: int
     ranks: List[int]
     states: Dict[int, dict]
+    detected_monotonic_s: float = 0.0  # when the launcher declared the hang (CLOCK_MONOTONIC)
 
     def message(self):
         return f"no progress since iteration {self.iteration} on ranks {self.ranks}"
@@ -297,6 +378,34 @@ class RunResult:
     hang: Optional[HangReport] = None
     wall_s: float = 0.0
     logs: Dict[int, str] = field(default_factory=dict)
+    # iteration_starts_s[r][i]: when rank r began iteration i, on CLOCK_MONOTONIC (time.monotonic)
+    iteration_starts_s: Dict[int, List[float]] = field(default_factory=dict)
+    # Online mode: {"session": the eroica session folder with report.json,
+    # "report_seen_monotonic_s": when the launcher first saw that report}; empty otherwise.
+    online: Dict[str, object] = field(default_factory=dict)
+    # With config["agent"]: AgentCapture.report(), what the node agents captured.
+    agent: Dict[str, object] = field(default_factory=dict)
+    # Faults applied from outside: {rank: {"quota_pct": ..., "measured_cpu_pct": ...}, ...}
+    external: Dict[int, dict] = field(default_factory=dict)
+
+
+def parse_iteration_lines(path: Path):
+    """([seconds], [start]) in iteration order; `start` is absent (NaN) on two-column lines."""
+    by_iteration = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) in (2, 3):
+                start = float(parts[2]) if len(parts) == 3 else float("nan")
+                by_iteration[int(parts[0])] = (float(parts[1]), start)
+    ordered = [by_iteration[i] for i in sorted(by_iteration)]
+    return [t for t, _ in ordered], [s for _, s in ordered]
+
+
+def parse_external_request(text):
+    """`PID` or `PID {json note}` -> (pid, note or None)."""
+    pid, _, note = text.strip().partition(" ")
+    return int(pid), (json.loads(note) if note.strip() else None)
 
 
 def set_parent_death_signal():
@@ -330,14 +439,23 @@ class Testbed:
         self.procs: Dict[int, subprocess.Popen] = {}
         self.log_files = {}
         self.applied_ranks = set()
+        self.applied_external: Dict[int, dict] = {}  # rank -> what the launcher applied
         self.closed = False
+        # config["online"] = {"dir": SESSIONS_DIR, "bin": ERIOCA_BINARY}: run under python/eroica
+        self.online = config.get("online") or None
+        self.online_report = {}
+        # config["agent"] = {"bin": EROICA_BINARY}: node agents sample the profiled window
+        self.agents = (AgentCapture(config["agent"]["bin"], config["out_dir"], self.network)
+                       if config.get("agent") else None)
 
     # -- the host interface the faults use (faults.NoFault.apply_external)
     def throttle_cpu(self, rank, pid, quota_pct):
         path = self.cgroups.create(f"r{rank}", quota_pct)
         self.cgroups.add_process(path, pid)
+        self.applied_external[rank] = {"quota_pct": round(quota_pct, 2)}
 
     def throttle_link(self, rank, rate_mbit):
+        self.applied_external[rank] = {"rate_mbit": rate_mbit}
         if self.network is None:
             raise RuntimeError("link throttling needs the ranks in network namespaces")
         self.network.throttle(rank, rate_mbit)
@@ -365,14 +483,28 @@ class Testbed:
                         "GLOO_SOCKET_IFNAME": "lo"})
         return env
 
+    def _online_env(self, env):
+        env = dict(env)
+        paths = [str(ONLINE_PACKAGE_PARENT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+        env.update(ONLINE_ENV)
+        env["EROICA_DIR"] = str(self.online["dir"])
+        if self.online.get("bin"):
+            env["EROICA_BIN"] = str(self.online["bin"])
+        return env
+
     def _spawn(self, rank, config_path):
         argv = [PYTHON, str(TRAIN_SCRIPT), "--config", str(config_path), "--rank", str(rank)]
+        env = self._rank_env(rank)
+        if self.online:
+            argv = [PYTHON, "-m", "eroica", "run", "--"] + argv
+            env = self._online_env(env)
         if self.network is not None:
             argv = self.network.exec_prefix(rank) + argv
         log = open(self.work_dir / f"rank-{rank}.log", "w")
         self.log_files[rank] = log
         self.procs[rank] = subprocess.Popen(
-            argv, env=self._rank_env(rank), stdin=subprocess.DEVNULL, stdout=log,
+            argv, env=env, stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=set_parent_death_signal)
 
     def wait(self, no_progress_timeout_s, max_wall_s):
@@ -382,24 +514,61 @@ class Testbed:
         while True:
             self._check_exits()
             if all(p.poll() == 0 for p in self.procs.values()):
-                return self._result(started)
+                return self._result(started, agents_done=self._finish_agents())
             self._serve_external_requests()
             states = self._read_heartbeats()
+            self._start_agents_before_window(states)
             if states != last_states:
                 last_states, last_change = states, time.monotonic()
             everyone_ready = len(states) == self.world_size
             limit_s = no_progress_timeout_s if everyone_ready else max(STARTUP_TIMEOUT_S, no_progress_timeout_s)
             now = time.monotonic()
+            self._look_for_online_report()
             if now - last_change > limit_s:
                 if not everyone_ready:
                     missing = sorted(set(range(self.world_size)) - set(states))
                     raise RankFailed(f"ranks {missing} did not start within {limit_s:.0f} s")
                 iteration, ranks = least_advanced(states)
-                hang = HangReport(iteration, ranks, states)
+                hang = HangReport(iteration, ranks, states, now)
+                self._wait_for_online_report()
                 self.kill_ranks(signal.SIGKILL)
                 return self._result(started, hang)
             if now - started > max_wall_s:
                 raise RankFailed(f"the run took longer than {max_wall_s:.0f} s")
+            time.sleep(POLL_INTERVAL_S)
+
+    def _start_agents_before_window(self, states):
+        """Starts the agents once every rank is in the iteration before the profiled window
+        (the profiler's warm-up step)."""
+        if self.agents is None or self.agents.procs or len(states) < self.world_size:
+            return
+        first = self.config["profile_start"] - 1
+        if min(s.get("iter", -1) for s in states.values()) < first:
+            return
+        duration = agent_window_s(self.read_iteration_times(), self.config["profile_iters"])
+        self.agents.start({r: p.pid for r, p in self.procs.items()}, duration)
+
+    def _finish_agents(self):
+        if self.agents is None:
+            return {}
+        if not self.agents.procs:
+            return {"error": "the run ended before the agents were started"}
+        return self.agents.report(self.agents.finish())
+
+    def _look_for_online_report(self):
+        """Online mode: note when the job's own diagnosis (a session's report.json) appears."""
+        if not self.online or self.online_report:
+            return
+        reports = sorted(Path(self.online["dir"]).glob("*/report.json"))
+        if reports:
+            self.online_report = {"session": str(reports[0].parent),
+                                  "report_seen_monotonic_s": round(time.monotonic(), 6)}
+
+    def _wait_for_online_report(self):
+        """Online mode, on a hang: give the job's watchdog time to dump stacks and diagnose."""
+        deadline = time.monotonic() + ONLINE_REPORT_WAIT_S
+        while self.online and not self.online_report and time.monotonic() < deadline:
+            self._look_for_online_report()
             time.sleep(POLL_INTERVAL_S)
 
     def _check_exits(self):
@@ -414,8 +583,12 @@ class Testbed:
                 continue
             request = self.work_dir / f"onset-request-r{rank}"
             if request.exists():
-                pid = int(request.read_text().strip())
-                self.fault.apply_external(self, rank, pid)
+                pid, note = parse_external_request(request.read_text())
+                if note:
+                    self.fault.apply_external(self, rank, pid, note=note)
+                    self.applied_external.setdefault(rank, {}).update(note)
+                else:
+                    self.fault.apply_external(self, rank, pid)
                 self.applied_ranks.add(rank)
                 (self.work_dir / f"onset-applied-r{rank}").write_text("1")
 
@@ -428,21 +601,22 @@ class Testbed:
                 pass
         return states
 
-    def _result(self, started, hang=None):
-        return RunResult(self.read_iteration_times(), hang, time.monotonic() - started)
+    def _result(self, started, hang=None, agents_done=None):
+        times, starts = self.read_iteration_records()
+        return RunResult(times, hang, time.monotonic() - started, iteration_starts_s=starts,
+                         online=dict(self.online_report), agent=agents_done or {},
+                         external={r: dict(v) for r, v in self.applied_external.items()})
 
     def read_iteration_times(self):
-        times = {}
+        return self.read_iteration_records()[0]
+
+    def read_iteration_records(self):
+        """({rank: [wall s per iteration]}, {rank: [start of each iteration, CLOCK_MONOTONIC s]})
+        from the ranks' `iters-r<r>.txt` lines `ID SECONDS [START]`."""
+        times, starts = {}, {}
         for rank in range(self.world_size):
-            path = self.work_dir / f"iters-r{rank}.txt"
-            by_iteration = {}
-            if path.exists():
-                for line in path.read_text().splitlines():
-                    parts = line.split()
-                    if len(parts) == 2:
-                        by_iteration[int(parts[0])] = float(parts[1])
-            times[rank] = [by_iteration[i] for i in sorted(by_iteration)]
-        return times
+            times[rank], starts[rank] = parse_iteration_lines(self.work_dir / f"iters-r{rank}.txt")
+        return times, starts
 
     def last_log_line(self, rank):
         try:
@@ -483,6 +657,7 @@ class Testbed:
         self.closed = True
         errors = []
         steps = [("processes", lambda: self.kill_ranks() or []),
+                 ("agents", lambda: self.agents.kill() if self.agents else []),
                  ("cgroups", self.cgroups.remove_all),
                  ("network", lambda: self.network.teardown() if self.network else []),
                  ("files", self._remove_work_dir)]

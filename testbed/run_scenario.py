@@ -56,6 +56,14 @@ def parse_args(argv=None):
     parser.add_argument("--max-wall-s", type=float, default=180.0, help="give up after this long")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="override a fault parameter, e.g. stall_ms=100 (repeatable)")
+    parser.add_argument("--online-eroica", default=None, metavar="SESSIONS_DIR",
+                        help="run the ranks under `python -m eroica run` (python/eroica), its "
+                             "sessions in SESSIONS_DIR; on a hang, wait for its report.json")
+    parser.add_argument("--eroica-bin", default=None,
+                        help="with --online-eroica: the eroica binary the job's rank 0 runs")
+    parser.add_argument("--agent-bin", default=None, metavar="EROICA",
+                        help="run `EROICA agent` for each rank (in its network namespace if any) "
+                             "over the profiled window: DIR/metrics-rank-<r>.eroica-metrics")
     args = parser.parse_args(argv)
     validate_args(parser, args)
     return args
@@ -98,13 +106,18 @@ def build_config(args, out_dir):
             "fault_params": args.fault_params, "seed": args.seed, "iters": args.iters,
             "onset_iter": args.onset_iter, "profile_start": args.profile_start,
             "profile_iters": args.profile_iters, "out_dir": str(out_dir),
-            "master_port": launch.free_port()}
+            "master_port": launch.free_port(),
+            "online": ({"dir": str(Path(args.online_eroica).resolve()),
+                        "bin": str(Path(args.eroica_bin).resolve()) if args.eroica_bin else ""}
+                       if args.online_eroica else None),
+            "agent": {"bin": str(Path(args.agent_bin).resolve())} if args.agent_bin else None}
 
 
 def clear_outputs(out_dir: Path):
     """Remove what an earlier run left in DIR (only the names this tool writes)."""
     stale = [*out_dir.glob("rank-*.json"), *out_dir.glob("rank-*.json.tmp"),
-             *out_dir.glob("logs/rank-*.log")]
+             *out_dir.glob("logs/rank-*.log"), *out_dir.glob("logs/agents.log"),
+             *out_dir.glob("metrics-rank-*.eroica-metrics")]
     for path in stale:
         path.unlink()
     (out_dir / "truth.json").unlink(missing_ok=True)
@@ -153,13 +166,43 @@ def write_truth(out_dir, args, result, profiled_iters, fault_params):
              "seed": args.seed,
              "fault_params": fault_params,
              "iteration_times_s": {str(r): [round(t, 6) for t in times]
-                                   for r, times in result.iteration_times_s.items()}}
+                                   for r, times in result.iteration_times_s.items()},
+             "iteration_start_monotonic_s": {str(r): [round(t, 6) for t in starts]
+                                             for r, starts in result.iteration_starts_s.items()},
+             "finished_monotonic_s": round(time.monotonic(), 6)}
+    onset = onset_monotonic_s(args, result)
+    if onset is not None:
+        truth["fault_onset_monotonic_s"] = round(onset, 6)
+    if getattr(args, "online_eroica", None):
+        truth["online"] = dict(result.online)
+    if getattr(args, "agent_bin", None):
+        truth["agent"] = dict(result.agent)
+    if result.external:
+        truth["external_faults"] = {str(r): v for r, v in sorted(result.external.items())}
     if result.hang is not None:
         truth["hang"] = {"message": result.hang.message(), "iteration": result.hang.iteration,
-                         "stalled_ranks": result.hang.ranks}
+                         "stalled_ranks": result.hang.ranks,
+                         "detected_monotonic_s": round(result.hang.detected_monotonic_s, 6)}
     tmp = out_dir / "truth.json.tmp"
     tmp.write_text(json.dumps(truth, indent=1) + "\n")
     os.replace(tmp, out_dir / "truth.json")
+
+
+def onset_monotonic_s(args, result):
+    """When the first faulty rank began the onset iteration (CLOCK_MONOTONIC), from its iteration
+    records or, for an iteration that never finished (a hang), from its last heartbeat."""
+    if not args.fault_ranks:
+        return None
+    found = []
+    for rank in args.fault_ranks:
+        starts = result.iteration_starts_s.get(rank, [])
+        if args.onset_iter < len(starts) and starts[args.onset_iter] == starts[args.onset_iter]:
+            found.append(starts[args.onset_iter])
+        elif result.hang is not None:
+            state = result.hang.states.get(rank, {})
+            if state.get("iter") == args.onset_iter and "started_s" in state:
+                found.append(float(state["started_s"]))
+    return min(found) if found else None
 
 
 def print_summary(args, result):

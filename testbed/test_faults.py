@@ -124,6 +124,64 @@ class WorkerHooks(unittest.TestCase):
         with self.assertRaises(NotImplementedError):
             faults.make_fault("gc_storm").apply_external(host, 0, 1)
 
+    def test_cpu_throttle_relative_to_the_measured_share(self):
+        class FakeHost:
+            def __init__(self):
+                self.quotas = []
+
+            def throttle_cpu(self, rank, pid, quota_pct):
+                self.quotas.append(quota_pct)
+
+        notes = []
+        fault = faults.make_fault("cpu_throttle", {"share": 0.5})
+        fault.prepare(lambda note=None: notes.append(note))
+        fault.in_step(0)  # before the baseline iteration: not measured
+        self.assertIsNone(fault.measured_cpu_pct())
+        fault.in_step(fault.BASELINE_FROM_ITER)
+        deadline = time.process_time() + 0.05
+        while time.process_time() < deadline:  # busy: ~100 % of a core
+            pass
+        fault.activate()
+        self.assertEqual(len(notes), 1)
+        measured = notes[0]["measured_cpu_pct"]
+        self.assertGreater(measured, 1.0)  # a loaded machine gives us a small share
+        self.assertLessEqual(measured, 100.0 * os.cpu_count() + 5)
+        host = FakeHost()
+        fault.apply_external(host, 1, 4321, note=notes[0])
+        self.assertAlmostEqual(host.quotas[0], 0.5 * measured)
+        # At least 1 %; without a note (not measured) the fixed quota_pct.
+        self.assertEqual(fault.quota_pct({"measured_cpu_pct": 0.5}), 1.0)
+        self.assertEqual(fault.quota_pct(None), 25.0)
+        # share 0 (the default): the fixed quota; the measured share is still reported.
+        plain = faults.make_fault("cpu_throttle", {"quota_pct": 10})
+        plain.prepare(lambda note=None: notes.append(("plain", note)))
+        plain.in_step(5)
+        plain.activate()
+        self.assertEqual(notes[-1][0], "plain")
+        self.assertIn("measured_cpu_pct", notes[-1][1])
+        self.assertEqual(plain.quota_pct({"measured_cpu_pct": 80}), 10.0)
+        # Activated before the baseline iteration: nothing measured, no note.
+        early = faults.make_fault("cpu_throttle", {"share": 0.5})
+        early.prepare(lambda: notes.append("early"))
+        early.activate()
+        self.assertEqual(notes[-1], "early")
+
+    def test_external_request_text(self):
+        self.assertEqual(launch.parse_external_request("123\n"), (123, None))
+        self.assertEqual(launch.parse_external_request('123 {"measured_cpu_pct": 40.5}'),
+                         (123, {"measured_cpu_pct": 40.5}))
+
+    def test_agent_window_follows_the_pace(self):
+        times = {0: [0.1] * 10, 1: [0.1] * 5 + [0.2] * 5}
+        self.assertEqual(launch.agent_window_s(times, profile_iters=5), round(8 * 0.2 + 1.0, 2))
+        self.assertEqual(launch.agent_window_s({0: []}, profile_iters=5), 9.0)
+        net = launch.RankNetwork("77", 2)
+        capture = launch.AgentCapture("/bin/eroica", "/out", net)
+        self.assertEqual(capture.argv(1, 555, 3.5),
+                         ["ip", "netns", "exec", "eroica-77-r1", "/bin/eroica", "agent", "--session",
+                          "/out", "--duration", "3.50", "--host", "rank-1", "--pid", "555", "--no-gpu"])
+        self.assertEqual(launch.AgentCapture("e", "/o").argv(0, 1, 1)[:2], ["e", "agent"])
+
 
 class Cgroups(unittest.TestCase):
     def setUp(self):

@@ -112,13 +112,21 @@ class Progress:
         self.times_file = open(Path(work_dir) / f"iters-r{rank}.txt", "a", buffering=1)
         self.pid = os.getpid()
 
-    def beat(self, iteration, phase):
+    def beat(self, iteration, phase, started_monotonic_s=None):
+        """`started_monotonic_s`: when the iteration began (CLOCK_MONOTONIC), so that a hang
+        report can time the iteration that never finished."""
         tmp = self.heartbeat_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"iter": iteration, "phase": phase, "pid": self.pid}))
+        state = {"iter": iteration, "phase": phase, "pid": self.pid}
+        if started_monotonic_s is not None:
+            state["started_s"] = round(started_monotonic_s, 6)
+        tmp.write_text(json.dumps(state))
         os.replace(tmp, self.heartbeat_path)
 
-    def record(self, iteration, seconds):
-        self.times_file.write(f"{iteration} {seconds:.6f}\n")
+    def record(self, iteration, seconds, started_monotonic_s):
+        """One line per iteration: id, wall seconds, start on the host's CLOCK_MONOTONIC (the
+        same clock in every process and network namespace, so the launcher and the accuracy
+        run can time the fault's onset against their own events)."""
+        self.times_file.write(f"{iteration} {seconds:.6f} {started_monotonic_s:.6f}\n")
 
 
 class ExternalFaultHandshake:
@@ -128,8 +136,11 @@ class ExternalFaultHandshake:
         self.request_path = Path(work_dir) / f"onset-request-r{rank}"
         self.applied_path = Path(work_dir) / f"onset-applied-r{rank}"
 
-    def __call__(self):
-        self.request_path.write_text(str(os.getpid()))
+    def __call__(self, note=None):
+        """Writes `PID [JSON note]` (atomically) and waits for the launcher's answer."""
+        tmp = self.request_path.with_name(self.request_path.name + ".tmp")
+        tmp.write_text(str(os.getpid()) + (" " + json.dumps(note) if note else ""))
+        os.replace(tmp, self.request_path)
         deadline = time.monotonic() + EXTERNAL_FAULT_TIMEOUT_S
         while not self.applied_path.exists():
             if time.monotonic() > deadline:
@@ -180,18 +191,19 @@ def train(config, rank):
             check_step_label(prof, iteration)
             if iteration == config["onset_iter"]:
                 fault.activate()
+            started_monotonic_s = time.monotonic()
             started_s = time.perf_counter()
-            progress.beat(iteration, "data")
+            progress.beat(iteration, "data", started_monotonic_s)
             dense, tokens, labels = next(batches)
-            progress.beat(iteration, "forward")
+            progress.beat(iteration, "forward", started_monotonic_s)
             fault.in_step(iteration)
             loss = loss_fn(model(dense, tokens), labels)
-            progress.beat(iteration, "backward")
+            progress.beat(iteration, "backward", started_monotonic_s)
             optimizer.zero_grad()
             loss.backward()
-            progress.beat(iteration, "optimizer")
+            progress.beat(iteration, "optimizer", started_monotonic_s)
             optimizer.step()
-            progress.record(iteration, time.perf_counter() - started_s)
+            progress.record(iteration, time.perf_counter() - started_s, started_monotonic_s)
         progress.beat(config["iters"], "done")
     fault.close()
     dist.barrier()

@@ -1,0 +1,622 @@
+"""Accuracy benchmark: every testbed scenario x seeds, end to end, scored against the truth.
+
+    /usr/bin/python3 testbed/accuracy.py --eroica build/eroica [--seeds 3] [--scenario NAME ...]
+        [--param SCENARIO:KEY=VALUE ...] [--out out/accuracy]
+
+Each run launches N ranks of real DDP training (run_scenario.py), injects the scenario's fault
+from the onset iteration on, profiles the same iterations on every rank, runs
+`eroica diagnose DIR --format json`, and scores findings[0] against truth.json: the rank(s),
+the category, the scope; on healthy runs any finding is a false alarm. The faulty rank varies
+with the seed. Time to diagnosis: wall seconds from the start of the onset iteration (on the
+faulty rank, CLOCK_MONOTONIC as the testbed records it) to the moment the diagnosis is in hand.
+
+Scenarios eroica cannot diagnose yet are scored for what they are, never skipped:
+- net_throttle needs hardware samples (NIC throughput) from `eroica agent`; when diagnose does
+  not name the link, the run is "needs agent" (what diagnose said is still recorded);
+- hang: with the online package (python/eroica, hang watchdog) the job runs under
+  `python -m eroica run` and the session's stacks are diagnosed; without it, the testbed's own
+  hang detection (no progress, least-advanced ranks) is scored and marked as such.
+
+Writes OUT/accuracy-results.json (every run, the load average, the summary) and
+OUT/accuracy-table.md, keeps each run's traces in OUT/runs/<scenario>-s<seed>/ (with the
+ranks' patterns, summarized and shown, in its patterns/ when the diagnosis is wrong), and prints the Markdown
+tables. Exit status: 0 when every run completed (right or wrong; --strict: and all correct),
+1 when a run could not be completed, 2 on bad arguments.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+TESTBED_DIR = Path(__file__).resolve().parent
+REPO_DIR = TESTBED_DIR.parent
+sys.path.insert(0, str(TESTBED_DIR))
+import faults  # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+RUN_SCENARIO = TESTBED_DIR / "run_scenario.py"
+ONLINE_PACKAGE_PARENT = REPO_DIR / "python"
+DEFAULT_SEEDS = 3
+DEFAULT_RANKS = 4
+RUN_TIMEOUT_S = 240
+# The benchmark's own fault strengths, where the testbed's default does not survive a shared
+# machine: a fixed 25 % CPU quota is no throttle when the rank gets less than that anyway (4
+# ranks and others' builds on 2 cores), so the throttle is relative: 40 % of the CPU the rank
+# was getting before the onset. A --param for a scenario replaces its entry here.
+DEFAULT_OVERRIDES = {"cpu_throttle": ["share=0.4"]}
+DIAGNOSE_TIMEOUT_S = 120
+
+# Statuses of one run. Only CORRECT counts as a success; the "not yet" statuses are reported
+# apart from eroica's accuracy, with their reason.
+CORRECT = "correct"
+WRONG = "wrong"
+MISSED = "missed"
+FALSE_ALARM = "false alarm"
+NEEDS_AGENT = "needs agent"
+TESTBED_ONLY = "testbed only"
+ERROR = "error"
+NOT_YET = (NEEDS_AGENT, TESTBED_ONLY)
+
+NEEDS_AGENT_REASON = ("every rank's all-reduce slows equally when one link is throttled, so the "
+                      "traces alone cannot name the rank: it needs NIC throughput samples (μ) "
+                      "from `eroica agent`")
+AGENT_NOT_READ = ("; the agents' metrics were captured (metrics-rank-<r>.eroica-metrics beside "
+                  "the traces) but diagnose does not read them yet")
+NO_AGENT = "; no agent binary was given (--agent-bin, or an --eroica with `agent`)"
+TESTBED_ONLY_REASON = ("the online package (python/eroica) with its hang watchdog is not "
+                       "available: scored on the testbed's own detection (no progress, stalled "
+                       "ranks); eroica diagnose gets no stacks")
+
+
+# --------------------------------------------------------------------------------------------
+# Plan
+
+
+def fault_rank_for(scenario_name: str, seed: int, world_size: int) -> Optional[str]:
+    """The --fault-rank of a run: none (healthy), 'all' (global scenarios), else a rank that
+    varies with the seed and includes rank 0 (seed 0 -> 1, 1 -> 0, 2 -> 3, 3 -> 2, ...)."""
+    default = faults.SCENARIOS[scenario_name].default_fault_rank
+    if default is None:
+        return None
+    if default == "all":
+        return "all"
+    return str((1 + 3 * seed) % world_size)
+
+
+def parse_overrides(items: List[str]) -> Dict[str, List[str]]:
+    """['cpu_throttle:quota_pct=10', ...] -> {'cpu_throttle': ['quota_pct=10']}."""
+    overrides: Dict[str, List[str]] = {}
+    for item in items:
+        scenario, sep, pair = item.partition(":")
+        if not sep or scenario not in faults.SCENARIOS or "=" not in pair:
+            raise ValueError(f"--param wants SCENARIO:KEY=VALUE with a known scenario, got {item!r}")
+        overrides.setdefault(scenario, []).append(pair)
+    return overrides
+
+
+# --------------------------------------------------------------------------------------------
+# Scoring (pure: unit-tested with fabricated diagnoses in test_accuracy.py)
+
+
+def finding_brief(finding: Optional[dict]) -> Optional[dict]:
+    if not finding:
+        return None
+    keys = ("scope", "category", "workers", "function", "impact_s_per_iter", "location")
+    return {k: finding.get(k) for k in keys if k in finding}
+
+
+def describe_finding(finding: Optional[dict]) -> str:
+    """'local dataloader on [2]: enumerate(DataLoader)#... (57.1 ms/iter)'."""
+    if not finding:
+        return "(no finding)"
+    workers = finding.get("workers") or []
+    text = f"{finding.get('scope', '?')} {finding.get('category', '?')} on {format_ranks(workers)}"
+    function = finding.get("function")
+    if function:
+        text += f": {shorten(function, 48)}"
+    impact = finding.get("impact_s_per_iter")
+    if isinstance(impact, (int, float)) and impact > 0:
+        text += f" ({impact * 1000:.1f} ms/iter)"
+    location = finding.get("location")
+    if location:
+        text += f" at {location}"
+    return text
+
+
+def format_ranks(ranks) -> str:
+    ranks = sorted(ranks)
+    if len(ranks) > 6:
+        return f"[{ranks[0]}..{ranks[-1]}] ({len(ranks)})"
+    return "[" + ",".join(str(r) for r in ranks) + "]"
+
+
+def shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def score_diagnosis(truth: dict, diagnosis: dict) -> dict:
+    """Scores findings[0] against the truth.
+
+    Returns {"status", "rank_ok", "category_ok", "scope_ok", "false_alarm", "findings",
+    "first"}: status is CORRECT, WRONG, MISSED (a fault, no finding) or FALSE_ALARM (a healthy
+    run, any finding). For a global truth the first finding must name every rank."""
+    findings = diagnosis.get("findings") or []
+    first = findings[0] if findings else None
+    result = {"findings": len(findings), "first": finding_brief(first),
+              "rank_ok": None, "category_ok": None, "scope_ok": None, "false_alarm": False}
+    if truth.get("category") is None:  # healthy
+        result["false_alarm"] = bool(findings) or diagnosis.get("healthy") is False
+        result["status"] = FALSE_ALARM if result["false_alarm"] else CORRECT
+        return result
+    if first is None:
+        result.update(rank_ok=False, category_ok=False, scope_ok=False, status=MISSED)
+        return result
+    result["rank_ok"] = sorted(first.get("workers") or []) == sorted(truth.get("ranks") or [])
+    result["category_ok"] = first.get("category") == truth.get("category")
+    result["scope_ok"] = first.get("scope") == truth.get("scope")
+    ok = result["rank_ok"] and result["category_ok"] and result["scope_ok"]
+    result["status"] = CORRECT if ok else WRONG
+    return result
+
+
+def score_hang_location(diagnosis: dict, expected_file: str, expected_line: int) -> Optional[bool]:
+    """Whether findings[0].location ('path:line') names the blocking line; None without one."""
+    findings = diagnosis.get("findings") or []
+    location = findings[0].get("location") if findings else None
+    if not location:
+        return None
+    path, _, line = location.rpartition(":")
+    return Path(path).name == Path(expected_file).name and line.strip() == str(expected_line)
+
+
+def score_testbed_hang(truth: dict) -> dict:
+    """The testbed's own hang detection: it saw no progress and named the stalled ranks."""
+    hang = truth.get("hang")
+    result = {"findings": 0, "first": None, "false_alarm": False,
+              "category_ok": hang is not None, "scope_ok": hang is not None}
+    if hang is None:
+        result.update(rank_ok=False, status=MISSED)
+        return result
+    result["rank_ok"] = sorted(hang.get("stalled_ranks") or []) == sorted(truth.get("ranks") or [])
+    result["first"] = {"scope": "local", "category": "hang", "workers": hang.get("stalled_ranks"),
+                       "function": hang.get("message")}
+    result["status"] = TESTBED_ONLY
+    return result
+
+
+def verdict_text(record: dict) -> str:
+    """The table's verdict cell: the status, and what was wrong."""
+    status = record["status"]
+    if status == WRONG:
+        wrong = [name for name, key in (("rank", "rank_ok"), ("category", "category_ok"),
+                                        ("scope", "scope_ok")) if record.get(key) is False]
+        return f"wrong {'+'.join(wrong)}"
+    if status == TESTBED_ONLY:
+        ok = record.get("rank_ok") and record.get("category_ok")
+        return "testbed only: " + ("hang detected, stalled ranks right" if ok else "stalled ranks wrong")
+    if status == NEEDS_AGENT:
+        return "needs agent"
+    if status == ERROR:
+        return "error"
+    if status == CORRECT and record.get("location_ok") is False:
+        return "correct (location wrong)"
+    return status
+
+
+def time_to_diagnosis(truth: dict, diagnosed_monotonic_s: Optional[float]) -> Optional[float]:
+    onset = truth.get("fault_onset_monotonic_s")
+    if onset is None or diagnosed_monotonic_s is None:
+        return None
+    return round(diagnosed_monotonic_s - onset, 2)
+
+
+def faulty_slowdown(truth: dict, window_end: Optional[int] = None) -> Optional[float]:
+    """Mean iteration time of the job (slowest rank per iteration) during the fault over before
+    it: how strong the fault was on this run (under the machine's load at that time)."""
+    times = truth.get("iteration_times_s") or {}
+    onset = truth.get("fault_onset_iter")
+    if onset is None or not times:
+        return None
+    profiled = truth.get("profiled_iters") or []
+    end = window_end if window_end is not None else (profiled[-1] + 1 if profiled else None)
+    if end is None:
+        return None
+    per_iter = [max(t[i] for t in times.values() if i < len(t))
+                for i in range(min(len(t) for t in times.values()))]
+    before = per_iter[min(3, max(0, onset - 1)):onset]
+    during = per_iter[onset + 1:end]
+    if not before or not during:
+        return None
+    return round(statistics.mean(during) / statistics.mean(before), 3)
+
+
+def rank_means_ms(truth: dict) -> Optional[dict]:
+    """Each rank's mean ms per iteration before the onset and in the profiled window:
+    {"before": {rank: ms}, "window": {rank: ms}}."""
+    times = truth.get("iteration_times_s") or {}
+    profiled = truth.get("profiled_iters") or []
+    if not times or not profiled:
+        return None
+    onset = truth.get("fault_onset_iter")
+    start = onset if onset is not None else profiled[0]
+    out = {"before": {}, "window": {}}
+    for rank, t in times.items():
+        before = t[min(3, max(0, start - 1)):start]
+        window = t[profiled[0]:profiled[-1] + 1]
+        out["before"][rank] = round(1000 * statistics.mean(before), 1) if before else None
+        out["window"][rank] = round(1000 * statistics.mean(window), 1) if window else None
+    return out
+
+
+def summarize(records: List[dict]) -> Dict[str, dict]:
+    """Per scenario: runs, correct, rank/category/scope hits, false alarms, median time."""
+    out: Dict[str, dict] = {}
+    for record in records:
+        s = out.setdefault(record["scenario"], {
+            "runs": 0, "correct": 0, "rank_ok": 0, "category_ok": 0, "scope_ok": 0,
+            "false_alarms": 0, "not_yet": 0, "errors": 0, "times_s": [], "statuses": {}})
+        s["runs"] += 1
+        s["statuses"][record["status"]] = s["statuses"].get(record["status"], 0) + 1
+        s["correct"] += record["status"] == CORRECT
+        s["false_alarms"] += bool(record.get("false_alarm"))
+        s["not_yet"] += record["status"] in NOT_YET
+        s["errors"] += record["status"] == ERROR
+        for key in ("rank_ok", "category_ok", "scope_ok"):
+            s[key] += record.get(key) is True
+        if record.get("time_to_diagnosis_s") is not None:
+            s["times_s"].append(record["time_to_diagnosis_s"])
+    for s in out.values():
+        times = s.pop("times_s")
+        s["median_time_to_diagnosis_s"] = round(statistics.median(times), 1) if times else None
+    return out
+
+
+def totals(records: List[dict]) -> dict:
+    faulty = [r for r in records if r.get("truth_category") is not None]
+    healthy = [r for r in records if r.get("truth_category") is None]
+    scored = [r for r in faulty if r["status"] not in NOT_YET + (ERROR,)]
+    return {"runs": len(records),
+            "fault_runs": len(faulty),
+            "fault_runs_scored": len(scored),
+            "fault_runs_correct": sum(r["status"] == CORRECT for r in scored),
+            "fault_runs_not_yet_diagnosable": sum(r["status"] in NOT_YET for r in faulty),
+            "healthy_runs": len(healthy),
+            "false_alarms": sum(bool(r.get("false_alarm")) for r in healthy),
+            "errors": sum(r["status"] == ERROR for r in records)}
+
+
+def markdown_tables(records: List[dict], summary: Dict[str, dict], overall: dict,
+                    reasons: Dict[str, str]) -> str:
+    lines = ["| scenario | seed | fault rank | verdict | first finding | job slowdown | time to diagnosis | load (1 min) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        slow = f"×{r['slowdown']:.2f}" if r.get("slowdown") else "–"
+        ttd = f"{r['time_to_diagnosis_s']:.1f} s" if r.get("time_to_diagnosis_s") is not None else "–"
+        load = r.get("loadavg_before") or [None]
+        load_text = f"{load[0]:.1f}" if load[0] is not None else "–"
+        first = describe_finding(r.get("first")).replace("|", "\\|")
+        if r["status"] == ERROR:
+            first = shorten(r.get("error", ""), 80).replace("|", "\\|")
+        lines.append(f"| {r['scenario']} | {r['seed']} | {r.get('fault_rank') or '–'} | "
+                     f"{verdict_text(r)} | {first} | {slow} | {ttd} | {load_text} |")
+    lines += ["", "| scenario | runs | correct | rank | category | scope | false alarms | median time to diagnosis | note |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for name, s in summary.items():
+        ttd = f"{s['median_time_to_diagnosis_s']:.1f} s" if s["median_time_to_diagnosis_s"] is not None else "–"
+        note = reasons.get(name, "")
+        if s["errors"]:
+            note = (note + "; " if note else "") + f"{s['errors']} run(s) failed"
+        hits = ["–"] * 3 if name == "healthy" else [s["rank_ok"], s["category_ok"], s["scope_ok"]]
+        lines.append(f"| {name} | {s['runs']} | {s['correct']}/{s['runs']} | {hits[0]} | "
+                     f"{hits[1]} | {hits[2]} | {s['false_alarms']} | {ttd} | {note} |")
+    lines += ["", (f"Faults correctly diagnosed (rank, category and scope of the first finding): "
+                   f"{overall['fault_runs_correct']}/{overall['fault_runs_scored']} scored runs"
+                   f" ({overall['fault_runs_not_yet_diagnosable']} more not diagnosable yet); "
+                   f"false alarms: {overall['false_alarms']}/{overall['healthy_runs']} healthy runs"
+                   + (f"; {overall['errors']} run(s) failed." if overall["errors"] else "."))]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Capabilities of the tree as it is now
+
+
+def eroica_subcommands(eroica: str) -> List[str]:
+    try:
+        text = subprocess.run([eroica, "--help"], capture_output=True, text=True, timeout=30).stdout
+    except OSError:
+        return []
+    names, in_list = [], False
+    for line in text.splitlines():
+        if line.strip().startswith("Subcommands:"):
+            in_list = True
+            continue
+        if in_list and line.startswith("  ") and line.strip():
+            names.append(line.split()[0])
+    return names
+
+
+def online_hang_available() -> bool:
+    """python/eroica with `run`, the hang watchdog and the stack dumps."""
+    package = ONLINE_PACKAGE_PARENT / "eroica"
+    if not all((package / name).exists() for name in ("__main__.py", "runner.py", "hang.py")):
+        return False
+    probe = subprocess.run([PYTHON, "-c", "import eroica.hang, eroica.runner, eroica.detector as d; "
+                            "assert hasattr(d, 'HangDetector')"],
+                           env={**os.environ, "PYTHONPATH": str(ONLINE_PACKAGE_PARENT)},
+                           capture_output=True, text=True, timeout=60)
+    return probe.returncode == 0
+
+
+def hang_blocking_line() -> int:
+    """faults.Hang's second acquire: the line a correct hang finding names."""
+    for number, line in enumerate((TESTBED_DIR / "faults.py").read_text().splitlines(), 1):
+        if "blocks forever" in line:
+            return number
+    raise RuntimeError("faults.py: the hang's blocking line is not marked 'blocks forever'")
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+
+
+def git_head() -> Optional[str]:
+    done = subprocess.run(["git", "-C", str(REPO_DIR), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def loadavg() -> List[float]:
+    try:
+        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+    except OSError:
+        return []
+
+
+def run_diagnose(eroica: str, path: Path):
+    """(diagnosis dict, seconds it took, monotonic time it was in hand)."""
+    started = time.monotonic()
+    done = subprocess.run([eroica, "diagnose", str(path), "--format", "json"], capture_output=True,
+                          text=True, timeout=DIAGNOSE_TIMEOUT_S)
+    finished = time.monotonic()
+    if done.returncode != 0:
+        raise RuntimeError(f"eroica diagnose {path} failed ({done.returncode}): "
+                           f"{(done.stderr or done.stdout).strip()[:300]}")
+    return json.loads(done.stdout), round(finished - started, 2), finished
+
+
+def save_patterns(eroica: str, run_dir: Path, world_size: int):
+    """For a wrong diagnosis: every rank's pattern, and `eroica show` of it, beside the traces."""
+    shown = []
+    folder = run_dir / "patterns"  # not beside the traces: a later diagnose of DIR reads both
+    folder.mkdir(exist_ok=True)
+    for rank in range(world_size):
+        trace = run_dir / f"rank-{rank}.json"
+        if not trace.exists():
+            continue
+        pattern = folder / f"rank-{rank}.pattern"
+        subprocess.run([eroica, "summarize", str(trace), "-o", str(pattern)], capture_output=True,
+                       timeout=DIAGNOSE_TIMEOUT_S)
+        if pattern.exists():
+            show = subprocess.run([eroica, "show", str(pattern), "-n", "12"], capture_output=True,
+                                  text=True, timeout=60)
+            shown.append(show.stdout)
+    (folder / "patterns.txt").write_text("\n".join(shown))
+
+
+def run_one(args, scenario: str, seed: int, overrides: Dict[str, List[str]], caps: dict) -> dict:
+    world = args.ranks
+    fault_rank = fault_rank_for(scenario, seed, world)
+    run_dir = Path(args.out) / "runs" / f"{scenario}-s{seed}"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    online = scenario == "hang" and caps["online_hang"]
+    cmd = [PYTHON, str(RUN_SCENARIO), "--scenario", scenario, "--ranks", str(world),
+           "--out", str(run_dir), "--seed", str(seed)]
+    if fault_rank is not None:
+        cmd += ["--fault-rank", fault_rank]
+    for pair in overrides.get(scenario, []):
+        cmd += ["--param", pair]
+    if online:
+        cmd += ["--online-eroica", str(run_dir / "eroica"), "--eroica-bin", args.eroica]
+    with_agent = scenario == "net_throttle" and args.agent_bin
+    if with_agent:
+        cmd += ["--agent-bin", args.agent_bin]
+    record = {"scenario": scenario, "seed": seed, "fault_rank": fault_rank,
+              "params": overrides.get(scenario, []), "run_dir": str(run_dir),
+              "loadavg_before": loadavg(), "truth_category": faults.SCENARIOS[scenario].category}
+    started = time.monotonic()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        record["run_wall_s"] = round(time.monotonic() - started, 1)
+        record["testbed_output"] = done.stdout.strip().splitlines()
+        if done.returncode != 0:
+            raise RuntimeError(f"run_scenario failed ({done.returncode}): "
+                               f"{(done.stderr.strip() or done.stdout.strip())[-300:]}")
+        truth = json.loads((run_dir / "truth.json").read_text())
+        record.update(truth_ranks=truth["ranks"], truth_scope=truth["scope"],
+                      fault_params=truth.get("fault_params"), slowdown=faulty_slowdown(truth),
+                      rank_ms_per_iter=rank_means_ms(truth))
+        if truth.get("external_faults"):
+            record["external_faults"] = truth["external_faults"]
+        if scenario == "hang":
+            score_hang(args, truth, run_dir, record, online)
+        else:
+            diagnosis, record["diagnose_wall_s"], in_hand = run_diagnose(args.eroica, run_dir)
+            record.update(score_diagnosis(truth, diagnosis))
+            record["warnings"] = diagnosis.get("warnings", [])
+            record["time_to_diagnosis_s"] = time_to_diagnosis(truth, in_hand)
+            if with_agent:
+                record["agent"] = truth.get("agent")
+            if scenario == "net_throttle" and record["status"] != CORRECT:
+                record["status_before_reason"] = record["status"]
+                record["status"] = NEEDS_AGENT
+                captured = with_agent and (truth.get("agent") or {}).get("files")
+                record["reason"] = NEEDS_AGENT_REASON + (AGENT_NOT_READ if captured else NO_AGENT)
+        if record["status"] in (WRONG, MISSED, FALSE_ALARM, NEEDS_AGENT) and scenario != "hang":
+            save_patterns(args.eroica, run_dir, world)
+    except (RuntimeError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as error:
+        record.update(status=ERROR, error=str(error).replace("\n", " "))
+        record.setdefault("run_wall_s", round(time.monotonic() - started, 1))
+    record["loadavg_after"] = loadavg()
+    return record
+
+
+def score_hang(args, truth, run_dir, record, online):
+    if not online:
+        record.update(score_testbed_hang(truth))
+        record["reason"] = TESTBED_ONLY_REASON
+        hang = truth.get("hang") or {}
+        record["time_to_diagnosis_s"] = time_to_diagnosis(truth, hang.get("detected_monotonic_s"))
+        return
+    record["diagnosed_by"] = "python -m eroica run (hang watchdog) + eroica diagnose SESSION"
+    online_info = truth.get("online") or {}
+    session = online_info.get("session")
+    if not session:
+        record.update(status=MISSED, rank_ok=False, category_ok=False, scope_ok=False,
+                      findings=0, first=None, false_alarm=False,
+                      error="the online package wrote no hang session (no report.json)")
+        record["testbed_hang"] = truth.get("hang")
+        return
+    diagnosis, record["diagnose_wall_s"], _ = run_diagnose(args.eroica, Path(session))
+    record.update(score_diagnosis(truth, diagnosis))
+    record["warnings"] = diagnosis.get("warnings", [])
+    record["location_ok"] = score_hang_location(diagnosis, "faults.py", hang_blocking_line())
+    # The job's own diagnosis (rank 0 runs eroica diagnose when the stacks are in).
+    record["time_to_diagnosis_s"] = time_to_diagnosis(truth, online_info.get("report_seen_monotonic_s"))
+    record["testbed_hang"] = truth.get("hang")
+
+
+def progress_line(record: dict) -> str:
+    ttd = record.get("time_to_diagnosis_s")
+    load = record.get("loadavg_before") or [float("nan")]
+    first = describe_finding(record.get("first")) if record["status"] != ERROR else record.get("error", "")
+    return (f"{record['scenario']:<24} seed {record['seed']} rank {record.get('fault_rank') or '-':<3} "
+            f"{verdict_text(record):<28} {first}  "
+            f"[{'%.1f s' % ttd if ttd is not None else '-'}, load {load[0]:.1f}, "
+            f"run {record.get('run_wall_s', 0):.0f} s]")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--eroica", default=str(REPO_DIR / "build" / "eroica"), help="the eroica binary")
+    parser.add_argument("--agent-bin", default=None, metavar="EROICA",
+                        help="an eroica binary with the `agent` subcommand, for net_throttle "
+                             "(default: --eroica when it has one)")
+    parser.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help="seeds per scenario (default 3)")
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--ranks", type=int, default=DEFAULT_RANKS)
+    parser.add_argument("--scenario", action="append", choices=sorted(faults.SCENARIOS),
+                        help="run only these scenarios (repeatable; default: all)")
+    parser.add_argument("--param", action="append", default=[], metavar="SCENARIO:KEY=VALUE",
+                        help="fault strength, e.g. gc_storm:cycles_per_step=5000 (repeatable); "
+                             "replaces the benchmark's own setting for that scenario "
+                             f"({DEFAULT_OVERRIDES})")
+    parser.add_argument("--out", default=str(REPO_DIR / "out" / "accuracy"))
+    parser.add_argument("--no-online-hang", action="store_true",
+                        help="score the hang on the testbed's detection even if python/eroica exists")
+    parser.add_argument("--strict", action="store_true", help="exit 1 unless every scored run is correct")
+    args = parser.parse_args(argv)
+    if args.seeds < 1 or args.ranks < 2:
+        parser.error("--seeds must be at least 1 and --ranks at least 2")
+    try:
+        args.overrides = {**DEFAULT_OVERRIDES, **parse_overrides(args.param)}
+    except ValueError as error:
+        parser.error(str(error))
+    args.eroica = str(Path(args.eroica).resolve())
+    if not os.access(args.eroica, os.X_OK):
+        parser.error(f"{args.eroica}: not an executable (build eroica first: make build)")
+    if args.agent_bin is not None:
+        args.agent_bin = str(Path(args.agent_bin).resolve())
+        if "agent" not in eroica_subcommands(args.agent_bin):
+            parser.error(f"{args.agent_bin}: has no `agent` subcommand")
+    return args
+
+
+def snapshot_binary(path: str, folder: Path, name: str) -> str:
+    """A private copy of a binary for the whole benchmark: the build folder is shared, and a
+    rebuild in the middle of the run must neither break nor change the binary being scored."""
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / name
+    tmp = folder / (name + ".tmp")
+    for attempt in range(12):  # a link in progress: wait for it
+        try:
+            shutil.copy2(path, tmp)
+            if subprocess.run([str(tmp), "--help"], capture_output=True, timeout=30).returncode == 0:
+                os.replace(tmp, copy)
+                return str(copy)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        time.sleep(5)
+    raise SystemExit(f"accuracy: {path} does not run (a build in progress?)")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    source_binary = args.eroica
+    args.eroica = snapshot_binary(args.eroica, Path(args.out) / "bin", "eroica")
+    caps = {"eroica": source_binary, "subcommands": eroica_subcommands(args.eroica),
+            "online_hang": (not args.no_online_hang) and online_hang_available()}
+    if args.agent_bin is None and "agent" in caps["subcommands"]:
+        args.agent_bin = args.eroica
+    elif args.agent_bin is not None:
+        caps["agent_bin"] = args.agent_bin
+        args.agent_bin = snapshot_binary(args.agent_bin, Path(args.out) / "bin", "eroica-agent")
+    caps["agent"] = args.agent_bin is not None
+    scenarios = args.scenario or list(faults.SCENARIOS)
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    print(f"accuracy: {len(scenarios)} scenarios x {len(seeds)} seeds, {args.ranks} ranks; "
+          f"eroica {source_binary} (copied to {args.eroica}); online hang path: "
+          f"{'yes' if caps['online_hang'] else 'no'}; agent: "
+          f"{caps.get('agent_bin', args.agent_bin) if caps['agent'] else 'no'}; load {loadavg()}", flush=True)
+    started = time.monotonic()
+    records = []
+    for scenario in scenarios:
+        for seed in seeds:
+            record = run_one(args, scenario, seed, args.overrides, caps)
+            records.append(record)
+            print(progress_line(record), flush=True)
+    wall_s = round(time.monotonic() - started, 1)
+    summary = summarize(records)
+    overall = totals(records)
+    reasons = {}
+    needs_agent = [r for r in records if r["status"] == NEEDS_AGENT]
+    if needs_agent:
+        reasons["net_throttle"] = "needs agent: " + needs_agent[0]["reason"]
+    if any(r["status"] == TESTBED_ONLY for r in records):
+        reasons["hang"] = "testbed only: " + TESTBED_ONLY_REASON
+    elif caps["online_hang"] and "hang" in scenarios:
+        reasons["hang"] = "run under python -m eroica run; stacks diagnosed by eroica diagnose"
+    table = markdown_tables(records, summary, overall, reasons)
+    table += f"\nTotal wall time {wall_s / 60:.1f} min ({len(records)} runs, {args.ranks} ranks each).\n"
+    document = {"schema": "eroica.accuracy/v1", "started_unix_s": round(time.time() - wall_s, 1),
+                "wall_s": wall_s, "ranks": args.ranks, "seeds": seeds, "eroica": source_binary,
+                "git_head": git_head(),
+                "capabilities": caps, "overrides": args.overrides, "totals": overall,
+                "summary": summary, "reasons": reasons, "runs": records}
+    results = Path(args.out) / "accuracy-results.json"
+    results.write_text(json.dumps(document, indent=1) + "\n")
+    (Path(args.out) / "accuracy-table.md").write_text(table)
+    print()
+    print(table, end="")
+    print(f"results: {results}")
+    if overall["errors"]:
+        return 1
+    if args.strict and overall["fault_runs_correct"] < overall["fault_runs_scored"] + overall["fault_runs_not_yet_diagnosable"]:
+        return 1
+    if args.strict and overall["false_alarms"]:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

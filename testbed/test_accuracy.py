@@ -1,0 +1,224 @@
+"""Unit tests of the accuracy benchmark's plan and scoring, on fabricated diagnoses (no torch,
+no root, no runs): `/usr/bin/python3 -m unittest test_accuracy` in testbed/."""
+
+import json
+import tempfile
+import unittest
+from pathlib import Path
+
+import accuracy
+import launch
+
+
+def finding(workers, category="dataloader", scope="local", **extra):
+    f = {"scope": scope, "category": category, "workers": workers, "function": "f",
+         "impact_s_per_iter": 0.05, "location": ""}
+    f.update(extra)
+    return f
+
+
+def diagnosis(*findings):
+    return {"schema": "eroica.diagnosis/v1", "workers": 4, "healthy": not findings,
+            "findings": list(findings), "warnings": []}
+
+
+LOCAL_TRUTH = {"scenario": "dataloader_stall", "ranks": [2], "category": "dataloader",
+               "scope": "local", "fault_onset_iter": 8, "profiled_iters": [12, 13, 14, 15, 16]}
+GLOBAL_TRUTH = {"scenario": "python_hot_loop_global", "ranks": [0, 1, 2, 3], "category": "host",
+                "scope": "global", "fault_onset_iter": 8, "profiled_iters": [12]}
+HEALTHY_TRUTH = {"scenario": "healthy", "ranks": [], "category": None, "scope": None,
+                 "fault_onset_iter": None, "profiled_iters": [12]}
+
+
+class PlanTest(unittest.TestCase):
+    def test_fault_rank_varies_with_the_seed_and_reaches_rank_0(self):
+        ranks = [accuracy.fault_rank_for("gc_storm", seed, 4) for seed in range(4)]
+        self.assertEqual(ranks, ["1", "0", "3", "2"])
+        self.assertIsNone(accuracy.fault_rank_for("healthy", 0, 4))
+        self.assertEqual(accuracy.fault_rank_for("python_hot_loop_global", 2, 4), "all")
+        self.assertEqual(accuracy.fault_rank_for("imbalance", 1, 2), "0")
+
+    def test_overrides(self):
+        self.assertEqual(accuracy.parse_overrides(["cpu_throttle:quota_pct=10", "cpu_throttle:x=1",
+                                                   "gc_storm:gc_threshold=50"]),
+                         {"cpu_throttle": ["quota_pct=10", "x=1"], "gc_storm": ["gc_threshold=50"]})
+        for bad in ["quota_pct=10", "nosuch:quota_pct=10", "cpu_throttle:quota_pct"]:
+            with self.assertRaises(ValueError):
+                accuracy.parse_overrides([bad])
+
+
+class ScoreTest(unittest.TestCase):
+    def test_correct_local(self):
+        score = accuracy.score_diagnosis(LOCAL_TRUTH, diagnosis(finding([2]), finding([0], "host")))
+        self.assertEqual(score["status"], accuracy.CORRECT)
+        self.assertEqual((score["rank_ok"], score["category_ok"], score["scope_ok"]), (True, True, True))
+        self.assertEqual(score["findings"], 2)
+        self.assertEqual(score["first"]["workers"], [2])
+
+    def test_only_the_first_finding_counts(self):
+        score = accuracy.score_diagnosis(LOCAL_TRUTH, diagnosis(finding([0], "host"), finding([2])))
+        self.assertEqual(score["status"], accuracy.WRONG)
+        self.assertEqual((score["rank_ok"], score["category_ok"], score["scope_ok"]), (False, False, True))
+        self.assertEqual(accuracy.verdict_text(score), "wrong rank+category")
+
+    def test_extra_or_missing_ranks_are_wrong(self):
+        for workers in ([2, 3], [], [1]):
+            score = accuracy.score_diagnosis(LOCAL_TRUTH, diagnosis(finding(workers)))
+            self.assertFalse(score["rank_ok"], workers)
+            self.assertEqual(score["status"], accuracy.WRONG)
+
+    def test_wrong_scope(self):
+        score = accuracy.score_diagnosis(LOCAL_TRUTH, diagnosis(finding([2], scope="global")))
+        self.assertEqual(accuracy.verdict_text(score), "wrong scope")
+
+    def test_missed(self):
+        score = accuracy.score_diagnosis(LOCAL_TRUTH, diagnosis())
+        self.assertEqual(score["status"], accuracy.MISSED)
+        self.assertIsNone(score["first"])
+
+    def test_global_needs_every_rank_in_any_order(self):
+        ok = accuracy.score_diagnosis(GLOBAL_TRUTH, diagnosis(finding([3, 1, 0, 2], "host", "global")))
+        self.assertEqual(ok["status"], accuracy.CORRECT)
+        partial = accuracy.score_diagnosis(GLOBAL_TRUTH, diagnosis(finding([0, 1, 2], "host", "global")))
+        self.assertEqual(partial["status"], accuracy.WRONG)
+        local = accuracy.score_diagnosis(GLOBAL_TRUTH, diagnosis(finding([1], "host", "local")))
+        self.assertEqual((local["rank_ok"], local["scope_ok"]), (False, False))
+
+    def test_healthy(self):
+        clean = accuracy.score_diagnosis(HEALTHY_TRUTH, diagnosis())
+        self.assertEqual((clean["status"], clean["false_alarm"]), (accuracy.CORRECT, False))
+        alarm = accuracy.score_diagnosis(HEALTHY_TRUTH, diagnosis(finding([1], "host")))
+        self.assertEqual((alarm["status"], alarm["false_alarm"]), (accuracy.FALSE_ALARM, True))
+        # "healthy": false without findings is still an alarm; a finding of any kind is one.
+        self.assertTrue(accuracy.score_diagnosis(HEALTHY_TRUTH, {"healthy": False, "findings": []})["false_alarm"])
+        low = accuracy.score_diagnosis(HEALTHY_TRUTH, diagnosis(finding([0, 1, 2, 3], "communication", "global")))
+        self.assertTrue(low["false_alarm"])
+
+    def test_hang_location(self):
+        d = diagnosis(finding([0], "hang", location="/work/main/testbed/faults.py:253"))
+        self.assertTrue(accuracy.score_hang_location(d, "faults.py", 253))
+        self.assertFalse(accuracy.score_hang_location(d, "faults.py", 252))
+        self.assertFalse(accuracy.score_hang_location(diagnosis(finding([0], "hang", location="train.py:253")),
+                                                      "faults.py", 253))
+        self.assertIsNone(accuracy.score_hang_location(diagnosis(finding([0], "hang")), "faults.py", 253))
+        self.assertIsNone(accuracy.score_hang_location(diagnosis(), "faults.py", 253))
+
+    def test_blocking_line_is_in_faults_py(self):
+        line = accuracy.hang_blocking_line()
+        text = (Path(accuracy.TESTBED_DIR) / "faults.py").read_text().splitlines()[line - 1]
+        self.assertIn("acquire()", text)
+
+    def test_testbed_hang(self):
+        truth = dict(LOCAL_TRUTH, category="hang", ranks=[1],
+                     hang={"message": "no progress since iteration 8 on ranks [1]",
+                           "iteration": 8, "stalled_ranks": [1], "detected_monotonic_s": 110.0})
+        score = accuracy.score_testbed_hang(truth)
+        self.assertEqual(score["status"], accuracy.TESTBED_ONLY)
+        self.assertTrue(score["rank_ok"])
+        self.assertIn("stalled ranks right", accuracy.verdict_text(score))
+        truth["hang"]["stalled_ranks"] = [1, 2]
+        self.assertFalse(accuracy.score_testbed_hang(truth)["rank_ok"])
+        del truth["hang"]
+        self.assertEqual(accuracy.score_testbed_hang(truth)["status"], accuracy.MISSED)
+
+
+class TimingTest(unittest.TestCase):
+    def test_time_to_diagnosis(self):
+        truth = dict(LOCAL_TRUTH, fault_onset_monotonic_s=100.0)
+        self.assertEqual(accuracy.time_to_diagnosis(truth, 112.25), 12.25)
+        self.assertIsNone(accuracy.time_to_diagnosis(HEALTHY_TRUTH, 112.0))
+        self.assertIsNone(accuracy.time_to_diagnosis(truth, None))
+
+    def test_slowdown_uses_the_slowest_rank_per_iteration(self):
+        before, during = [0.1] * 8, [0.15] * 12
+        times = {"0": before + during, "1": [0.1] * 8 + [0.2] + [0.15] * 11}
+        truth = dict(LOCAL_TRUTH, iteration_times_s=times)
+        self.assertAlmostEqual(accuracy.faulty_slowdown(truth), 1.5)
+        self.assertIsNone(accuracy.faulty_slowdown(HEALTHY_TRUTH))
+
+    def test_iteration_lines_with_and_without_start(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "iters-r0.txt"
+            path.write_text("1 0.2 11.5\n0 0.1 11.0\nbad\n")
+            self.assertEqual(launch.parse_iteration_lines(path), ([0.1, 0.2], [11.0, 11.5]))
+            path.write_text("0 0.1\n")
+            times, starts = launch.parse_iteration_lines(path)
+            self.assertEqual(times, [0.1])
+            self.assertNotEqual(starts[0], starts[0])  # NaN: unknown
+            self.assertEqual(launch.parse_iteration_lines(Path(tmp) / "none"), ([], []))
+
+
+class ReportTest(unittest.TestCase):
+    def records(self):
+        return [
+            {"scenario": "healthy", "seed": 0, "fault_rank": None, "truth_category": None,
+             "status": accuracy.CORRECT, "false_alarm": False, "first": None,
+             "loadavg_before": [2.0, 2.0, 2.0]},
+            {"scenario": "healthy", "seed": 1, "fault_rank": None, "truth_category": None,
+             "status": accuracy.FALSE_ALARM, "false_alarm": True,
+             "first": finding([1], "host"), "loadavg_before": [3.5, 2.0, 2.0]},
+            {"scenario": "gc_storm", "seed": 0, "fault_rank": "1", "truth_category": "host",
+             "status": accuracy.CORRECT, "rank_ok": True, "category_ok": True, "scope_ok": True,
+             "first": finding([1], "host"), "time_to_diagnosis_s": 12.0, "slowdown": 1.4,
+             "loadavg_before": [2.0]},
+            {"scenario": "gc_storm", "seed": 1, "fault_rank": "0", "truth_category": "host",
+             "status": accuracy.WRONG, "rank_ok": True, "category_ok": False, "scope_ok": True,
+             "first": finding([0], "compute"), "time_to_diagnosis_s": 14.0, "loadavg_before": [2.0]},
+            {"scenario": "net_throttle", "seed": 0, "fault_rank": "1", "truth_category": "communication",
+             "status": accuracy.NEEDS_AGENT, "rank_ok": False, "first": None, "loadavg_before": [2.0]},
+            {"scenario": "imbalance", "seed": 0, "fault_rank": "1", "truth_category": "imbalance",
+             "status": accuracy.ERROR, "error": "run_scenario failed (1): x|y", "loadavg_before": []},
+        ]
+
+    def test_summary_and_totals(self):
+        records = self.records()
+        summary = accuracy.summarize(records)
+        self.assertEqual(list(summary), ["healthy", "gc_storm", "net_throttle", "imbalance"])
+        self.assertEqual(summary["healthy"]["false_alarms"], 1)
+        self.assertEqual((summary["gc_storm"]["correct"], summary["gc_storm"]["category_ok"],
+                          summary["gc_storm"]["rank_ok"]), (1, 1, 2))
+        self.assertEqual(summary["gc_storm"]["median_time_to_diagnosis_s"], 13.0)
+        self.assertEqual(summary["net_throttle"]["not_yet"], 1)
+        totals = accuracy.totals(records)
+        self.assertEqual(totals, {"runs": 6, "fault_runs": 4, "fault_runs_scored": 2,
+                                  "fault_runs_correct": 1, "fault_runs_not_yet_diagnosable": 1,
+                                  "healthy_runs": 2, "false_alarms": 1, "errors": 1})
+
+    def test_markdown(self):
+        records = self.records()
+        text = accuracy.markdown_tables(records, accuracy.summarize(records), accuracy.totals(records),
+                                        {"net_throttle": "needs agent: why"})
+        lines = text.splitlines()
+        self.assertIn("| gc_storm | 1 | 0 | wrong category | local compute on [0]: f (50.0 ms/iter) | – | 14.0 s | 2.0 |", lines)
+        self.assertIn("| healthy | 1 | – | false alarm | local host on [1]: f (50.0 ms/iter) | – | – | 3.5 |", lines)
+        self.assertTrue(any(l.startswith("| imbalance | 0 | 1 | error | run_scenario failed (1): x\\|y") for l in lines))
+        self.assertTrue(any(l.startswith("| net_throttle | 1 | 0/1 |") and "needs agent: why" in l for l in lines))
+        self.assertIn("1/2 scored runs (1 more not diagnosable yet); false alarms: 1/2 healthy runs; 1 run(s) failed.", text)
+        # Every row has as many cells as its table's header (escaped pipes are not cells).
+        for table in text.split("\n\n")[:2]:
+            rows = [l.replace("\\|", "") for l in table.splitlines()]
+            self.assertEqual({r.count("|") for r in rows}, {rows[0].count("|")}, table)
+
+    def test_describe(self):
+        self.assertEqual(accuracy.describe_finding(None), "(no finding)")
+        text = accuracy.describe_finding(finding(list(range(10)), "host", "global", location="a.py:3"))
+        self.assertEqual(text, "global host on [0..9] (10): f (50.0 ms/iter) at a.py:3")
+
+    def test_verdicts(self):
+        self.assertEqual(accuracy.verdict_text({"status": accuracy.NEEDS_AGENT}), "needs agent")
+        self.assertEqual(accuracy.verdict_text({"status": accuracy.CORRECT, "location_ok": False}),
+                         "correct (location wrong)")
+        self.assertEqual(accuracy.verdict_text({"status": accuracy.MISSED}), "missed")
+
+    def test_subcommands_of_a_fake_binary(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = Path(tmp) / "eroica"
+            fake.write_text("#!/bin/sh\ncat <<'EOF'\nUsage: eroica\n\nSubcommands:\n"
+                            "  diagnose   Find\n  agent      Node agent: x\nEOF\n")
+            fake.chmod(0o755)
+            self.assertEqual(accuracy.eroica_subcommands(str(fake)), ["diagnose", "agent"])
+            self.assertEqual(accuracy.eroica_subcommands(str(Path(tmp) / "missing")), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
