@@ -1,6 +1,7 @@
 #include "summary/summarizer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <unordered_map>
 
@@ -212,6 +213,20 @@ std::vector<CollectiveCall> CollectiveSequence(const Trace& trace, const std::ve
   return out;
 }
 
+// The rank's role when the process groups say it: its position in a pipeline-parallel group
+// (ranks at different stages run different layers and must not be compared). "" otherwise.
+std::string RoleFromProcessGroups(const TraceMetadata& meta) {
+  for (const ProcessGroup& pg : meta.process_groups) {
+    std::string desc;
+    for (char c : pg.description) desc.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    bool pipeline = desc.find("pipeline") != std::string::npos || desc.starts_with("pp") ||
+                    desc.find("_pp") != std::string::npos;
+    auto it = std::find(pg.ranks.begin(), pg.ranks.end(), meta.rank);
+    if (pipeline && it != pg.ranks.end()) return fmt::format("pipeline stage {}", it - pg.ranks.begin());
+  }
+  return "";
+}
+
 }  // namespace
 
 StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options) {
@@ -239,6 +254,7 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
   pattern.host = trace.meta.host;
   pattern.source = trace.meta.path;
   pattern.has_device = has_device;
+  pattern.group = RoleFromProcessGroups(trace.meta);
   pattern.device_name = trace.meta.device_name;
   pattern.step_ids = window.step_ids;
   pattern.window_ns = window.length_ns();

@@ -133,3 +133,20 @@ TEST(SummarizeTest, EveryRealTraceSumsToOneAndFitsInTenKilobytes) {
 
 }  // namespace
 }  // namespace eroica
+
+namespace eroica {
+namespace {
+
+TEST(SummarizeTest, PipelineStageFromProcessGroupsIsTheRole) {
+  WorkerPattern p = SummarizeText(R"json({"traceEvents": [
+    {"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":10}],
+    "distributedInfo": {"rank": 5, "world_size": 8, "pg_config": [
+      {"pg_name": "0", "pg_desc": "default_pg", "ranks": [0,1,2,3,4,5,6,7]},
+      {"pg_name": "3", "pg_desc": "pp_group", "ranks": [1,3,5,7]}]}})json");
+  EXPECT_EQ(p.group, "pipeline stage 2");
+  WorkerPattern plain = SummarizeText(kCpuTrace);
+  EXPECT_EQ(plain.group, "");
+}
+
+}  // namespace
+}  // namespace eroica
