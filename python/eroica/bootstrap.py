@@ -42,6 +42,7 @@ def _after_fork() -> None:
     if _runtime is None or hooks.listener() is not _runtime:
         return
     try:
+        log.reset_after_fork()
         from .runtime import Runtime
 
         _runtime = Runtime(_runtime.cfg)

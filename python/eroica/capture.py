@@ -118,7 +118,8 @@ class Capture:
         prof.start()
         self._prof = prof
         self._end_iteration = iteration + int(self.session["capture_iters"])
-        self._deadline_ns = self.start_monotonic_ns + int(float(self.session["capture_max_s"]) * 1e9)
+        max_ns = int(float(self.session["capture_max_s"]) * 1e9)
+        self._deadline_ns = self.start_monotonic_ns + max_ns
         self._open_step(iteration)
         self._gc = _GcRanges(record_function)
         self._gc.install()

@@ -25,6 +25,8 @@ class Config:
     # The excess must also exceed this many standard errors of the baseline window, so that
     # iteration-time noise alone cannot trigger a session.
     noise_sigmas: float = 10.0
+    # One iteration counts at most this many times the best mean (checkpoint pauses); 0: off.
+    outlier_clip: float = 2.0
     # Hang: the current iteration has run >= hang_factor x mean iteration and >= hang_min_s.
     hang_factor: float = 5.0
     hang_min_s: float = 30.0
@@ -80,8 +82,13 @@ def _read_file(path: str) -> Dict[str, Any]:
     with open(path, "rb") as f:
         data = f.read()
     if path.endswith(".toml"):
-        import tomllib  # Python >= 3.11
-
+        try:
+            import tomllib  # Python >= 3.11
+        except ImportError:
+            try:
+                import tomli as tomllib  # the same parser, as a package, for older Pythons
+            except ImportError:
+                raise ValueError("TOML needs Python >= 3.11 or the tomli package; use JSON")
         doc = tomllib.loads(data.decode("utf-8"))
     else:
         doc = json.loads(data.decode("utf-8"))
@@ -99,7 +106,8 @@ def _validate(values: Dict[str, Any]) -> Dict[str, Any]:
         if name in values and values[name] <= 0:
             log.info("ignoring %s=%r: must be > 0" % (name, values[name]))
             del values[name]
-    for name in ("warmup", "margin", "hang_min_s", "noise_sigmas", "max_sessions"):
+    for name in ("warmup", "margin", "hang_min_s", "noise_sigmas", "max_sessions",
+                 "outlier_clip"):
         if name in values and values[name] < 0:
             log.info("ignoring %s=%r: must be >= 0" % (name, values[name]))
             del values[name]

@@ -5,6 +5,12 @@ times the best such mean seen after `warmup` iterations. One extra guard: the ex
 exceed `noise_sigmas` standard errors of the best window, because the minimum of many noisy
 window means sits below the true mean and a noisy series would otherwise trigger on noise.
 
+Isolated outliers: a sample above `clip` times the best mean counts as `clip` times the best
+mean. A checkpoint save or an evaluation pause inside the loop makes one huge "iteration";
+unclipped, one 30 s pause among 1 s iterations would lift the 50-iteration mean by 60 % and
+trigger a session for nothing. Clipped at 2x it adds 2 %. A sustained slowdown still fires
+(every sample is at least the slowed time, up to the clip), and so do frequent stalls.
+
 Cool-down: after it fires the detector stays disarmed until `rebaseline()`, which forgets the
 old baseline and measures a new one (warm-up, then a full window). One slowdown therefore
 gives one session, and a further slowdown on top of it gives another.
@@ -32,13 +38,14 @@ class Degradation:
 
 class DegradationDetector:
     def __init__(self, window: int = 50, threshold: float = 1.05, warmup: int = 20,
-                 noise_sigmas: float = 10.0):
+                 noise_sigmas: float = 10.0, clip: float = 2.0):
         if window < 2:
             raise ValueError("window must be >= 2")
         self.window = window
         self.threshold = threshold
         self.warmup = warmup
         self.noise_sigmas = noise_sigmas
+        self.clip = clip  # 0: off
         self.rebaseline()
 
     def rebaseline(self) -> None:
@@ -76,6 +83,9 @@ class DegradationDetector:
         if self._skip > 0:
             self._skip -= 1
             return None
+        best = self._best_mean_s
+        if best is not None and self.clip and iteration_s > self.clip * best:
+            iteration_s = self.clip * best
         samples = self._samples
         samples.append(iteration_s)
         self._sum_s += iteration_s
@@ -92,7 +102,6 @@ class DegradationDetector:
         elif n < self.window:
             return None
         mean_s = self._sum_s / n
-        best = self._best_mean_s
         if best is None or mean_s < best:
             self._best_mean_s = mean_s
             variance = max(0.0, (self._sum_sq - self._sum_s * mean_s) / (n - 1))

@@ -18,7 +18,7 @@ import functools
 import sys
 import time
 import types
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Tuple
 
 from . import log
 
@@ -113,7 +113,7 @@ def _make_next_wrapper(inner: Callable) -> Callable:
                 disable(e)
             raise
         try:
-            target.on_batch(start_ns)
+            target.on_batch(self, start_ns)
         except Exception as e:
             disable(e)
         return batch

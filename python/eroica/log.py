@@ -11,6 +11,12 @@ _lock = threading.Lock()
 _said_once = set()
 
 
+def reset_after_fork() -> None:
+    """A lock held by another thread at fork time would never be released in the child."""
+    global _lock
+    _lock = threading.Lock()
+
+
 def info(message: str) -> None:
     try:
         with _lock:

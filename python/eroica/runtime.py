@@ -23,7 +23,7 @@ import weakref
 from typing import Any, Dict, List, Optional
 
 from . import capture as capture_mod
-from . import diagnose, hang, hooks, log, trigger
+from . import finish, hang, hooks, log, trigger
 from .config import Config
 from .detector import DegradationDetector, HangDetector
 
@@ -40,7 +40,7 @@ class Runtime:
     def __init__(self, cfg: Config):
         self.cfg = cfg
         self.detector = DegradationDetector(cfg.window, cfg.threshold, cfg.warmup,
-                                            cfg.noise_sigmas)
+                                            cfg.noise_sigmas, cfg.outlier_clip)
         self.hang_detector = HangDetector(cfg.hang_factor, cfg.hang_min_s)
         self.job_id = trigger.job_id(cfg.job_id)
         self.host = socket.gethostname()
@@ -53,6 +53,8 @@ class Runtime:
         self.capture: Optional[capture_mod.Capture] = None
         self._mode = _MODE_NONE
         self._batches_without_step = 0
+        self._iterator_id = 0  # the DataLoader iterator the loop is drawing from
+        self._epoch_break = False  # the running iteration spans the end of a loop
         self._pacer_id = 0
         self._pacer_ref = None
         self._pending: List[Dict[str, Any]] = []  # accepted sessions, by target iteration
@@ -90,9 +92,11 @@ class Runtime:
         if cap is not None:
             cap.abort("eroica disabled")
 
-    def on_batch(self, start_ns: int) -> None:
+    def on_batch(self, iterator: Any, start_ns: int) -> None:
         now_ns = _perf_ns()
         self.last_progress_ns = now_ns
+        if id(iterator) != self._iterator_id:
+            self._track_iterator(iterator)
         if self.iter_start_ns is None:
             self.iter_start_ns = start_ns
             self._ensure_started()
@@ -108,9 +112,24 @@ class Runtime:
         self._boundary(now_ns)
 
     def on_epoch_end(self) -> None:
-        # Between epochs (validation, checkpoints) a long pause is not a hang: the watchdog
-        # sleeps until the next batch or step.
+        # Between epochs (validation, checkpoints) a long pause is neither a hang nor a
+        # slowdown: the watchdog sleeps until the next batch or step, and the iteration that
+        # spans the break is not fed to the detector.
         self.last_progress_ns = None
+        self._epoch_break = True
+
+    def _track_iterator(self, iterator: Any) -> None:
+        """Once per epoch: notice when the loop drops its iterator (`break`, end of training)."""
+        self._iterator_id = id(iterator)
+        try:
+            weakref.finalize(iterator, self._on_iterator_gone, id(iterator)).atexit = False
+        except TypeError:
+            pass
+
+    def _on_iterator_gone(self, iterator_id: int) -> None:
+        if iterator_id == self._iterator_id:
+            self._iterator_id = 0
+            self.on_epoch_end()
 
     def on_step_end(self, optimizer: Any) -> None:
         now_ns = _perf_ns()
@@ -135,7 +154,7 @@ class Runtime:
         if self.capture is not None:
             cap, self.capture = self.capture, None
             cap.abort("iteration pacing changed")
-            self._spawn(self._finish_capture, cap)
+            self._spawn(self._finisher().capture_done, cap)
         self.iteration = 0
         self.durations_ns.clear()
         self.detector.rebaseline()
@@ -153,10 +172,13 @@ class Runtime:
             elapsed_ns = now_ns - start_ns
             self.durations_ns.append(elapsed_ns)
             finished_s = elapsed_ns * 1e-9
-            degradation = self.detector.add(finished_s)
-            if degradation is not None:
-                self._request_session(finished, "degradation", degradation.best_mean_s,
-                                      degradation.current_mean_s)
+            if self._epoch_break:
+                self._epoch_break = False
+            else:
+                degradation = self.detector.add(finished_s)
+                if degradation is not None:
+                    self._request_session(finished, "degradation", degradation.best_mean_s,
+                                          degradation.current_mean_s)
         if self._mail:
             self._read_mail(finished + 1)
         if self.capture is not None:
@@ -206,7 +228,7 @@ class Runtime:
             log.once("profiler-start", "profiler failed to start, no trace from rank %d: %s: %s"
                      % (self.rank, type(e).__name__, e))
             cap.abort("profiler start failed: %s: %s" % (type(e).__name__, e))
-            self._spawn(self._finish_capture, cap)
+            self._spawn(self._finisher().capture_done, cap)
             return
         self.capture = cap
 
@@ -222,12 +244,13 @@ class Runtime:
         if done:
             self.capture = None
             self.detector.rebaseline()  # cool-down ends with a new baseline
-            self._spawn(self._finish_capture, cap)
+            self._spawn(self._finisher().capture_done, cap)
 
     def _write_missed(self, session: Dict[str, Any], why: str) -> None:
         log.debug("session %s missed: %s" % (session["session_id"], why))
         self.detector.rebaseline()
-        self._spawn(self._finish_missed, session, why, self._detector_state())
+        self._spawn(self._finisher().missed, session, self._session_dir(session), why,
+                    self._detector_state())
 
     def _detector_state(self) -> Dict[str, Any]:
         return {"best_mean_s": self.detector.best_mean_s,
@@ -246,55 +269,12 @@ class Runtime:
 
     # ---- finishing (background threads) ----------------------------------------------------
 
+    def _finisher(self) -> finish.Finisher:
+        return finish.Finisher(self.cfg, self.rank, self.world_size, self.coord)
+
     def _spawn(self, target, *args) -> None:
-        def body():
-            try:
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-            except (AttributeError, OSError):
-                pass
-            try:
-                target(*args)
-            except Exception as e:
-                log.once("finisher", "background task failed on rank %d: %s: %s"
-                         % (self.rank, type(e).__name__, e))
-
-        thread = threading.Thread(target=body, name="eroica-finish", daemon=False)
-        self._finishers = [t for t in self._finishers if t.is_alive()] + [thread]
-        thread.start()
-
-    def _finish_capture(self, cap: capture_mod.Capture) -> None:
-        cap.export()
-        if self.rank != 0:
-            return
-        session_dir = cap.session_dir
-        self._write_session_json(cap.session, session_dir)
-        paths = [capture_mod.meta_path(session_dir, r) for r in range(self.world_size)]
-        self._collect_and_diagnose(session_dir, paths)
-
-    def _finish_missed(self, session: Dict[str, Any], why: str,
-                       detector: Dict[str, Any]) -> None:
-        session_dir = self._session_dir(session)
-        capture_mod.write_missed_meta(session, self.rank, self.world_size, session_dir, why,
-                                      detector)
-        if self.rank == 0:  # rank 0 still gathers the others' traces and diagnoses
-            self._write_session_json(session, session_dir)
-            paths = [capture_mod.meta_path(session_dir, r) for r in range(self.world_size)]
-            self._collect_and_diagnose(session_dir, paths)
-
-    def _write_session_json(self, session: Dict[str, Any], session_dir: str) -> None:
-        coord = self.coord
-        series = coord.get_series(session["session_id"]) if coord is not None else None
-        os.makedirs(session_dir, exist_ok=True)
-        capture_mod.write_json_atomic(os.path.join(session_dir, "session.json"),
-                                      capture_mod.session_doc(session, self.world_size, series))
-
-    def _collect_and_diagnose(self, session_dir: str, paths: List[str]) -> None:
-        missing = diagnose.wait_for_files(paths, self.cfg.collect_timeout_s)
-        if missing:
-            log.info("%d of %d rank files missing after %.0f s (%s); diagnosing the rest"
-                     % (len(missing), len(paths), self.cfg.collect_timeout_s,
-                        ", ".join(os.path.basename(p) for p in missing[:4])))
-        diagnose.run(session_dir, self.cfg.bin, self.cfg.diagnose_timeout_s)
+        self._finishers = [t for t in self._finishers if t.is_alive()]
+        self._finishers.append(finish.spawn(target, *args))
 
     # ---- monitor thread --------------------------------------------------------------------
 
@@ -480,13 +460,7 @@ class Runtime:
         hang.dump_stacks(os.path.join(session_dir, "stacks-rank-%d.json" % self.rank),
                          self.rank, self.world_size, self.iteration)
         if self.rank == 0:
-            self._spawn(self._finish_hang, notice, session_dir)
-
-    def _finish_hang(self, notice: Dict[str, Any], session_dir: str) -> None:
-        self._write_session_json(notice, session_dir)
-        paths = [os.path.join(session_dir, "stacks-rank-%d.json" % r)
-                 for r in range(self.world_size)]
-        self._collect_and_diagnose(session_dir, paths)
+            self._spawn(self._finisher().hang_dumped, notice, session_dir)
 
     # ---- exit ------------------------------------------------------------------------------
 
@@ -501,15 +475,20 @@ class Runtime:
         if monitor is not None and monitor is not threading.current_thread():
             monitor.join(timeout=5.0)  # no store call in flight while the process tears down
         cap, self.capture = self.capture, None
-        if cap is None:
-            self.coord = None
-            return
         try:
-            cap.stop("exit")
-        except Exception as e:
-            cap.abort("stop at exit failed: %s" % e)
-        try:
-            self._finish_capture(cap)
+            if cap is not None:
+                try:
+                    cap.stop("exit")
+                except Exception as e:
+                    cap.abort("stop at exit failed: %s" % e)
+                self._finisher().capture_done(cap)
+            # Sessions whose target the job never reached: their detection evidence
+            # (session.json, the iteration series) is still worth keeping.
+            for session in self._pending:
+                self._finisher().missed(session, self._session_dir(session),
+                                        "the job ended at iteration %d" % self.iteration,
+                                        self._detector_state())
+            self._pending = []
         except Exception as e:
             log.info("could not write the session at exit: %s: %s" % (type(e).__name__, e))
         self.coord = None

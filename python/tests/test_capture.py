@@ -79,7 +79,7 @@ def test_slowdown_detected_in_a_single_process(tmp_path):
     session = only_session(tmp_path / "s")
     doc = json.load(open(os.path.join(session, "session.json")))
     assert doc["reason"] == "degradation"
-    assert 120 <= doc["detected_iteration"] <= 130, doc["detected_iteration"]
+    assert 120 <= doc["detected_iteration"] <= 160, doc["detected_iteration"]
     assert doc["current_mean_s"] > 1.05 * doc["best_mean_s"]
     meta = json.load(open(os.path.join(session, "rank-0.meta.json")))
     assert meta["iteration_ids"][0] == doc["target_iteration"] > doc["detected_iteration"]

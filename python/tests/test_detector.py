@@ -120,3 +120,15 @@ def test_step_change_under_noise_is_detected():
     series += [0.125 * rng.gauss(1.0, 0.05) for _ in range(200)]
     fired = feed(DegradationDetector(), series)
     assert len(fired) == 1 and 500 <= fired[0] < 540
+
+
+def test_isolated_pauses_do_not_trigger_but_frequent_stalls_do():
+    # A 30 s checkpoint every 300 iterations of 1 s: one clipped sample per window.
+    series = [30.0 if i % 300 == 299 else 1.0 for i in range(3000)]
+    assert feed(DegradationDetector(), series) == []
+    # Without the clip, the same pauses look like a 60 % slowdown.
+    assert feed(DegradationDetector(clip=0), series) != []
+    # A stall every 10th iteration (a flapping link) is a real slowdown and still fires.
+    series = [1.0] * 200 + [10.0 if i % 10 == 0 else 1.0 for i in range(200)]
+    fired = feed(DegradationDetector(), series)
+    assert len(fired) == 1 and fired[0] < 240

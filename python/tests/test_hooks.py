@@ -24,7 +24,7 @@ class Recorder:
     def on_attach(self):
         self._record("attach")
 
-    def on_batch(self, start_ns):
+    def on_batch(self, iterator, start_ns):
         self._record("batch")
 
     def on_epoch_end(self):

@@ -1,0 +1,109 @@
+"""The per-process runtime on the training thread: pacing, epoch breaks, pauses, mail."""
+
+import gc
+import json
+
+import torch
+from torch.utils.data import DataLoader
+
+from eroica import config, hooks
+from eroica.runtime import Runtime
+
+
+def quiet_runtime(**env):
+    rt = Runtime(config.load({k: str(v) for k, v in env.items()}))
+    rt._stopping = True  # training-thread logic only: no monitor thread in these tests
+    return rt
+
+
+def make_optimizer():
+    p = torch.nn.Parameter(torch.ones(2))
+    p.grad = torch.ones(2)
+    return torch.optim.SGD([p], lr=0.1)
+
+
+def test_first_optimizer_paces_iterations_and_a_second_one_does_not():
+    rt = quiet_runtime()
+    generator, discriminator = make_optimizer(), make_optimizer()
+    for _ in range(5):
+        rt.on_step_end(discriminator)
+        rt.on_step_end(generator)
+    assert rt.iteration == 5
+    del discriminator  # the pacer is gone (re-created optimizer): the next one takes over
+    gc.collect()
+    rt.on_step_end(generator)
+    assert rt.iteration == 6
+
+
+def test_loop_without_optimizer_is_paced_by_batches():
+    rt = quiet_runtime()
+    it = object.__new__(type("It", (), {}))
+    for _ in range(150):
+        rt.on_batch(it, 0)
+    assert rt.iteration == 150 - 100 + 1
+    rt.on_step_end(make_optimizer())  # it trains after all: count again from the step
+    assert rt.iteration == 1 and rt.detector.best_mean_s is None
+
+
+def test_epoch_break_is_not_a_sample_and_pauses_the_watchdog():
+    rt = quiet_runtime(EROICA_WARMUP=0, EROICA_WINDOW=2)
+    hooks.install(rt)
+    try:
+        opt = make_optimizer()
+        for _ in range(2):
+            for _ in DataLoader(range(3)):
+                opt.step()
+            assert rt.last_progress_ns is None  # StopIteration: the watchdog sleeps
+        assert rt.iteration == 6
+        assert len(rt.durations_ns) == 6 and rt.detector._seen == 5  # the break is skipped
+        for i, _ in enumerate(DataLoader(range(10))):
+            opt.step()
+            if i == 3:
+                break  # leaving the loop drops the iterator: the watchdog sleeps again
+        gc.collect()
+        assert rt.last_progress_ns is None
+    finally:
+        hooks.uninstall()
+
+
+def test_session_mail_schedules_a_capture_and_a_late_one_is_missed(tmp_path):
+    rt = quiet_runtime(EROICA_DIR=tmp_path)
+    opt = make_optimizer()
+    for _ in range(10):
+        rt.on_step_end(opt)
+    session = {"session_id": "s-late", "reason": "degradation", "target_iteration": 3,
+               "capture_iters": 2, "capture_max_s": 20.0}
+    rt._mail.append(("session", session))
+    rt.on_step_end(opt)
+    assert not rt.detector.armed or rt.detector.best_mean_s is None
+    assert rt._pending == [] and rt.capture is None
+    for t in rt._finishers:
+        t.join(10)
+    assert (tmp_path / "s-late" / "rank-0.meta.json").exists()
+
+    rt._mail.append(("session", dict(session, session_id="s-ok", target_iteration=13)))
+    rt.on_step_end(opt)  # iteration 12 begins: pending
+    assert rt._next_target == 13 and rt.capture is None
+    rt.on_step_end(opt)  # 13 begins: the profiler starts
+    assert rt.capture is not None
+    rt.on_step_end(opt)
+    rt.on_step_end(opt)  # 15 begins: two iterations traced, stopped
+    assert rt.capture is None
+    for t in rt._finishers:
+        t.join(30)
+    assert (tmp_path / "s-ok" / "rank-0.json.gz").exists()
+
+
+def test_a_session_the_job_never_reaches_is_kept_at_exit(tmp_path):
+    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_COLLECT_TIMEOUT_S=5)
+    opt = make_optimizer()
+    for _ in range(5):
+        rt.on_step_end(opt)
+    rt._mail.append(("session", {"session_id": "s-never", "reason": "degradation",
+                                 "target_iteration": 500, "capture_iters": 5,
+                                 "capture_max_s": 20.0}))
+    rt.on_step_end(opt)
+    rt.shutdown()
+    meta = json.load(open(tmp_path / "s-never" / "rank-0.meta.json"))
+    assert meta["iteration_ids"] == [] and "ended at iteration 6" in meta["missed"]
+    assert (tmp_path / "s-never" / "session.json").exists()
