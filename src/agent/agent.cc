@@ -145,6 +145,9 @@ ProcessCollectorOptions MakeProcessOptions(const AgentOptions& options, int64_t 
   process.page_size_bytes = ::sysconf(_SC_PAGESIZE);
   process.max_threads_per_process = options.max_threads_per_process;
   process.thread_rescan_every_n = EveryN(options.rate_hz, 1.0);
+  process.process_every_n = EveryN(options.rate_hz, options.host_rate_hz);
+  process.idle_thread_every_n = EveryN(options.rate_hz, options.host_rate_hz);
+  process.idle_after_samples = process.idle_thread_every_n;
   return process;
 }
 
@@ -159,7 +162,8 @@ Agent::Agent(const AgentOptions& options)
       sessions_(options.dir, MetricsFileName(options.host), &log_),
       processes_(MakeProcessOptions(options, clock_ticks_per_s_), &log_),
       host_(options.root, clock_ticks_per_s_, &log_),
-      net_({options.root, EveryN(options.rate_hz, 1.0), 64}, &log_),
+      net_({options.root, EveryN(options.rate_hz, 1.0), 64,
+            EveryN(options.rate_hz, options.host_rate_hz)}, &log_),
       rdma_(options.root, EveryN(options.rate_hz, 1.0), &log_),
       host_sampler_("eroica-sampler",
                     static_cast<int64_t>(kNsPerSecond / options.rate_hz), &store_) {

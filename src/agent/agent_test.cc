@@ -120,10 +120,14 @@ TEST(AgentTest, DaemonWritesTheSessionFileOfARegisteredProcess) {
   EXPECT_EQ(file->processes[0].rank, 5);
   const MetricsSeries* cpu = file->Find("proc.cpu_ns", ::getpid());
   ASSERT_NE(cpu, nullptr);
-  EXPECT_GE(cpu->ts_unix_ns.size(), 100u);  // ≥ 1 s at 100 Hz
+  EXPECT_GE(cpu->ts_unix_ns.size(), 10u);  // ≥ 1 s at the host rate, 10 Hz
   EXPECT_GE(cpu->ts_unix_ns.front(), file->window_start_unix_ns);
   EXPECT_LE(cpu->ts_unix_ns.back(), file->window_end_unix_ns);
-  EXPECT_GT(cpu->values.back() - cpu->values.front(), 300'000'000);
+  EXPECT_GT(cpu->values.back(), cpu->values.front());
+  const MetricsSeries* main_thread = file->Find("thread.cpu_ns", ::getpid(), ::getpid());
+  ASSERT_NE(main_thread, nullptr);
+  // Busy for 1 s, so read at 100 Hz (10 Hz when idle); a loaded test machine skips some ticks.
+  EXPECT_GE(main_thread->ts_unix_ns.size(), 50u);
   auto utilization = UtilizationForProcess(*file, ::getpid());
   ASSERT_TRUE(utilization.ok());
   ASSERT_FALSE(utilization->empty());

@@ -126,6 +126,10 @@ void GpuCollector::Probe(Device* device) {
       api_.device_get_max_clock_info(device->handle, kNvmlClockMem, &max_mhz) == kNvmlSuccess) {
     device->gauge_capacity[kMemClock] = max_mhz;
   }
+  ProbeLinks(device);
+}
+
+void GpuCollector::ProbeLinks(Device* device) {
   unsigned generation = 0, width = 0;
   if (api_.device_get_max_pcie_link_generation && api_.device_get_max_pcie_link_width &&
       api_.device_get_max_pcie_link_generation(device->handle, &generation) == kNvmlSuccess &&
@@ -180,41 +184,39 @@ void GpuCollector::Sample(int64_t now_ns) {
   if (once_a_second) RefreshProcesses();
 }
 
+void GpuCollector::ReadUnsigned(Device* device, Gauge gauge, bool available,
+                                const std::function<NvmlReturn(unsigned*)>& read) {
+  unsigned value = 0;
+  if (available && device->gauge_supported[gauge] && Check(device, gauge, read(&value))) {
+    device->gauges[gauge] = value;
+  }
+}
+
 void GpuCollector::SampleDevice(Device* device, bool once_a_second) {
-  auto& ok = device->gauge_supported;
-  auto& value = device->gauges;
   for (int g = 0; g < kGaugeCount; ++g) {
-    if (g != kPcieTxKbps && g != kPcieRxKbps) value[g].reset();
+    if (g != kPcieTxKbps && g != kPcieRxKbps) device->gauges[g].reset();
   }
   NvmlDevice handle = device->handle;
   NvmlUtilization utilization{};
-  if (ok[kSmUtil] && api_.device_get_utilization_rates &&
+  if (api_.device_get_utilization_rates && device->gauge_supported[kSmUtil] &&
       Check(device, kSmUtil, api_.device_get_utilization_rates(handle, &utilization))) {
-    value[kSmUtil] = utilization.gpu;
-    value[kMemUtil] = utilization.memory;
+    device->gauges[kSmUtil] = utilization.gpu;
+    device->gauges[kMemUtil] = utilization.memory;
   }
-  unsigned reading = 0;
-  if (ok[kSmClock] && api_.device_get_clock_info &&
-      Check(device, kSmClock, api_.device_get_clock_info(handle, kNvmlClockSm, &reading))) {
-    value[kSmClock] = reading;
-  }
-  if (ok[kMemClock] && api_.device_get_clock_info &&
-      Check(device, kMemClock, api_.device_get_clock_info(handle, kNvmlClockMem, &reading))) {
-    value[kMemClock] = reading;
-  }
-  if (ok[kPower] && api_.device_get_power_usage &&
-      Check(device, kPower, api_.device_get_power_usage(handle, &reading))) {
-    value[kPower] = reading;
-  }
-  if (ok[kTemperature] && api_.device_get_temperature &&
-      Check(device, kTemperature,
-            api_.device_get_temperature(handle, kNvmlTemperatureGpu, &reading))) {
-    value[kTemperature] = reading;
-  }
+  const NvmlApi& api = api_;
+  bool clocks = static_cast<bool>(api.device_get_clock_info);
+  ReadUnsigned(device, kSmClock, clocks,
+               [&](unsigned* mhz) { return api.device_get_clock_info(handle, kNvmlClockSm, mhz); });
+  ReadUnsigned(device, kMemClock, clocks,
+               [&](unsigned* mhz) { return api.device_get_clock_info(handle, kNvmlClockMem, mhz); });
+  ReadUnsigned(device, kPower, static_cast<bool>(api.device_get_power_usage),
+               [&](unsigned* mw) { return api.device_get_power_usage(handle, mw); });
+  ReadUnsigned(device, kTemperature, static_cast<bool>(api.device_get_temperature),
+               [&](unsigned* c) { return api.device_get_temperature(handle, kNvmlTemperatureGpu, c); });
   unsigned long long reasons = 0;
-  if (ok[kThrottle] && api_.device_get_throttle_reasons &&
-      Check(device, kThrottle, api_.device_get_throttle_reasons(handle, &reasons))) {
-    value[kThrottle] = static_cast<int64_t>(reasons);
+  if (api.device_get_throttle_reasons && device->gauge_supported[kThrottle] &&
+      Check(device, kThrottle, api.device_get_throttle_reasons(handle, &reasons))) {
+    device->gauges[kThrottle] = static_cast<int64_t>(reasons);
   }
   ReadFields(device);
   if (once_a_second) ReadPcieThroughput(device);

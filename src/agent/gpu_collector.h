@@ -16,6 +16,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -69,7 +70,10 @@ class GpuCollector : public Collector {
 
   GpuCollector(NvmlApi api, int samples_per_second, ErrorLog* log);
   void Probe(Device* device);
+  void ProbeLinks(Device* device);  // PCIe and NVLink capacities, which counters exist
   void SampleDevice(Device* device, bool once_a_second);
+  void ReadUnsigned(Device* device, Gauge gauge, bool available,
+                    const std::function<NvmlReturn(unsigned*)>& read);
   void ReadFields(Device* device);
   void ReadPcieThroughput(Device* device);
   bool Check(Device* device, Gauge gauge, NvmlReturn code);

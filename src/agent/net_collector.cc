@@ -32,7 +32,8 @@ std::vector<std::string> ListDirectory(const std::string& path) {
 
 NetCollector::NetCollector(const NetCollectorOptions& options, ErrorLog* log)
     : options_(options), log_(log) {
-  if (options_.rescan_every_n < 1) options_.rescan_every_n = 1;
+  options_.rescan_every_n = std::max(options_.rescan_every_n, 1);
+  options_.packets_every_n = std::max(options_.packets_every_n, 1);
 }
 
 void NetCollector::Rescan() {
@@ -78,9 +79,11 @@ void NetCollector::Sample(int64_t now_ns) {
     Rescan();
     samples_until_rescan_ = options_.rescan_every_n;
   }
+  bool packets_turn = sample_index_++ % static_cast<uint64_t>(options_.packets_every_n) == 0;
   for (auto& [name, interface] : interfaces_) {
     for (int i = 0; i < kCounters; ++i) {
       interface.values[i].reset();
+      if (i >= 2 && !packets_turn) continue;
       int64_t value = 0;
       ProcFile& file = interface.files[i];
       if (file.Read(256) && ParseInt64(file.contents(), &value)) {

@@ -1,6 +1,7 @@
 // Network interfaces, from /sys/class/net/<if>/ (every interface but "lo"):
 //   net.rx_bytes, net.tx_bytes      counters, capacity = link speed in bytes/s (0: unknown)
-//   net.rx_packets, net.tx_packets  counters
+//   net.rx_packets, net.tx_packets  counters, read every packets_every_n samples only (the
+//                                   bytes carry the utilisation; packets are for context)
 //   net.speed_mbps                  gauge, recorded at each rescan (-1: unknown), so a link
 //                                   that renegotiates or flaps shows up
 // The interface list and speeds are re-read every rescan_every_n samples (about once a
@@ -24,6 +25,7 @@ struct NetCollectorOptions {
   std::string root;  // prepended to "/sys/class/net"
   int rescan_every_n = 100;
   size_t max_interfaces = 64;
+  int packets_every_n = 1;
 };
 
 // Lists the entries of a directory (names only, sorted; "." and ".." skipped).
@@ -56,6 +58,7 @@ class NetCollector : public Collector {
   ErrorLog* log_;
   int64_t last_now_ns_ = 0;
   int samples_until_rescan_ = 0;
+  uint64_t sample_index_ = 0;
   std::map<std::string, Interface> interfaces_;
   std::vector<SeriesId> to_release_;
 };

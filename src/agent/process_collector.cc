@@ -32,7 +32,9 @@ std::vector<int64_t> ListTids(const std::string& task_dir) {
 ProcessCollector::ProcessCollector(const ProcessCollectorOptions& options, ErrorLog* log)
     : options_(options), log_(log) {
   if (options_.clock_ticks_per_s <= 0) options_.clock_ticks_per_s = 100;
-  if (options_.thread_rescan_every_n < 1) options_.thread_rescan_every_n = 1;
+  options_.thread_rescan_every_n = std::max(options_.thread_rescan_every_n, 1);
+  options_.process_every_n = std::max(options_.process_every_n, 1);
+  options_.idle_thread_every_n = std::max(options_.idle_thread_every_n, 1);
 }
 
 void ProcessCollector::SetProcesses(std::vector<TrackedProcess> processes) {
@@ -89,29 +91,34 @@ void ProcessCollector::Sample(int64_t now_ns) {
 }
 
 bool ProcessCollector::SampleProcess(Process* process) {
-  ProcStat stat;
-  if (!process->stat.Read() || !ParseProcStat(process->stat.contents(), &stat)) {
-    process->cpu_ns.reset();
-    return false;
+  uint64_t index = process->sample_index++;
+  process->fresh = false;
+  if (index % static_cast<uint64_t>(options_.process_every_n) == 0) {
+    ProcStat stat;
+    if (!process->stat.Read() || !ParseProcStat(process->stat.contents(), &stat)) return false;
+    process->cpu_ns = (stat.utime_ticks + stat.stime_ticks) * NsPerTick();
+    process->rss_bytes = stat.rss_pages * options_.page_size_bytes;
+    process->fresh = true;
   }
-  int64_t ticks = stat.utime_ticks + stat.stime_ticks;
-  process->cpu_ns = ticks * (1'000'000'000 / options_.clock_ticks_per_s);
-  process->rss_bytes = stat.rss_pages * options_.page_size_bytes;
   if (--process->samples_until_rescan <= 0) {
     process->samples_until_rescan = options_.thread_rescan_every_n;
-    if (!RescanThreads(process)) {  // no threads listed: the process is gone
-      process->cpu_ns.reset();
-      return false;
-    }
+    if (!RescanThreads(process)) return false;  // no threads listed: the process is gone
   }
+  bool idle_turn = index % static_cast<uint64_t>(options_.idle_thread_every_n) == 0;
   for (auto it = process->threads.begin(); it != process->threads.end();) {
-    SampleThread(process, &it->second);
-    if (!it->second.cpu_ns) {  // the thread exited
-      to_release_.push_back(it->second.id);
-      it = process->threads.erase(it);
-    } else {
+    Thread& thread = it->second;
+    thread.fresh = false;
+    bool idle = thread.unchanged_samples >= options_.idle_after_samples;
+    if (idle && !idle_turn) {
       ++it;
+      continue;
     }
+    if (!SampleThread(&thread)) {  // the thread exited
+      to_release_.push_back(thread.id);
+      it = process->threads.erase(it);
+      continue;
+    }
+    ++it;
   }
   return true;
 }
@@ -159,19 +166,21 @@ bool ProcessCollector::AddThread(Process* process, int64_t tid) {
   return true;
 }
 
-void ProcessCollector::SampleThread(Process* process, Thread* thread) {
-  thread->cpu_ns.reset();
-  if (!thread->file.Read()) return;
+bool ProcessCollector::SampleThread(Thread* thread) {
+  if (!thread->file.Read()) return false;
+  int64_t cpu_ns = 0;
   if (thread->use_schedstat) {
-    int64_t on_cpu_ns = 0;
-    if (ParseSchedstat(thread->file.contents(), &on_cpu_ns)) thread->cpu_ns = on_cpu_ns;
-    return;
+    if (!ParseSchedstat(thread->file.contents(), &cpu_ns)) return false;
+  } else {
+    ProcStat stat;
+    if (!ParseProcStat(thread->file.contents(), &stat)) return false;
+    cpu_ns = (stat.utime_ticks + stat.stime_ticks) * NsPerTick();
   }
-  ProcStat stat;
-  if (!ParseProcStat(thread->file.contents(), &stat)) return;
-  int64_t ticks = stat.utime_ticks + stat.stime_ticks;
-  thread->cpu_ns = ticks * (1'000'000'000 / options_.clock_ticks_per_s);
-  thread->comm = std::move(stat.comm);
+  bool unchanged = thread->fresh_once && cpu_ns == thread->cpu_ns;
+  thread->unchanged_samples = unchanged ? thread->unchanged_samples + 1 : 0;
+  thread->cpu_ns = cpu_ns;
+  thread->fresh = thread->fresh_once = true;
+  return true;
 }
 
 void ProcessCollector::ReleaseProcess(const Process& process) {
@@ -186,22 +195,23 @@ void ProcessCollector::Emit(MetricSink& sink) {
   }
   to_release_.clear();
   for (auto& [pid, process] : processes_) {
-    if (!process.cpu_ns) continue;
     if (process.cpu_id == kNoSeries) {
       process.cpu_id = sink.Register(
           {"proc.cpu_ns", SeriesKind::kCounter, "ns", pid, -1, "", "", 0});
       process.rss_id = sink.Register(
           {"proc.rss_bytes", SeriesKind::kGauge, "bytes", pid, -1, "", "", 0});
     }
-    sink.Record(process.cpu_id, last_now_ns_, *process.cpu_ns);
-    sink.Record(process.rss_id, last_now_ns_, process.rss_bytes);
+    if (process.fresh) {
+      sink.Record(process.cpu_id, last_now_ns_, process.cpu_ns);
+      sink.Record(process.rss_id, last_now_ns_, process.rss_bytes);
+    }
     for (auto& [tid, thread] : process.threads) {
-      if (!thread.cpu_ns) continue;
+      if (!thread.fresh) continue;
       if (thread.id == kNoSeries) {
         thread.id = sink.Register({"thread.cpu_ns", SeriesKind::kCounter, "ns", pid, tid, "",
                                    thread.comm, 1'000'000'000});
       }
-      sink.Record(thread.id, last_now_ns_, *thread.cpu_ns);
+      sink.Record(thread.id, last_now_ns_, thread.cpu_ns);
     }
   }
 }

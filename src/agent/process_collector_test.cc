@@ -32,6 +32,7 @@ class ProcessCollectorTest : public ::testing::Test {
     options.clock_ticks_per_s = 100;
     options.page_size_bytes = 4096;
     options.thread_rescan_every_n = 1;
+    options.process_every_n = 1;
     return options;
   }
 

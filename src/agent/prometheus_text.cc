@@ -11,6 +11,15 @@ void Metric(std::string* out, const char* name, const char* type, const char* he
                  name, type, name, value);
 }
 
+// A counter with one value per sampling loop.
+void LoopMetric(std::string* out, const char* name, const char* help, uint64_t host,
+                uint64_t gpu) {
+  fmt::format_to(std::back_inserter(*out),
+                 "# HELP {0} {1}\n# TYPE {0} counter\n{0}{{loop=\"host\"}} {2}\n"
+                 "{0}{{loop=\"gpu\"}} {3}\n",
+                 name, help, host, gpu);
+}
+
 }  // namespace
 
 std::string EscapeLabelValue(std::string_view value) {
@@ -25,45 +34,41 @@ std::string EscapeLabelValue(std::string_view value) {
 }
 
 std::string RenderPrometheusText(const AgentHealth& h, const std::vector<Registration>& processes) {
+  struct Row {
+    const char* name;
+    const char* type;
+    const char* help;
+    double value;
+  };
+  auto n = [](uint64_t value) { return static_cast<double>(value); };
+  const Row rows[] = {
+      {"eroica_agent_up", "gauge", "1 while the agent runs.", 1},
+      {"eroica_agent_uptime_seconds", "gauge", "Time since the agent started.", h.uptime_s},
+      {"eroica_agent_cpu_seconds_total", "counter", "CPU time the agent used.", h.cpu_s},
+      {"eroica_agent_samples_total", "counter", "Samples stored.", n(h.samples)},
+      {"eroica_agent_dropped_samples_total", "counter",
+       "Samples dropped (store full, clock stepped back).", n(h.dropped_samples)},
+      {"eroica_agent_series", "gauge", "Series held.", n(h.series)},
+      {"eroica_agent_buffer_bytes", "gauge", "Memory the sample buffer uses.", n(h.buffer_bytes)},
+      {"eroica_agent_registered_processes", "gauge", "Training processes watched.",
+       n(processes.size())},
+      {"eroica_agent_tracked_threads", "gauge", "Threads of those processes followed.",
+       n(h.tracked_threads)},
+      {"eroica_agent_gpus", "gauge", "GPUs monitored through NVML.", n(h.gpus)},
+      {"eroica_agent_errors_total", "counter", "Problems met (each logged once).", n(h.errors)},
+      {"eroica_agent_sessions_started_total", "counter", "Capture sessions seen.",
+       n(h.sessions_started)},
+      {"eroica_agent_sessions_written_total", "counter", "Metrics files written.",
+       n(h.sessions_written)},
+      {"eroica_agent_sessions_dropped_total", "counter",
+       "Metrics files that could not be written (disk full, ...).", n(h.sessions_dropped)},
+  };
   std::string out;
-  Metric(&out, "eroica_agent_up", "gauge", "1 while the agent runs.", 1);
-  Metric(&out, "eroica_agent_uptime_seconds", "gauge", "Time since the agent started.",
-         h.uptime_s);
-  Metric(&out, "eroica_agent_cpu_seconds_total", "counter", "CPU time the agent used.", h.cpu_s);
-  Metric(&out, "eroica_agent_samples_total", "counter", "Samples stored.",
-         static_cast<double>(h.samples));
-  Metric(&out, "eroica_agent_dropped_samples_total", "counter",
-         "Samples dropped (store full, clock stepped back).", static_cast<double>(h.dropped_samples));
-  Metric(&out, "eroica_agent_series", "gauge", "Series held.", static_cast<double>(h.series));
-  Metric(&out, "eroica_agent_buffer_bytes", "gauge", "Memory the sample buffer uses.",
-         static_cast<double>(h.buffer_bytes));
-  out += "# HELP eroica_agent_ticks_total Sampling loop iterations.\n"
-         "# TYPE eroica_agent_ticks_total counter\n";
-  fmt::format_to(std::back_inserter(out), "eroica_agent_ticks_total{{loop=\"host\"}} {}\n",
-                 h.host_ticks);
-  fmt::format_to(std::back_inserter(out), "eroica_agent_ticks_total{{loop=\"gpu\"}} {}\n",
-                 h.gpu_ticks);
-  out += "# HELP eroica_agent_missed_ticks_total Ticks skipped because sampling ran late.\n"
-         "# TYPE eroica_agent_missed_ticks_total counter\n";
-  fmt::format_to(std::back_inserter(out), "eroica_agent_missed_ticks_total{{loop=\"host\"}} {}\n",
-                 h.host_missed_ticks);
-  fmt::format_to(std::back_inserter(out), "eroica_agent_missed_ticks_total{{loop=\"gpu\"}} {}\n",
-                 h.gpu_missed_ticks);
-  Metric(&out, "eroica_agent_registered_processes", "gauge", "Training processes watched.",
-         static_cast<double>(processes.size()));
-  Metric(&out, "eroica_agent_tracked_threads", "gauge", "Threads of those processes followed.",
-         static_cast<double>(h.tracked_threads));
-  Metric(&out, "eroica_agent_gpus", "gauge", "GPUs monitored through NVML.",
-         static_cast<double>(h.gpus));
-  Metric(&out, "eroica_agent_errors_total", "counter", "Problems met (each logged once).",
-         static_cast<double>(h.errors));
-  Metric(&out, "eroica_agent_sessions_started_total", "counter", "Capture sessions seen.",
-         static_cast<double>(h.sessions_started));
-  Metric(&out, "eroica_agent_sessions_written_total", "counter", "Metrics files written.",
-         static_cast<double>(h.sessions_written));
-  Metric(&out, "eroica_agent_sessions_dropped_total", "counter",
-         "Metrics files that could not be written (disk full, ...).",
-         static_cast<double>(h.sessions_dropped));
+  for (const Row& row : rows) Metric(&out, row.name, row.type, row.help, row.value);
+  LoopMetric(&out, "eroica_agent_ticks_total", "Sampling loop iterations.", h.host_ticks,
+             h.gpu_ticks);
+  LoopMetric(&out, "eroica_agent_missed_ticks_total", "Ticks skipped because sampling ran late.",
+             h.host_missed_ticks, h.gpu_missed_ticks);
   out += "# HELP eroica_training_last_iteration_seconds Latest iteration time a rank reported.\n"
          "# TYPE eroica_training_last_iteration_seconds gauge\n";
   for (const Registration& process : processes) {
