@@ -20,6 +20,8 @@ FunctionPattern ToPattern(const FunctionStats& f, int64_t window_ns, int iterati
   p.mean_duration_us = f.calls > 0 ? static_cast<double>(f.total_duration_ns) / 1e3 / f.calls : 0;
   p.bytes_per_iter = f.bytes / iterations;
   p.shapes_hash = f.shapes_hash;
+  p.mu = f.mu;
+  p.sigma = f.sigma;
   return p;
 }
 

@@ -247,6 +247,7 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
   summary.critical_path =
       PaintCriticalPath(std::move(spans.layers), window.start_ns, window.end_ns, unattributed);
   for (const Span& span : summary.critical_path) table[span.function].owned_ns += span.end_ns - span.start_ns;
+  AddUtilization(summary.critical_path, has_device, options.samples, &table);
 
   WorkerPattern& pattern = summary.pattern;
   pattern.rank = trace.meta.rank;

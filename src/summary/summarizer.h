@@ -6,12 +6,14 @@
 #include "base/status.h"
 #include "summary/critical_path.h"
 #include "summary/pattern.h"
+#include "summary/utilization_stats.h"
 #include "trace/trace.h"
 
 namespace eroica {
 
 struct SummarizeOptions {
   size_t max_functions = 48;  // the rest are folded into one "(other <category>)" each
+  std::vector<ResourceSamples> samples;  // hardware utilisation in the trace's clock, for μ, σ
 };
 
 // The pattern plus the critical path it was computed from (for reports and annotations).
