@@ -61,24 +61,31 @@ def _command(binary: str, session_dir: str, fmt: str) -> List[str]:
     return [nice, "-n", "10"] + cmd if nice else cmd
 
 
-def run(session_dir: str, configured_bin: str, timeout_s: float) -> str:
-    """Diagnoses the session folder; returns (and logs) the one-line verdict."""
+def run(session_dir: str, configured_bin: str, timeout_s: float, note: str = "") -> str:
+    """Diagnoses the session folder; returns (and logs) the one-line verdict.
+
+    `note` (e.g. which ranks' files are missing) is appended to that same line.
+    """
+    line = _run(session_dir, configured_bin, timeout_s)
+    if note:
+        line += " (%s)" % note
+    log.info(line)
+    return line
+
+
+def _run(session_dir: str, configured_bin: str, timeout_s: float) -> str:
     binary = find_binary(configured_bin)
     if binary is None:
-        line = ("session captured in %s; diagnose skipped: no eroica binary "
+        return ("session captured in %s; diagnose skipped: no eroica binary "
                 "(set EROICA_BIN)" % session_dir)
-        log.info(line)
-        return line
     report_json = os.path.join(session_dir, "report.json")
     try:
         done = subprocess.run(_command(binary, session_dir, "json"), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, timeout=timeout_s, check=False)
         if done.returncode != 0:
             err = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            line = "diagnose failed (exit %d): %s — session: %s" % (
+            return "diagnose failed (exit %d): %s — session: %s" % (
                 done.returncode, err[-1] if err else "no message", session_dir)
-            log.info(line)
-            return line
         with open(report_json + ".tmp", "wb") as f:
             f.write(done.stdout)
         os.replace(report_json + ".tmp", report_json)
@@ -89,13 +96,7 @@ def run(session_dir: str, configured_bin: str, timeout_s: float) -> str:
             with open(os.path.join(session_dir, "report.txt"), "wb") as f:
                 f.write(text.stdout)
     except subprocess.TimeoutExpired:
-        line = "diagnose timed out after %.0f s — session: %s" % (timeout_s, session_dir)
-        log.info(line)
-        return line
+        return "diagnose timed out after %.0f s — session: %s" % (timeout_s, session_dir)
     except (OSError, ValueError) as e:
-        line = "diagnose failed (%s: %s) — session: %s" % (type(e).__name__, e, session_dir)
-        log.info(line)
-        return line
-    line = "%s — report: %s" % (verdict, report_json)
-    log.info(line)
-    return line
+        return "diagnose failed (%s: %s) — session: %s" % (type(e).__name__, e, session_dir)
+    return "%s — report: %s" % (verdict, report_json)

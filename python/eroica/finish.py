@@ -71,8 +71,9 @@ class Finisher:
 
     def collect_and_diagnose(self, session_dir: str, paths: List[str]) -> None:
         missing = diagnose.wait_for_files(paths, self.cfg.collect_timeout_s)
+        note = ""
         if missing:
-            log.info("%d of %d rank files missing after %.0f s (%s); diagnosing the rest"
-                     % (len(missing), len(paths), self.cfg.collect_timeout_s,
-                        ", ".join(os.path.basename(p) for p in missing[:4])))
-        diagnose.run(session_dir, self.cfg.bin, self.cfg.diagnose_timeout_s)
+            note = "%d of %d rank files missing after %.0f s: %s" % (
+                len(missing), len(paths), self.cfg.collect_timeout_s,
+                ", ".join(os.path.basename(p) for p in missing[:4]))
+        diagnose.run(session_dir, self.cfg.bin, self.cfg.diagnose_timeout_s, note)

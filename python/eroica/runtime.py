@@ -218,6 +218,9 @@ class Runtime:
         if session["target_iteration"] != iteration:
             self._write_missed(session, "busy until iteration %d" % iteration)
             return
+        if _another_profiler_active():
+            self._write_missed(session, "another profiler is active in this process")
+            return
         session = dict(session, local_detector=self._detector_state())
         cap = capture_mod.Capture(session, self.rank, self.world_size,
                                   self._session_dir(session), self.cfg.with_stack,
@@ -492,3 +495,13 @@ class Runtime:
         except Exception as e:
             log.info("could not write the session at exit: %s: %s" % (type(e).__name__, e))
         self.coord = None
+
+
+def _another_profiler_active() -> bool:
+    """The user's own profiler is running: ours would fail to start, or break theirs."""
+    try:
+        import torch.autograd
+
+        return bool(torch.autograd._profiler_enabled())
+    except Exception:
+        return False

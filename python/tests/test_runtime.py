@@ -107,3 +107,19 @@ def test_a_session_the_job_never_reaches_is_kept_at_exit(tmp_path):
     meta = json.load(open(tmp_path / "s-never" / "rank-0.meta.json"))
     assert meta["iteration_ids"] == [] and "ended at iteration 6" in meta["missed"]
     assert (tmp_path / "s-never" / "session.json").exists()
+
+
+def test_user_profiler_running_means_no_capture(tmp_path):
+    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_COLLECT_TIMEOUT_S=5)
+    opt = make_optimizer()
+    rt._mail.append(("session", {"session_id": "s-busy", "reason": "degradation",
+                                 "target_iteration": 2, "capture_iters": 2,
+                                 "capture_max_s": 20.0}))
+    with torch.profiler.profile():  # the user's own, around the loop
+        for _ in range(5):
+            rt.on_step_end(opt)
+        assert rt.capture is None
+    for t in rt._finishers:
+        t.join(30)
+    meta = json.load(open(tmp_path / "s-busy" / "rank-0.meta.json"))
+    assert "another profiler" in meta["missed"]
