@@ -72,6 +72,22 @@ bool MoreUrgent(const Finding& a, const Finding& b) {
   return a.impact_s_per_iter > b.impact_s_per_iter;
 }
 
+// A rank that is merely the worst of a problem every rank has (every rank in a Python hot loop,
+// one of them a little slower on a loaded host) is part of the global finding, not a separate
+// local one: same category and function.
+void FoldLocalIntoGlobal(std::vector<Finding>* local, std::vector<Finding>* global) {
+  std::erase_if(*local, [&](const Finding& l) {
+    for (Finding& g : *global) {
+      if (g.category == l.category && g.function == l.function) {
+        g.evidence += fmt::format("; rank {} is the worst (+{:.1f} ms per iteration over its peers)",
+                                  l.workers.front(), l.impact_s_per_iter * 1e3);
+        return true;
+      }
+    }
+    return false;
+  });
+}
+
 }  // namespace
 
 void LocalizeInput::AddWorker(WorkerPattern&& worker, bool keep_pattern) {
@@ -92,7 +108,8 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
   }
   const WorkerTable& table = input.table.empty() ? built : input.table;
   Diagnosis d;
-  d.workers = static_cast<int>(table.size());
+  // A hang session may have stacks but no traces: the ranks that dumped them are the workers.
+  d.workers = static_cast<int>(std::max(table.size(), input.stacks.size()));
   size_t dropped = 0;
   for (const std::string& error : input.input_errors) AddWarning(&d, error, &dropped);
   CheckRanks(input, table, &d, &dropped);
@@ -119,6 +136,7 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
     }
     std::vector<Finding> local = FindLocalProblems(group, expectations);
     std::vector<Finding> global = FindGlobalProblems(group, expectations);
+    FoldLocalIntoGlobal(&local, &global);
     d.findings.insert(d.findings.end(), local.begin(), local.end());
     d.findings.insert(d.findings.end(), global.begin(), global.end());
   }

@@ -125,3 +125,35 @@ TEST(LocalizerTest, MissingRanksAreNamed) {
 
 }  // namespace
 }  // namespace eroica
+
+namespace eroica {
+namespace {
+
+TEST(LocalizerTest, TheWorstRankOfAGlobalProblemIsPartOfIt) {
+  LocalizeInput input;
+  // Every rank in a hot loop; rank 3 a little worse (a loaded host), still the same problem.
+  double host[] = {0.43, 0.46, 0.51, 0.72};
+  for (int r = 0; r < 4; ++r) input.workers.push_back(Worker(r, 0.2, 0.02, host[r], 0.75 - host[r]));
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_EQ(d.findings.size(), 1u) << d.findings[1].evidence;
+  EXPECT_EQ(d.findings[0].scope, "global");
+  EXPECT_NE(d.findings[0].evidence.find("rank 3 is the worst"), std::string::npos);
+}
+
+TEST(LocalizerTest, HangWithStacksOnlyCountsTheRanksThatDumped) {
+  LocalizeInput input;
+  for (int r = 0; r < 3; ++r) {
+    StackDump s;
+    s.rank = r;
+    s.world_size = 4;
+    s.main_frames = {{"/app/train.py", 10, "main", ""}};
+    input.stacks.push_back(s);
+  }
+  Diagnosis d = Localize(input, DefaultExpectations());
+  EXPECT_EQ(d.workers, 3);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{3});
+}
+
+}  // namespace
+}  // namespace eroica
