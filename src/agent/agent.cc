@@ -93,6 +93,7 @@ class Agent {
   void Shutdown();
   void AddSession(const CaptureSession& session) { sessions_.Add(session); }
   uint64_t sessions_finished() const { return sessions_written_ + sessions_dropped_; }
+  uint64_t sessions_written() const { return sessions_written_; }
 
  private:
   void WriteSession(const CaptureSession& session);
@@ -309,6 +310,9 @@ Status RunAgent(const AgentOptions& given, const std::atomic<bool>& stop) {
     SleepUntilMonotonicNs(MonotonicNs() + kLoopPeriodNs);
   }
   agent.Shutdown();
+  if (manual && agent.sessions_written() == 0) {
+    return ErrorStatus("could not write the metrics file of {}", options.session_dir);
+  }
   return Status::Ok();
 }
 
