@@ -175,7 +175,7 @@ class Capture:
     def export(self) -> None:
         """Writes the gzipped trace, then the meta file. Runs on a background thread."""
         prof = self._stopped_prof
-        if prof is not None and not self.error:
+        if prof is not None:  # also after an abort: what was recorded is still good
             raw = os.path.join(self.session_dir, ".rank-%d.trace.json" % self.rank)
             try:
                 prof.export_chrome_trace(raw)

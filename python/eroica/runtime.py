@@ -86,11 +86,13 @@ class Runtime:
         self.iter_start_ns = None  # time spent detached is not an iteration
 
     def on_disabled(self) -> None:
+        """After an internal error (raised on the training thread, or mailed to it)."""
         self._stopping = True
         self._wake.set()
         cap, self.capture = self.capture, None
         if cap is not None:
             cap.abort("eroica disabled")
+            self._spawn(self._finisher().capture_done, cap)
 
     def on_batch(self, iterator: Any, start_ns: int) -> None:
         now_ns = _perf_ns()
@@ -179,8 +181,8 @@ class Runtime:
                 if degradation is not None:
                     self._request_session(finished, "degradation", degradation.best_mean_s,
                                           degradation.current_mean_s)
-        if self._mail:
-            self._read_mail(finished + 1)
+        if self._mail and not self._read_mail(finished + 1):
+            return  # disabled
         if self.capture is not None:
             self._capture_boundary(finished + 1, finished_s)
         elif 0 <= self._next_target <= finished + 1:
@@ -198,12 +200,16 @@ class Runtime:
                            "current_mean_s": current_mean_s}
         self._wake.set()
 
-    def _read_mail(self, next_iteration: int) -> None:
+    def _read_mail(self, next_iteration: int) -> bool:
+        """Handles the monitor's messages; False when eroica was disabled by one."""
         while self._mail:
             kind, payload = self._mail.popleft()
             if kind == "rebaseline":
                 self.detector.rebaseline()
                 continue
+            if kind == "disable":
+                hooks.disable(payload)  # calls on_disabled, on this (the training) thread
+                return False
             self.detector.disarm()  # this slowdown is being captured already
             if payload["target_iteration"] < next_iteration:
                 self._write_missed(payload, "seen at iteration %d" % next_iteration)
@@ -211,6 +217,7 @@ class Runtime:
             self._pending.append(payload)
             self._pending.sort(key=lambda p: p["target_iteration"])
             self._next_target = self._pending[0]["target_iteration"]
+        return True
 
     def _start_capture(self, iteration: int) -> None:
         session = self._pending.pop(0)
@@ -311,7 +318,9 @@ class Runtime:
             except trigger.StoreUnavailable as e:
                 self._store_failed(e)
             except Exception as e:
-                hooks.disable(e)
+                # The profiler belongs to the training thread: it disables us there, at its
+                # next iteration boundary, stopping a window in flight first.
+                self._mail.append(("disable", e))
                 break
             finally:
                 self.monitor_ticks += 1

@@ -8,7 +8,7 @@ import torch
 from torch.optim.optimizer import Optimizer
 from torch.utils.data import DataLoader, Dataset, dataloader
 
-from eroica import hooks
+from eroica import hooks, log
 
 
 class Recorder:
@@ -171,6 +171,7 @@ def test_user_exception_in_step_propagates_unchanged(recorder):
 
 
 def test_listener_error_disables_eroica_with_one_line(capsys):
+    log._said_once.discard("disabled")
     rec = Recorder(fail_on="step")
     hooks.install(rec)
     try:

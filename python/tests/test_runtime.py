@@ -6,7 +6,7 @@ import json
 import torch
 from torch.utils.data import DataLoader
 
-from eroica import config, hooks
+from eroica import config, hooks, log
 from eroica.runtime import Runtime
 
 
@@ -123,3 +123,31 @@ def test_user_profiler_running_means_no_capture(tmp_path):
         t.join(30)
     meta = json.load(open(tmp_path / "s-busy" / "rank-0.meta.json"))
     assert "another profiler" in meta["missed"]
+
+
+def test_monitor_error_disables_on_the_training_thread_after_stopping_the_window(tmp_path,
+                                                                                  capsys):
+    log._said_once.discard("disabled")  # one line per process: forget earlier tests' line
+    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_COLLECT_TIMEOUT_S=5)
+    hooks.install(rt)
+    try:
+        opt = make_optimizer()
+        rt._mail.append(("session", {"session_id": "s-x", "reason": "degradation",
+                                     "target_iteration": 2, "capture_iters": 5,
+                                     "capture_max_s": 20.0}))
+        for _ in range(3):
+            opt.step()
+        assert rt.capture is not None and torch.autograd._profiler_enabled()
+        rt._mail.append(("disable", RuntimeError("monitor bug")))  # as _monitor_main does
+        opt.step()
+        assert hooks.listener() is None and rt.capture is None
+        assert not torch.autograd._profiler_enabled()
+        opt.step()  # pass-through from now on
+        for t in rt._finishers:
+            t.join(30)
+        meta = json.load(open(tmp_path / "s-x" / "rank-0.meta.json"))
+        assert meta["error"] == "eroica disabled" and meta["iteration_ids"] == [2]
+        assert (tmp_path / "s-x" / "rank-0.json.gz").exists()
+        assert capsys.readouterr().err.count("disabled") == 1
+    finally:
+        hooks.uninstall()
