@@ -14,6 +14,7 @@ written by the launcher) names the scenario, the faulty ranks and the schedule. 
 import argparse
 import json
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -157,6 +158,18 @@ def trace_exporter(out_dir, rank):
     return export
 
 
+def write_meta(config, rank, step_start_unix_ns):
+    """rank-<r>.meta.json: who this rank is and how its trace's clock maps to the host's (for
+    aligning the node agent's samples), in the layout of the online package's meta files."""
+    meta = {"rank": rank, "world_size": config["world_size"], "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "step_start_unix_ns": {str(i): ns for i, ns in sorted(step_start_unix_ns.items())}}
+    final = Path(config["out_dir"]) / f"rank-{rank}.meta.json"
+    tmp = final.with_suffix(".tmp")
+    tmp.write_text(json.dumps(meta))
+    os.replace(tmp, final)
+
+
 def train(config, rank):
     torch.set_num_threads(1)
     torch.manual_seed(config["seed"])
@@ -182,12 +195,16 @@ def train(config, rank):
     profile_start = config["profile_start"]
     prof_schedule = schedule(wait=profile_start, warmup=1, active=config["profile_iters"], repeat=1)
     batches = iter(loader)
+    step_start_unix_ns = {}
     with profile(activities=[ProfilerActivity.CPU], schedule=prof_schedule,
                  on_trace_ready=trace_exporter(config["out_dir"], rank)) as prof:
         for iteration in range(config["iters"]):
             # torch 1.13: step() opens "ProfilerStep#<iteration>" and iteration i is recorded when
             # wait <= i < wait + active (see TRACE-FORMAT.md section 9).
             prof.step()
+            # Anchors the trace's relative clock to the host's: ProfilerStep#N opened just now.
+            if profile_start <= iteration < profile_start + config["profile_iters"] + 1:
+                step_start_unix_ns[iteration] = time.time_ns()
             check_step_label(prof, iteration)
             if iteration == config["onset_iter"]:
                 fault.activate()
@@ -205,6 +222,7 @@ def train(config, rank):
             optimizer.step()
             progress.record(iteration, time.perf_counter() - started_s, started_monotonic_s)
         progress.beat(config["iters"], "done")
+    write_meta(config, rank, step_start_unix_ns)
     fault.close()
     dist.barrier()
     dist.destroy_process_group()

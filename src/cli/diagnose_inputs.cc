@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
+#include "cli/hardware_samples.h"
 #include "summary/pattern_file.h"
 #include "summary/summarize_files.h"
 
@@ -81,7 +83,18 @@ StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& pa
         break;
     }
   }
-  FileSummaries summaries = SummarizeFiles(traces, threads);
+  // The node agent's samples in each trace's folder give the functions their μ and σ.
+  std::map<std::string, HardwareSamples> samples;
+  for (const std::string& trace : traces) {
+    std::string folder = fs::path(trace).parent_path().string();
+    if (!samples.contains(folder)) samples.emplace(folder, HardwareSamples::FromFolder(folder, &input.input_errors));
+  }
+  SamplesProvider provider = [&samples](const Trace& trace, std::string* note) {
+    auto it = samples.find(fs::path(trace.meta.path).parent_path().string());
+    return it == samples.end() ? std::vector<ResourceSamples>{} : it->second.ForTrace(trace, note);
+  };
+  FileSummaries summaries = SummarizeFiles(traces, threads, {}, provider);
+  for (std::string& note : summaries.notes) input.input_errors.push_back(std::move(note));
   for (WorkerPattern& w : summaries.patterns) input.AddWorker(std::move(w), keep_patterns);
   for (std::string& e : summaries.errors) input.input_errors.push_back(std::move(e));
   if (input.table.empty() && input.stacks.empty()) {

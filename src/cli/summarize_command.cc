@@ -1,9 +1,12 @@
 // eroica summarize TRACE... -o PATTERN: traces to a pattern file (a bundle when several).
+#include <filesystem>
+#include <map>
 #include <thread>
 
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/hardware_samples.h"
 #include "summary/pattern_file.h"
 #include "summary/summarize_files.h"
 
@@ -19,7 +22,22 @@ struct SummarizeCommandOptions {
 
 int RunSummarize(const SummarizeCommandOptions& options) {
   int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
-  FileSummaries result = SummarizeFiles(options.traces, threads);
+  std::vector<std::string> errors;
+  std::map<std::string, HardwareSamples> samples;  // by folder, or the one --metrics file
+  for (const std::string& trace : options.traces) {
+    std::string key = options.metrics.empty() ? std::filesystem::path(trace).parent_path().string() : "";
+    if (samples.contains(key)) continue;
+    samples.emplace(key, options.metrics.empty() ? HardwareSamples::FromFolder(key, &errors)
+                                                 : HardwareSamples::FromFile(options.metrics, &errors));
+  }
+  for (const std::string& error : errors) fmt::print(stderr, "eroica: {}\n", error);
+  if (!options.metrics.empty() && samples.at("").empty()) return 1;
+  SamplesProvider provider = [&](const Trace& trace, std::string* note) {
+    std::string key = options.metrics.empty() ? std::filesystem::path(trace.meta.path).parent_path().string() : "";
+    return samples.at(key).ForTrace(trace, note);
+  };
+  FileSummaries result = SummarizeFiles(options.traces, threads, {}, provider);
+  for (const std::string& note : result.notes) fmt::print(stderr, "eroica: warning: {}\n", note);
   for (const std::string& error : result.errors) fmt::print(stderr, "eroica: {}\n", error);
   if (result.patterns.empty()) return 1;
   for (const WorkerPattern& p : result.patterns) {

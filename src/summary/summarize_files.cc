@@ -14,9 +14,10 @@ bool LooksLikeTraceFile(const std::string& path) {
 }
 
 FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads,
-                             const SummarizeOptions& options) {
+                             const SummarizeOptions& options, const SamplesProvider& samples_for) {
   std::vector<std::optional<WorkerPattern>> patterns(paths.size());
   std::vector<std::string> errors(paths.size());
+  std::vector<std::string> notes(paths.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < paths.size(); i = next++) {
@@ -25,7 +26,9 @@ FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads,
         errors[i] = trace.status().message();
         continue;
       }
-      StatusOr<Summary> summary = Summarize(*trace, options);
+      SummarizeOptions trace_options = options;
+      if (samples_for) trace_options.samples = samples_for(*trace, &notes[i]);
+      StatusOr<Summary> summary = Summarize(*trace, trace_options);
       if (!summary.ok()) {
         errors[i] = summary.status().message();
         continue;
@@ -42,6 +45,7 @@ FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads,
   for (size_t i = 0; i < paths.size(); ++i) {
     if (patterns[i]) out.patterns.push_back(std::move(*patterns[i]));
     if (!errors[i].empty()) out.errors.push_back(std::move(errors[i]));
+    if (!notes[i].empty()) out.notes.push_back(std::move(notes[i]));
   }
   return out;
 }

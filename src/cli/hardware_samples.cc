@@ -1,0 +1,137 @@
+#include "cli/hardware_samples.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "agent/utilization.h"
+#include "base/file_util.h"
+
+namespace eroica {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Kineto's epoch timestamps are far past this; CPU-only builds count from the profiler's start.
+constexpr int64_t kAbsoluteClockNs = int64_t{100'000'000} * 1'000'000'000;  // ~1973
+
+ResourceKind KindOf(agent::Resource resource) {
+  switch (resource) {
+    case agent::Resource::kCpu: return ResourceKind::kCpu;
+    case agent::Resource::kNetwork: return ResourceKind::kNetwork;
+    case agent::Resource::kGpuSm: return ResourceKind::kGpuSm;
+    case agent::Resource::kPcie: return ResourceKind::kPcie;
+    case agent::Resource::kNvlink: return ResourceKind::kNvlink;
+  }
+  return ResourceKind::kCpu;
+}
+
+std::optional<nlohmann::json> RankMeta(const Trace& trace) {
+  if (trace.meta.rank < 0) return std::nullopt;
+  fs::path meta = fs::path(trace.meta.path).parent_path() / fmt::format("rank-{}.meta.json", trace.meta.rank);
+  StatusOr<std::string> text = ReadSmallFile(meta.string(), 1 << 20);
+  if (!text.ok()) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  return j;
+}
+
+int64_t MostCommonNumericPid(const Trace& trace) {
+  std::map<int64_t, int64_t> counts;
+  for (const TraceEvent& e : trace.events) {
+    if (!IsStringPid(e.pid) && e.pid > 0) ++counts[e.pid];
+  }
+  int64_t best = -1, best_count = 0;
+  for (auto [pid, count] : counts) {
+    if (count > best_count) best = pid, best_count = count;
+  }
+  return best;
+}
+
+// unix ns = trace ns + offset. Anchors: the host time each ProfilerStep#N opened, when the meta
+// file has them; else the profiler's start.
+std::optional<int64_t> ClockOffset(const Trace& trace, const std::optional<nlohmann::json>& meta) {
+  int64_t latest = 0;
+  for (const TraceEvent& e : trace.events) latest = std::max(latest, e.ts_ns);
+  if (latest > kAbsoluteClockNs) return 0;
+  if (!meta) return std::nullopt;
+  if (meta->contains("step_start_unix_ns") && (*meta)["step_start_unix_ns"].is_object()) {
+    std::vector<int64_t> offsets;
+    const nlohmann::json& anchors = (*meta)["step_start_unix_ns"];
+    for (const TraceEvent& e : trace.events) {
+      std::string_view name = trace.Str(e.name);
+      if (!name.starts_with("ProfilerStep#")) continue;
+      std::string id(name.substr(13));
+      if (anchors.contains(id) && anchors[id].is_number_integer()) offsets.push_back(anchors[id].get<int64_t>() - e.ts_ns);
+    }
+    if (!offsets.empty()) {
+      std::nth_element(offsets.begin(), offsets.begin() + static_cast<long>(offsets.size() / 2), offsets.end());
+      return offsets[offsets.size() / 2];
+    }
+  }
+  if (meta->contains("profiler_start_unix_ns") && (*meta)["profiler_start_unix_ns"].is_number_integer()) {
+    return (*meta)["profiler_start_unix_ns"].get<int64_t>();
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+HardwareSamples HardwareSamples::FromFile(const std::string& path, std::vector<std::string>* errors) {
+  HardwareSamples samples;
+  StatusOr<agent::MetricsFile> file = agent::ReadMetricsFile(path);
+  if (file.ok()) {
+    samples.files_.push_back(std::make_shared<const agent::MetricsFile>(std::move(*file)));
+  } else {
+    errors->push_back(file.status().message());
+  }
+  return samples;
+}
+
+HardwareSamples HardwareSamples::FromFolder(const std::string& folder, std::vector<std::string>* errors) {
+  HardwareSamples samples;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(folder, error)) {
+    if (entry.path().extension() != ".eroica-metrics") continue;
+    HardwareSamples one = FromFile(entry.path().string(), errors);
+    samples.files_.insert(samples.files_.end(), one.files_.begin(), one.files_.end());
+  }
+  return samples;
+}
+
+std::vector<ResourceSamples> HardwareSamples::ForTrace(const Trace& trace, std::string* why) const {
+  if (files_.empty()) return {};
+  std::optional<nlohmann::json> meta = RankMeta(trace);
+  int64_t pid = meta && meta->contains("pid") && (*meta)["pid"].is_number_integer()
+                    ? (*meta)["pid"].get<int64_t>()
+                    : MostCommonNumericPid(trace);
+  std::optional<int64_t> offset = ClockOffset(trace, meta);
+  if (pid <= 0 || !offset) {
+    *why = fmt::format("{}: hardware samples not used: {}", trace.meta.path,
+                       pid <= 0 ? "the training process's pid is unknown (no rank meta file)"
+                                : "its timestamps are relative and no rank meta file anchors them");
+    return {};
+  }
+  for (const auto& file : files_) {
+    StatusOr<std::vector<agent::UtilizationSeries>> series = agent::UtilizationForProcess(*file, pid);
+    if (!series.ok()) continue;
+    std::vector<ResourceSamples> out;
+    for (const agent::UtilizationSeries& s : *series) {
+      ResourceSamples r;
+      r.kind = KindOf(s.resource);
+      r.utilization = s.utilization;
+      r.ts_ns.reserve(s.ts_unix_ns.size());
+      for (int64_t ts : s.ts_unix_ns) r.ts_ns.push_back(ts - *offset);
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+  *why = fmt::format("{}: no hardware samples for its process (pid {})", trace.meta.path, pid);
+  return {};
+}
+
+}  // namespace eroica
