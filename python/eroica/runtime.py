@@ -269,9 +269,10 @@ class Runtime:
     def _session_dir(self, session: Dict[str, Any]) -> str:
         return os.path.join(self.cfg.dir, session["session_id"])
 
-    def _mean_iteration_s(self) -> Optional[float]:
+    def _mean_iteration_s(self, last: int = 0) -> Optional[float]:
+        """Mean of the last `last` iterations (default: the detector window), or None."""
         durations = self.durations_ns
-        n = min(len(durations), self.cfg.window)
+        n = min(len(durations), last or self.cfg.window)
         if n < 3:
             return None
         # One C-level pass (sum over islice): safe against the training thread's appends.
@@ -396,7 +397,9 @@ class Runtime:
             log.once("max-sessions", "EROICA_MAX_SESSIONS=%d reached, no more sessions"
                      % self.cfg.max_sessions)
             return
-        mean_s = detection["current_mean_s"] or self._mean_iteration_s() or 0.0
+        # The pace right now (the window mean still mixes in the iterations before the
+        # slowdown): it converts the polling latency and the T-second cap into iterations.
+        mean_s = self._mean_iteration_s(last=5) or detection["current_mean_s"] or 0.0
         target = self.iteration + trigger.margin_iters(self.cfg.margin, self.cfg.poll_s, mean_s)
         stamp = time.strftime("%Y%m%d-%H%M%S")
 
