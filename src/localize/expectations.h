@@ -48,6 +48,8 @@ struct Expectations {
   double small_group = 8;
   double small_group_min_excess_beta = 0.05;
   double fallback_excess_beta = 0.12;
+  // A rank whose link's burst peak (μ + 2σ) is this much below its peers' has a degraded link.
+  double link_peak_deficit = 0.35;
 
   // D(f,w) for a function (or, with `category_total`, for a category's Σβ).
   double Distance(const FunctionPattern& f, bool has_device) const;

@@ -7,6 +7,7 @@
 
 #include "localize/global_analysis.h"
 #include "localize/groups.h"
+#include "localize/link_analysis.h"
 #include "localize/local_analysis.h"
 
 namespace eroica {
@@ -135,7 +136,13 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
                                     group.row(0).rank));
     }
     std::vector<Finding> local = FindLocalProblems(group, expectations);
+    std::vector<Finding> links = FindDegradedLinks(group, expectations);
     std::vector<Finding> global = FindGlobalProblems(group, expectations);
+    // A degraded link explains the group's slow collectives: not a global network problem.
+    if (!links.empty()) {
+      std::erase_if(global, [](const Finding& g) { return g.category == "communication"; });
+      local.insert(local.end(), links.begin(), links.end());
+    }
     FoldLocalIntoGlobal(&local, &global);
     d.findings.insert(d.findings.end(), local.begin(), local.end());
     d.findings.insert(d.findings.end(), global.begin(), global.end());

@@ -157,3 +157,31 @@ TEST(LocalizerTest, HangWithStacksOnlyCountsTheRanksThatDumped) {
 
 }  // namespace
 }  // namespace eroica
+
+namespace eroica {
+namespace {
+
+TEST(LocalizerTest, ADegradedLinkIsFoundFromItsSamplesNotItsBeta) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w = Worker(r, 0.28, 0.03, 0.10, 0.59);
+    FunctionPattern& allreduce = w.functions.back();
+    // Every rank's all-reduce is equally long; rank 2's link is steady at a low cap.
+    allreduce.mu = r == 2 ? 0.039 : 0.046 + 0.001 * r;
+    allreduce.sigma = r == 2 ? 0.005 : 0.03;
+    input.workers.push_back(w);
+  }
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_EQ(d.findings.size(), 1u) << d.findings[1].evidence;
+  EXPECT_EQ(d.findings[0].category, "communication");
+  EXPECT_EQ(d.findings[0].scope, "local");
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{2});
+  // Without samples the same run is a global communication problem: nothing names the rank.
+  for (WorkerPattern& w : input.workers) w.functions.back().mu.reset(), w.functions.back().sigma.reset();
+  Diagnosis blind = Localize(input, DefaultExpectations());
+  ASSERT_EQ(blind.findings.size(), 1u);
+  EXPECT_EQ(blind.findings[0].scope, "global");
+}
+
+}  // namespace
+}  // namespace eroica
