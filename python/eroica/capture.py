@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-from . import __version__, log
+from . import __version__, agent_link, log
 
 
 def write_json_atomic(path: str, doc: Any) -> None:
@@ -116,6 +116,7 @@ class Capture:
         self.start_unix_ns = time.time_ns()
         self.start_monotonic_ns = time.monotonic_ns()
         prof.start()
+        agent_link.announce_capture(self.session_dir, self.start_unix_ns, self.session["capture_max_s"])
         self._prof = prof
         self._end_iteration = iteration + int(self.session["capture_iters"])
         max_ns = int(float(self.session["capture_max_s"]) * 1e9)
@@ -163,6 +164,7 @@ class Capture:
                 prof.stop()
                 self._stopped_prof = prof
             self.stop_monotonic_ns = time.monotonic_ns()
+            agent_link.announce_stop(self.session_dir, time.time_ns())
 
     def abort(self, error: str) -> None:
         """Stops after a profiler failure; the meta file records the error."""

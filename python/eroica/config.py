@@ -45,6 +45,7 @@ class Config:
     bin: str = ""
     collect_timeout_s: float = 60.0
     diagnose_timeout_s: float = 300.0
+    agent_wait_s: float = 3.0  # for a node agent's samples of the window, when one runs
     # Coordination.
     store: str = ""
     job_id: str = ""

@@ -10,7 +10,7 @@ import os
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
-from . import capture, diagnose, log
+from . import agent_link, capture, diagnose, log
 from .config import Config
 
 
@@ -76,4 +76,6 @@ class Finisher:
             note = "%d of %d rank files missing after %.0f s: %s" % (
                 len(missing), len(paths), self.cfg.collect_timeout_s,
                 ", ".join(os.path.basename(p) for p in missing[:4]))
+        if os.path.exists(os.path.join(session_dir, "capture.start")):
+            agent_link.wait_for_metrics(session_dir, self.cfg.agent_wait_s)
         diagnose.run(session_dir, self.cfg.bin, self.cfg.diagnose_timeout_s, note)

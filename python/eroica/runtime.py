@@ -23,7 +23,7 @@ import weakref
 from typing import Any, Dict, List, Optional
 
 from . import capture as capture_mod
-from . import finish, hang, hooks, log, trigger
+from . import agent_link, finish, hang, hooks, log, trigger
 from .config import Config
 from .detector import DegradationDetector, HangDetector
 
@@ -374,6 +374,7 @@ class Runtime:
             return
         store, self.rank, self.world_size, self.store_kind = resolved
         self.coord = trigger.Coordinator(store)
+        agent_link.register_process(self.cfg.dir, self.rank)
         log.debug("rank %d/%d coordinates through %s" % (self.rank, self.world_size,
                                                          self.store_kind))
 

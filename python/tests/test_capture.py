@@ -13,7 +13,9 @@ SINGLE = os.path.join(WORKLOADS, "single_train.py")
 
 
 def only_session(root):
-    sessions = [d for d in glob.glob(os.path.join(root, "*")) if os.path.isdir(d)]
+    # procs/ holds the node-agent registrations, not a session.
+    sessions = [d for d in glob.glob(os.path.join(root, "*")) if os.path.isdir(d)
+                and os.path.basename(d) != "procs"]
     assert len(sessions) == 1, sessions
     return sessions[0]
 

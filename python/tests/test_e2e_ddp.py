@@ -18,7 +18,7 @@ DDP = os.path.join(WORKLOADS, "ddp_train.py")
 
 def session_dirs(root):
     return sorted(d for d in glob.glob(os.path.join(str(root), "*")) if os.path.isdir(d)
-                  and not d.endswith("/out"))
+                  and not d.endswith("/out") and not d.endswith("/procs"))
 
 
 def profiler_steps(path):
