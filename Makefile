@@ -7,7 +7,7 @@ ASAN_BUILD ?= build-asan
 PYTHON := /usr/bin/python3
 DEBIAN_PACKAGES := cmake g++ make pkg-config libsimdjson-dev libfmt-dev libcli11-dev zlib1g-dev \
   libdeflate-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev python3-torch \
-  python3-numpy python3-pytest nlohmann-json3-dev iproute2 gzip
+  python3-numpy python3-pytest nlohmann-json3-dev iproute2 gzip chromium
 
 .PHONY: deps build build-asan test unit-test demo bench accuracy clean
 
@@ -29,7 +29,7 @@ build: deps
 	cmake --build $(BUILD) -j $(JOBS)
 
 build-asan: deps
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DEROICA_SANITIZE=ON -DEROICA_BUILD_BENCH=OFF > /dev/null
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEROICA_SANITIZE=ON -DEROICA_BUILD_BENCH=OFF > /dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 # Every test: unit, golden, real-trace and real-PyTorch end-to-end tests, then the unit tests
