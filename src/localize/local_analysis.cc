@@ -20,6 +20,7 @@ namespace {
 constexpr Category kOwnWork[] = {Category::kCompute, Category::kMemory, Category::kDataloader,
                                  Category::kHost};
 constexpr size_t kOwnCount = std::size(kOwnWork);
+constexpr size_t kMaxLocalFindings = 16;
 
 struct AlsoUp {
   Category category;
@@ -288,7 +289,13 @@ std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectati
     });
   }
   std::sort(excesses.begin(), excesses.end(), [](const Excess& a, const Excess& b) { return a.excess > b.excess; });
-  for (const Excess& x : excesses) findings.push_back(MakeFinding(group, x, e));
+  // Many stragglers at once is a fleet-wide matter; name the worst and count the rest.
+  size_t shown = std::min(excesses.size(), kMaxLocalFindings);
+  for (size_t i = 0; i < shown; ++i) findings.push_back(MakeFinding(group, excesses[i], e));
+  if (excesses.size() > shown) {
+    findings.back().evidence += fmt::format("; {} more ranks of this group stand out less (not listed)",
+                                            excesses.size() - shown);
+  }
   AddLastArriver(group, e, &findings);
   return findings;
 }
