@@ -67,35 +67,59 @@ double IterationShare(const WorkerGroup& group, size_t k, size_t i, std::optiona
   return own;
 }
 
-// True when member `index` is above every peer in every iteration the group shares (one miss
-// allowed from 8 iterations on). Nullopt when there is no per-iteration data to tell.
-std::optional<bool> Persistent(const WorkerGroup& group, size_t index, std::optional<Category> category) {
-  size_t iterations = SIZE_MAX;
-  for (size_t k = 0; k < group.size(); ++k) iterations = std::min<size_t>(iterations, group.row(k).iterations_count);
-  if (iterations < 2 || iterations == SIZE_MAX) return std::nullopt;
-  size_t above = 0;
-  for (size_t i = 0; i < iterations; ++i) {
-    double mine = IterationShare(group, index, i, category);
-    bool highest = true;
-    for (size_t k = 0; k < group.size() && highest; ++k) {
-      if (k != index && IterationShare(group, k, i, category) >= mine) highest = false;
+// Per iteration, who does the most of a kind of own work and by how much: precomputed once per
+// group and category, so asking "is this worker above every peer in every iteration?" costs
+// O(iterations) even for a million workers.
+class IterationLeaders {
+ public:
+  IterationLeaders(const WorkerGroup& group, std::optional<Category> category) {
+    size_t iterations = SIZE_MAX;
+    for (size_t k = 0; k < group.size(); ++k) iterations = std::min<size_t>(iterations, group.row(k).iterations_count);
+    if (iterations == SIZE_MAX) iterations = 0;
+    leader_.assign(iterations, SIZE_MAX);
+    best_.assign(iterations, -1);
+    second_.assign(iterations, -1);
+    for (size_t k = 0; k < group.size(); ++k) {
+      for (size_t i = 0; i < iterations; ++i) {
+        double share = IterationShare(group, k, i, category);
+        if (share > best_[i]) {
+          second_[i] = best_[i];
+          best_[i] = share;
+          leader_[i] = k;
+        } else if (share > second_[i]) {
+          second_[i] = share;
+        }
+      }
     }
-    above += highest ? 1 : 0;
   }
-  size_t allowed_misses = iterations >= 8 ? 1 : 0;
-  return above + allowed_misses >= iterations;
-}
 
-// Whether member `index`'s excess in `category` (nullopt: all own work) makes it an outlier.
-// Large groups: the robust z-score (the paper's k = 5). Small groups have no usable spread:
-// the worker must be above all its peers in every iteration.
-bool IsOutlier(const WorkerGroup& group, size_t index, std::optional<Category> category, double excess,
+  size_t iterations() const { return leader_.size(); }
+  // True when member `k` is strictly above every peer in every iteration (one miss allowed
+  // from 8 iterations on).
+  bool Persistent(size_t k) const {
+    size_t above = 0;
+    for (size_t i = 0; i < leader_.size(); ++i) above += (leader_[i] == k && best_[i] > second_[i]) ? 1 : 0;
+    size_t allowed_misses = leader_.size() >= 8 ? 1 : 0;
+    return above + allowed_misses >= leader_.size();
+  }
+
+ private:
+  std::vector<size_t> leader_;
+  std::vector<double> best_, second_;
+};
+
+// Whether member `index`'s excess (in shares of an iteration) makes it an outlier. A fault
+// persists, noise moves around: a worker above all its peers in every profiled iteration is an
+// outlier at any group size, by a small floor when there are enough iterations to make chance
+// unlikely (4+), by a larger one with 2-3. Large groups also accept a robust z-score beyond k
+// (the paper's k = 5). Without per-iteration data only a large excess counts.
+bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, size_t index, double excess,
                double z, const Expectations& e) {
   if (excess < e.min_excess_beta) return false;
-  if (static_cast<double>(group.size()) >= e.small_group) return z >= e.outlier_z;
-  std::optional<bool> persistent = Persistent(group, index, category);
-  if (!persistent) return excess >= e.fallback_excess_beta;
-  return *persistent && excess >= e.small_group_min_excess_beta;
+  if (static_cast<double>(group.size()) >= e.small_group && z >= e.outlier_z) return true;
+  if (leaders.iterations() < 2) return excess >= e.fallback_excess_beta;
+  double floor = leaders.iterations() >= 4 ? e.small_group_min_excess_beta : e.fallback_excess_beta;
+  return excess >= floor && leaders.Persistent(index);
 }
 
 // Every worker whose own work stands out from the group, one Excess each. A worker stands out
@@ -111,10 +135,11 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
     shares.push_back(OwnShares(group, kOwnWork[c]));
     centers.push_back(MedianAndMad(shares[c]));
     size_t flagged = 0;
+    IterationLeaders leaders(group, kOwnWork[c]);
     for (size_t k = 0; k < n; ++k) {
       double excess = shares[c][k] - centers[c].median;
       double z = RobustZ(shares[c][k], centers[c], e.min_scale_beta);
-      outlier[c][k] = shares[c][k] >= e.min_beta && IsOutlier(group, k, kOwnWork[c], excess, z, e);
+      outlier[c][k] = shares[c][k] >= e.min_beta && IsOutlier(group, leaders, k, excess, z, e);
       flagged += outlier[c][k] ? 1 : 0;
     }
     // Local means a minority; what most workers share is a global matter.
@@ -122,10 +147,11 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   }
   std::vector<double> own = OwnShares(group, std::nullopt);
   RobustCenter own_center = MedianAndMad(own);
+  IterationLeaders own_leaders(group, std::nullopt);
   std::vector<Excess> out;
   for (size_t k = 0; k < n; ++k) {
     double own_excess = own[k] - own_center.median;
-    bool own_outlier = IsOutlier(group, k, std::nullopt, own_excess,
+    bool own_outlier = IsOutlier(group, own_leaders, k, own_excess,
                                  RobustZ(own[k], own_center, e.min_scale_beta), e);
     bool any_category = false;
     for (size_t c = 0; c < kOwnCount; ++c) any_category = any_category || outlier[c][k];
