@@ -10,14 +10,6 @@ namespace {
 using simdjson::ondemand::object;
 using simdjson::ondemand::value;
 
-int DtypeBytes(std::string_view dtype) {
-  if (dtype == "Float" || dtype == "Int" || dtype == "float32" || dtype == "int32") return 4;
-  if (dtype == "BFloat16" || dtype == "Half" || dtype == "Short") return 2;
-  if (dtype == "Double" || dtype == "Long" || dtype == "ComplexFloat") return 8;
-  if (dtype == "Byte" || dtype == "Char" || dtype == "Bool" || dtype.starts_with("Float8")) return 1;
-  return 0;
-}
-
 // pid/tid are ints for real activity and strings ("CPU functions", "Spans") for bookkeeping.
 bool ParseId(value v, Trace* trace, int64_t* out) {
   std::string_view raw = v.raw_json_token();
@@ -34,23 +26,6 @@ bool ParseId(value v, Trace* trace, int64_t* out) {
 }
 
 }  // namespace
-
-// Addresses make otherwise equal names unique ("<built-in method numel of Tensor object at
-// 0x7fdc6...>"): drop the hex digits before interning.
-StringId EventParser::InternName(std::string_view name) {
-  if (name.find("0x") == std::string_view::npos) return trace_->strings.Intern(name);
-  scratch_.clear();
-  for (size_t i = 0; i < name.size(); ++i) {
-    scratch_.push_back(name[i]);
-    if (name[i] == '0' && i + 1 < name.size() && name[i + 1] == 'x') {
-      scratch_.push_back('x');
-      i += 2;
-      while (i < name.size() && std::isxdigit(static_cast<unsigned char>(name[i]))) ++i;
-      --i;
-    }
-  }
-  return trace_->strings.Intern(scratch_);
-}
 
 bool EventParser::ParseArgs(object args, TraceEvent* event) {
   int64_t in_nelems = -1;
@@ -70,7 +45,7 @@ bool EventParser::ParseArgs(object args, TraceEvent* event) {
       simdjson::ondemand::array dims;
       std::string_view raw;
       if (!v.get_array().get(dims) && !dims.raw_json().get(raw)) {
-        event->shapes = trace_->strings.Intern(raw.substr(0, 512));
+        event->shapes = fast_.InternShapes(raw);
       }
     } else if (key == "Collective name") {
       std::string_view text;
@@ -101,11 +76,11 @@ EventParser::Outcome EventParser::ParseEvent(object object, TraceEvent* event) {
     } else if (key == "name") {
       std::string_view text;
       if (v.get_string().get(text)) return Outcome::kMalformed;
-      event->name = InternName(text);
+      event->name = fast_.InternEventName(text);
     } else if (key == "cat") {
       std::string_view text;
       if (v.get_string().get(text)) return Outcome::kMalformed;
-      event->cat = trace_->strings.Intern(text);
+      event->cat = fast_.InternCat(text);
     } else if (key == "ts" || key == "dur") {
       std::optional<int64_t> ns = ParseMicrosToNanos(v.raw_json_token());
       if (!ns) {
@@ -163,29 +138,6 @@ EventParser::Outcome EventParser::ParseEvent(object object, TraceEvent* event) {
   return Outcome::kKept;
 }
 
-bool EventParser::ParseArray(std::string_view array, size_t capacity) {
-  simdjson::padded_string_view view(array.data(), array.size(), capacity);
-  simdjson::ondemand::document doc;
-  if (parser_.iterate(view).get(doc)) return false;
-  simdjson::ondemand::array events;
-  if (doc.get_array().get(events)) return false;
-  for (auto element : events) {
-    object event_object;
-    if (element.get_object().get(event_object)) return false;
-    TraceEvent event;
-    switch (ParseEvent(event_object, &event)) {
-      case Outcome::kKept:
-        pending_.push_back(event);
-        break;
-      case Outcome::kCounted:
-        break;
-      case Outcome::kMalformed:
-        return false;
-    }
-  }
-  return true;
-}
-
 void EventParser::NoteProblem(int64_t file_offset, std::string_view what) {
   if (trace_->stats.first_problem.empty()) {
     trace_->stats.first_problem = fmt::format("{} at byte {}", what, file_offset);
@@ -196,36 +148,59 @@ void EventParser::OnEventChunk(std::string_view array, size_t capacity,
                                const std::vector<uint32_t>& element_offsets,
                                const std::vector<uint32_t>& element_ends, int64_t file_offset) {
   ReadStats& stats = trace_->stats;
-  ReadStats before = stats;
-  pending_.clear();
-  if (ParseArray(array, capacity)) {
-    stats.events_seen += static_cast<int64_t>(element_offsets.size());
-    stats.complete_events += static_cast<int64_t>(pending_.size());
-    trace_->events.insert(trace_->events.end(), pending_.begin(), pending_.end());
-    return;
-  }
-  // Something in the chunk is damaged: redo it one element at a time, keeping the good ones.
-  stats = before;
+  std::vector<TraceEvent>& kept = trace_->events;
+  stats.events_seen += static_cast<int64_t>(element_offsets.size());
   for (size_t i = 0; i < element_offsets.size(); ++i) {
-    ++stats.events_seen;
-    std::string_view element = array.substr(element_offsets[i], element_ends[i] - element_offsets[i]);
-    simdjson::padded_string_view view(element.data(), element.size(), capacity - element_offsets[i]);
-    simdjson::ondemand::document doc;
-    object event_object;
-    TraceEvent event;
-    ReadStats saved = stats;
-    Outcome outcome = Outcome::kMalformed;
-    if (!parser_.iterate(view).get(doc) && !doc.get_object().get(event_object)) {
-      outcome = ParseEvent(event_object, &event);
+    TraceEvent& event = kept.emplace_back();
+    FastEventParser::Result result;
+    const char* end = array.data() + element_ends[i];
+    if (fast_.Parse(array.data() + element_offsets[i], end, &event, &result) == end) {
+      if (result == FastEventParser::Result::kKept) {
+        ++stats.complete_events;
+      } else {
+        kept.pop_back();
+      }
+      continue;
     }
-    if (outcome == Outcome::kMalformed) {
-      stats = saved;
-      ++stats.malformed_events;
-      NoteProblem(file_offset + element_offsets[i], "malformed event");
-    } else if (outcome == Outcome::kKept) {
-      ++stats.complete_events;
-      trace_->events.push_back(event);
-    }
+    kept.pop_back();
+    ParseWithSimdjson(array, capacity, element_offsets[i], element_ends[i], file_offset);
+  }
+}
+
+const char* EventParser::ParseEventInPlace(const char* begin, const char* limit) {
+  std::vector<TraceEvent>& kept = trace_->events;
+  TraceEvent& event = kept.emplace_back();
+  FastEventParser::Result result;
+  const char* end = fast_.Parse(begin, limit, &event, &result);
+  if (end == nullptr || result != FastEventParser::Result::kKept) kept.pop_back();
+  if (end == nullptr) return nullptr;
+  ++trace_->stats.events_seen;
+  if (result == FastEventParser::Result::kKept) ++trace_->stats.complete_events;
+  return FastEventParser::SkipSeparator(end, limit);
+}
+
+// The exact path for events the fast parser does not vouch for: simdjson decides, and what it
+// cannot read is counted as malformed with its byte offset.
+void EventParser::ParseWithSimdjson(std::string_view array, size_t capacity, uint32_t offset,
+                                    uint32_t end, int64_t file_offset) {
+  ReadStats& stats = trace_->stats;
+  std::string_view element = array.substr(offset, end - offset);
+  simdjson::padded_string_view view(element.data(), element.size(), capacity - offset);
+  simdjson::ondemand::document doc;
+  object event_object;
+  TraceEvent event;
+  ReadStats saved = stats;
+  Outcome outcome = Outcome::kMalformed;
+  if (!parser_.iterate(view).get(doc) && !doc.get_object().get(event_object)) {
+    outcome = ParseEvent(event_object, &event);
+  }
+  if (outcome == Outcome::kMalformed) {
+    stats = saved;
+    ++stats.malformed_events;
+    NoteProblem(file_offset + offset, "malformed event");
+  } else if (outcome == Outcome::kKept) {
+    ++stats.complete_events;
+    trace_->events.push_back(event);
   }
 }
 

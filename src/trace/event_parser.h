@@ -1,9 +1,12 @@
-// Turns chunks of raw trace events into TraceEvents (simdjson on-demand, one reused parser,
-// each object's fields walked once in order) and top-level values into TraceMetadata.
+// Turns chunks of raw trace events into TraceEvents and top-level values into TraceMetadata.
+// Each event goes through the fast parser first (fast_event_parser.h); the events it does not
+// vouch for are parsed by simdjson on-demand, which decides exactly what is kept and what is
+// counted as malformed.
 #pragma once
 
 #include <simdjson.h>
 
+#include "trace/fast_event_parser.h"
 #include "trace/json_splitter.h"
 #include "trace/trace.h"
 
@@ -11,27 +14,28 @@ namespace eroica {
 
 class EventParser : public TraceChunkSink {
  public:
-  explicit EventParser(Trace* trace) : trace_(trace) {}
+  explicit EventParser(Trace* trace) : trace_(trace), fast_(trace) {}
 
   void OnEventChunk(std::string_view array, size_t capacity,
                     const std::vector<uint32_t>& element_offsets,
                     const std::vector<uint32_t>& element_ends, int64_t file_offset) override;
   void OnTopLevelValue(std::string_view key, std::string_view raw_value) override;
+  bool parses_in_place() const override { return true; }
+  const char* ParseEventInPlace(const char* begin, const char* limit) override;
 
  private:
   enum class Outcome { kKept, kCounted, kMalformed };
-  bool ParseArray(std::string_view array, size_t capacity);
+  void ParseWithSimdjson(std::string_view array, size_t capacity, uint32_t offset, uint32_t end,
+                         int64_t file_offset);
   Outcome ParseEvent(simdjson::ondemand::object object, TraceEvent* event);
   bool ParseArgs(simdjson::ondemand::object args, TraceEvent* event);
   void NoteProblem(int64_t file_offset, std::string_view what);
   void ParseDistributedInfo(std::string_view raw);
   void ParseDeviceProperties(std::string_view raw);
-  StringId InternName(std::string_view name);
 
   Trace* trace_;
   simdjson::ondemand::parser parser_;
-  std::vector<TraceEvent> pending_;
-  std::string scratch_;
+  FastEventParser fast_;
 };
 
 }  // namespace eroica

@@ -1,6 +1,9 @@
 #include "trace/json_splitter.h"
 
+#include <algorithm>
 #include <cstring>
+
+#include "trace/block_scanner.h"
 
 namespace eroica {
 namespace {
@@ -9,34 +12,59 @@ constexpr size_t kReadBytes = 1 << 20;
 
 inline bool IsWhitespace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
+// True when [begin, end) is whitespace around exactly one ',': what separates two elements.
+bool IsSeparator(const char* begin, const char* end) {
+  int commas = 0;
+  for (const char* p = begin; p < end; ++p) {
+    if (*p == ',') {
+      ++commas;
+    } else if (!IsWhitespace(*p)) {
+      return false;
+    }
+  }
+  return commas == 1;
+}
+
 }  // namespace
 
 JsonSplitter::JsonSplitter(ByteSource* source, std::string path, size_t chunk_bytes)
     : source_(source), path_(std::move(path)), chunk_bytes_(chunk_bytes) {
-  buffer_.resize(4 * chunk_bytes_ + kReadBytes + kJsonPadding);
+  buffer_.Resize(std::max<size_t>(4 * kReadBytes, 2 * chunk_bytes_ + kReadBytes) + kJsonPadding);
 }
 
-// Moves the bytes still needed to the front and reads more. Keeps one byte before the pin so
-// a chunk can be framed with '[' in place.
+void JsonSplitter::Buffer::Resize(size_t size) {
+  // Not zero-filled: a multi-MB memset per file would cost more than reading a small trace.
+  std::unique_ptr<char[]> bigger(new char[size]);
+  if (bytes_) std::memcpy(bigger.get(), bytes_.get(), std::min(size, size_));
+  bytes_ = std::move(bigger);
+  size_ = size;
+}
+
+// Reads the next kReadBytes at most, so that the parser finds them still in cache. When the
+// free room runs short, the bytes still needed move to the front first (one byte before the
+// pin is kept so a chunk can be framed with '[' in place).
 bool JsonSplitter::Refill() {
   if (eof_) return false;
-  size_t keep_from = pin_ == kNoPin ? pos_ : std::min(pin_, pos_);
-  if (keep_from > 0) keep_from -= 1;
-  if (keep_from > 0) {
-    std::memmove(buffer_.data(), buffer_.data() + keep_from, end_ - keep_from);
-    end_ -= keep_from;
-    pos_ -= keep_from;
-    if (pin_ != kNoPin) pin_ -= keep_from;
-    if (chunk_start_ != kNoPin) {
-      chunk_start_ -= keep_from;
-      chunk_end_ -= keep_from;
+  if (buffer_.size() - kJsonPadding - end_ < kReadBytes) {
+    size_t keep_from = pin_ == kNoPin ? pos_ : std::min(pin_, pos_);
+    if (keep_from > 0) keep_from -= 1;
+    if (keep_from > 0) {
+      std::memmove(buffer_.data(), buffer_.data() + keep_from, end_ - keep_from);
+      end_ -= keep_from;
+      pos_ -= keep_from;
+      if (pin_ != kNoPin) pin_ -= keep_from;
+      if (chunk_start_ != kNoPin) {
+        chunk_start_ -= keep_from;
+        chunk_end_ -= keep_from;
+      }
+      buffer_file_offset_ += static_cast<int64_t>(keep_from);
     }
-    buffer_file_offset_ += static_cast<int64_t>(keep_from);
+    if (end_ + kReadBytes + kJsonPadding > buffer_.size()) {
+      buffer_.Resize(buffer_.size() * 2);  // one element larger than the buffer
+    }
   }
-  if (end_ + kReadBytes + kJsonPadding > buffer_.size()) {
-    buffer_.resize(buffer_.size() * 2);  // one element larger than the buffer
-  }
-  StatusOr<size_t> n = source_->Read(buffer_.data() + end_, buffer_.size() - kJsonPadding - end_);
+  size_t room = std::min(kReadBytes, buffer_.size() - kJsonPadding - end_);
+  StatusOr<size_t> n = source_->Read(buffer_.data() + end_, room);
   if (!n.ok()) {
     read_problem_ = n.status().message();
     eof_ = true;
@@ -165,9 +193,65 @@ void JsonSplitter::FlushChunk(TraceChunkSink* sink) {
   pin_ = kNoPin;
 }
 
+// From an element that opens at pos_, walks 64-byte blocks and records each object or array
+// element, flushing a chunk whenever it passes chunk_bytes_. It hands back to the byte-wise loop
+// at the end of the last element recorded when the chunk is flushed, when anything but ","
+// and whitespace precedes the next element (a scalar, a stray byte, the array's own ']'), or
+// returns false when the data ends inside an element.
+bool JsonSplitter::ScanElementsFast(TraceChunkSink* sink) {
+  BlockScanner scanner;
+  int depth = 1;  // inside the events array
+  size_t element_start = pos_;
+  size_t scan = pos_;
+  while (true) {
+    if (end_ - scan < 64 && !eof_) {
+      size_t element_offset = element_start - chunk_start_;
+      pos_ = scan;
+      Refill();  // keeps everything from the pinned chunk start on
+      scan = pos_;
+      element_start = chunk_start_ + element_offset;
+      continue;
+    }
+    size_t available = end_ - scan;
+    if (available == 0) return false;
+    uint64_t valid = available >= 64 ? ~uint64_t{0} : (uint64_t{1} << available) - 1;
+    BracketMasks masks = scanner.Next(buffer_.data() + scan);
+    for (uint64_t brackets = (masks.open | masks.close) & valid; brackets != 0; brackets &= brackets - 1) {
+      int bit = __builtin_ctzll(brackets);
+      size_t at = scan + static_cast<size_t>(bit);
+      if ((masks.open >> bit) & 1) {
+        if (depth == 1 && at != element_start) {
+          if (!IsSeparator(buffer_.data() + chunk_end_, buffer_.data() + at)) {
+            pos_ = chunk_end_;
+            return true;
+          }
+          element_start = at;
+        }
+        ++depth;
+        continue;
+      }
+      if (--depth == 1) {
+        chunk_end_ = at + 1;
+        element_offsets_.push_back(static_cast<uint32_t>(element_start - chunk_start_ + 1));
+        element_ends_.push_back(static_cast<uint32_t>(chunk_end_ - chunk_start_ + 1));
+        if (chunk_end_ - chunk_start_ >= chunk_bytes_) {
+          pos_ = chunk_end_;
+          FlushChunk(sink);
+          return true;
+        }
+      } else if (depth == 0) {
+        pos_ = chunk_end_;
+        return true;
+      }
+    }
+    scan += std::min<size_t>(available, 64);
+  }
+}
+
 // Returns false when the data ended inside the array.
 bool JsonSplitter::ParseEventArray(TraceChunkSink* sink) {
   result_.found_events = true;
+  const bool in_place = sink->parses_in_place();
   ++pos_;  // '['
   while (true) {
     if (!SkipWhitespace()) return false;
@@ -181,6 +265,13 @@ bool JsonSplitter::ParseEventArray(TraceChunkSink* sink) {
       ++pos_;
       continue;
     }
+    if (c == '{' && in_place) {
+      const char* end = sink->ParseEventInPlace(buffer_.data() + pos_, buffer_.data() + end_);
+      if (end != nullptr) {
+        pos_ = static_cast<size_t>(end - buffer_.data());
+        continue;
+      }
+    }
     size_t start = pos_;
     if (chunk_start_ == kNoPin) {
       // Refill always keeps the byte before the pin, so start > 0: room for the '[' frame.
@@ -188,11 +279,21 @@ bool JsonSplitter::ParseEventArray(TraceChunkSink* sink) {
       chunk_end_ = start;
       pin_ = start;
     }
-    if (!ScanValue()) return false;
-    element_offsets_.push_back(static_cast<uint32_t>(start - chunk_start_ + 1));
+    if ((c == '{' || c == '[') && !in_place) {
+      if (!ScanElementsFast(sink)) return false;
+      continue;
+    }
+    size_t start_in_chunk = start - chunk_start_;  // Refill may move the bytes
+    if (c == '}') {
+      ++pos_;  // a stray '}': a one-byte malformed element, so the loop moves on
+    } else if (!ScanValue()) {
+      return false;
+    }
+    element_offsets_.push_back(static_cast<uint32_t>(start_in_chunk + 1));
     element_ends_.push_back(static_cast<uint32_t>(pos_ - chunk_start_ + 1));
     chunk_end_ = pos_;
-    if (chunk_end_ - chunk_start_ >= chunk_bytes_) FlushChunk(sink);
+    // In-place sinks get the elements they refused at once, to keep file order.
+    if (in_place || chunk_end_ - chunk_start_ >= chunk_bytes_) FlushChunk(sink);
   }
 }
 
@@ -201,7 +302,10 @@ Status JsonSplitter::ParseTopLevelObject(TraceChunkSink* sink) {
   while (true) {
     if (!SkipWhitespace()) return Status::Ok();
     char c = buffer_[pos_];
-    if (c == '}') return Status::Ok();
+    if (c == '}') {
+      object_closed_ = true;
+      return Status::Ok();
+    }
     if (c == ',') {
       ++pos_;
       continue;
@@ -250,7 +354,7 @@ StatusOr<SplitResult> JsonSplitter::Run(TraceChunkSink* sink) {
     }
   } else if (first == '{') {
     EROICA_RETURN_IF_ERROR(ParseTopLevelObject(sink));
-    if (eof_) {
+    if (!object_closed_) {
       FlushChunk(sink);
       result_.truncated = true;
     }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,11 @@ class TraceChunkSink {
                             const std::vector<uint32_t>& element_offsets,
                             const std::vector<uint32_t>& element_ends, int64_t file_offset) = 0;
   virtual void OnTopLevelValue(std::string_view key, std::string_view raw_value) = 0;
+  // Sinks that can parse an event straight from the read buffer, saving the framing pass:
+  // `begin` is the event's '{'; nothing past `limit` may be read but kJsonPadding bytes of
+  // padding. Returns the byte after the event, or nullptr to have it delivered in a chunk.
+  virtual bool parses_in_place() const { return false; }
+  virtual const char* ParseEventInPlace(const char* begin, const char* limit) { return nullptr; }
 };
 
 struct SplitResult {
@@ -56,6 +62,7 @@ class JsonSplitter {
   bool ScanCompound();
   bool ScanScalar();
   bool ParseEventArray(TraceChunkSink* sink);
+  bool ScanElementsFast(TraceChunkSink* sink);
   void FlushChunk(TraceChunkSink* sink);
   Status ParseTopLevelObject(TraceChunkSink* sink);
   int64_t FileOffset(size_t index) const { return buffer_file_offset_ + static_cast<int64_t>(index); }
@@ -63,12 +70,26 @@ class JsonSplitter {
   ByteSource* source_;
   std::string path_;
   size_t chunk_bytes_;
-  std::vector<char> buffer_;
+  // The read buffer: bytes [0, end_) are data, kJsonPadding readable bytes always follow.
+  class Buffer {
+   public:
+    char* data() { return bytes_.get(); }
+    size_t size() const { return size_; }
+    char& operator[](size_t i) { return bytes_[i]; }
+    void Resize(size_t size);  // keeps the contents
+
+   private:
+    std::unique_ptr<char[]> bytes_;
+    size_t size_ = 0;
+  };
+
+  Buffer buffer_;
   size_t pos_ = 0;
   size_t end_ = 0;
   size_t pin_ = kNoPin;          // first byte that must stay in the buffer
   int64_t buffer_file_offset_ = 0;
   bool eof_ = false;
+  bool object_closed_ = false;  // the top-level object's '}' was seen
   std::string read_problem_;
   // The pending chunk of complete events.
   size_t chunk_start_ = kNoPin;

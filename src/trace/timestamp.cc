@@ -9,6 +9,8 @@ namespace {
 
 constexpr int64_t kMaxMicros = std::numeric_limits<int64_t>::max() / 1000 - 1;
 
+inline bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
 std::string_view TrimNumber(std::string_view text) {
   size_t end = text.size();
   while (end > 0 && (text[end - 1] == ' ' || text[end - 1] == '\n' || text[end - 1] == '\r' ||
@@ -74,6 +76,20 @@ std::optional<int64_t> ParseMicrosToNanos(std::string_view text) {
 }
 
 std::optional<int64_t> ParseInteger(std::string_view text) {
+  // Fast path: plain decimal digits (pids, ids, counts), then only whitespace.
+  size_t pos = 0, size = text.size();
+  bool negative = size > 0 && text[0] == '-';
+  pos = negative ? 1 : 0;
+  uint64_t digits = 0;
+  size_t first_digit = pos;
+  while (pos < size && pos - first_digit < 18 && static_cast<unsigned>(text[pos] - '0') < 10) {
+    digits = digits * 10 + static_cast<unsigned>(text[pos] - '0');
+    ++pos;
+  }
+  if (pos > first_digit && (pos == size || (pos - first_digit < 18 && IsSpace(text[pos])))) {
+    while (pos < size && IsSpace(text[pos])) ++pos;
+    if (pos == size) return negative ? -static_cast<int64_t>(digits) : static_cast<int64_t>(digits);
+  }
   text = TrimNumber(text);
   int64_t value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);

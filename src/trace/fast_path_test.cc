@@ -1,0 +1,195 @@
+// The reader's fast paths (the in-place event parser, the 64-byte block scanner that frames
+// chunks) must agree with the exact ones on every input: strings that hold brackets, quotes and
+// backslashes, escapes that straddle blocks and reads, events the fast parser refuses.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/temp_dir.h"
+#include "trace/block_scanner.h"
+#include "trace/byte_source.h"
+#include "trace/json_splitter.h"
+#include "trace/reader.h"
+
+namespace eroica {
+namespace {
+
+// Events whose strings are full of what a framing scanner must not be fooled by.
+std::string TrickyEvents(int count) {
+  std::string out = "[\n";
+  const char* names[] = {
+      R"(aten::mm)",
+      R"(a \"quoted\" {name} [with] brackets)",
+      R"(trailing backslash \\)",
+      R"(\\\\\" many escapes \\\"\\)",
+      R"(unicode \u00e9t\u00e9 and raw ütf-8 名字)",
+      R"(<built-in method numel of Tensor object at 0x7fdc6a2b>)",
+  };
+  for (int i = 0; i < count; ++i) {
+    std::string pad(static_cast<size_t>(i * 7 % 61), ' ');
+    out += "  {\"ph\": \"X\",";
+    out += pad;
+    out += "\"name\": \"" + std::string(names[i % 6]) + "\", \"cat\": \"cpu_op\", \"pid\": 1, \"tid\": " +
+           std::to_string(i % 3) + ", \"ts\": " + std::to_string(1000 + i) + "." + std::to_string(i % 1000) +
+           ", \"dur\": " + std::to_string(i % 17) + ", \"args\": {\"Input Dims\": [[" + std::to_string(i) +
+           "], []], \"note\": \"}]\\\"{[\", \"External id\": " + std::to_string(i) + "}}";
+    out += i + 1 < count ? ",\n" : "\n";
+  }
+  out += "]";
+  return out;
+}
+
+struct Dumped {
+  std::vector<std::string> rows;
+  int64_t seen = 0, malformed = 0;
+};
+
+Dumped Dump(const Trace& t) {
+  Dumped d;
+  for (const TraceEvent& e : t.events) {
+    d.rows.push_back(std::string(t.Str(e.name)) + "|" + std::string(t.Str(e.shapes)) + "|" +
+                     std::to_string(e.ts_ns) + "|" + std::to_string(e.dur_ns) + "|" +
+                     std::to_string(e.tid) + "|" + std::to_string(e.external_id));
+  }
+  d.seen = t.stats.events_seen;
+  d.malformed = t.stats.malformed_events;
+  return d;
+}
+
+TEST(FastPathTest, TrickyStringsReadTheSameAtEveryChunkSize) {
+  TempDir dir;
+  std::string text = TrickyEvents(3000);
+  std::string path = dir.Write("tricky.json", text);
+  StatusOr<Trace> reference = ReadTrace(path);
+  ASSERT_TRUE(reference.ok()) << reference.status().message();
+  Dumped expected = Dump(*reference);
+  ASSERT_EQ(expected.rows.size(), 3000u);
+  EXPECT_EQ(expected.malformed, 0);
+  EXPECT_EQ(reference->Str(reference->events[1].name), R"(a "quoted" {name} [with] brackets)");
+  EXPECT_EQ(reference->Str(reference->events[3].name), R"(\\" many escapes \"\)");
+  EXPECT_EQ(reference->Str(reference->events[4].name), "unicode été and raw ütf-8 名字");
+  EXPECT_EQ(reference->Str(reference->events[5].name), "<built-in method numel of Tensor object at 0x>");
+  EXPECT_EQ(reference->events[7].ts_ns, 1007700);  // "1007.7"
+  for (size_t chunk : {1, 100, 4096, 65536}) {
+    StatusOr<Trace> t = ReadTrace(path, {.chunk_bytes = chunk});
+    ASSERT_TRUE(t.ok());
+    Dumped got = Dump(*t);
+    EXPECT_EQ(got.rows, expected.rows) << chunk;
+    EXPECT_EQ(got.seen, 3000) << chunk;
+  }
+}
+
+TEST(FastPathTest, RefusedEventsKeepFileOrderAndExactCounts) {
+  TempDir dir;
+  // Escaped keys, exponent timestamps, string pids and malformed events make the fast parser
+  // hand over to simdjson in the middle of the array.
+  std::string text = "[";
+  for (int i = 0; i < 400; ++i) {
+    if (i) text += ",";
+    switch (i % 5) {
+      case 0: text += R"({"ph":"X","name":"plain)" + std::to_string(i) + R"(","ts":)" + std::to_string(i) + R"(,"dur":1,"pid":1,"tid":1})"; break;
+      case 1: text += R"({"ph":"X","n\u0061me":"escaped key)" + std::to_string(i) + R"(","ts":)" + std::to_string(i) + R"(,"dur":1,"pid":1,"tid":1})"; break;
+      case 2: text += R"({"ph":"X","name":"exp)" + std::to_string(i) + R"(","ts":)" + std::to_string(i) + R"(e0,"dur":1,"pid":"CPU functions","tid":1})"; break;
+      case 3: text += R"({"ph":"X","name":"bad pid)" + std::to_string(i) + R"(","ts":1,"dur":1,"pid":{"a":1},"tid":1})"; break;
+      case 4: text += "7"; break;
+    }
+  }
+  text += "]";
+  StatusOr<Trace> t = ReadTrace(dir.Write("mixed.json", text));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->stats.events_seen, 400);
+  EXPECT_EQ(t->stats.malformed_events, 160);
+  ASSERT_EQ(t->events.size(), 240u);
+  for (size_t k = 0; k < t->events.size(); ++k) {
+    int i = static_cast<int>(k / 3 * 5 + k % 3);
+    EXPECT_EQ(t->events[k].ts_ns, i * 1000) << k;
+    std::string name(t->Str(t->events[k].name));
+    if (i % 5 == 0) {
+      EXPECT_EQ(name, "plain" + std::to_string(i));
+    }
+    if (i % 5 == 1) {
+      EXPECT_EQ(name, "escaped key" + std::to_string(i));
+    }
+    if (i % 5 == 2) {
+      EXPECT_TRUE(IsStringPid(t->events[k].pid));
+    }
+  }
+}
+
+// Collects the chunks a splitter hands to a sink that does not parse in place (the path other
+// modules use to copy events through).
+class ChunkCollector : public TraceChunkSink {
+ public:
+  void OnEventChunk(std::string_view array, size_t, const std::vector<uint32_t>& offsets,
+                    const std::vector<uint32_t>& ends, int64_t) override {
+    for (size_t i = 0; i < offsets.size(); ++i) elements.emplace_back(array.substr(offsets[i], ends[i] - offsets[i]));
+  }
+  void OnTopLevelValue(std::string_view, std::string_view) override {}
+  std::vector<std::string> elements;
+};
+
+TEST(FastPathTest, ChunkFramingFindsEveryElement) {
+  TempDir dir;
+  std::string text = TrickyEvents(500);
+  // Scalars and nested arrays among the objects take the byte-wise path.
+  text.insert(text.size() - 1, ", 7, \"str]ing\", [1, [2, {\"a\": \"]\"}]], {}\n");
+  std::string path = dir.Write("chunks.json", text);
+  for (size_t chunk : {1, 333, 1 << 20}) {
+    StatusOr<std::unique_ptr<ByteSource>> source = OpenByteSource(path);
+    ASSERT_TRUE(source.ok());
+    ChunkCollector sink;
+    JsonSplitter splitter(source->get(), path, chunk);
+    StatusOr<SplitResult> result = splitter.Run(&sink);
+    ASSERT_TRUE(result.ok());
+    EXPECT_FALSE(result->truncated);
+    ASSERT_EQ(sink.elements.size(), 504u) << chunk;
+    EXPECT_TRUE(sink.elements[0].starts_with("{\"ph\"")) << sink.elements[0];
+    EXPECT_TRUE(sink.elements[499].ends_with("}}"));
+    EXPECT_EQ(sink.elements[500], "7");
+    EXPECT_EQ(sink.elements[501], "\"str]ing\"");
+    EXPECT_EQ(sink.elements[502], "[1, [2, {\"a\": \"]\"}]]");
+    EXPECT_EQ(sink.elements[503], "{}");
+  }
+}
+
+// The block scanner against a byte-at-a-time reference on random JSON-ish text (a backslash
+// escapes the next byte wherever it is, as in simdjson).
+TEST(FastPathTest, BlockScannerMatchesAByteWalk) {
+  std::mt19937 random(7);
+  const char alphabet[] = "\"\\{}[]a ,:";
+  for (int round = 0; round < 200; ++round) {
+    std::string text(64 * 8, ' ');
+    for (char& c : text) c = alphabet[random() % (sizeof(alphabet) - 1)];
+    BlockScanner scanner;
+    bool in_string = false, escaped = false;
+    for (size_t block = 0; block < text.size(); block += 64) {
+      BracketMasks masks = scanner.Next(text.data() + block);
+      uint64_t open = 0, close = 0;
+      for (int i = 0; i < 64; ++i) {
+        char c = text[block + static_cast<size_t>(i)];
+        if (escaped) {
+          escaped = false;
+          continue;
+        }
+        if (c == '\\') {
+          escaped = true;
+          continue;
+        }
+        if (c == '"') {
+          in_string = !in_string;
+          continue;
+        }
+        if (in_string) continue;
+        if (c == '{' || c == '[') open |= uint64_t{1} << i;
+        if (c == '}' || c == ']') close |= uint64_t{1} << i;
+      }
+      ASSERT_EQ(masks.open, open) << round << " " << block;
+      ASSERT_EQ(masks.close, close) << round << " " << block;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace eroica
