@@ -301,12 +301,51 @@ void AddLastArriver(const WorkerGroup& group, const Expectations& e, std::vector
   findings->push_back(std::move(f));
 }
 
+// Work counts (items loaded, compute calls) are exact, not timing noise: a rank given clearly
+// more work whose own work takes longer than its peers' is imbalanced even when noisy timings
+// alone would not single it out.
+void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, std::vector<Excess>* excesses) {
+  size_t n = group.size();
+  if (n < 3) return;
+  std::vector<double> items, calls;
+  for (size_t k = 0; k < n; ++k) {
+    items.push_back(group.row(k).dataloader_ops_per_iter);
+    calls.push_back(group.row(k).compute_calls_per_iter);
+  }
+  double median_items = MedianInPlace(items), median_calls = MedianInPlace(calls);
+  std::vector<double> own = OwnShares(group, std::nullopt);
+  RobustCenter own_center = MedianAndMad(own);
+  for (size_t k = 0; k < n; ++k) {
+    const WorkerRow& w = group.row(k);
+    bool more = (median_items > 0 && w.dataloader_ops_per_iter >= e.imbalance_ratio * median_items) ||
+                (median_calls > 0 && w.compute_calls_per_iter >= e.imbalance_ratio * median_calls);
+    double excess = own[k] - own_center.median;
+    bool listed = std::any_of(excesses->begin(), excesses->end(), [&](const Excess& x) { return x.member == k; });
+    if (!more || listed || excess < e.small_group_min_excess_beta) continue;
+    if (!CompareWork(group, k, e.imbalance_ratio).more_work) continue;
+    Excess best;
+    bool found = false;
+    for (Category c : kOwnWork) {
+      std::vector<double> shares = OwnShares(group, c);
+      RobustCenter center = MedianAndMad(shares);
+      double category_excess = shares[k] - center.median;
+      if (!found || category_excess > best.category_excess) {
+        best = {k, c, excess, category_excess, center.median,
+                RobustZ(shares[k], center, e.min_scale_beta), {}};
+        found = true;
+      }
+    }
+    excesses->push_back(best);
+  }
+}
+
 }  // namespace
 
 std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectations& e) {
   std::vector<Finding> findings;
   if (group.size() < 2) return findings;
   std::vector<Excess> excesses = OutlyingExcesses(group, e);
+  AddImbalancedWorkers(group, e, &excesses);
   // With two workers both differ; only the one whose peer waits on it is the cause.
   if (group.size() == 2) {
     std::erase_if(excesses, [&](const Excess& x) {

@@ -185,3 +185,30 @@ TEST(LocalizerTest, ADegradedLinkIsFoundFromItsSamplesNotItsBeta) {
 
 }  // namespace
 }  // namespace eroica
+
+namespace eroica {
+namespace {
+
+TEST(LocalizerTest, MoreWorkCountsEvenWhenTimingsAreNoisy) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w = Worker(r, r == 1 ? 0.53 : 0.36, 0.03, 0.10, r == 1 ? 0.34 : 0.51);
+    // Noisy iterations: rank 1 is not above every peer in every one of them.
+    for (int i = 0; i < 5; ++i) {
+      float own = (r == 1 ? 0.55f : 0.40f) + (r == 2 && i == 0 ? 0.3f : 0.0f);
+      w.iteration_category_beta.push_back({own, 0, 1 - own, 0, 0});
+    }
+    if (r == 1) w.dataloader_ops_per_iter = 192;
+    input.workers.push_back(w);
+  }
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, "imbalance");
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+  // The same noisy timings without the extra work: nothing stands out.
+  input.workers[1].dataloader_ops_per_iter = 64;
+  EXPECT_TRUE(Localize(input, DefaultExpectations()).healthy());
+}
+
+}  // namespace
+}  // namespace eroica
