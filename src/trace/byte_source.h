@@ -1,5 +1,5 @@
-// Streams a trace file's bytes, inflating gzip on the fly, so a multi-GB trace never has to fit
-// in memory. The format is detected from the magic bytes, not the file name.
+// Streams a trace file's bytes, inflating gzip, so a multi-GB trace never has to fit in memory.
+// The format is detected from the magic bytes, not the file name.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +19,11 @@ class ByteSource {
   virtual bool compressed() const = 0;
 };
 
-StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path);
+// A gzip file of one member whose inflated size is at most `max_whole_inflate_bytes` is
+// inflated at once by libdeflate (fastest per core; memory: that size). Larger or unusual gzip
+// streams through zlib on a helper thread (a few MB whatever the size).
+inline constexpr size_t kDefaultMaxWholeInflateBytes = size_t{256} << 20;
+StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(
+    const std::string& path, size_t max_whole_inflate_bytes = kDefaultMaxWholeInflateBytes);
 
 }  // namespace eroica

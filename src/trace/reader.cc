@@ -45,7 +45,7 @@ int RankFromFileName(const std::string& path) {
 }
 
 StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& options) {
-  StatusOr<std::unique_ptr<ByteSource>> source = OpenByteSource(path);
+  StatusOr<std::unique_ptr<ByteSource>> source = OpenByteSource(path, options.max_whole_inflate_bytes);
   if (!source.ok()) return source.status();
   Trace trace;
   trace.meta.path = path;

@@ -12,7 +12,9 @@ namespace eroica {
 // Errors only when nothing usable can be read (missing file, not a trace, cut before any
 // event). Partial damage is recorded in trace.stats and the rest is returned.
 struct ReadOptions {
-  size_t chunk_bytes = 4 << 20;  // events handed to simdjson at a time
+  size_t chunk_bytes = 4 << 20;  // the most bytes of refused events parsed at a time
+  // gzip inflated whole (libdeflate) up to this inflated size; streamed (zlib) above it.
+  size_t max_whole_inflate_bytes = size_t{256} << 20;
 };
 StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& options = {});
 

@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "base/temp_dir.h"
 
@@ -105,6 +106,38 @@ TEST(ReadTraceTest, GzipAndTinyChunksGiveTheSameEvents) {
   for (size_t i = 0; i < plain->events.size(); ++i) {
     EXPECT_EQ(plain->events[i].ts_ns, gz->events[i].ts_ns);
     EXPECT_EQ(plain->Str(plain->events[i].name), gz->Str(gz->events[i].name));
+  }
+}
+
+// libdeflate (whole file) and zlib on a helper thread (streaming) give the same trace, and so do
+// concatenated gzip members (which only the streaming path takes).
+TEST(ReadTraceTest, GzipWholeAndStreamedAgree) {
+  TempDir dir;
+  std::string big = "[";
+  for (int i = 0; i < 50000; ++i) {
+    big += fmt::format(R"({{"name": "aten::op{}", "ph": "X", "ts": {}, "dur": 1, "tid": 1, "pid": 1}},)", i % 97, i * 3);
+  }
+  big.back() = ']';
+  std::string path = WriteGzip(dir, "big.json.gz", big);
+  std::string two = dir.path() + "/two.json.gz";
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    std::string half1 = WriteGzip(dir, "h1.gz", std::string_view(big).substr(0, 1000));
+    std::string half2 = WriteGzip(dir, "h2.gz", std::string_view(big).substr(1000));
+    std::ifstream a(half1, std::ios::binary), b(half2, std::ios::binary);
+    std::ofstream out(two, std::ios::binary);
+    out << a.rdbuf() << b.rdbuf();
+  }
+  StatusOr<Trace> whole = ReadTrace(path);
+  StatusOr<Trace> streamed = ReadTrace(path, {.max_whole_inflate_bytes = 0});
+  StatusOr<Trace> members = ReadTrace(two);
+  ASSERT_TRUE(whole.ok() && streamed.ok() && members.ok());
+  for (const Trace* t : {&*whole, &*streamed, &*members}) {
+    ASSERT_EQ(t->events.size(), 50000u);
+    EXPECT_EQ(t->stats.input_bytes, static_cast<int64_t>(big.size()));
+    EXPECT_EQ(t->events[49999].ts_ns, 49999 * 3000);
+    EXPECT_FALSE(t->stats.truncated);
   }
 }
 
