@@ -53,11 +53,40 @@ std::vector<Span> Union(const std::vector<Span>& a, const std::vector<Span>& b) 
   return out;
 }
 
+// std::sort, but linear for what traces give: spans in file order are a few ascending runs
+// (one per thread or stream, or per layer), merged here instead of sorted from scratch.
+template <typename Less>
+void SortRuns(std::vector<Span>* spans, Less less) {
+  std::vector<size_t> starts = {0};
+  for (size_t i = 1; i < spans->size(); ++i) {
+    if (less((*spans)[i], (*spans)[i - 1])) {
+      starts.push_back(i);
+      if (starts.size() > 64) {
+        std::sort(spans->begin(), spans->end(), less);
+        return;
+      }
+    }
+  }
+  starts.push_back(spans->size());
+  // Merge neighbouring runs pairwise until one is left.
+  while (starts.size() > 2) {
+    std::vector<size_t> merged = {0};
+    for (size_t r = 0; r + 2 < starts.size(); r += 2) {
+      std::inplace_merge(spans->begin() + static_cast<long>(starts[r]),
+                         spans->begin() + static_cast<long>(starts[r + 1]),
+                         spans->begin() + static_cast<long>(starts[r + 2]), less);
+      merged.push_back(starts[r + 2]);
+    }
+    if (starts.size() % 2 == 0) merged.push_back(starts.back());
+    starts = std::move(merged);
+  }
+}
+
 }  // namespace
 
 std::vector<Span> InnermostTimeline(std::vector<Span> spans) {
   std::erase_if(spans, [](const Span& s) { return s.end_ns <= s.start_ns; });
-  std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) {
+  SortRuns(&spans, [](const Span& x, const Span& y) {
     return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
   });
   // Top of the heap: the latest start; on equal starts the earlier end (the inner span).
@@ -104,8 +133,7 @@ std::vector<Span> PaintCriticalPath(std::vector<std::vector<Span>> layers, int64
   }
   std::vector<Span> gaps = Uncovered({{window_start_ns, window_end_ns, fill_function}}, covered);
   owned.insert(owned.end(), gaps.begin(), gaps.end());
-  std::sort(owned.begin(), owned.end(),
-            [](const Span& x, const Span& y) { return x.start_ns < y.start_ns; });
+  SortRuns(&owned, [](const Span& x, const Span& y) { return x.start_ns < y.start_ns; });
   std::vector<Span> out;
   out.reserve(owned.size());
   for (const Span& span : owned) AppendMerged(&out, span);
