@@ -15,11 +15,17 @@ void RegisterSummarizeCommand(CLI::App& app, int* exit_code);
 void RegisterShowCommand(CLI::App& app, int* exit_code);
 void RegisterDiagnoseCommand(CLI::App& app, int* exit_code);
 void RegisterAgentCommand(CLI::App& app, int* exit_code);
+void RegisterReportCommand(CLI::App& app, int* exit_code);
+void RegisterPromptCommand(CLI::App& app, int* exit_code);
+void RegisterAnnotateCommand(CLI::App& app, int* exit_code);
 
 // The table of subcommands, in the order `eroica --help` lists them.
 inline std::vector<CommandRegistrar> AllCommands() {
   return {
       RegisterDiagnoseCommand,
+      RegisterReportCommand,
+      RegisterPromptCommand,
+      RegisterAnnotateCommand,
       RegisterSummarizeCommand,
       RegisterShowCommand,
 #ifndef EROICA_NO_AGENT

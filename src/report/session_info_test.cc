@@ -1,0 +1,68 @@
+#include "report/session_info.h"
+
+#include <gtest/gtest.h>
+
+#include "base/temp_dir.h"
+#include "report/session_chart.h"
+
+namespace eroica {
+namespace {
+
+TEST(SessionInfoTest, ReadsTheOnlinePackagesFiles) {
+  TempDir dir;
+  dir.Write("session.json", R"({"schema": "eroica.session/v1", "session_id": "job-s0-it130", "reason": "degradation",
+    "trigger_rank": 2, "trigger_host": "node-a", "target_iteration": 130, "capture_iters": 5,
+    "detected_iteration": 126, "best_mean_s": 0.1, "current_mean_s": 0.14, "threshold": 1.05, "world_size": 4,
+    "window": {"iterations": 5, "max_seconds": 20}, "iteration_times_s": [0.1, 0.1, 0.15, 0.14],
+    "iteration_times_first_id": 123})");
+  dir.Write("rank-0.meta.json", R"({"rank": 0, "world_size": 4, "host": "node-a", "torch_version": "2.3.0",
+    "python_version": "3.11.2", "iteration_ids": [130, 131], "iteration_times_s": [0.14, 0.15]})");
+  dir.Write("rank-1.meta.json", R"({"rank": 1, "host": "node-b", "torch_version": "2.3.0", "missed": "no profiler"})");
+  dir.Write("rank-2.meta.json", "{ not json");
+  SessionInfo s = ReadSessionInfo({dir.path()});
+  EXPECT_TRUE(s.has_session);
+  EXPECT_EQ(s.session_id, "job-s0-it130");
+  EXPECT_EQ(s.trigger_rank, 2);
+  EXPECT_EQ(s.target_iteration, 130);
+  EXPECT_EQ(s.capture_iterations, 5);
+  EXPECT_EQ(s.iteration_times_s.size(), 4u);
+  EXPECT_EQ(s.iteration_times_first_id, 123);
+  ASSERT_EQ(s.ranks.size(), 2u);
+  EXPECT_EQ(s.TorchVersions(), "2.3.0");
+  EXPECT_EQ(s.HostCount(), 2);
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_EQ(s.warnings[0], "rank 1 missed the session: no profiler");
+
+  LineChart chart = IterationTimeChart(s);
+  ASSERT_EQ(chart.series.size(), 3u);  // baseline, threshold, times
+  EXPECT_EQ(chart.series.back().points.front().first, 123);
+  ASSERT_EQ(chart.ranges.size(), 1u);
+  EXPECT_EQ(chart.ranges[0].x_low, 130);
+  EXPECT_EQ(chart.ranges[0].x_high, 135);
+}
+
+TEST(SessionInfoTest, ToleratesOtherKeysAndTypes) {
+  SessionInfo s;
+  ParseSessionJson(R"({"reason": 7, "trigger_rank": 1.0, "series": {"times_s": [0.2, "x", 0.3], "first_id": 9},
+                       "target_iteration": "soon"})", &s);
+  EXPECT_TRUE(s.has_session);
+  EXPECT_EQ(s.reason, "7");
+  EXPECT_EQ(s.trigger_rank, 1);
+  EXPECT_EQ(s.target_iteration, -1);
+  EXPECT_EQ(s.iteration_times_s, (std::vector<double>{0.2, 0.3}));
+  EXPECT_EQ(s.iteration_times_first_id, 9);
+  SessionInfo empty;
+  ParseSessionJson("[1, 2]", &empty);
+  EXPECT_FALSE(empty.has_session);
+}
+
+TEST(SessionInfoTest, AFolderWithoutSessionFilesHasNone) {
+  TempDir dir;
+  dir.Write("rank-0.json", "[]");
+  SessionInfo s = ReadSessionInfo({dir.path() + "/rank-0.json"});
+  EXPECT_FALSE(s.has_session);
+  EXPECT_TRUE(IterationTimeChart(s).series.empty());
+}
+
+}  // namespace
+}  // namespace eroica
