@@ -14,6 +14,7 @@ using CommandRegistrar = void (*)(CLI::App& app, int* exit_code);
 void RegisterSummarizeCommand(CLI::App& app, int* exit_code);
 void RegisterShowCommand(CLI::App& app, int* exit_code);
 void RegisterDiagnoseCommand(CLI::App& app, int* exit_code);
+void RegisterRunCommand(CLI::App& app, int* exit_code);
 void RegisterAgentCommand(CLI::App& app, int* exit_code);
 void RegisterReportCommand(CLI::App& app, int* exit_code);
 void RegisterPromptCommand(CLI::App& app, int* exit_code);
@@ -22,15 +23,14 @@ void RegisterAnnotateCommand(CLI::App& app, int* exit_code);
 // The table of subcommands, in the order `eroica --help` lists them.
 inline std::vector<CommandRegistrar> AllCommands() {
   return {
+      RegisterRunCommand,
       RegisterDiagnoseCommand,
       RegisterReportCommand,
       RegisterPromptCommand,
       RegisterAnnotateCommand,
       RegisterSummarizeCommand,
       RegisterShowCommand,
-#ifndef EROICA_NO_AGENT
       RegisterAgentCommand,
-#endif
   };
 }
 

@@ -1,0 +1,66 @@
+// eroica run [--dir DIR] -- COMMAND...: runs a training command with eroica's hooks in every
+// Python process it starts (no code change). The work is done by the Python package
+// (python/eroica, `python -m eroica run`); this puts it on PYTHONPATH, points it at this binary
+// for the diagnosis, and replaces itself with it.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+
+namespace eroica {
+namespace {
+
+struct RunOptions {
+  std::string dir;
+  std::string python = EROICA_PYTHON;
+  std::vector<std::string> command;
+};
+
+std::string PackageDir() {
+  if (const char* dir = std::getenv("EROICA_PYTHON_DIR")) return dir;
+  return std::string(EROICA_SOURCE_DIR) + "/python";
+}
+
+int RunRun(const RunOptions& options) {
+  std::string package = PackageDir();
+  if (!std::filesystem::exists(package + "/eroica/__main__.py")) {
+    fmt::print(stderr, "eroica: the Python package is not at {} (set EROICA_PYTHON_DIR)\n", package);
+    return 2;
+  }
+  const char* old_path = std::getenv("PYTHONPATH");
+  std::string path = old_path && *old_path ? package + ":" + old_path : package;
+  setenv("PYTHONPATH", path.c_str(), 1);
+  std::error_code error;
+  std::string self = std::filesystem::read_symlink("/proc/self/exe", error).string();
+  if (!error && std::getenv("EROICA_BIN") == nullptr) setenv("EROICA_BIN", self.c_str(), 1);
+  std::vector<std::string> args = {options.python, "-m", "eroica", "run"};
+  if (!options.dir.empty()) args.insert(args.end(), {"--dir", options.dir});
+  args.push_back("--");
+  args.insert(args.end(), options.command.begin(), options.command.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execv(options.python.c_str(), argv.data());
+  fmt::print(stderr, "eroica: cannot run {}: {}\n", options.python, std::strerror(errno));
+  return 2;
+}
+
+}  // namespace
+
+void RegisterRunCommand(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Run a training command with eroica watching it: eroica run -- torchrun ... train.py");
+  cmd->add_option("--dir", options->dir, "Where sessions go (default: $EROICA_DIR or /tmp/eroica)");
+  cmd->add_option("--python", options->python, "The interpreter that runs the package");
+  cmd->add_option("command", options->command, "The training command, after --")->required();
+  cmd->callback([options, exit_code] { *exit_code = RunRun(*options); });
+}
+
+}  // namespace eroica
