@@ -61,7 +61,7 @@ void SortRuns(std::vector<Span>* spans, Less less) {
   for (size_t i = 1; i < spans->size(); ++i) {
     if (less((*spans)[i], (*spans)[i - 1])) {
       starts.push_back(i);
-      if (starts.size() > 64) {
+      if (starts.size() > spans->size() / 16 + 64) {  // no run structure to speak of
         std::sort(spans->begin(), spans->end(), less);
         return;
       }

@@ -58,14 +58,35 @@ RoleMapping MapRole(EventRole role, bool has_device) {
   }
 }
 
-std::vector<EventRole> ClassifyAll(const Trace& trace) {
-  std::unordered_map<uint64_t, EventRole> cache;
+// Roles and function ids are computed once per distinct name: a name almost always comes with
+// one cat, so a table indexed by the name's id answers nearly every event without hashing;
+// the rare second cat (or a collective's size bucket) goes through a map.
+struct NameEntry {
+  StringId cat = 0;
+  bool classified = false;
+  EventRole role = EventRole::kIgnore;
+  uint32_t function = UINT32_MAX;  // for non-collective roles
+};
+
+std::vector<EventRole> ClassifyAll(const Trace& trace, std::vector<NameEntry>* by_name) {
+  by_name->assign(trace.strings.size(), NameEntry{});
+  std::unordered_map<uint64_t, EventRole> others;
   std::vector<EventRole> roles(trace.events.size());
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
+    NameEntry& entry = (*by_name)[e.name];
+    if (entry.classified && entry.cat == e.cat) {
+      roles[i] = entry.role;
+      continue;
+    }
+    if (!entry.classified) {
+      entry = {e.cat, true, ClassifyEvent(trace.Str(e.cat), trace.Str(e.name)), UINT32_MAX};
+      roles[i] = entry.role;
+      continue;
+    }
     uint64_t key = (uint64_t{e.cat} << 32) | e.name;
-    auto it = cache.find(key);
-    if (it == cache.end()) it = cache.emplace(key, ClassifyEvent(trace.Str(e.cat), trace.Str(e.name))).first;
+    auto it = others.find(key);
+    if (it == others.end()) it = others.emplace(key, ClassifyEvent(trace.Str(e.cat), trace.Str(e.name))).first;
     roles[i] = it->second;
   }
   return roles;
@@ -73,7 +94,8 @@ std::vector<EventRole> ClassifyAll(const Trace& trace) {
 
 // Per-event function ids, computed once per distinct (role, name, collective, size bucket).
 std::vector<uint32_t> AssignFunctions(const Trace& trace, const std::vector<EventRole>& roles,
-                                      bool has_device, FunctionTable* table) {
+                                      bool has_device, std::vector<NameEntry>* by_name,
+                                      FunctionTable* table) {
   std::unordered_map<std::string, uint32_t> cache;
   std::vector<uint32_t> functions(trace.events.size(), 0);
   std::string key;
@@ -82,6 +104,12 @@ std::vector<uint32_t> AssignFunctions(const Trace& trace, const std::vector<Even
     if (role == EventRole::kIgnore || role == EventRole::kStepMarker) continue;
     const TraceEvent& e = trace.events[i];
     bool comm = role == EventRole::kDeviceComm || role == EventRole::kCpuComm;
+    NameEntry& entry = (*by_name)[e.name];
+    bool usual = !comm && entry.role == role;  // the name's usual role: cache by name id
+    if (usual && entry.function != UINT32_MAX) {
+      functions[i] = entry.function;
+      continue;
+    }
     key.assign(reinterpret_cast<const char*>(&e.name), sizeof(e.name));
     key.push_back(static_cast<char>(role));
     if (comm) {
@@ -95,6 +123,7 @@ std::vector<uint32_t> AssignFunctions(const Trace& trace, const std::vector<Even
       it = cache.emplace(key, table->Intern(mapping.category, mapping.host_kind, name)).first;
     }
     functions[i] = it->second;
+    if (usual) entry.function = it->second;
   }
   return functions;
 }
@@ -230,7 +259,8 @@ std::string RoleFromProcessGroups(const TraceMetadata& meta) {
 }  // namespace
 
 StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options) {
-  std::vector<EventRole> roles = ClassifyAll(trace);
+  std::vector<NameEntry> by_name;
+  std::vector<EventRole> roles = ClassifyAll(trace, &by_name);
   bool has_device = std::any_of(roles.begin(), roles.end(), IsDeviceRole);
   WorkerWindow window = FindWorkerWindow(trace, roles);
   if (window.length_ns() <= 0) {
@@ -239,7 +269,7 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
   FunctionTable table;
   uint32_t unattributed =
       table.Intern(Category::kHost, HostKind::kPython, std::string(kUnattributedPython));
-  std::vector<uint32_t> functions = AssignFunctions(trace, roles, has_device, &table);
+  std::vector<uint32_t> functions = AssignFunctions(trace, roles, has_device, &by_name, &table);
   LayeredSpans spans = CollectSpans(trace, roles, functions, window, has_device, &table);
 
   Summary summary;

@@ -65,19 +65,21 @@ WorkerWindow FindWorkerWindow(const Trace& trace, const std::vector<EventRole>& 
     cpu_end_ns = std::max(cpu_end_ns, step->end_ns());
   }
   // GPU work launched inside the steps belongs to them, even when it runs after they end.
-  std::unordered_set<int64_t> launched;
+  std::vector<int64_t> launched;  // sorted: a hash set costs an allocation per launch
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
     if (roles[i] == EventRole::kLaunch && e.correlation >= 0 && e.ts_ns >= window.start_ns &&
         e.ts_ns < cpu_end_ns) {
-      launched.insert(e.correlation);
+      launched.push_back(e.correlation);
     }
   }
+  std::sort(launched.begin(), launched.end());
   window.end_ns = cpu_end_ns;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
-    if (IsDeviceRole(roles[i]) && e.correlation >= 0 && launched.contains(e.correlation)) {
-      window.end_ns = std::max(window.end_ns, e.end_ns());
+    if (IsDeviceRole(roles[i]) && e.correlation >= 0 && e.end_ns() > window.end_ns &&
+        std::binary_search(launched.begin(), launched.end(), e.correlation)) {
+      window.end_ns = e.end_ns();
     }
   }
   return window;
