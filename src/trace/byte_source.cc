@@ -19,8 +19,12 @@ namespace {
 
 class FileSource : public ByteSource {
  public:
-  FileSource(FILE* file, std::string path) : file_(file), path_(std::move(path)) {}
+  FileSource(FILE* file, std::string path) : file_(file), path_(std::move(path)) {
+    struct stat info {};
+    if (fstat(fileno(file_), &info) == 0) size_ = static_cast<int64_t>(info.st_size);
+  }
   ~FileSource() override { std::fclose(file_); }
+  int64_t size_hint() const override { return size_; }
 
   StatusOr<size_t> Read(char* buffer, size_t capacity) override {
     size_t n = std::fread(buffer, 1, capacity, file_);
@@ -32,6 +36,7 @@ class FileSource : public ByteSource {
  private:
   FILE* file_;
   std::string path_;
+  int64_t size_ = -1;
 };
 
 // A gzip file inflated whole by libdeflate (about twice zlib's speed) and handed out from
@@ -47,6 +52,7 @@ class InflatedSource : public ByteSource {
     return n;
   }
   bool compressed() const override { return true; }
+  int64_t size_hint() const override { return static_cast<int64_t>(size_); }
 
  private:
   std::unique_ptr<char[]> data_;

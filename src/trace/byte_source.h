@@ -17,6 +17,8 @@ class ByteSource {
   // compressed stream is an error whose message says where.
   virtual StatusOr<size_t> Read(char* buffer, size_t capacity) = 0;
   virtual bool compressed() const = 0;
+  // The bytes Read will deliver in all, when known in advance (else -1).
+  virtual int64_t size_hint() const { return -1; }
 };
 
 // A gzip file of one member whose inflated size is at most `max_whole_inflate_bytes` is
