@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 namespace eroica {
-namespace {
 
-std::ostream& operator<<(std::ostream& os, const Span& s) {
-  return os << "[" << s.start_ns << "," << s.end_ns << ")=" << s.function;
+// Readable failure messages (found by argument-dependent lookup).
+void PrintTo(const Span& s, std::ostream* os) {
+  *os << "[" << s.start_ns << "," << s.end_ns << ")=" << s.function;
 }
+
+namespace {
 
 TEST(InnermostTimelineTest, NestedSpansResolveToTheInnermost) {
   // outer 0..100 (1) > middle 10..50 (2) > inner 20..30 (3); sibling 60..70 (4).
