@@ -19,6 +19,7 @@ void RegisterAgentCommand(CLI::App& app, int* exit_code);
 void RegisterReportCommand(CLI::App& app, int* exit_code);
 void RegisterPromptCommand(CLI::App& app, int* exit_code);
 void RegisterAnnotateCommand(CLI::App& app, int* exit_code);
+void RegisterSynthCommand(CLI::App& app, int* exit_code);
 
 // The table of subcommands, in the order `eroica --help` lists them.
 inline std::vector<CommandRegistrar> AllCommands() {
@@ -30,6 +31,7 @@ inline std::vector<CommandRegistrar> AllCommands() {
       RegisterAnnotateCommand,
       RegisterSummarizeCommand,
       RegisterShowCommand,
+      RegisterSynthCommand,
       RegisterAgentCommand,
   };
 }
