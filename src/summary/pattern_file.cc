@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <memory>
 #include <unordered_map>
 
@@ -81,19 +82,26 @@ void WriteWorker(const WorkerPattern& w, StringTable* strings, ByteWriter* out) 
   for (const std::string& warning : w.warnings) out->Varint(strings->Id(warning));
 }
 
-bool ReadWorker(ByteReader* in, const std::vector<std::string>& strings, WorkerPattern* w) {
-  auto str = [&](uint64_t id) -> std::string {
-    return id < strings.size() ? strings[id] : std::string();
+// Fills every field of *w, reusing its strings' and vectors' storage: a bundle of a million
+// workers then costs no allocation per function name.
+bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, WorkerPattern* w) {
+  auto assign = [&](std::string* out, uint64_t id) {
+    if (id < strings.size()) {
+      out->assign(strings[id]);
+    } else {
+      out->clear();
+    }
   };
   w->rank = static_cast<int>(in->SignedVarint());
   w->world_size = static_cast<int>(in->SignedVarint());
-  w->host = str(in->Varint());
-  w->source = str(in->Varint());
+  assign(&w->host, in->Varint());
+  assign(&w->source, in->Varint());
   w->has_device = (in->U8() & 1) != 0;
-  w->device_name = str(in->Varint());
-  w->group = str(in->Varint());
+  assign(&w->device_name, in->Varint());
+  assign(&w->group, in->Varint());
   uint64_t steps = in->Varint();
   if (!in->ok() || steps > (1u << 20)) return false;
+  w->step_ids.clear();
   int64_t previous = 0;
   for (uint64_t i = 0; i < steps && in->ok(); ++i) {
     previous += in->SignedVarint();
@@ -114,20 +122,22 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string>& strings, WorkerP
   if (!in->ok() || collectives > (1u << 20)) return false;
   w->collectives.resize(collectives);
   for (CollectiveCall& c : w->collectives) {
-    c.name = str(in->Varint());
+    assign(&c.name, in->Varint());
     c.duration_us = in->F32();
   }
   uint64_t functions = in->Varint();
   if (!in->ok() || functions > (1u << 20)) return false;
   w->functions.resize(functions);
   for (FunctionPattern& f : w->functions) {
-    f.name = str(in->Varint());
+    assign(&f.name, in->Varint());
     uint8_t category = in->U8();
     uint8_t host_kind = in->U8();
     if (category >= kCategoryCount || host_kind > static_cast<uint8_t>(HostKind::kFramework)) return false;
     f.category = static_cast<Category>(category);
     f.host_kind = static_cast<HostKind>(host_kind);
     f.beta = in->F32();
+    f.mu.reset();
+    f.sigma.reset();
     if (in->U8() != 0) {
       f.mu = in->F32();
       f.sigma = in->F32();
@@ -139,7 +149,8 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string>& strings, WorkerP
   }
   uint64_t warnings = in->Varint();
   if (!in->ok() || warnings > (1u << 16)) return false;
-  for (uint64_t i = 0; i < warnings; ++i) w->warnings.push_back(str(in->Varint()));
+  w->warnings.resize(warnings);
+  for (std::string& warning : w->warnings) assign(&warning, in->Varint());
   return in->ok();
 }
 
@@ -149,36 +160,51 @@ struct FileCloser {
 
 }  // namespace
 
+struct PatternWriter::Block {
+  StringTable strings;
+  ByteWriter workers;
+  size_t count = 0;
+};
+
+PatternWriter::PatternWriter(size_t workers_per_block, int zstd_level)
+    : workers_per_block_(std::max<size_t>(1, workers_per_block)), zstd_level_(zstd_level),
+      block_(std::make_unique<Block>()) {}
+
+PatternWriter::~PatternWriter() = default;
+
 void PatternWriter::Add(const WorkerPattern& worker) {
-  pending_.push_back(worker);
-  if (pending_.size() >= workers_per_block_) FlushBlock();
+  WriteWorker(worker, &block_->strings, &block_->workers);
+  if (++block_->count >= workers_per_block_) FlushBlock();
 }
 
 void PatternWriter::FlushBlock() {
-  if (pending_.empty()) return;
-  StringTable strings;
-  ByteWriter workers;
-  for (const WorkerPattern& w : pending_) WriteWorker(w, &strings, &workers);
+  if (block_->count == 0) return;
   ByteWriter payload;
-  strings.Write(&payload);
-  payload.bytes() += workers.bytes();
+  block_->strings.Write(&payload);
+  payload.bytes() += block_->workers.bytes();
   const std::string& raw = payload.bytes();
   std::string compressed(ZSTD_compressBound(raw.size()), '\0');
-  size_t n = ZSTD_compress(compressed.data(), compressed.size(), raw.data(), raw.size(), 9);
+  size_t n = ZSTD_compress(compressed.data(), compressed.size(), raw.data(), raw.size(), zstd_level_);
   EROICA_CHECK(!ZSTD_isError(n));
   compressed.resize(n);
   ByteWriter header;
   header.U32(static_cast<uint32_t>(compressed.size()));
   header.U32(static_cast<uint32_t>(raw.size()));
-  header.U32(static_cast<uint32_t>(pending_.size()));
+  header.U32(static_cast<uint32_t>(block_->count));
   out_ += header.bytes();
   out_ += compressed;
-  pending_.clear();
+  block_ = std::make_unique<Block>();
 }
 
 std::string PatternWriter::Finish() {
   FlushBlock();
-  return out_;
+  return std::move(out_);
+}
+
+std::string PatternWriter::TakeCompleted() {
+  std::string done = std::move(out_);
+  out_.clear();
+  return done;
 }
 
 Status WritePatternFile(const std::string& path, const std::vector<WorkerPattern>& workers) {
@@ -194,6 +220,53 @@ bool LooksLikePatternFile(const std::string& path) {
   return std::fread(magic, 1, 8, file.get()) == 8 && std::string_view(magic, 8) == kPatternMagic;
 }
 
+namespace {
+
+// One block read and inflated, or why not.
+struct RawBlock {
+  Status status;
+  bool end = false;  // no more blocks
+  std::string raw;
+  uint32_t count = 0;
+};
+
+RawBlock ReadBlock(FILE* file, const std::string& path, int block) {
+  RawBlock out;
+  char header_bytes[12];
+  size_t got = std::fread(header_bytes, 1, 12, file);
+  if (got == 0) {
+    out.end = true;
+    return out;
+  }
+  ByteReader header(std::string_view(header_bytes, got));
+  uint32_t compressed_bytes = header.U32(), raw_bytes = header.U32();
+  out.count = header.U32();
+  if (!header.ok() || compressed_bytes > kMaxBlockBytes || raw_bytes > kMaxBlockBytes) {
+    out.status = ErrorStatus("{}: damaged block header in block {}", path, block);
+    return out;
+  }
+  std::string compressed(compressed_bytes, '\0');
+  if (std::fread(compressed.data(), 1, compressed_bytes, file) != compressed_bytes) {
+    out.status = ErrorStatus("{}: truncated in block {}", path, block);
+    return out;
+  }
+  out.raw.resize(raw_bytes);
+  size_t n = ZSTD_decompress(out.raw.data(), out.raw.size(), compressed.data(), compressed.size());
+  if (ZSTD_isError(n) || n != raw_bytes) out.status = ErrorStatus("{}: corrupt block {}", path, block);
+  return out;
+}
+
+bool MoreToRead(FILE* file) {
+  int c = std::fgetc(file);
+  if (c == EOF) return false;
+  std::ungetc(c, file);
+  return true;
+}
+
+}  // namespace
+
+// Blocks are inflated on a helper thread one ahead of the block being visited, so that zstd and
+// the caller's work overlap on two cores; memory stays at two blocks.
 Status ForEachPattern(const std::string& path, const std::function<void(WorkerPattern&&)>& visit) {
   std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
   if (!file) return ErrorStatus("{}: cannot open: {}", path, std::strerror(errno));
@@ -205,36 +278,30 @@ Status ForEachPattern(const std::string& path, const std::function<void(WorkerPa
     return ErrorStatus("{}: pattern format version {} is not supported (this eroica reads {})", path,
                        static_cast<int>(magic[7]), static_cast<int>(kPatternMagic[7]));
   }
-  std::string compressed, raw;
+  RawBlock current = ReadBlock(file.get(), path, 0);
+  WorkerPattern worker;
+  std::vector<std::string_view> strings;
   for (int block = 0;; ++block) {
-    char header_bytes[12];
-    size_t got = std::fread(header_bytes, 1, 12, file.get());
-    if (got == 0) return Status::Ok();
-    ByteReader header(std::string_view(header_bytes, got));
-    uint32_t compressed_bytes = header.U32(), raw_bytes = header.U32(), count = header.U32();
-    if (!header.ok() || compressed_bytes > kMaxBlockBytes || raw_bytes > kMaxBlockBytes) {
-      return ErrorStatus("{}: damaged block header in block {}", path, block);
+    if (!current.status.ok()) return current.status;
+    if (current.end) return Status::Ok();
+    std::future<RawBlock> next;
+    if (MoreToRead(file.get())) {
+      next = std::async(std::launch::async, ReadBlock, file.get(), std::cref(path), block + 1);
     }
-    compressed.resize(compressed_bytes);
-    if (std::fread(compressed.data(), 1, compressed_bytes, file.get()) != compressed_bytes) {
-      return ErrorStatus("{}: truncated in block {}", path, block);
-    }
-    raw.resize(raw_bytes);
-    size_t n = ZSTD_decompress(raw.data(), raw.size(), compressed.data(), compressed.size());
-    if (ZSTD_isError(n) || n != raw_bytes) return ErrorStatus("{}: corrupt block {}", path, block);
-    ByteReader in(raw);
+    ByteReader in(current.raw);
     uint64_t string_count = in.Varint();
-    if (string_count > raw_bytes) return ErrorStatus("{}: corrupt string table in block {}", path, block);
-    std::vector<std::string> strings;
+    if (string_count > current.raw.size()) return ErrorStatus("{}: corrupt string table in block {}", path, block);
+    strings.clear();
     strings.reserve(string_count);
-    for (uint64_t i = 0; i < string_count && in.ok(); ++i) strings.emplace_back(in.String());
-    for (uint32_t i = 0; i < count; ++i) {
-      WorkerPattern worker;
+    for (uint64_t i = 0; i < string_count && in.ok(); ++i) strings.push_back(in.String());
+    for (uint32_t i = 0; i < current.count; ++i) {
       if (!ReadWorker(&in, strings, &worker)) {
         return ErrorStatus("{}: corrupt worker record in block {}", path, block);
       }
       visit(std::move(worker));
     }
+    if (!next.valid()) return Status::Ok();
+    current = next.get();
   }
 }
 

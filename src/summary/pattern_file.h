@@ -22,6 +22,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,18 +33,25 @@ namespace eroica {
 
 inline constexpr std::string_view kPatternMagic = "EROICAP\x01";
 
-// Writes workers into blocks of `workers_per_block`.
+// Writes workers into blocks of `workers_per_block`, each compressed at `zstd_level`.
 class PatternWriter {
  public:
-  explicit PatternWriter(size_t workers_per_block = 4096) : workers_per_block_(workers_per_block) {}
+  explicit PatternWriter(size_t workers_per_block = 4096, int zstd_level = 9);
+  ~PatternWriter();
+  // Encodes the worker at once (no copy is kept).
   void Add(const WorkerPattern& worker);
   // The whole file so far (flushes the open block).
   std::string Finish();
+  // The bytes of the blocks completed so far, handed over (for writing a large bundle as it
+  // grows); Finish then returns only what follows.
+  std::string TakeCompleted();
 
  private:
+  struct Block;  // the open block: its string table and encoded workers
   void FlushBlock();
   size_t workers_per_block_;
-  std::vector<WorkerPattern> pending_;
+  int zstd_level_;
+  std::unique_ptr<Block> block_;
   std::string out_{kPatternMagic};
 };
 
