@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <span>
 
 #include "base/status.h"
 
@@ -19,7 +20,12 @@ class ByteSource {
   virtual bool compressed() const = 0;
   // The bytes Read will deliver in all, when known in advance (else -1).
   virtual int64_t size_hint() const { return -1; }
+  // Sources that hold all their bytes in memory lend them instead (empty: they do not): at
+  // least kWholePadding writable bytes follow the view, and Read then delivers nothing more.
+  virtual std::span<char> Whole() { return {}; }
 };
+
+inline constexpr size_t kWholePadding = 256;
 
 // A gzip file of one member whose inflated size is at most `max_whole_inflate_bytes` is
 // inflated at once by libdeflate (fastest per core; memory: that size). Larger or unusual gzip

@@ -29,6 +29,15 @@ bool IsSeparator(const char* begin, const char* end) {
 
 JsonSplitter::JsonSplitter(ByteSource* source, std::string path, size_t chunk_bytes)
     : source_(source), path_(std::move(path)), chunk_bytes_(chunk_bytes) {
+  static_assert(kWholePadding >= kJsonPadding);
+  if (std::span<char> whole = source_->Whole(); !whole.empty()) {
+    // Everything is in memory already: parse it there.
+    buffer_.Borrow(whole.data(), whole.size() + kJsonPadding);
+    end_ = whole.size();
+    result_.bytes_read = static_cast<int64_t>(whole.size());
+    eof_ = true;
+    return;
+  }
   buffer_.Resize(std::max<size_t>(4 * kReadBytes, 2 * chunk_bytes_ + kReadBytes) + kJsonPadding);
 }
 

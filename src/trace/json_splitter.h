@@ -73,13 +73,20 @@ class JsonSplitter {
   // The read buffer: bytes [0, end_) are data, kJsonPadding readable bytes always follow.
   class Buffer {
    public:
-    char* data() { return bytes_.get(); }
+    char* data() { return borrowed_ != nullptr ? borrowed_ : bytes_.get(); }
     size_t size() const { return size_; }
-    char& operator[](size_t i) { return bytes_[i]; }
+    char& operator[](size_t i) { return data()[i]; }
     void Resize(size_t size);  // keeps the contents
+    // Uses someone else's memory (a source's whole data) instead; never resized after.
+    void Borrow(char* data, size_t size) {
+      bytes_.reset();
+      borrowed_ = data;
+      size_ = size;
+    }
 
    private:
     std::unique_ptr<char[]> bytes_;
+    char* borrowed_ = nullptr;
     size_t size_ = 0;
   };
 
