@@ -1,0 +1,272 @@
+// read_bench: times the trace reader and the summarizer, and the bounds they run against.
+// Prints one JSON object per run on stdout (bench/run_bench.py collects them into BENCHMARKS.md).
+//
+//   read_bench read FILE [--no-summary]    ReadTrace (+ Summarize) of one file
+//   read_bench files -j N FILE...          SummarizeFiles over several files on N threads
+//   read_bench best N FILE                 the best of N reads and summaries (noise-robust)
+//   read_bench bound FILE                  the floors: memchr over the JSON, libdeflate and zlib
+//                                          alone (gzip), a raw simdjson walk of every event
+//
+// Figures: wall seconds, CPU seconds (all threads), MB/s of uncompressed JSON per wall second
+// and per CPU second, and the process's peak RSS (getrusage ru_maxrss).
+#include <libdeflate.h>
+#include <simdjson.h>
+#include <sys/resource.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "summary/summarize_files.h"
+#include "summary/summarizer.h"
+#include "trace/reader.h"
+
+namespace eroica {
+namespace {
+
+struct Clock {
+  std::chrono::steady_clock::time_point wall = std::chrono::steady_clock::now();
+  double cpu = CpuSeconds();
+
+  static double CpuSeconds() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  }
+  double WallSince() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+  }
+  double CpuSince() const { return CpuSeconds() - cpu; }
+};
+
+int64_t PeakRssKb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+double MbPerS(int64_t bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e6 : 0; }
+
+int RunRead(const std::string& path, bool summarize) {
+  Clock clock;
+  StatusOr<Trace> trace = ReadTrace(path);
+  if (!trace.ok()) {
+    fmt::print(stderr, "read_bench: {}\n", trace.status().message());
+    return 1;
+  }
+  double read_s = clock.WallSince(), read_cpu_s = clock.CpuSince();
+  Clock summary_clock;
+  size_t functions = 0;
+  if (summarize) {
+    StatusOr<Summary> summary = Summarize(*trace);
+    if (!summary.ok()) {
+      fmt::print(stderr, "read_bench: {}\n", summary.status().message());
+      return 1;
+    }
+    functions = summary->pattern.functions.size();
+  }
+  double summarize_s = summary_clock.WallSince();
+  double total_s = clock.WallSince(), total_cpu_s = clock.CpuSince();
+  int64_t bytes = trace->stats.input_bytes;
+  fmt::print(
+      "{{\"mode\": \"read\", \"file\": \"{}\", \"input_bytes\": {}, \"events\": {}, \"kept_events\": {}, "
+      "\"functions\": {}, \"read_s\": {:.4f}, \"read_cpu_s\": {:.4f}, \"summarize_s\": {:.4f}, "
+      "\"total_s\": {:.4f}, \"total_cpu_s\": {:.4f}, \"mb_per_s\": {:.1f}, \"mb_per_cpu_s\": {:.1f}, "
+      "\"read_mb_per_s\": {:.1f}, \"peak_rss_kb\": {}, \"event_bytes\": {}}}\n",
+      path, bytes, trace->stats.events_seen, trace->events.size(), functions, read_s, read_cpu_s,
+      summarize_s, total_s, total_cpu_s, MbPerS(bytes, total_s), MbPerS(bytes, total_cpu_s),
+      MbPerS(bytes, read_s), PeakRssKb(), trace->events.size() * sizeof(TraceEvent));
+  return 0;
+}
+
+// The best of `repeats` runs of each stage: robust to a machine shared with other work.
+int RunBest(const std::string& path, int repeats) {
+  double best_read = 1e30, best_summary = 1e30;
+  int64_t bytes = 0;
+  for (int r = 0; r < repeats; ++r) {
+    Clock clock;
+    StatusOr<Trace> trace = ReadTrace(path);
+    if (!trace.ok()) return 1;
+    best_read = std::min(best_read, clock.WallSince());
+    Clock summary_clock;
+    StatusOr<Summary> summary = Summarize(*trace);
+    if (!summary.ok()) return 1;
+    best_summary = std::min(best_summary, summary_clock.WallSince());
+    bytes = trace->stats.input_bytes;
+  }
+  fmt::print("{{\"mode\": \"best\", \"file\": \"{}\", \"repeats\": {}, \"input_bytes\": {}, "
+             "\"read_s\": {:.4f}, \"summarize_s\": {:.4f}, \"read_mb_per_s\": {:.1f}, "
+             "\"summarize_mb_per_s\": {:.1f}, \"mb_per_s\": {:.1f}}}\n",
+             path, repeats, bytes, best_read, best_summary, MbPerS(bytes, best_read),
+             MbPerS(bytes, best_summary), MbPerS(bytes, best_read + best_summary));
+  return 0;
+}
+
+int RunFiles(const std::vector<std::string>& paths, int threads) {
+  int64_t bytes = 0;
+  for (const std::string& path : paths) {
+    StatusOr<Trace> probe = ReadTrace(path);  // warms the page cache and counts the JSON bytes
+    if (probe.ok()) bytes += probe->stats.input_bytes;
+  }
+  Clock clock;
+  FileSummaries result = SummarizeFiles(paths, threads);
+  double wall_s = clock.WallSince(), cpu_s = clock.CpuSince();
+  fmt::print("{{\"mode\": \"files\", \"files\": {}, \"threads\": {}, \"patterns\": {}, \"input_bytes\": {}, "
+             "\"total_s\": {:.4f}, \"total_cpu_s\": {:.4f}, \"mb_per_s\": {:.1f}, \"mb_per_cpu_s\": {:.1f}}}\n",
+             paths.size(), threads, result.patterns.size(), bytes, wall_s, cpu_s, MbPerS(bytes, wall_s),
+             MbPerS(bytes, cpu_s));
+  return result.errors.empty() ? 0 : 1;
+}
+
+std::string ReadFileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+bool IsGzip(const std::string& bytes) {
+  return bytes.size() > 18 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+// Best of `repeats` wall times of `work`.
+template <typename Work>
+double BestOf(int repeats, Work work) {
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    Clock clock;
+    work();
+    best = std::min(best, clock.WallSince());
+  }
+  return best;
+}
+
+// Every event's name, ts and dur through simdjson's on-demand API: the parse floor.
+size_t SimdjsonWalk(simdjson::ondemand::parser& parser, const simdjson::padded_string& json) {
+  size_t checksum = 0;
+  simdjson::ondemand::document doc;
+  if (parser.iterate(json).get(doc)) return 0;
+  auto visit = [&](simdjson::ondemand::array events) {
+    for (auto element : events) {
+      simdjson::ondemand::object event;
+      if (element.get_object().get(event)) continue;
+      for (auto field : event) {
+        std::string_view key = field.unescaped_key().value_unsafe();
+        if (key == "name") {
+          std::string_view name;
+          if (!field.value().get_string().get(name)) checksum += name.size();
+        } else if (key == "ts" || key == "dur") {
+          checksum += field.value().raw_json_token().value_unsafe().size();
+        }
+      }
+    }
+  };
+  simdjson::ondemand::array bare;
+  if (!doc.get_array().get(bare)) {
+    visit(bare);
+    return checksum;
+  }
+  if (parser.iterate(json).get(doc)) return 0;
+  simdjson::ondemand::object top;
+  if (doc.get_object().get(top)) return 0;
+  for (auto field : top) {
+    std::string_view key = field.unescaped_key().value_unsafe();
+    if (key != "traceEvents") continue;
+    simdjson::ondemand::array events;
+    if (!field.value().get_array().get(events)) visit(events);
+    break;
+  }
+  return checksum;
+}
+
+int RunBound(const std::string& path) {
+  std::string file = ReadFileBytes(path);
+  bool gzip = IsGzip(file);
+  std::string json;
+  double libdeflate_s = 0, zlib_s = 0;
+  if (gzip) {
+    uint32_t isize = 0;
+    std::memcpy(&isize, file.data() + file.size() - 4, 4);
+    json.resize(isize);
+    libdeflate_decompressor* d = libdeflate_alloc_decompressor();
+    libdeflate_s = BestOf(3, [&] {
+      size_t got = 0;
+      libdeflate_gzip_decompress(d, file.data(), file.size(), json.data(), json.size(), &got);
+    });
+    libdeflate_free_decompressor(d);
+    std::vector<char> out(1 << 20);
+    zlib_s = BestOf(2, [&] {
+      z_stream z{};
+      inflateInit2(&z, 15 + 32);
+      z.next_in = reinterpret_cast<Bytef*>(file.data());
+      z.avail_in = static_cast<uInt>(file.size());
+      int rc = Z_OK;
+      while (rc == Z_OK) {
+        z.next_out = reinterpret_cast<Bytef*>(out.data());
+        z.avail_out = static_cast<uInt>(out.size());
+        rc = inflate(&z, Z_NO_FLUSH);
+      }
+      inflateEnd(&z);
+    });
+  } else {
+    json = std::move(file);
+  }
+  size_t found = 0;
+  double memchr_s = BestOf(3, [&] {
+    found += std::memchr(json.data(), '\x01', json.size()) != nullptr;
+  });
+  simdjson::padded_string padded(json);
+  json.clear();
+  json.shrink_to_fit();
+  simdjson::ondemand::parser parser(std::max<size_t>(padded.size(), 1));
+  size_t checksum = 0;
+  double simdjson_s = BestOf(3, [&] { checksum += SimdjsonWalk(parser, padded); });
+  int64_t bytes = static_cast<int64_t>(padded.size());
+  fmt::print("{{\"mode\": \"bound\", \"file\": \"{}\", \"input_bytes\": {}, \"gzip\": {}, "
+             "\"memchr_mb_per_s\": {:.1f}, \"simdjson_walk_mb_per_s\": {:.1f}, "
+             "\"libdeflate_mb_per_s\": {:.1f}, \"zlib_mb_per_s\": {:.1f}, \"checksum\": {}}}\n",
+             path, bytes, gzip ? "true" : "false", MbPerS(bytes, memchr_s), MbPerS(bytes, simdjson_s),
+             gzip ? MbPerS(bytes, libdeflate_s) : 0.0, gzip ? MbPerS(bytes, zlib_s) : 0.0,
+             checksum + found);
+  return checksum > 0 ? 0 : 1;
+}
+
+int Usage() {
+  fmt::print(stderr, "usage: read_bench read FILE [--no-summary] | files -j N FILE... | bound FILE\n");
+  return 2;
+}
+
+}  // namespace
+}  // namespace eroica
+
+int main(int argc, char** argv) {
+  using namespace eroica;
+  if (argc < 3) return Usage();
+  std::string mode = argv[1];
+  if (mode == "read") {
+    bool summarize = !(argc > 3 && std::string(argv[3]) == "--no-summary");
+    return RunRead(argv[2], summarize);
+  }
+  if (mode == "bound") return RunBound(argv[2]);
+  if (mode == "best" && argc > 3) return RunBest(argv[3], std::stoi(argv[2]));
+  if (mode == "files") {
+    int threads = 2;
+    std::vector<std::string> paths;
+    for (int i = 2; i < argc; ++i) {
+      if (std::string(argv[i]) == "-j" && i + 1 < argc) {
+        threads = std::stoi(argv[++i]);
+      } else {
+        paths.push_back(argv[i]);
+      }
+    }
+    return RunFiles(paths, threads);
+  }
+  return Usage();
+}
