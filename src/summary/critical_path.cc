@@ -68,18 +68,30 @@ void SortRuns(std::vector<Span>* spans, Less less) {
     }
   }
   starts.push_back(spans->size());
-  // Merge neighbouring runs pairwise until one is left.
+  if (starts.size() <= 2) return;
+  // Merge neighbouring runs pairwise until one is left, between two buffers (one allocation:
+  // inplace_merge would allocate, and fault in, a fresh buffer each time).
+  std::vector<Span> other(spans->size());
+  std::vector<Span>* from = spans;
+  std::vector<Span>* to = &other;
   while (starts.size() > 2) {
     std::vector<size_t> merged = {0};
-    for (size_t r = 0; r + 2 < starts.size(); r += 2) {
-      std::inplace_merge(spans->begin() + static_cast<long>(starts[r]),
-                         spans->begin() + static_cast<long>(starts[r + 1]),
-                         spans->begin() + static_cast<long>(starts[r + 2]), less);
+    size_t r = 0;
+    for (; r + 2 < starts.size(); r += 2) {
+      std::merge(from->begin() + static_cast<long>(starts[r]), from->begin() + static_cast<long>(starts[r + 1]),
+                 from->begin() + static_cast<long>(starts[r + 1]), from->begin() + static_cast<long>(starts[r + 2]),
+                 to->begin() + static_cast<long>(starts[r]), less);
       merged.push_back(starts[r + 2]);
     }
-    if (starts.size() % 2 == 0) merged.push_back(starts.back());
+    if (r + 1 < starts.size()) {  // an odd run left over: carried as it is
+      std::copy(from->begin() + static_cast<long>(starts[r]), from->begin() + static_cast<long>(starts[r + 1]),
+                to->begin() + static_cast<long>(starts[r]));
+      merged.push_back(starts[r + 1]);
+    }
     starts = std::move(merged);
+    std::swap(from, to);
   }
+  if (from != spans) spans->swap(*from);
 }
 
 }  // namespace
