@@ -514,7 +514,7 @@ def main():
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--work", default=str(ROOT / "out" / "bench"))
     parser.add_argument("--traces", default=str(ROOT.parent / "shared" / "traces"))
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--best-of", type=int, default=10)
     parser.add_argument("--largest", type=int, default=5, help="how many of the largest real traces")
     parser.add_argument("--big-bytes", type=int, default=1100 << 20)
