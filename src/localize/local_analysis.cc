@@ -278,6 +278,10 @@ void AddLastArriver(const WorkerGroup& group, const Expectations& e, std::vector
     }
   }
   if (!findings->empty()) return;
+  // With several iterations in the window, a delay that began before one of them began inside
+  // the previous one: a real straggler then shows own-work excess, and late arrival alone is
+  // scheduling noise. Only a single-iteration window (its past unseen) names it from arrival.
+  if (group.row(last->member).iterations >= 3) return;
   Excess best;
   bool found = false;
   for (Category c : kOwnWork) {

@@ -212,3 +212,29 @@ TEST(LocalizerTest, MoreWorkCountsEvenWhenTimingsAreNoisy) {
 
 }  // namespace
 }  // namespace eroica
+
+namespace eroica {
+namespace {
+
+TEST(LocalizerTest, LateArrivalAloneOverManyIterationsIsNoise) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w = Worker(r, 0.50, 0.05, 0.15, 0.30);
+    for (int i = 0; i < 5; ++i) w.iteration_category_beta.push_back({0.5f, 0, 0.3f, 0.05f, 0.15f});
+    for (int c = 0; c < 5; ++c) w.collectives.push_back({"allreduce", r == 1 ? 5000.0f : 20000.0f});
+    input.workers.push_back(w);
+  }
+  // Rank 1 arrives last at every collective but does no more own work than its peers.
+  EXPECT_TRUE(Localize(input, DefaultExpectations()).healthy());
+  // In a single-iteration window the late start is all there is to see: it is named.
+  for (WorkerPattern& w : input.workers) {
+    w.step_ids = {10};
+    w.iteration_category_beta.clear();
+  }
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+}
+
+}  // namespace
+}  // namespace eroica
