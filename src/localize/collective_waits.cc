@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "localize/robust_stats.h"
+#include "base/robust_stats.h"
 
 namespace eroica {
 namespace {

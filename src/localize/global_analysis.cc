@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "localize/advice.h"
-#include "localize/robust_stats.h"
+#include "base/robust_stats.h"
 
 namespace eroica {
 namespace {

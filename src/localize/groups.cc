@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "localize/robust_stats.h"
+#include "base/robust_stats.h"
 
 namespace eroica {
 namespace {

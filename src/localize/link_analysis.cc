@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "localize/advice.h"
-#include "localize/robust_stats.h"
+#include "base/robust_stats.h"
 
 namespace eroica {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "localize/advice.h"
 #include "localize/collective_waits.h"
-#include "localize/robust_stats.h"
+#include "base/robust_stats.h"
 #include "localize/work_signals.h"
 
 namespace eroica {

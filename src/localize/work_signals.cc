@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "localize/robust_stats.h"
+#include "base/robust_stats.h"
 
 namespace eroica {
 namespace {

@@ -8,6 +8,7 @@
 #include "report/heatmap.h"
 #include "report/html_escape.h"
 #include "report/report_style.h"
+#include "report/run_figures.h"
 #include "report/session_chart.h"
 #include "report/svg_heatmap.h"
 #include "report/verdict.h"
@@ -19,16 +20,6 @@ std::string Badge(const Finding& f) {
   std::string kind = f.category == "hang" ? "hang" : f.scope;
   return fmt::format("<span class=\"badge {}\">{} {}</span>", EscapeHtml(kind), EscapeHtml(f.scope),
                      EscapeHtml(f.category));
-}
-
-double MedianIterationSeconds(const std::vector<WorkerPattern>& workers) {
-  std::vector<double> values;
-  for (const WorkerPattern& w : workers) {
-    if (w.iteration_s > 0) values.push_back(w.iteration_s);
-  }
-  if (values.empty()) return 0;
-  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
-  return values[values.size() / 2];
 }
 
 std::string Header(const Diagnosis& d, const std::vector<WorkerPattern>& workers, const SessionInfo& s,

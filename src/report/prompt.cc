@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "report/code_location.h"
+#include "report/run_figures.h"
 #include "report/source_excerpt.h"
 #include "report/verdict.h"
 
@@ -32,16 +33,6 @@ std::string WaitingIn(const Finding& f, const std::vector<StackDump>& stacks) {
     }
   }
   return "";
-}
-
-double MedianIterationSeconds(const std::vector<WorkerPattern>& workers) {
-  std::vector<double> values;
-  for (const WorkerPattern& w : workers) {
-    if (w.iteration_s > 0) values.push_back(w.iteration_s);
-  }
-  if (values.empty()) return 0;
-  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
-  return values[values.size() / 2];
 }
 
 bool HasPythonFrames(const std::vector<WorkerPattern>& workers) {

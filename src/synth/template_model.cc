@@ -4,18 +4,12 @@
 #include <cmath>
 #include <map>
 
+#include "base/robust_stats.h"
+
 namespace eroica {
 namespace {
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<long>(mid), values.end());
-  double upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  double lower = *std::max_element(values.begin(), values.begin() + static_cast<long>(mid));
-  return (lower + upper) / 2;
-}
+double Median(std::vector<double> values) { return MedianInPlace(values); }
 
 // Seconds per iteration of a share of the window.
 double Seconds(const WorkerPattern& w, double beta) { return beta * w.iteration_s; }

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "trace/event_verdict.h"
 #include "trace/timestamp.h"
 
 namespace eroica {
@@ -98,44 +99,15 @@ EventParser::Outcome EventParser::ParseEvent(object object, TraceEvent* event) {
       if (!v.get_object().get(args) && !ParseArgs(args, event)) return Outcome::kMalformed;
     }
   }
-  ReadStats& stats = trace_->stats;
-  switch (phase) {
-    case 'X':
-      break;
-    case 'i':
-    case 'I':
-      ++stats.instant_events;
+  switch (JudgeEvent(phase, has_ts, has_dur, bad_number, event->dur_ns, &trace_->stats)) {
+    case EventVerdict::kKeep:
+      return Outcome::kKept;
+    case EventVerdict::kCounted:
       return Outcome::kCounted;
-    case 's':
-    case 'f':
-    case 't':
-      ++stats.flow_events;
-      return Outcome::kCounted;
-    case 'M':
-      ++stats.metadata_events;
-      return Outcome::kCounted;
-    case 'C':
-      ++stats.counter_events;
-      return Outcome::kCounted;
-    case 0:
-      return Outcome::kMalformed;
-    default:
-      ++stats.other_phase_events;
-      return Outcome::kCounted;
+    case EventVerdict::kNoPhase:
+      return Outcome::kMalformed;  // no phase: malformed
   }
-  if (bad_number) {
-    ++stats.absurd_timestamp;
-    return Outcome::kCounted;
-  }
-  if (!has_ts || !has_dur) {
-    ++stats.missing_timestamp;
-    return Outcome::kCounted;
-  }
-  if (event->dur_ns < 0) {
-    ++stats.negative_duration;
-    return Outcome::kCounted;
-  }
-  return Outcome::kKept;
+  return Outcome::kMalformed;
 }
 
 void EventParser::NoteProblem(int64_t file_offset, std::string_view what) {

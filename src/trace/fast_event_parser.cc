@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "trace/event_verdict.h"
 #include "trace/timestamp.h"
 
 #if defined(__SSE2__)
@@ -478,44 +479,15 @@ FastEventParser::Result FastEventParser::Parse(const char* begin, const char* li
   }
   end_ = c.p;
 
-  ReadStats& stats = trace_->stats;
-  switch (phase) {
-    case 'X':
-      break;
-    case 'i':
-    case 'I':
-      ++stats.instant_events;
+  switch (JudgeEvent(phase, has_ts, has_dur, bad_number, event->dur_ns, &trace_->stats)) {
+    case EventVerdict::kKeep:
+      return Result::kKept;
+    case EventVerdict::kCounted:
       return Result::kCounted;
-    case 's':
-    case 'f':
-    case 't':
-      ++stats.flow_events;
-      return Result::kCounted;
-    case 'M':
-      ++stats.metadata_events;
-      return Result::kCounted;
-    case 'C':
-      ++stats.counter_events;
-      return Result::kCounted;
-    case 0:
-      return Result::kUnsure;  // no phase: simdjson calls it malformed
-    default:
-      ++stats.other_phase_events;
-      return Result::kCounted;
+    case EventVerdict::kNoPhase:
+      return Result::kUnsure;  // no phase: malformed (simdjson decides)
   }
-  if (bad_number) {
-    ++stats.absurd_timestamp;
-    return Result::kCounted;
-  }
-  if (!has_ts || !has_dur) {
-    ++stats.missing_timestamp;
-    return Result::kCounted;
-  }
-  if (event->dur_ns < 0) {
-    ++stats.negative_duration;
-    return Result::kCounted;
-  }
-  return Result::kKept;
+  return Result::kUnsure;
 }
 
 }  // namespace eroica

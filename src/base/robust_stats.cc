@@ -1,4 +1,4 @@
-#include "localize/robust_stats.h"
+#include "base/robust_stats.h"
 
 #include <algorithm>
 #include <cmath>
