@@ -30,7 +30,7 @@ build: deps
 
 build-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEROICA_SANITIZE=ON -DEROICA_BUILD_BENCH=OFF > /dev/null
-	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target eroica_unit_tests
 
 # Every test: unit, golden, real-trace and real-PyTorch end-to-end tests, then the unit tests
 # again under ASan/UBSan.

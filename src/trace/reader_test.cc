@@ -254,7 +254,9 @@ TEST(ReadTraceTest, EveryRealTraceReads) {
     EXPECT_FALSE(trace->stats.truncated) << name;
     EXPECT_GT(trace->events.size(), 0u) << name;
     auto it = expected_events.find(name);
-    if (it != expected_events.end()) EXPECT_EQ(trace->stats.events_seen, it->second) << name;
+    if (it != expected_events.end()) {
+      EXPECT_EQ(trace->stats.events_seen, it->second) << name;
+    }
   }
   EXPECT_EQ(files, 26);
 }
