@@ -37,6 +37,7 @@ struct Excess {
   double peer_share = 0;       // the peers' median share in `category`
   double z = 0;
   std::vector<AlsoUp> also;    // other categories up on this worker
+  std::string uniform_slowdown;  // evidence when compute and host are up alike
 };
 
 // Each worker's time in `category` (nullopt: all its own work) per iteration, as a share of the
@@ -122,6 +123,33 @@ bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, size_t
   return excess >= floor && leaders.Persistent(index);
 }
 
+// The same work done slower everywhere is a slow worker, not slow code: a throttled or contended
+// CPU stretches its compute ops and the Python between them by about the same factor, while a
+// hot loop or a GC storm adds host time and leaves the ops as fast as the peers'. So when host
+// time leads but the worker's compute is up by a comparable factor, compute is the finding.
+void PreferUniformSlowdown(const std::vector<std::vector<double>>& shares,
+                           const std::vector<RobustCenter>& centers,
+                           const std::vector<std::vector<bool>>& outlier, size_t k,
+                           const Expectations& e, Excess* best) {
+  constexpr size_t kCompute = 0, kHost = 3;
+  static_assert(kOwnWork[kCompute] == Category::kCompute && kOwnWork[kHost] == Category::kHost);
+  if (best->category != Category::kHost) return;
+  double compute_peers = centers[kCompute].median, host_peers = centers[kHost].median;
+  if (compute_peers <= 0 || host_peers <= 0) return;
+  double compute_ratio = shares[kCompute][k] / compute_peers;
+  double host_ratio = shares[kHost][k] / host_peers;
+  double compute_excess = shares[kCompute][k] - compute_peers;
+  bool compute_up = outlier[kCompute][k] || compute_excess >= e.small_group_min_excess_beta;
+  if (!compute_up || compute_ratio < e.slow_worker_ratio || compute_ratio < 0.7 * host_ratio) return;
+  best->category = Category::kCompute;
+  best->excess = best->category_excess = compute_excess;
+  best->peer_share = compute_peers;
+  best->z = RobustZ(shares[kCompute][k], centers[kCompute], e.min_scale_beta);
+  best->uniform_slowdown = fmt::format("; its compute ops take {:.1f}x its peers' time and its host time "
+                                       "{:.1f}x: the worker itself is slower, not its code",
+                                       compute_ratio, host_ratio);
+}
+
 // Every worker whose own work stands out from the group, one Excess each. A worker stands out
 // in a category, or in its own work as a whole (a throttled CPU slows compute and Python alike,
 // none enough alone). The finding's category is its largest outlying category (else its
@@ -163,10 +191,11 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
       double excess = shares[c][k] - centers[c].median;
       if (!found || excess > best.category_excess) {
         best = {k, kOwnWork[c], excess, excess, centers[c].median,
-                RobustZ(shares[c][k], centers[c], e.min_scale_beta), {}};
+                RobustZ(shares[c][k], centers[c], e.min_scale_beta), {}, {}};
         found = true;
       }
     }
+    PreferUniformSlowdown(shares, centers, outlier, k, e, &best);
     // Flagged either way, the others wait for all of its own-work excess: that is the impact.
     best.excess = std::max(best.category_excess, own_excess);
     for (size_t c = 0; c < kOwnCount; ++c) {
@@ -252,7 +281,7 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
                            w.rank, CategoryName(x.category), x.peer_share + x.category_excess,
                            x.peer_share, x.category_excess * iteration_ms, x.excess * iteration_ms,
                            iteration_ms) +
-               also + WaitingEvidence(group, x.member);
+               also + x.uniform_slowdown + WaitingEvidence(group, x.member);
   WorkComparison work = CompareWork(group, x.member, e.imbalance_ratio);
   if (work.more_work) {
     f.category = "imbalance";
@@ -290,7 +319,7 @@ void AddLastArriver(const WorkerGroup& group, const Expectations& e, std::vector
     double excess = shares[last->member] - center.median;
     if (!found || excess > best.excess) {
       best = {last->member, c, excess, excess, center.median,
-              RobustZ(shares[last->member], center, e.min_scale_beta), {}};
+              RobustZ(shares[last->member], center, e.min_scale_beta), {}, {}};
       found = true;
     }
   }
@@ -335,7 +364,7 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, std::
       double category_excess = shares[k] - center.median;
       if (!found || category_excess > best.category_excess) {
         best = {k, c, excess, category_excess, center.median,
-                RobustZ(shares[k], center, e.min_scale_beta), {}};
+                RobustZ(shares[k], center, e.min_scale_beta), {}, {}};
         found = true;
       }
     }

@@ -84,6 +84,34 @@ TEST(LocalizerTest, MoreWorkIsImbalanceSameWorkSlowerIsCompute) {
   EXPECT_NE(more.findings[0].evidence.find("192"), std::string::npos);
 }
 
+// A throttled CPU stretches the ops and the Python between them alike: compute, even when the
+// host excess is a little larger. A hot loop adds Python and leaves the ops alone: host.
+TEST(LocalizerTest, ComputeAndHostSlowerAlikeIsASlowWorkerNotSlowCode) {
+  LocalizeInput input;
+  for (int r = 0; r < 6; ++r) {
+    double jitter = 0.004 * ((r * 7) % 5);
+    input.workers.push_back(Worker(r, 0.12 + jitter, 0.02, 0.11, 0.75 - jitter, 0.24));
+  }
+  input.workers[4] = Worker(4, 0.37, 0.02, 0.38, 0.23, 0.24);  // 3.1x compute, 3.5x host
+  Diagnosis throttled = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(throttled.healthy());
+  EXPECT_EQ(throttled.findings[0].category, "compute");
+  EXPECT_EQ(throttled.findings[0].workers, std::vector<int>{4});
+  EXPECT_NE(throttled.findings[0].evidence.find("the worker itself is slower"), std::string::npos)
+      << throttled.findings[0].evidence;
+
+  input.workers[4] = Worker(4, 0.13, 0.02, 0.62, 0.23, 0.24);  // host only: a hot loop, GC
+  Diagnosis hot_loop = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(hot_loop.healthy());
+  EXPECT_EQ(hot_loop.findings[0].category, "host");
+  EXPECT_EQ(hot_loop.findings[0].workers, std::vector<int>{4});
+
+  input.workers[4] = Worker(4, 0.20, 0.02, 0.62, 0.23, 0.24);  // ops a little slower too: still code
+  Diagnosis mostly_python = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(mostly_python.healthy());
+  EXPECT_EQ(mostly_python.findings[0].category, "host");
+}
+
 TEST(LocalizerTest, EveryRankInPythonIsGlobalHost) {
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) input.workers.push_back(Worker(r, 0.35, 0.02, 0.45 + 0.01 * r, 0.18));
