@@ -28,6 +28,29 @@ Points CounterRates(const MetricsSeries& series) {
   return rates;
 }
 
+// Per-interval CPU ns per second of one thread's cpu_ns counter, at most one core. A reading
+// taken late (the sampler preempted between its timestamp and the read, as happens on a busy
+// node) books CPU time into the wrong interval: more than a core in one, less in the next. The
+// surplus over one core is carried into the following intervals rather than dropped, so a busy
+// thread reads busy however the sampler is scheduled; a reset drops it.
+Points ThreadCpuRates(const MetricsSeries& series) {
+  Points rates;
+  double carry_ns = 0;
+  for (size_t i = 1; i < series.ts_unix_ns.size(); ++i) {
+    int64_t dt_ns = series.ts_unix_ns[i] - series.ts_unix_ns[i - 1];
+    int64_t dv = series.values[i] - series.values[i - 1];
+    if (dt_ns <= 0 || dv < 0) {
+      carry_ns = 0;
+      continue;
+    }
+    double cpu_ns = static_cast<double>(dv) + carry_ns;
+    double used_ns = std::min(cpu_ns, static_cast<double>(dt_ns));
+    carry_ns = cpu_ns - used_ns;
+    rates[series.ts_unix_ns[i]] = used_ns * 1e9 / static_cast<double>(dt_ns);
+  }
+  return rates;
+}
+
 // CPU ns per ns of a cpu_ns counter over its whole span (resets skipped).
 double BusyShare(const MetricsSeries& series) {
   int64_t busy_ns = 0;
@@ -85,7 +108,7 @@ std::optional<UtilizationSeries> CpuUtilization(const MetricsFile& file, int64_t
     if (info.name != "thread.cpu_ns" || info.pid != pid) continue;
     if (!wanted.empty() && wanted.count(info.tid) == 0) continue;
     ++threads;
-    for (const auto& [ts, ns_per_s] : CounterRates(series)) sum[ts] += std::min(ns_per_s / 1e9, 1.0);
+    for (const auto& [ts, ns_per_s] : ThreadCpuRates(series)) sum[ts] += ns_per_s / 1e9;
     if (BusyShare(series) >= kActiveThreadShare) ++active;
   }
   if (threads > 0) {

@@ -4,7 +4,9 @@
 // Each point covers the interval from the previous sample to ts_unix_ns (counters: the rate
 // over that interval; gauges: the reading at ts, which NVML itself averages over its own
 // sample period). Per resource:
-//   kCpu      the process's threads: Σ min(thread utilisation, 1) / (number of active threads),
+//   kCpu      the process's threads: Σ min(thread utilisation, 1) / (number of active threads)
+//             (a thread's surplus over one core in an interval, from a late reading, is
+//             carried into the next intervals, not dropped),
 //             where a thread is active when it used ≥ 5 % of a core over the whole file (or
 //             the given threads only, when tids is not empty). So 1.0 means every thread that
 //             does work was busy; one busy thread of four active ones reads 0.25. Without

@@ -54,6 +54,20 @@ TEST(UtilizationTest, CpuCapsThreadsAndSkipsCounterResets) {
   EXPECT_EQ(cpu->ts_unix_ns[0], kT0 + 10 * kMs);
 }
 
+// A sampler preempted between its timestamp and its read books a busy thread's CPU time into
+// the wrong interval (1.6 cores, then 0.4): carried over, it still reads one busy core, where
+// capping each interval would read 0.7.
+TEST(UtilizationTest, LateReadingsOfABusyThreadStillReadBusy) {
+  MetricsFile file;
+  file.series = {Series({"thread.cpu_ns", SeriesKind::kCounter, "ns", 9, 1},
+                        {0, 16 * kMs, 20 * kMs, 36 * kMs, 40 * kMs, 45 * kMs})};
+  auto result = UtilizationForProcess(file, 9);
+  ASSERT_TRUE(result.ok());
+  const UtilizationSeries* cpu = Get(*result, Resource::kCpu);
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ(cpu->utilization, (std::vector<float>{1.0f, 1.0f, 1.0f, 1.0f, 0.5f}));
+}
+
 TEST(UtilizationTest, CpuFallsBackToTheProcessTotal) {
   MetricsFile file;
   file.series = {Series({"proc.cpu_ns", SeriesKind::kCounter, "ns", 9}, {0, 5 * kMs, 35 * kMs})};
