@@ -50,8 +50,8 @@ struct Expectations {
   double fallback_excess_beta = 0.12;
   // A rank whose link's burst peak (μ + 2σ) is this much below its peers' has a degraded link.
   double link_peak_deficit = 0.35;
-  // A worker whose compute takes this many times its peers' (same work), and whose host time is
-  // up by no more than 1/0.7 of that factor, is slow as a whole: its processor, not its code.
+  // A worker whose compute ops take this many times its peers' (same work) is slow as a whole,
+  // its processor rather than its code, unless its host time is up far beyond that factor.
   double slow_worker_ratio = 1.5;
 
   // D(f,w) for a function (or, with `category_total`, for a category's Σβ).

@@ -126,7 +126,9 @@ bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, size_t
 // The same work done slower everywhere is a slow worker, not slow code: a throttled or contended
 // CPU stretches its compute ops and the Python between them by about the same factor, while a
 // hot loop or a GC storm adds host time and leaves the ops as fast as the peers'. So when host
-// time leads but the worker's compute is up by a comparable factor, compute is the finding.
+// time leads but the worker's ops are clearly slower, the host time that factor explains (the
+// peers' host time stretched alike) is the slow worker's too; only what is left over is host's
+// own, and compute is the finding unless that remainder is larger than the compute excess.
 void PreferUniformSlowdown(const std::vector<std::vector<double>>& shares,
                            const std::vector<RobustCenter>& centers,
                            const std::vector<std::vector<bool>>& outlier, size_t k,
@@ -140,7 +142,8 @@ void PreferUniformSlowdown(const std::vector<std::vector<double>>& shares,
   double host_ratio = shares[kHost][k] / host_peers;
   double compute_excess = shares[kCompute][k] - compute_peers;
   bool compute_up = outlier[kCompute][k] || compute_excess >= e.small_group_min_excess_beta;
-  if (!compute_up || compute_ratio < e.slow_worker_ratio || compute_ratio < 0.7 * host_ratio) return;
+  double host_unexplained = (shares[kHost][k] - host_peers) - host_peers * (compute_ratio - 1);
+  if (!compute_up || compute_ratio < e.slow_worker_ratio || host_unexplained > compute_excess) return;
   best->category = Category::kCompute;
   best->excess = best->category_excess = compute_excess;
   best->peer_share = compute_peers;
