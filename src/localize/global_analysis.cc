@@ -6,8 +6,8 @@
 #include <map>
 #include <unordered_map>
 
-#include "localize/advice.h"
 #include "base/robust_stats.h"
+#include "localize/advice.h"
 
 namespace eroica {
 namespace {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "localize/advice.h"
 #include "base/robust_stats.h"
+#include "localize/advice.h"
 
 namespace eroica {
 namespace {

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <optional>
 
+#include "base/robust_stats.h"
 #include "localize/advice.h"
 #include "localize/collective_waits.h"
-#include "base/robust_stats.h"
 #include "localize/work_signals.h"
 
 namespace eroica {
