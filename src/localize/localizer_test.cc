@@ -151,12 +151,6 @@ TEST(LocalizerTest, MissingRanksAreNamed) {
   EXPECT_NE(d.warnings[0].find("3, 6"), std::string::npos) << d.warnings[0];
 }
 
-}  // namespace
-}  // namespace eroica
-
-namespace eroica {
-namespace {
-
 TEST(LocalizerTest, TheWorstRankOfAGlobalProblemIsPartOfIt) {
   LocalizeInput input;
   // Every rank in a hot loop; rank 3 a little worse (a loaded host), still the same problem.
@@ -183,12 +177,6 @@ TEST(LocalizerTest, HangWithStacksOnlyCountsTheRanksThatDumped) {
   EXPECT_EQ(d.findings[0].workers, std::vector<int>{3});
 }
 
-}  // namespace
-}  // namespace eroica
-
-namespace eroica {
-namespace {
-
 TEST(LocalizerTest, ADegradedLinkIsFoundFromItsSamplesNotItsBeta) {
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
@@ -211,12 +199,6 @@ TEST(LocalizerTest, ADegradedLinkIsFoundFromItsSamplesNotItsBeta) {
   EXPECT_EQ(blind.findings[0].scope, "global");
 }
 
-}  // namespace
-}  // namespace eroica
-
-namespace eroica {
-namespace {
-
 TEST(LocalizerTest, MoreWorkCountsEvenWhenTimingsAreNoisy) {
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
@@ -237,12 +219,6 @@ TEST(LocalizerTest, MoreWorkCountsEvenWhenTimingsAreNoisy) {
   input.workers[1].dataloader_ops_per_iter = 64;
   EXPECT_TRUE(Localize(input, DefaultExpectations()).healthy());
 }
-
-}  // namespace
-}  // namespace eroica
-
-namespace eroica {
-namespace {
 
 TEST(LocalizerTest, LateArrivalAloneOverManyIterationsIsNoise) {
   LocalizeInput input;
