@@ -14,7 +14,8 @@ namespace eroica {
 
 class EventParser : public TraceChunkSink {
  public:
-  explicit EventParser(Trace* trace) : trace_(trace), fast_(trace) {}
+  explicit EventParser(Trace* trace, bool learn_layouts = true)
+      : trace_(trace), fast_(trace, learn_layouts) {}
 
   void OnEventChunk(std::string_view array, size_t capacity,
                     const std::vector<uint32_t>& element_offsets,

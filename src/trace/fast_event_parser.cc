@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "trace/event_verdict.h"
+#include "trace/layout_trie.h"
 #include "trace/timestamp.h"
 
 #if defined(__SSE2__)
@@ -147,8 +148,6 @@ inline const char* FindQuoteOrBackslash(const char* p, const char* end) {
   return p;
 #endif
 }
-
-bool IsKey(std::string_view key, std::string_view name) { return key == name; }
 
 }  // namespace
 
@@ -357,129 +356,158 @@ StringId FastEventParser::InternShapes(std::string_view raw) {
   });
 }
 
-bool FastEventParser::ParseArgs(Cursor* c, TraceEvent* event) {
-  bool empty = false;
-  if (!c->OpenObject(&empty)) return false;
-  int64_t in_nelems = -1;
+// What an event's members have said so far that only counts once the event (or its args) ends.
+struct FastEventParser::EventState {
+  char phase = 0;
+  bool has_ts = false;
+  bool has_dur = false;
+  bool bad_number = false;
+  int64_t in_nelems = -1;  // of the args being read
   int dtype_bytes = 0;
-  for (bool more = !empty; more;) {
-    std::string_view key, token;
-    if (!c->Key(&key)) return false;
-    bool integer = IsKey(key, "correlation") || IsKey(key, "External id") || IsKey(key, "bytes") ||
-                   IsKey(key, "In msg nelems");
-    if (integer) {
+
+  // A collective's size from its element count and dtype, when args had no "bytes".
+  void CloseArgs(TraceEvent* event) {
+    if (event->bytes < 0 && in_nelems >= 0 && dtype_bytes > 0) event->bytes = in_nelems * dtype_bytes;
+    in_nelems = -1;
+    dtype_bytes = 0;
+  }
+};
+
+// Reads the value at the cursor as `field` says; kArgs and kEnd are the callers'. False when
+// unsure of the value.
+bool FastEventParser::ReadValue(Field field, Cursor* c, TraceEvent* event, EventState* state) {
+  std::string_view text;
+  switch (field) {
+    case Field::kTs:
+    case Field::kDur: {
+      int64_t plain = 0;
+      std::optional<int64_t> ns;
+      if (c->PlainMicros(&plain)) {
+        ns = plain;
+      } else if (c->ValueToken(&text)) {
+        ns = ParseMicrosToNanos(text);
+      } else {
+        return false;
+      }
+      if (!ns) {
+        state->bad_number = true;
+      } else if (field == Field::kTs) {
+        event->ts_ns = *ns;
+        state->has_ts = true;
+      } else {
+        event->dur_ns = *ns;
+        state->has_dur = true;
+      }
+      return true;
+    }
+    case Field::kName:
+      if (*c->p != '"' || !c->PlainString(&text)) return false;
+      event->name = InternEventName(text);
+      return event->name != kNoString;
+    case Field::kCat:
+      if (*c->p != '"' || !c->PlainString(&text)) return false;
+      event->cat = InternCat(text);
+      return event->cat != kNoString;
+    case Field::kPhase:
+      if (*c->p != '"' || !c->PlainString(&text) || text.empty()) return false;
+      state->phase = text[0];
+      return true;
+    case Field::kPid:
+    case Field::kTid: {
+      int64_t* id = field == Field::kPid ? &event->pid : &event->tid;
+      if (*c->p == '"') {
+        if (!c->PlainString(&text) || !simdjson::validate_utf8(text.data(), text.size())) return false;
+        *id = kStringPidBase + trace_->strings.Intern(text);
+        return true;
+      }
+      if (*c->p == '{' || *c->p == '[') return false;
+      if (c->PlainInteger(id)) return true;
+      std::optional<int64_t> n = ParseInteger(c->Scalar());
+      if (!n) return false;
+      *id = *n;
+      return true;
+    }
+    case Field::kCorrelation:
+    case Field::kExternalId:
+    case Field::kBytes:
+    case Field::kInMsgNelems: {
       int64_t plain = 0;
       std::optional<int64_t> n;
       if (c->PlainInteger(&plain)) {
         n = plain;
-      } else if (c->ValueToken(&token)) {
-        n = ParseInteger(token);
+      } else if (c->ValueToken(&text)) {
+        n = ParseInteger(text);
       } else {
         return false;
       }
-      if (n) {
-        if (key[0] == 'c') event->correlation = *n;
-        if (key[0] == 'E') event->external_id = *n;
-        if (key[0] == 'b') event->bytes = *n;
-        if (key[0] == 'I') in_nelems = *n;
-      }
-    } else if (IsKey(key, "Input Dims") && *c->p == '[') {
+      if (!n) return true;
+      if (field == Field::kCorrelation) event->correlation = *n;
+      if (field == Field::kExternalId) event->external_id = *n;
+      if (field == Field::kBytes) event->bytes = *n;
+      if (field == Field::kInMsgNelems) state->in_nelems = *n;
+      return true;
+    }
+    case Field::kInputDims: {
+      if (*c->p != '[') return c->SkipValue();
       const char* start = c->p;
       if (!c->SkipCompound()) return false;
       StringId shapes = InternShapes(std::string_view(start, static_cast<size_t>(c->p - start)));
       if (shapes == kNoString) return false;
       event->shapes = shapes;
-    } else if ((IsKey(key, "Collective name") || IsKey(key, "dtype")) && *c->p == '"') {
-      std::string_view text;
+      return true;
+    }
+    case Field::kCollective:
+    case Field::kDtype:
+      if (*c->p != '"') return c->SkipValue();
       if (!c->PlainString(&text) || !simdjson::validate_utf8(text.data(), text.size())) return false;
-      if (key[0] == 'C') {
+      if (field == Field::kCollective) {
         event->collective = trace_->strings.Intern(text);
       } else {
-        dtype_bytes = DtypeBytes(text);
+        state->dtype_bytes = DtypeBytes(text);
       }
-    } else if (!c->SkipValue()) {
+      return true;
+    case Field::kSkip:
+    case Field::kArgs:  // args that are not an object are skipped
+      return c->SkipValue();
+    case Field::kEnd:
       return false;
-    }
+  }
+  return false;
+}
+
+bool FastEventParser::ParseArgs(Cursor* c, TraceEvent* event, EventState* state, Layout* layout) {
+  bool empty = false;
+  if (!c->OpenObject(&empty)) return false;
+  for (bool more = !empty; more;) {
+    std::string_view key;
+    if (!c->Key(&key)) return false;
+    Field field = ArgsField(key);
+    layout->Add(c->p, field);
+    if (!ReadValue(field, c, event, state)) return false;
+    layout->last_end = c->p;
     if (!c->Next(&more)) return false;
   }
-  if (event->bytes < 0 && in_nelems >= 0 && dtype_bytes > 0) event->bytes = in_nelems * dtype_bytes;
+  state->CloseArgs(event);
   return true;
 }
 
 const char* FastEventParser::Parse(const char* begin, const char* limit, TraceEvent* event, Result* result) {
-  *result = Parse(begin, limit, event);
-  return *result == Result::kUnsure ? nullptr : end_;
+  if (layouts_on_) {
+    *result = ParseByLayout(begin, limit, event);
+    if (*result != Result::kUnsure) return end_;
+    *event = TraceEvent{};  // the full walk starts over
+  }
+  layout_.Start(begin);
+  *result = Parse(begin, limit, event, &layout_);
+  if (*result == Result::kUnsure) return nullptr;
+  if (layouts_on_ && layout_.learnable && !layouts_.Learn(layout_.steps) && ++unlearned_ > kMaxUnlearned) {
+    layouts_on_ = false;  // events that do not repeat: every layout walk would be wasted
+  }
+  return end_;
 }
 
-FastEventParser::Result FastEventParser::Parse(const char* begin, const char* limit, TraceEvent* event) {
-  Cursor c{begin, limit};
-  bool empty = false;
-  if (!c.OpenObject(&empty)) return Result::kUnsure;
-  char phase = 0;
-  bool has_ts = false, has_dur = false, bad_number = false;
-  for (bool more = !empty; more;) {
-    std::string_view key, text;
-    if (!c.Key(&key)) return Result::kUnsure;
-    char first = key.empty() ? 0 : key[0];
-    if ((first == 't' && IsKey(key, "ts")) || (first == 'd' && IsKey(key, "dur"))) {
-      int64_t plain = 0;
-      std::optional<int64_t> ns;
-      if (c.PlainMicros(&plain)) {
-        ns = plain;
-      } else if (c.ValueToken(&text)) {
-        ns = ParseMicrosToNanos(text);
-      } else {
-        return Result::kUnsure;
-      }
-      if (!ns) {
-        bad_number = true;
-      } else if (first == 't') {
-        event->ts_ns = *ns;
-        has_ts = true;
-      } else {
-        event->dur_ns = *ns;
-        has_dur = true;
-      }
-    } else if (first == 'n' && IsKey(key, "name")) {
-      if (*c.p != '"' || !c.PlainString(&text)) return Result::kUnsure;
-      event->name = InternEventName(text);
-      if (event->name == kNoString) return Result::kUnsure;
-    } else if (first == 'c' && IsKey(key, "cat")) {
-      if (*c.p != '"' || !c.PlainString(&text)) return Result::kUnsure;
-      event->cat = InternCat(text);
-      if (event->cat == kNoString) return Result::kUnsure;
-    } else if (first == 'p' && IsKey(key, "ph")) {
-      if (*c.p != '"' || !c.PlainString(&text) || text.empty()) return Result::kUnsure;
-      phase = text[0];
-      // Only complete events are kept: the rest of a flow, instant, counter or metadata event
-      // is skipped unread (they are 40% of the events in GPU traces; Kineto writes "ph" first).
-      if (phase != 'X') {
-        if (!c.SkipToDepthZero(1)) return Result::kUnsure;
-        break;
-      }
-    } else if ((first == 'p' && IsKey(key, "pid")) || (first == 't' && IsKey(key, "tid"))) {
-      int64_t* id = first == 'p' ? &event->pid : &event->tid;
-      if (*c.p == '"') {
-        if (!c.PlainString(&text) || !simdjson::validate_utf8(text.data(), text.size())) return Result::kUnsure;
-        *id = kStringPidBase + trace_->strings.Intern(text);
-      } else {
-        if (*c.p == '{' || *c.p == '[') return Result::kUnsure;
-        if (!c.PlainInteger(id)) {
-          std::optional<int64_t> n = ParseInteger(c.Scalar());
-          if (!n) return Result::kUnsure;
-          *id = *n;
-        }
-      }
-    } else if (first == 'a' && IsKey(key, "args") && *c.p == '{') {
-      if (!ParseArgs(&c, event)) return Result::kUnsure;
-    } else if (!c.SkipValue()) {
-      return Result::kUnsure;
-    }
-    if (!c.Next(&more)) return Result::kUnsure;
-  }
-  end_ = c.p;
-
-  switch (JudgeEvent(phase, has_ts, has_dur, bad_number, event->dur_ns, &trace_->stats)) {
+FastEventParser::Result FastEventParser::Judge(const EventState& state, const TraceEvent& event) {
+  switch (JudgeEvent(state.phase, state.has_ts, state.has_dur, state.bad_number, event.dur_ns, &trace_->stats)) {
     case EventVerdict::kKeep:
       return Result::kKept;
     case EventVerdict::kCounted:
@@ -488,6 +516,68 @@ FastEventParser::Result FastEventParser::Parse(const char* begin, const char* li
       return Result::kUnsure;  // no phase: malformed (simdjson decides)
   }
   return Result::kUnsure;
+}
+
+FastEventParser::Result FastEventParser::ParseByLayout(const char* begin, const char* limit, TraceEvent* event) {
+  Cursor c{begin, limit};
+  EventState state;
+  uint32_t node = LayoutTrie::kRoot;
+  while (true) {
+    node = layouts_.MatchChild(node, c.p, limit);
+    if (node == LayoutTrie::kNone) return Result::kUnsure;
+    c.p += layouts_.gap_size(node);
+    Field field = layouts_.field(node);
+    if (field == Field::kEnd) {
+      state.CloseArgs(event);
+      end_ = c.p;
+      return Judge(state, *event);
+    }
+    if (field == Field::kArgs) {
+      if (*c.p != '{') return Result::kUnsure;  // the layout has the args' members next
+      state.CloseArgs(event);
+      ++c.p;
+      continue;
+    }
+    if (!ReadValue(field, &c, event, &state)) return Result::kUnsure;
+    if (field == Field::kPhase && state.phase != 'X') {
+      if (!c.SkipToDepthZero(1)) return Result::kUnsure;
+      end_ = c.p;
+      return Judge(state, *event);
+    }
+  }
+}
+
+FastEventParser::Result FastEventParser::Parse(const char* begin, const char* limit, TraceEvent* event,
+                                               Layout* layout) {
+  Cursor c{begin, limit};
+  bool empty = false;
+  if (!c.OpenObject(&empty)) return Result::kUnsure;
+  EventState state;
+  for (bool more = !empty; more;) {
+    std::string_view key;
+    if (!c.Key(&key)) return Result::kUnsure;
+    Field field = TopLevelField(key);
+    layout->Add(c.p, field);
+    if (field == Field::kArgs && *c.p != '{') layout->learnable = false;  // layouts expect an object
+    if (field == Field::kArgs && *c.p == '{') {
+      layout->last_end = c.p + 1;
+      if (!ParseArgs(&c, event, &state, layout)) return Result::kUnsure;
+    } else {
+      if (!ReadValue(field, &c, event, &state)) return Result::kUnsure;
+      layout->last_end = c.p;
+      // Only complete events are kept: the rest of a flow, instant, counter or metadata event
+      // is skipped unread (they are 40% of the events in GPU traces; Kineto writes "ph" first).
+      if (field == Field::kPhase && state.phase != 'X') {
+        if (!c.SkipToDepthZero(1)) return Result::kUnsure;
+        end_ = c.p;
+        return Judge(state, *event);
+      }
+    }
+    if (!c.Next(&more)) return Result::kUnsure;
+  }
+  end_ = c.p;
+  layout->Add(end_, Field::kEnd);
+  return Judge(state, *event);
 }
 
 }  // namespace eroica

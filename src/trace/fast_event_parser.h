@@ -8,7 +8,9 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "trace/layout_trie.h"
 #include "trace/string_cache.h"
 #include "trace/trace.h"
 
@@ -21,9 +23,11 @@ class FastEventParser {
  public:
   enum class Result { kKept, kCounted, kUnsure };
 
-  explicit FastEventParser(Trace* trace) : trace_(trace) {}
+  // `learn_layouts` off reads every event by the full walk (to check the layout walk against).
+  explicit FastEventParser(Trace* trace, bool learn_layouts = true)
+      : trace_(trace), layouts_on_(learn_layouts) {}
 
-  // Parses the object that opens at `begin`, reading nothing past `limit` but for SIMD loads into
+  // Parses the object that opens at `begin` into `event` (default-constructed), reading nothing past `limit` but for SIMD loads into
   // the 16 bytes after it. Returns the byte after the object's '}' and sets *result, or returns
   // nullptr when unsure (then trace->stats is untouched). A `limit` that cuts the object makes
   // it unsure.
@@ -40,10 +44,38 @@ class FastEventParser {
 
  private:
   struct Cursor;
-  Result Parse(const char* begin, const char* limit, TraceEvent* event);
-  bool ParseArgs(Cursor* c, TraceEvent* event);
+  struct EventState;
+  // The layout of the event being read by the full walk, for the trie to learn.
+  struct Layout {
+    const char* last_end = nullptr;  // where the previous value ended
+    std::vector<LayoutTrie::Step> steps;
+    bool learnable = true;
+    void Start(const char* begin) {
+      last_end = begin;
+      steps.clear();
+      learnable = true;
+    }
+    void Add(const char* value_start, Field field) {
+      steps.push_back({std::string_view(last_end, static_cast<size_t>(value_start - last_end)), field});
+    }
+  };
+  // Events whose layout could not be learned (trie full, gap too long) before layouts are
+  // given up on for this trace.
+  static constexpr int kMaxUnlearned = 1024;
+
+  // The full walk: key by key, recording the layout.
+  Result Parse(const char* begin, const char* limit, TraceEvent* event, Layout* layout);
+  bool ParseArgs(Cursor* c, TraceEvent* event, EventState* state, Layout* layout);
+  // The walk along a learned layout: kUnsure as soon as the event leaves it.
+  Result ParseByLayout(const char* begin, const char* limit, TraceEvent* event);
+  bool ReadValue(Field field, Cursor* c, TraceEvent* event, EventState* state);
+  Result Judge(const EventState& state, const TraceEvent& event);
 
   Trace* trace_;
+  LayoutTrie layouts_;
+  Layout layout_;
+  bool layouts_on_;
+  int unlearned_ = 0;
   StringCache names_;
   StringCache cats_;
   StringCache shapes_;

@@ -58,7 +58,7 @@ StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& options) {
   if (int64_t size = (*source)->size_hint(); size > 0) {
     trace.events.reserve(static_cast<size_t>(size / kMinBytesPerEvent) + 1024);
   }
-  EventParser parser(&trace);
+  EventParser parser(&trace, options.learn_layouts);
   JsonSplitter splitter(source->get(), path, options.chunk_bytes);
   StatusOr<SplitResult> split = splitter.Run(&parser);
   if (!split.ok()) return split.status();

@@ -15,6 +15,9 @@ struct ReadOptions {
   size_t chunk_bytes = 4 << 20;  // the most bytes of refused events parsed at a time
   // gzip inflated whole (libdeflate) up to this inflated size; streamed (zlib) above it.
   size_t max_whole_inflate_bytes = size_t{256} << 20;
+  // Events read along the layouts learned from earlier ones (trace/layout_trie.h); off, every
+  // event takes the full walk. The two must read the same; tests compare them.
+  bool learn_layouts = true;
 };
 StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& options = {});
 
