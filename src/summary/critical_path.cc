@@ -1,7 +1,6 @@
 #include "summary/critical_path.h"
 
 #include <algorithm>
-#include <queue>
 
 namespace eroica {
 namespace {
@@ -101,26 +100,24 @@ std::vector<Span> InnermostTimeline(std::vector<Span> spans) {
   SortRuns(&spans, [](const Span& x, const Span& y) {
     return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
   });
-  // Top of the heap: the latest start; on equal starts the earlier end (the inner span).
-  auto inner_first = [&spans](size_t x, size_t y) {
-    if (spans[x].start_ns != spans[y].start_ns) return spans[x].start_ns < spans[y].start_ns;
-    if (spans[x].end_ns != spans[y].end_ns) return spans[x].end_ns > spans[y].end_ns;
-    return x < y;
-  };
-  std::priority_queue<size_t, std::vector<size_t>, decltype(inner_first)> active(inner_first);
+  // The innermost active span is the one that started last (on equal starts, the one that
+  // ends first: it sorts later). Spans start in sorted order, so a stack holds them in
+  // priority order: its top, once the ended spans on it are popped, is the innermost. (A heap
+  // ordered by start gives the same top; the stack does it without the log factor.)
+  std::vector<size_t> active;
   std::vector<Span> out;
   size_t next = 0;
   int64_t now = spans.empty() ? 0 : spans[0].start_ns;
   while (next < spans.size() || !active.empty()) {
-    while (!active.empty() && spans[active.top()].end_ns <= now) active.pop();
+    while (!active.empty() && spans[active.back()].end_ns <= now) active.pop_back();
     if (active.empty()) {
       if (next >= spans.size()) break;
       now = std::max(now, spans[next].start_ns);
     }
-    while (next < spans.size() && spans[next].start_ns <= now) active.push(next++);
-    while (!active.empty() && spans[active.top()].end_ns <= now) active.pop();
+    while (next < spans.size() && spans[next].start_ns <= now) active.push_back(next++);
+    while (!active.empty() && spans[active.back()].end_ns <= now) active.pop_back();
     if (active.empty()) continue;
-    const Span& top = spans[active.top()];
+    const Span& top = spans[active.back()];
     int64_t until = top.end_ns;
     if (next < spans.size()) until = std::min(until, spans[next].start_ns);
     AppendMerged(&out, {now, until, top.function});

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <set>
+
 namespace eroica {
 
 // Readable failure messages (found by argument-dependent lookup).
@@ -29,6 +32,37 @@ TEST(InnermostTimelineTest, OverlappingStreamsTakeTheLatestStart) {
   std::vector<Span> timeline = InnermostTimeline({{0, 50, 1}, {30, 80, 2}});
   std::vector<Span> expected = {{0, 30, 1}, {30, 80, 2}};
   EXPECT_EQ(timeline, expected);
+}
+
+// At every instant the timeline names the active span that started last (on equal starts,
+// the one that ends first), whatever the nesting: checked instant by instant on random spans.
+TEST(InnermostTimelineTest, RandomOverlapsMatchTheDefinitionAtEveryInstant) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<Span> spans;
+    std::set<std::pair<int64_t, int64_t>> taken;  // equal spans would tie: none are drawn
+    int count = 1 + static_cast<int>(rng() % 12);
+    for (uint32_t f = 0; static_cast<int>(f) < count; ++f) {
+      int64_t start = rng() % 60, end = start + 1 + rng() % 30;
+      if (taken.insert({start, end}).second) spans.push_back({start, end, f});
+    }
+    std::vector<int64_t> got(100, -1), want(100, -1);
+    for (const Span& s : InnermostTimeline(spans)) {
+      for (int64_t t = s.start_ns; t < s.end_ns; ++t) got[t] = s.function;
+    }
+    for (int64_t t = 0; t < 100; ++t) {
+      const Span* best = nullptr;
+      for (const Span& s : spans) {
+        if (s.start_ns > t || s.end_ns <= t) continue;
+        if (best == nullptr || s.start_ns > best->start_ns ||
+            (s.start_ns == best->start_ns && s.end_ns < best->end_ns)) {
+          best = &s;
+        }
+      }
+      if (best != nullptr) want[t] = best->function;
+    }
+    ASSERT_EQ(got, want) << "round " << round;
+  }
 }
 
 TEST(PaintCriticalPathTest, HigherLayersHideLowerOnesAndGapsAreFilled) {
