@@ -168,7 +168,7 @@ struct FastEventParser::Cursor {
 
   // Decimal digits without sign, fraction or exponent, then a delimiter: pids, tids, ids.
   // False (cursor unmoved) for anything else, which the exact parsers then take.
-  bool PlainInteger(int64_t* out) {
+  [[gnu::always_inline]] bool PlainInteger(int64_t* out) {
     uint64_t value = 0;
     const char* q = Digits(p, end, &value);
     if (q == nullptr || q == p || (q < end && !IsDelimiter(*q))) return false;
@@ -178,7 +178,7 @@ struct FastEventParser::Cursor {
   }
   // Microseconds as Kineto writes them ("1669783687464181", "4458676522690.655") into
   // nanoseconds, with ParseMicrosToNanos's rounding. False (cursor unmoved) for anything else.
-  bool PlainMicros(int64_t* ns) {
+  [[gnu::always_inline]] bool PlainMicros(int64_t* ns) {
     uint64_t micros = 0;
     const char* q = Digits(p, end, &micros);
     if (q == nullptr || q == p || micros > static_cast<uint64_t>(kMaxPlainMicros)) return false;
@@ -201,7 +201,7 @@ struct FastEventParser::Cursor {
     return true;
   }
   // At a '"': the text up to the closing quote, which must come before any backslash.
-  bool PlainString(std::string_view* out) {
+  [[gnu::always_inline]] bool PlainString(std::string_view* out) {
     const char* start = p + 1;
     const char* q = FindQuoteOrBackslash(start, end);
     if (q >= end || *q != '"') return false;
@@ -251,7 +251,7 @@ struct FastEventParser::Cursor {
     }
     return false;
   }
-  bool SkipValue() {
+  [[gnu::always_inline]] bool SkipValue() {
     if (p >= end) return false;
     if (*p == '"') return SkipString();
     if (*p == '{' || *p == '[') return SkipCompound();
@@ -375,7 +375,7 @@ struct FastEventParser::EventState {
 
 // Reads the value at the cursor as `field` says; kArgs and kEnd are the callers'. False when
 // unsure of the value.
-bool FastEventParser::ReadValue(Field field, Cursor* c, TraceEvent* event, EventState* state) {
+[[gnu::always_inline]] inline bool FastEventParser::ReadValue(Field field, Cursor* c, TraceEvent* event, EventState* state) {
   std::string_view text;
   switch (field) {
     case Field::kTs:
