@@ -37,12 +37,11 @@ std::vector<Span> Uncovered(const std::vector<Span>& segments, const std::vector
 
 // Union of two sorted, disjoint lists (functions are irrelevant for coverage).
 std::vector<Span> Union(const std::vector<Span>& a, const std::vector<Span>& b) {
-  std::vector<Span> merged;
-  merged.reserve(a.size() + b.size());
-  std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(merged),
-             [](const Span& x, const Span& y) { return x.start_ns < y.start_ns; });
   std::vector<Span> out;
-  for (const Span& span : merged) {
+  out.reserve(a.size() + b.size());
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {  // a merge by start that coalesces as it goes
+    const Span& span = j >= b.size() || (i < a.size() && a[i].start_ns <= b[j].start_ns) ? a[i++] : b[j++];
     if (!out.empty() && span.start_ns <= out.back().end_ns) {
       out.back().end_ns = std::max(out.back().end_ns, span.end_ns);
     } else {
@@ -136,6 +135,7 @@ std::vector<Span> PaintCriticalPath(std::vector<std::vector<Span>> layers, int64
       span.end_ns = std::min(span.end_ns, window_end_ns);
     }
     std::vector<Span> timeline = InnermostTimeline(std::move(layer));
+    if (timeline.empty()) continue;  // most layers are, on any one trace: no copy of `covered`
     std::vector<Span> visible = Uncovered(timeline, covered);
     owned.insert(owned.end(), visible.begin(), visible.end());
     covered = Union(covered, timeline);
