@@ -470,7 +470,9 @@ struct FastEventParser::EventState {
     case Field::kArgs:  // args that are not an object are skipped
       return c->SkipValue();
     case Field::kEnd:
-      return false;
+    case Field::kFixedPhase:
+    case Field::kFixedCat:
+      return false;  // not values the walks read
   }
   return false;
 }
@@ -538,8 +540,16 @@ FastEventParser::Result FastEventParser::ParseByLayout(const char* begin, const 
       ++c.p;
       continue;
     }
-    if (!ReadValue(field, &c, event, &state)) return Result::kUnsure;
-    if (field == Field::kPhase && state.phase != 'X') {
+    if (field == Field::kFixedCat) {
+      event->cat = layouts_.value(node);
+      continue;
+    }
+    if (field == Field::kFixedPhase) {
+      state.phase = static_cast<char>(layouts_.value(node));
+    } else if (!ReadValue(field, &c, event, &state)) {
+      return Result::kUnsure;
+    }
+    if ((field == Field::kPhase || field == Field::kFixedPhase) && state.phase != 'X') {
       if (!c.SkipToDepthZero(1)) return Result::kUnsure;
       end_ = c.p;
       return Judge(state, *event);
@@ -563,8 +573,13 @@ FastEventParser::Result FastEventParser::Parse(const char* begin, const char* li
       layout->last_end = c.p + 1;
       if (!ParseArgs(&c, event, &state, layout)) return Result::kUnsure;
     } else {
+      const char* value_start = c.p;
       if (!ReadValue(field, &c, event, &state)) return Result::kUnsure;
       layout->last_end = c.p;
+      if (c.p - value_start <= kMaxFixedValue) {
+        if (field == Field::kPhase) layout->Fix(c.p, Field::kFixedPhase, static_cast<unsigned char>(state.phase));
+        if (field == Field::kCat) layout->Fix(c.p, Field::kFixedCat, event->cat);
+      }
       // Only complete events are kept: the rest of a flow, instant, counter or metadata event
       // is skipped unread (they are 40% of the events in GPU traces; Kineto writes "ph" first).
       if (field == Field::kPhase && state.phase != 'X') {

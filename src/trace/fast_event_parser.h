@@ -58,10 +58,19 @@ class FastEventParser {
     void Add(const char* value_start, Field field) {
       steps.push_back({std::string_view(last_end, static_cast<size_t>(value_start - last_end)), field});
     }
+    // The value just read (ending at `value_end`) becomes part of the last step's gap.
+    void Fix(const char* value_end, Field fixed, uint32_t value) {
+      LayoutTrie::Step& step = steps.back();
+      step.gap = std::string_view(step.gap.data(), static_cast<size_t>(value_end - step.gap.data()));
+      step.field = fixed;
+      step.value = value;
+    }
   };
   // Events whose layout could not be learned (trie full, gap too long) before layouts are
   // given up on for this trace.
   static constexpr int kMaxUnlearned = 1024;
+  // Phase and cat values up to this many bytes (quotes included) become part of a layout.
+  static constexpr int kMaxFixedValue = 24;
 
   // The full walk: key by key, recording the layout.
   Result Parse(const char* begin, const char* limit, TraceEvent* event, Layout* layout);

@@ -53,7 +53,7 @@ uint32_t LayoutTrie::MatchOtherChild(uint32_t node, const char* p, const char* l
 uint32_t LayoutTrie::FindOrAddChild(uint32_t node, const Step& step) {
   for (uint32_t child = nodes_[node].first_child; child != kNone; child = nodes_[child].next_sibling) {
     const Node& candidate = nodes_[child];
-    if (candidate.field == step.field && candidate.gap_size == step.gap.size() &&
+    if (candidate.field == step.field && candidate.value == step.value && candidate.gap_size == step.gap.size() &&
         std::memcmp(gaps_.data() + candidate.gap_offset, step.gap.data(), step.gap.size()) == 0) {
       return child;
     }
@@ -66,6 +66,7 @@ uint32_t LayoutTrie::FindOrAddChild(uint32_t node, const Step& step) {
   added.ignore_low = size >= 16 ? 0 : static_cast<uint16_t>(0xFFFFu << size);
   added.ignore_high = size >= 32 ? 0 : size <= 16 ? 0xFFFF : static_cast<uint16_t>(0xFFFFu << (size - 16));
   added.field = step.field;
+  added.value = step.value;
   added.gap_offset = static_cast<uint32_t>(gaps_.size());
   added.next_sibling = nodes_[node].first_child;
   gaps_.append(step.gap);

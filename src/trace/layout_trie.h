@@ -43,6 +43,10 @@ enum class Field : uint8_t {
   kCollective,    // args["Collective name"]
   kDtype,         // args.dtype
   kEnd,           // no value: the node's bytes close the event
+  // A phase or cat that was a short plain string: its bytes are part of the gap (a layout per
+  // phase and per category), and the node holds what they read as.
+  kFixedPhase,
+  kFixedCat,
 };
 
 Field TopLevelField(std::string_view key);
@@ -60,6 +64,7 @@ class LayoutTrie {
   struct Step {
     std::string_view gap;  // the bytes before the value (for kEnd: up to the event's end)
     Field field;
+    uint32_t value = 0;    // for kFixedPhase / kFixedCat: what the value reads as
   };
 
   LayoutTrie();
@@ -73,6 +78,7 @@ class LayoutTrie {
     return MatchOtherChild(node, p, limit);
   }
   Field field(uint32_t node) const { return nodes_[node].field; }
+  uint32_t value(uint32_t node) const { return nodes_[node].value; }
   size_t gap_size(uint32_t node) const { return nodes_[node].gap_size; }
 
   // Adds the layout of one event (its members in order, the last a kEnd or a phase that ended
@@ -93,6 +99,7 @@ class LayoutTrie {
     uint32_t hot_child = kNone;
     uint32_t first_child = kNone;
     uint32_t next_sibling = kNone;
+    uint32_t value = 0;
   };
 
   bool Matches(const Node& node, const char* p, const char* limit) const {
