@@ -120,7 +120,7 @@ void EventParser::OnEventChunk(std::string_view array, size_t capacity,
                                const std::vector<uint32_t>& element_offsets,
                                const std::vector<uint32_t>& element_ends, int64_t file_offset) {
   ReadStats& stats = trace_->stats;
-  std::vector<TraceEvent>& kept = trace_->events;
+  BigVector<TraceEvent>& kept = trace_->events;
   stats.events_seen += static_cast<int64_t>(element_offsets.size());
   for (size_t i = 0; i < element_offsets.size(); ++i) {
     TraceEvent& event = kept.emplace_back();
@@ -140,7 +140,7 @@ void EventParser::OnEventChunk(std::string_view array, size_t capacity,
 }
 
 const char* EventParser::ParseEventInPlace(const char* begin, const char* limit) {
-  std::vector<TraceEvent>& kept = trace_->events;
+  BigVector<TraceEvent>& kept = trace_->events;
   TraceEvent& event = kept.emplace_back();
   FastEventParser::Result result;
   const char* end = fast_.Parse(begin, limit, &event, &result);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/huge_page_allocator.h"
 #include "base/interner.h"
 
 namespace eroica {
@@ -77,7 +78,7 @@ struct ReadStats {
 
 struct Trace {
   Interner strings;
-  std::vector<TraceEvent> events;  // complete events, in file order
+  BigVector<TraceEvent> events;  // complete events, in file order
   TraceMetadata meta;
   ReadStats stats;
 
