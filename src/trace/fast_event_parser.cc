@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "trace/block_scanner.h"
 #include "trace/event_verdict.h"
 #include "trace/layout_trie.h"
 #include "trace/timestamp.h"
@@ -231,6 +232,28 @@ struct FastEventParser::Cursor {
   }
   // At '{' or '[': past the matching bracket.
   bool SkipCompound() { return SkipToDepthZero(0); }
+  // From just after a member of the event object (outside strings): past the '}' that closes
+  // the event. Walks 64-byte blocks whose brackets outside strings come as bitmasks: the rest
+  // of a flow or instant event (two in five events of a GPU trace) costs a few blocks instead
+  // of a search per string. Loads run up to 63 bytes past `end` (inside kJsonPadding).
+  bool SkipRestOfEvent() {
+    BlockScanner scanner;
+    int depth = 1;
+    for (const char* block = p; block < end; block += 64) {
+      BracketMasks masks = scanner.Next(block);
+      uint64_t inside = end - block >= 64 ? ~uint64_t{0} : (uint64_t{1} << (end - block)) - 1;
+      for (uint64_t brackets = (masks.open | masks.close) & inside; brackets != 0; brackets &= brackets - 1) {
+        int at = __builtin_ctzll(brackets);
+        if (masks.open >> at & 1) {
+          ++depth;
+        } else if (--depth == 0) {
+          p = block + at + 1;
+          return true;
+        }
+      }
+    }
+    return false;
+  }
   // From inside an object or array `depth` levels deep: past the bracket that closes it.
   bool SkipToDepthZero(int depth) {
     while (p < end) {
@@ -550,7 +573,7 @@ FastEventParser::Result FastEventParser::ParseByLayout(const char* begin, const 
       return Result::kUnsure;
     }
     if ((field == Field::kPhase || field == Field::kFixedPhase) && state.phase != 'X') {
-      if (!c.SkipToDepthZero(1)) return Result::kUnsure;
+      if (!c.SkipRestOfEvent()) return Result::kUnsure;
       end_ = c.p;
       return Judge(state, *event);
     }
@@ -583,7 +606,7 @@ FastEventParser::Result FastEventParser::Parse(const char* begin, const char* li
       // Only complete events are kept: the rest of a flow, instant, counter or metadata event
       // is skipped unread (they are 40% of the events in GPU traces; Kineto writes "ph" first).
       if (field == Field::kPhase && state.phase != 'X') {
-        if (!c.SkipToDepthZero(1)) return Result::kUnsure;
+        if (!c.SkipRestOfEvent()) return Result::kUnsure;
         end_ = c.p;
         return Judge(state, *event);
       }

@@ -27,10 +27,11 @@ class FastEventParser {
   explicit FastEventParser(Trace* trace, bool learn_layouts = true)
       : trace_(trace), layouts_on_(learn_layouts) {}
 
-  // Parses the object that opens at `begin` into `event` (default-constructed), reading nothing past `limit` but for SIMD loads into
-  // the 16 bytes after it. Returns the byte after the object's '}' and sets *result, or returns
-  // nullptr when unsure (then trace->stats is untouched). A `limit` that cuts the object makes
-  // it unsure.
+  // Parses the object that opens at `begin` into `event` (default-constructed), reading nothing
+  // past `limit` but for SIMD loads into the 64 bytes after it (callers' buffers keep
+  // kJsonPadding, 128 bytes, readable there). Returns the byte after the object's '}' and sets
+  // *result, or returns nullptr when unsure (then trace->stats is untouched). A `limit` that
+  // cuts the object makes it unsure.
   const char* Parse(const char* begin, const char* limit, TraceEvent* event, Result* result);
 
   // Past the whitespace and the one ',' that follow an element, if that is what follows.
