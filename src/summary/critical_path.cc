@@ -5,7 +5,7 @@
 namespace eroica {
 namespace {
 
-void AppendMerged(std::vector<Span>* out, const Span& span) {
+inline void AppendMerged(std::vector<Span>* out, const Span& span) {
   if (span.end_ns <= span.start_ns) return;
   if (!out->empty() && out->back().end_ns == span.start_ns && out->back().function == span.function) {
     out->back().end_ns = span.end_ns;

@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "summary/correlation_set.h"
+
 namespace eroica {
 namespace {
 
@@ -65,20 +67,20 @@ WorkerWindow FindWorkerWindow(const Trace& trace, const std::vector<EventRole>& 
     cpu_end_ns = std::max(cpu_end_ns, step->end_ns());
   }
   // GPU work launched inside the steps belongs to them, even when it runs after they end.
-  std::vector<int64_t> launched;  // sorted: a hash set costs an allocation per launch
+  CorrelationSet launched;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
     if (roles[i] == EventRole::kLaunch && e.correlation >= 0 && e.ts_ns >= window.start_ns &&
         e.ts_ns < cpu_end_ns) {
-      launched.push_back(e.correlation);
+      launched.Add(e.correlation);
     }
   }
-  std::sort(launched.begin(), launched.end());
+  launched.Seal();
   window.end_ns = cpu_end_ns;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
     if (IsDeviceRole(roles[i]) && e.correlation >= 0 && e.end_ns() > window.end_ns &&
-        std::binary_search(launched.begin(), launched.end(), e.correlation)) {
+        launched.Contains(e.correlation)) {
       window.end_ns = e.end_ns();
     }
   }
