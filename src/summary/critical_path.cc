@@ -14,9 +14,9 @@ inline void AppendMerged(std::vector<Span>* out, const Span& span) {
   }
 }
 
-// Parts of `segments` (sorted, disjoint) not inside `covered` (sorted, disjoint).
-std::vector<Span> Uncovered(const std::vector<Span>& segments, const std::vector<Span>& covered) {
-  std::vector<Span> out;
+// Appends to `out` the parts of `segments` (sorted, disjoint) not inside `covered` (sorted,
+// disjoint).
+void AppendUncovered(const std::vector<Span>& segments, const std::vector<Span>& covered, std::vector<Span>* out) {
   size_t c = 0;
   for (const Span& segment : segments) {
     int64_t cursor = segment.start_ns;
@@ -24,15 +24,14 @@ std::vector<Span> Uncovered(const std::vector<Span>& segments, const std::vector
     size_t k = c;
     while (cursor < segment.end_ns) {
       if (k >= covered.size() || covered[k].start_ns >= segment.end_ns) {
-        out.push_back({cursor, segment.end_ns, segment.function});
+        out->push_back({cursor, segment.end_ns, segment.function});
         break;
       }
-      if (covered[k].start_ns > cursor) out.push_back({cursor, covered[k].start_ns, segment.function});
+      if (covered[k].start_ns > cursor) out->push_back({cursor, covered[k].start_ns, segment.function});
       cursor = std::max(cursor, covered[k].end_ns);
       ++k;
     }
   }
-  return out;
 }
 
 // Union of two sorted, disjoint lists (functions are irrelevant for coverage).
@@ -105,6 +104,7 @@ std::vector<Span> InnermostTimeline(std::vector<Span> spans) {
   // ordered by start gives the same top; the stack does it without the log factor.)
   std::vector<size_t> active;
   std::vector<Span> out;
+  out.reserve(2 * spans.size() + 1);  // each span adds at most two pieces: no regrowth copies
   size_t next = 0;
   int64_t now = spans.empty() ? 0 : spans[0].start_ns;
   while (next < spans.size() || !active.empty()) {
@@ -136,12 +136,10 @@ std::vector<Span> PaintCriticalPath(std::vector<std::vector<Span>> layers, int64
     }
     std::vector<Span> timeline = InnermostTimeline(std::move(layer));
     if (timeline.empty()) continue;  // most layers are, on any one trace: no copy of `covered`
-    std::vector<Span> visible = Uncovered(timeline, covered);
-    owned.insert(owned.end(), visible.begin(), visible.end());
+    AppendUncovered(timeline, covered, &owned);
     covered = Union(covered, timeline);
   }
-  std::vector<Span> gaps = Uncovered({{window_start_ns, window_end_ns, fill_function}}, covered);
-  owned.insert(owned.end(), gaps.begin(), gaps.end());
+  AppendUncovered({{window_start_ns, window_end_ns, fill_function}}, covered, &owned);
   SortRuns(&owned, [](const Span& x, const Span& y) { return x.start_ns < y.start_ns; });
   std::vector<Span> out;
   out.reserve(owned.size());
