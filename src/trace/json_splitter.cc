@@ -51,11 +51,14 @@ void JsonSplitter::Buffer::Resize(size_t size) {
 
 // Reads the next kReadBytes at most, so that the parser finds them still in cache. When the
 // free room runs short, the bytes still needed move to the front first (one byte before the
-// pin is kept so a chunk can be framed with '[' in place).
+// pin is kept so a chunk can be framed with '[' in place). They also move as soon as a read's
+// worth before them is done with: reads then cycle through the buffer's first few MB, which stay
+// in cache and are faulted in once, instead of walking all of it.
 bool JsonSplitter::Refill() {
   if (eof_) return false;
-  if (buffer_.size() - kJsonPadding - end_ < kReadBytes) {
-    size_t keep_from = pin_ == kNoPin ? pos_ : std::min(pin_, pos_);
+  size_t needed_from = pin_ == kNoPin ? pos_ : std::min(pin_, pos_);
+  if (buffer_.size() - kJsonPadding - end_ < kReadBytes || needed_from > kReadBytes) {
+    size_t keep_from = needed_from;
     if (keep_from > 0) keep_from -= 1;
     if (keep_from > 0) {
       std::memmove(buffer_.data(), buffer_.data() + keep_from, end_ - keep_from);
