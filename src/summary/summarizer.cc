@@ -1,6 +1,7 @@
 #include "summary/summarizer.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <functional>
 #include <unordered_map>
@@ -144,6 +145,17 @@ LayeredSpans CollectSpans(const Trace& trace, const std::vector<EventRole>& role
                           const std::vector<uint32_t>& functions, const WorkerWindow& window,
                           bool has_device, FunctionTable* table) {
   LayeredSpans spans;
+  // Room for each layer up front (the events of its roles bound it): growing by doubling would
+  // copy the spans and fault in twice their memory.
+  std::array<size_t, 256> per_role{};
+  for (EventRole role : roles) ++per_role[static_cast<uint8_t>(role)];
+  std::array<size_t, kLayerCount> room{};
+  for (size_t r = 0; r < per_role.size(); ++r) {
+    auto role = static_cast<EventRole>(r);
+    if (per_role[r] == 0 || role == EventRole::kIgnore || role == EventRole::kStepMarker) continue;
+    room[MapRole(role, has_device).layer] += per_role[r];
+  }
+  for (size_t layer = 0; layer < kLayerCount; ++layer) spans.layers[layer].reserve(room[layer]);
   for (size_t i = 0; i < trace.events.size(); ++i) {
     EventRole role = roles[i];
     if (role == EventRole::kIgnore || role == EventRole::kStepMarker) continue;
