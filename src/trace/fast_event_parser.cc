@@ -102,31 +102,6 @@ inline const char* Digits(const char* p, const char* end, uint64_t* value) {
   return p + n;
 }
 
-// The first '"', '{', '[', '}' or ']' in [p, end), or end. Loads may run 15 bytes past end.
-inline const char* FindStructural(const char* p, const char* end) {
-#if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"');
-  const __m128i open = _mm_set1_epi8('{');   // '[' | 0x20
-  const __m128i close = _mm_set1_epi8('}');  // ']' | 0x20
-  const __m128i fold = _mm_set1_epi8(0x20);
-  for (; p < end; p += 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    __m128i folded = _mm_or_si128(v, fold);
-    __m128i hits = _mm_or_si128(_mm_cmpeq_epi8(v, quote),
-                                _mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close)));
-    auto mask = static_cast<unsigned>(_mm_movemask_epi8(hits));
-    if (mask != 0) {
-      const char* hit = p + __builtin_ctz(mask);
-      return hit < end ? hit : end;
-    }
-  }
-  return end;
-#else
-  while (p < end && *p != '"' && *p != '{' && *p != '[' && *p != '}' && *p != ']') ++p;
-  return p;
-#endif
-}
-
 constexpr int64_t kMaxPlainMicros = std::numeric_limits<int64_t>::max() / 1000 - 1;
 
 // The first '"' or '\\' in [p, end), or end. Loads may run up to 15 bytes past `end`.
@@ -233,12 +208,15 @@ struct FastEventParser::Cursor {
   // At '{' or '[': past the matching bracket.
   bool SkipCompound() { return SkipToDepthZero(0); }
   // From just after a member of the event object (outside strings): past the '}' that closes
-  // the event. Walks 64-byte blocks whose brackets outside strings come as bitmasks: the rest
-  // of a flow or instant event (two in five events of a GPU trace) costs a few blocks instead
-  // of a search per string. Loads run up to 63 bytes past `end` (inside kJsonPadding).
-  bool SkipRestOfEvent() {
+  // the event.
+  bool SkipRestOfEvent() { return SkipToDepthZero(1); }
+  // From outside strings, `depth` levels deep in objects and arrays: past the bracket that
+  // closes the outermost. Walks 64-byte blocks whose brackets outside strings come as
+  // bitmasks (the block scanner's), so strings cost nothing of their own: the rest of a flow
+  // or instant event, or an array of strings in args, is a few blocks instead of a search per
+  // string. Loads run up to 63 bytes past `end` (inside kJsonPadding).
+  bool SkipToDepthZero(int depth) {
     BlockScanner scanner;
-    int depth = 1;
     for (const char* block = p; block < end; block += 64) {
       BracketMasks masks = scanner.Next(block);
       uint64_t inside = end - block >= 64 ? ~uint64_t{0} : (uint64_t{1} << (end - block)) - 1;
@@ -246,31 +224,11 @@ struct FastEventParser::Cursor {
         int at = __builtin_ctzll(brackets);
         if (masks.open >> at & 1) {
           ++depth;
-        } else if (--depth == 0) {
+        } else if (--depth <= 0) {
           p = block + at + 1;
-          return true;
+          return depth == 0;
         }
       }
-    }
-    return false;
-  }
-  // From inside an object or array `depth` levels deep: past the bracket that closes it.
-  bool SkipToDepthZero(int depth) {
-    while (p < end) {
-      p = FindStructural(p, end);
-      if (p >= end) return false;
-      char ch = *p;
-      if (ch == '"') {
-        if (!SkipString()) return false;
-        continue;
-      }
-      if (ch == '{' || ch == '[') {
-        ++depth;
-      } else if (--depth <= 0) {
-        ++p;
-        return depth == 0;
-      }
-      ++p;
     }
     return false;
   }
