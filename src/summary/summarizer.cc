@@ -156,6 +156,7 @@ LayeredSpans CollectSpans(const Trace& trace, const std::vector<EventRole>& role
     room[MapRole(role, has_device).layer] += per_role[r];
   }
   for (size_t layer = 0; layer < kLayerCount; ++layer) spans.layers[layer].reserve(room[layer]);
+  std::vector<int64_t> shape_hashes(trace.strings.size(), -1);  // by string id, -1: not hashed yet
   for (size_t i = 0; i < trace.events.size(); ++i) {
     EventRole role = roles[i];
     if (role == EventRole::kIgnore || role == EventRole::kStepMarker) continue;
@@ -168,7 +169,11 @@ LayeredSpans CollectSpans(const Trace& trace, const std::vector<EventRole>& role
       ++stats.calls;
       stats.total_duration_ns += e.dur_ns;
       if (e.bytes > 0) stats.bytes += e.bytes;
-      if (e.shapes != 0) stats.shapes_hash += HashShapes(trace.Str(e.shapes));
+      if (e.shapes != 0) {
+        int64_t& hash = shape_hashes[e.shapes];  // shapes repeat: each string is hashed once
+        if (hash < 0) hash = HashShapes(trace.Str(e.shapes));
+        stats.shapes_hash += static_cast<uint32_t>(hash);
+      }
     }
     Layer layer = MapRole(role, has_device).layer;
     spans.layers[layer].push_back({e.ts_ns, e.end_ns(), functions[i]});
