@@ -111,10 +111,6 @@ class Bench:
         self.traces = Path(args.traces).resolve()
 
     # -- read + summarize -------------------------------------------------------------------
-    def eroica_read(self, path, repeat):
-        runs = [run_json([self.read_bench, "read", str(path)]) for _ in range(repeat)]
-        return best(runs, "total_s")
-
     def eroica_read_only(self, path, repeat):
         runs = [run_json([self.read_bench, "read", str(path), "--no-summary"]) for _ in range(repeat)]
         return best(runs, "total_s")
@@ -126,13 +122,15 @@ class Bench:
         return r
 
     def read_rows(self, files, repeat):
-        rows = []
-        for path in files:
-            log("read", path.name)
-            e = self.eroica_read(path, repeat)
-            p = self.python_load(path)
-            rows.append({"file": path, "eroica": e, "python": p})
-        return rows
+        """The best of `repeat` fresh-process runs per file, taken round-robin over the files so a
+        slow spell of the shared machine does not fall on all runs of one file."""
+        runs = {path: [] for path in files}
+        for _ in range(repeat):
+            for path in files:
+                log("read", path.name)
+                runs[path].append(run_json([self.read_bench, "read", str(path)]))
+        return [{"file": path, "eroica": best(runs[path], "total_s"), "python": self.python_load(path)}
+                for path in files]
 
     def largest_real_traces(self, count):
         files = [p for p in self.traces.rglob("*.json*") if p.is_file()]
@@ -350,7 +348,7 @@ def write_report(path, m, real, big, big_read_only, several, patterns, dlrm_bund
     L.append(f"**Machine:** {m['model']}, {m['cores']} cores, {m['mem_gb']:.0f} GB RAM, Linux {m['kernel']}. "
              f"Load average at the start {m['load'][0]:.1f} / {m['load'][1]:.1f} / {m['load'][2]:.1f} (1/5/15 min), "
              f"at the end {load_end[0]:.1f} / {load_end[1]:.1f} / {load_end[2]:.1f}: the machine is shared, so each "
-             f"time is the best of {args.repeat} runs, and *MB/s per core* divides by the CPU seconds (all threads) of "
+             f"time is the best of {args.repeat} runs (for the read tables taken round-robin over the files), and *MB/s per core* divides by the CPU seconds (all threads) of "
              "that run.\n")
     L.append("*MB/s* counts uncompressed JSON bytes. eroica figures are `ReadTrace` + `Summarize` of one file in a fresh "
              "process (`bench/read_bench read`); peak RSS is that process's `ru_maxrss`. Python is `/usr/bin/python3` "
