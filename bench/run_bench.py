@@ -226,17 +226,17 @@ class Bench:
         fresh = best([run_json([self.read_bench, "read", str(plain)]) for _ in range(self.args.repeat)], "total_s")
         return {"gz": b_gz, "plain": b_plain, "split": split, "read_only": read_only, "read_gz": read_gz,
                 "fresh": fresh, "file": gz, "instructions": self.instructions(plain),
-                "profile": self.time_profile(plain)}
+                "profile": self.time_profile(["best", str(self.args.best_of), str(plain)])}
 
-    def time_profile(self, plain):
-        """Where the time goes (perf's cpu-clock samples, which need no hardware counters) in the
-        in-process best-of runs: [(share %, symbol, kernel?)], or None without a working perf."""
+    def time_profile(self, read_bench_args):
+        """Where the time of one read_bench command goes (perf's cpu-clock samples, which need no
+        hardware counters): [(share %, symbol, kernel?)], or None without a working perf."""
         if not shutil.which("perf"):
             return None
         out = self.work / "perf.data"
-        log("perf", plain.name)
+        log("perf", *read_bench_args)
         rec = run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "5000", "-o", str(out), "--",
-                   self.read_bench, "best", str(self.args.best_of), str(plain)], check=False)
+                   self.read_bench, *read_bench_args], check=False)
         if rec.returncode != 0 or not out.exists():
             return None
         rep = run(["perf", "report", "-i", str(out), "--no-children", "--sort", "symbol", "--stdio",
@@ -303,6 +303,18 @@ def mb(n):
 
 def fmt_rate(bytes_, seconds):
     return f"{mb(bytes_) / seconds:,.0f}" if seconds > 0 else "-"
+
+
+def big_profile_note(big_read_only):
+    """What perf's samples say about a fresh read + summarize of the big trace, or ''."""
+    prof = big_read_only.get("profile")
+    if not prof:
+        return ""
+    kernel = sum(share for share, _, k in prof if k)
+    zeroing = sum(share for share, symbol, k in prof if k and symbol.startswith("clear_page"))
+    return (f"In a fresh read + summarize of it, perf's cpu-clock samples put about {kernel:.0f}% of the time in the "
+            f"kernel, {zeroing:.0f}% zeroing fresh pages: the summarizer's working arrays for millions of spans "
+            "are new memory each time, which is why this trace runs slower per MB than the small ones. ")
 
 
 def read_table(rows, label):
@@ -397,7 +409,8 @@ def write_report(path, m, real, big, big_read_only, several, patterns, dlrm_bund
              "72 bytes; instants, flows and metadata are counted, not kept); the rest is the summarizer's per-event "
              "working arrays (roles, function ids, critical-path spans). Reading alone (no summarize) peaks at "
              f"{big_read_only['peak_rss_kb'] / 1024:,.0f} MB and runs at "
-             f"{fmt_rate(big_read_only['input_bytes'], big_read_only['total_s'])} MB/s. Reading streams in 1 MB "
+             f"{fmt_rate(big_read_only['input_bytes'], big_read_only['total_s'])} MB/s. " + big_profile_note(big_read_only) +
+             "Reading streams in 1 MB "
              "pieces, so memory grows with the events kept, not with the JSON: read + summarize peaks at "
              f"{e_plain['peak_rss_kb'] * 1024 / e_plain['input_bytes'] * 100:.0f}% of the JSON size here, and a 4 GB "
              "trace of the same kind would need about that share of 4 GB.\n")
@@ -491,7 +504,7 @@ def write_report(path, m, real, big, big_read_only, several, patterns, dlrm_bund
         kernel = sum(share for share, _, k in prof if k)
         L.append(f"Samples by function (`perf record -e cpu-clock`, no hardware counters needed) over the same "
                  f"best-of-{args.best_of} run of `read_bench best`, the functions above 1.5%; the kernel's part "
-                 f"(copying the file from the page cache, faulting in fresh memory) is {kernel:.0f}% in all:\n")
+                 f"(copying the file from the page cache, faulting in fresh memory) is about {kernel:.0f}% in all:\n")
         L.append("| share | function |\n|---:|---|")
         for share, symbol, k in prof:
             if share < 1.5:
@@ -613,6 +626,7 @@ def main():
     real = bench.read_rows(real_files, args.repeat)
     big = bench.read_rows(bench.big_trace(), args.repeat)
     big_read_only = bench.eroica_read_only(big[0]["file"], args.repeat)
+    big_read_only["profile"] = bench.time_profile(["read", str(big[0]["file"])])
     several = bench.several_files([p for p in real_files if p.name.endswith(".gz")])
     patterns, dlrm_bundle = bench.pattern_sizes()
     scale = bench.diagnose_scale(dlrm_bundle["path"], [int(s) for s in args.sizes.split(",")])
