@@ -313,8 +313,8 @@ def big_profile_note(big_read_only):
     kernel = sum(share for share, _, k in prof if k)
     zeroing = sum(share for share, symbol, k in prof if k and symbol.startswith("clear_page"))
     return (f"In a fresh read + summarize of it, perf's cpu-clock samples put about {kernel:.0f}% of the time in the "
-            f"kernel, {zeroing:.0f}% zeroing fresh pages: the summarizer's working arrays for millions of spans "
-            "are new memory each time, which is why this trace runs slower per MB than the small ones. ")
+            f"kernel, {zeroing:.0f}% zeroing fresh pages (the summarizer's working arrays for millions of spans "
+            "are new memory). ")
 
 
 def read_table(rows, label):
@@ -360,7 +360,7 @@ def write_report(path, m, real, big, big_read_only, several, patterns, dlrm_bund
     L.append(f"**Machine:** {m['model']}, {m['cores']} cores, {m['mem_gb']:.0f} GB RAM, Linux {m['kernel']}. "
              f"Load average at the start {m['load'][0]:.1f} / {m['load'][1]:.1f} / {m['load'][2]:.1f} (1/5/15 min), "
              f"at the end {load_end[0]:.1f} / {load_end[1]:.1f} / {load_end[2]:.1f}: the machine is shared, so each "
-             f"time is the best of {args.repeat} runs (for the read tables taken round-robin over the files), and *MB/s per core* divides by the CPU seconds (all threads) of "
+             f"time is the best of {args.repeat} runs ({args.read_repeat} for the real traces' reads, taken round-robin over the files), and *MB/s per core* divides by the CPU seconds (all threads) of "
              "that run.\n")
     L.append("*MB/s* counts uncompressed JSON bytes. eroica figures are `ReadTrace` + `Summarize` of one file in a fresh "
              "process (`bench/read_bench read`); peak RSS is that process's `ru_maxrss`. Python is `/usr/bin/python3` "
@@ -606,6 +606,8 @@ def main():
     parser.add_argument("--work", default=str(ROOT / "out" / "bench"))
     parser.add_argument("--traces", default=str(ROOT.parent / "shared" / "traces"))
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--read-repeat", type=int, default=9,
+                        help="fresh-process runs per real trace (each takes well under a second)")
     parser.add_argument("--best-of", type=int, default=10)
     parser.add_argument("--largest", type=int, default=5, help="how many of the largest real traces")
     parser.add_argument("--big-bytes", type=int, default=1100 << 20)
@@ -623,7 +625,7 @@ def main():
     bench = Bench(args)
     largest = bench.largest_real_traces(args.largest)
     real_files = [f for path in largest for f in bench.both_formats(path)]
-    real = bench.read_rows(real_files, args.repeat)
+    real = bench.read_rows(real_files, args.read_repeat)
     big = bench.read_rows(bench.big_trace(), args.repeat)
     big_read_only = bench.eroica_read_only(big[0]["file"], args.repeat)
     big_read_only["profile"] = bench.time_profile(["read", str(big[0]["file"])])
