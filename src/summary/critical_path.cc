@@ -5,7 +5,7 @@
 namespace eroica {
 namespace {
 
-inline void AppendMerged(std::vector<Span>* out, const Span& span) {
+inline void AppendMerged(SpanList* out, const Span& span) {
   if (span.end_ns <= span.start_ns) return;
   if (!out->empty() && out->back().end_ns == span.start_ns && out->back().function == span.function) {
     out->back().end_ns = span.end_ns;
@@ -16,7 +16,7 @@ inline void AppendMerged(std::vector<Span>* out, const Span& span) {
 
 // Appends to `out` the parts of `segments` (sorted, disjoint) not inside `covered` (sorted,
 // disjoint).
-void AppendUncovered(const std::vector<Span>& segments, const std::vector<Span>& covered, std::vector<Span>* out) {
+void AppendUncovered(const SpanList& segments, const SpanList& covered, SpanList* out) {
   size_t c = 0;
   for (const Span& segment : segments) {
     int64_t cursor = segment.start_ns;
@@ -35,8 +35,8 @@ void AppendUncovered(const std::vector<Span>& segments, const std::vector<Span>&
 }
 
 // Union of two sorted, disjoint lists (functions are irrelevant for coverage).
-std::vector<Span> Union(const std::vector<Span>& a, const std::vector<Span>& b) {
-  std::vector<Span> out;
+SpanList Union(const SpanList& a, const SpanList& b) {
+  SpanList out;
   out.reserve(a.size() + b.size());
   size_t i = 0, j = 0;
   while (i < a.size() || j < b.size()) {  // a merge by start that coalesces as it goes
@@ -53,7 +53,7 @@ std::vector<Span> Union(const std::vector<Span>& a, const std::vector<Span>& b) 
 // std::sort, but linear for what traces give: spans in file order are a few ascending runs
 // (one per thread or stream, or per layer), merged here instead of sorted from scratch.
 template <typename Less>
-void SortRuns(std::vector<Span>* spans, Less less) {
+void SortRuns(SpanList* spans, Less less) {
   std::vector<size_t> starts = {0};
   for (size_t i = 1; i < spans->size(); ++i) {
     if (less((*spans)[i], (*spans)[i - 1])) {
@@ -68,9 +68,9 @@ void SortRuns(std::vector<Span>* spans, Less less) {
   if (starts.size() <= 2) return;
   // Merge neighbouring runs pairwise until one is left, between two buffers (one allocation:
   // inplace_merge would allocate, and fault in, a fresh buffer each time).
-  std::vector<Span> other(spans->size());
-  std::vector<Span>* from = spans;
-  std::vector<Span>* to = &other;
+  SpanList other(spans->size());
+  SpanList* from = spans;
+  SpanList* to = &other;
   while (starts.size() > 2) {
     std::vector<size_t> merged = {0};
     size_t r = 0;
@@ -93,7 +93,7 @@ void SortRuns(std::vector<Span>* spans, Less less) {
 
 }  // namespace
 
-std::vector<Span> InnermostTimeline(std::vector<Span> spans) {
+SpanList InnermostTimeline(SpanList spans) {
   std::erase_if(spans, [](const Span& s) { return s.end_ns <= s.start_ns; });
   SortRuns(&spans, [](const Span& x, const Span& y) {
     return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
@@ -103,7 +103,7 @@ std::vector<Span> InnermostTimeline(std::vector<Span> spans) {
   // priority order: its top, once the ended spans on it are popped, is the innermost. (A heap
   // ordered by start gives the same top; the stack does it without the log factor.)
   std::vector<size_t> active;
-  std::vector<Span> out;
+  SpanList out;
   out.reserve(2 * spans.size() + 1);  // each span adds at most two pieces: no regrowth copies
   size_t next = 0;
   int64_t now = spans.empty() ? 0 : spans[0].start_ns;
@@ -125,23 +125,23 @@ std::vector<Span> InnermostTimeline(std::vector<Span> spans) {
   return out;
 }
 
-std::vector<Span> PaintCriticalPath(std::vector<std::vector<Span>> layers, int64_t window_start_ns,
-                                    int64_t window_end_ns, uint32_t fill_function) {
-  std::vector<Span> owned;
-  std::vector<Span> covered;
-  for (std::vector<Span>& layer : layers) {
+SpanList PaintCriticalPath(std::vector<SpanList> layers, int64_t window_start_ns,
+                           int64_t window_end_ns, uint32_t fill_function) {
+  SpanList owned;
+  SpanList covered;
+  for (SpanList& layer : layers) {
     for (Span& span : layer) {
       span.start_ns = std::max(span.start_ns, window_start_ns);
       span.end_ns = std::min(span.end_ns, window_end_ns);
     }
-    std::vector<Span> timeline = InnermostTimeline(std::move(layer));
+    SpanList timeline = InnermostTimeline(std::move(layer));
     if (timeline.empty()) continue;  // most layers are, on any one trace: no copy of `covered`
     AppendUncovered(timeline, covered, &owned);
     covered = Union(covered, timeline);
   }
   AppendUncovered({{window_start_ns, window_end_ns, fill_function}}, covered, &owned);
   SortRuns(&owned, [](const Span& x, const Span& y) { return x.start_ns < y.start_ns; });
-  std::vector<Span> out;
+  SpanList out;
   out.reserve(owned.size());
   for (const Span& span : owned) AppendMerged(&out, span);
   return out;

@@ -16,21 +16,21 @@ namespace {
 
 TEST(InnermostTimelineTest, NestedSpansResolveToTheInnermost) {
   // outer 0..100 (1) > middle 10..50 (2) > inner 20..30 (3); sibling 60..70 (4).
-  std::vector<Span> timeline = InnermostTimeline({{0, 100, 1}, {10, 50, 2}, {20, 30, 3}, {60, 70, 4}});
-  std::vector<Span> expected = {{0, 10, 1}, {10, 20, 2}, {20, 30, 3}, {30, 50, 2},
+  SpanList timeline = InnermostTimeline({{0, 100, 1}, {10, 50, 2}, {20, 30, 3}, {60, 70, 4}});
+  SpanList expected = {{0, 10, 1}, {10, 20, 2}, {20, 30, 3}, {30, 50, 2},
                                 {50, 60, 1}, {60, 70, 4}, {70, 100, 1}};
   EXPECT_EQ(timeline, expected);
 }
 
 TEST(InnermostTimelineTest, EqualStartsPreferTheShorterSpanAndGapsStayEmpty) {
-  std::vector<Span> timeline = InnermostTimeline({{0, 10, 1}, {0, 5, 2}, {20, 30, 3}, {-5, -1, 4}});
-  std::vector<Span> expected = {{-5, -1, 4}, {0, 5, 2}, {5, 10, 1}, {20, 30, 3}};
+  SpanList timeline = InnermostTimeline({{0, 10, 1}, {0, 5, 2}, {20, 30, 3}, {-5, -1, 4}});
+  SpanList expected = {{-5, -1, 4}, {0, 5, 2}, {5, 10, 1}, {20, 30, 3}};
   EXPECT_EQ(timeline, expected);
 }
 
 TEST(InnermostTimelineTest, OverlappingStreamsTakeTheLatestStart) {
-  std::vector<Span> timeline = InnermostTimeline({{0, 50, 1}, {30, 80, 2}});
-  std::vector<Span> expected = {{0, 30, 1}, {30, 80, 2}};
+  SpanList timeline = InnermostTimeline({{0, 50, 1}, {30, 80, 2}});
+  SpanList expected = {{0, 30, 1}, {30, 80, 2}};
   EXPECT_EQ(timeline, expected);
 }
 
@@ -39,7 +39,7 @@ TEST(InnermostTimelineTest, OverlappingStreamsTakeTheLatestStart) {
 TEST(InnermostTimelineTest, RandomOverlapsMatchTheDefinitionAtEveryInstant) {
   std::mt19937 rng(7);
   for (int round = 0; round < 200; ++round) {
-    std::vector<Span> spans;
+    SpanList spans;
     std::set<std::pair<int64_t, int64_t>> taken;  // equal spans would tie: none are drawn
     int count = 1 + static_cast<int>(rng() % 12);
     for (uint32_t f = 0; static_cast<int>(f) < count; ++f) {
@@ -66,14 +66,14 @@ TEST(InnermostTimelineTest, RandomOverlapsMatchTheDefinitionAtEveryInstant) {
 }
 
 TEST(PaintCriticalPathTest, HigherLayersHideLowerOnesAndGapsAreFilled) {
-  std::vector<std::vector<Span>> layers = {
+  std::vector<SpanList> layers = {
       {{100, 300, 1}},               // compute
       {{250, 400, 2}},               // memory: exposed 300..400
       {{350, 600, 3}},               // communication: exposed 400..600
       {{0, 1000, 4}, {600, 800, 5}}  // host ranges: outer one, inner 600..800
   };
-  std::vector<Span> path = PaintCriticalPath(layers, 0, 1000, 9);
-  std::vector<Span> expected = {{0, 100, 4}, {100, 300, 1}, {300, 400, 2}, {400, 600, 3},
+  SpanList path = PaintCriticalPath(layers, 0, 1000, 9);
+  SpanList expected = {{0, 100, 4}, {100, 300, 1}, {300, 400, 2}, {400, 600, 3},
                                 {600, 800, 5}, {800, 1000, 4}};
   EXPECT_EQ(path, expected);
   int64_t total = 0;
@@ -82,8 +82,8 @@ TEST(PaintCriticalPathTest, HigherLayersHideLowerOnesAndGapsAreFilled) {
 }
 
 TEST(PaintCriticalPathTest, ClipsToTheWindowAndFillsIdleTime) {
-  std::vector<Span> path = PaintCriticalPath({{{-50, 20, 1}, {90, 150, 2}}}, 0, 100, 7);
-  std::vector<Span> expected = {{0, 20, 1}, {20, 90, 7}, {90, 100, 2}};
+  SpanList path = PaintCriticalPath({{{-50, 20, 1}, {90, 150, 2}}}, 0, 100, 7);
+  SpanList expected = {{0, 20, 1}, {20, 90, 7}, {90, 100, 2}};
   EXPECT_EQ(path, expected);
 }
 

@@ -136,7 +136,7 @@ uint32_t HashShapes(std::string_view shapes) {
 constexpr size_t kMaxCollectiveCalls = 64;
 
 struct LayeredSpans {
-  std::vector<std::vector<Span>> layers = std::vector<std::vector<Span>>(kLayerCount);
+  std::vector<SpanList> layers = std::vector<SpanList>(kLayerCount);
 };
 
 // Collects each event's span into its layer and its call figures into the function table.
@@ -209,7 +209,7 @@ double DataloaderOpsPerIteration(const Trace& trace, const std::vector<EventRole
 
 // Σβ per category within each iteration, splitting spans at step boundaries.
 std::vector<std::array<float, kCategoryCount>> IterationCategoryBetas(
-    const std::vector<Span>& path, const WorkerWindow& window, const FunctionTable& table) {
+    const SpanList& path, const WorkerWindow& window, const FunctionTable& table) {
   const std::vector<int64_t>& starts = window.step_starts_ns;
   std::vector<std::array<double, kCategoryCount>> owned(starts.size());
   for (const Span& span : path) {

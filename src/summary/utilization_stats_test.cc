@@ -12,7 +12,7 @@ TEST(UtilizationStatsTest, TimeWeightedMeanAndSpreadOverOwnedSpans) {
   uint32_t allreduce = table.Intern(Category::kCommunication, HostKind::kNone, "allreduce");
   uint32_t gemm = table.Intern(Category::kCompute, HostKind::kNone, "gemm");
   // allreduce owns [0,100) and [200,300); gemm owns [100,200).
-  std::vector<Span> path = {{0, 100, allreduce}, {100, 200, gemm}, {200, 300, allreduce}};
+  SpanList path = {{0, 100, allreduce}, {100, 200, gemm}, {200, 300, allreduce}};
   for (const Span& s : path) table[s.function].owned_ns += s.end_ns - s.start_ns;
   // NIC: 0.8 over (0,50], 0.4 over (50,100], 0.1 over (100,300].
   ResourceSamples nic{ResourceKind::kNetwork, {0, 50, 100, 300}, {0, 0.8f, 0.4f, 0.1f}};
@@ -28,7 +28,7 @@ TEST(UtilizationStatsTest, TimeWeightedMeanAndSpreadOverOwnedSpans) {
 TEST(UtilizationStatsTest, TooLittleCoverageLeavesMuAbsent) {
   FunctionTable table;
   uint32_t f = table.Intern(Category::kHost, HostKind::kPython, "loop");
-  std::vector<Span> path = {{0, 1000, f}};
+  SpanList path = {{0, 1000, f}};
   table[f].owned_ns = 1000;
   AddUtilization(path, false, {{ResourceKind::kCpu, {900, 1000}, {0, 1.0f}}}, &table);
   EXPECT_FALSE(table[f].mu.has_value());
