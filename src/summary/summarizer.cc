@@ -6,6 +6,7 @@
 #include <functional>
 #include <unordered_map>
 
+#include "base/huge_page_allocator.h"
 #include "summary/classify.h"
 #include "summary/function_name.h"
 #include "summary/function_table.h"
@@ -69,10 +70,10 @@ struct NameEntry {
   uint32_t function = UINT32_MAX;  // for non-collective roles
 };
 
-std::vector<EventRole> ClassifyAll(const Trace& trace, std::vector<NameEntry>* by_name) {
+BigVector<EventRole> ClassifyAll(const Trace& trace, std::vector<NameEntry>* by_name) {
   by_name->assign(trace.strings.size(), NameEntry{});
   std::unordered_map<uint64_t, EventRole> others;
-  std::vector<EventRole> roles(trace.events.size());
+  BigVector<EventRole> roles(trace.events.size());
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
     NameEntry& entry = (*by_name)[e.name];
@@ -94,11 +95,11 @@ std::vector<EventRole> ClassifyAll(const Trace& trace, std::vector<NameEntry>* b
 }
 
 // Per-event function ids, computed once per distinct (role, name, collective, size bucket).
-std::vector<uint32_t> AssignFunctions(const Trace& trace, const std::vector<EventRole>& roles,
+BigVector<uint32_t> AssignFunctions(const Trace& trace, const BigVector<EventRole>& roles,
                                       bool has_device, std::vector<NameEntry>* by_name,
                                       FunctionTable* table) {
   std::unordered_map<std::string, uint32_t> cache;
-  std::vector<uint32_t> functions(trace.events.size(), 0);
+  BigVector<uint32_t> functions(trace.events.size(), 0);
   std::string key;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     EventRole role = roles[i];
@@ -141,8 +142,8 @@ struct LayeredSpans {
 
 // Collects each event's span into its layer and its call figures into the function table.
 // CPU-side layers only take the training process's events.
-LayeredSpans CollectSpans(const Trace& trace, const std::vector<EventRole>& roles,
-                          const std::vector<uint32_t>& functions, const WorkerWindow& window,
+LayeredSpans CollectSpans(const Trace& trace, const BigVector<EventRole>& roles,
+                          const BigVector<uint32_t>& functions, const WorkerWindow& window,
                           bool has_device, FunctionTable* table) {
   LayeredSpans spans;
   // Room for each layer up front (the events of its roles bound it): growing by doubling would
@@ -182,7 +183,7 @@ LayeredSpans CollectSpans(const Trace& trace, const std::vector<EventRole>& role
 }
 
 // Ops the data loader runs per iteration: the work of its items (more items, more ops).
-double DataloaderOpsPerIteration(const Trace& trace, const std::vector<EventRole>& roles,
+double DataloaderOpsPerIteration(const Trace& trace, const BigVector<EventRole>& roles,
                                  const WorkerWindow& window, int iterations) {
   std::vector<const TraceEvent*> loaders;
   for (size_t i = 0; i < trace.events.size(); ++i) {
@@ -235,8 +236,8 @@ std::vector<std::array<float, kCategoryCount>> IterationCategoryBetas(
 
 // The transfers, in issue order: device collectives on GPU training; on CPU training the
 // backend's own ranges (gloo:*), which run on its thread and last until every rank joined.
-std::vector<CollectiveCall> CollectiveSequence(const Trace& trace, const std::vector<EventRole>& roles,
-                                               const std::vector<uint32_t>& functions,
+std::vector<CollectiveCall> CollectiveSequence(const Trace& trace, const BigVector<EventRole>& roles,
+                                               const BigVector<uint32_t>& functions,
                                                const WorkerWindow& window, bool has_device,
                                                const FunctionTable& table) {
   std::vector<const TraceEvent*> calls;
@@ -277,7 +278,7 @@ std::string RoleFromProcessGroups(const TraceMetadata& meta) {
 
 StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options) {
   std::vector<NameEntry> by_name;
-  std::vector<EventRole> roles = ClassifyAll(trace, &by_name);
+  BigVector<EventRole> roles = ClassifyAll(trace, &by_name);
   bool has_device = std::any_of(roles.begin(), roles.end(), IsDeviceRole);
   WorkerWindow window = FindWorkerWindow(trace, roles);
   if (window.length_ns() <= 0) {
@@ -286,7 +287,7 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
   FunctionTable table;
   uint32_t unattributed =
       table.Intern(Category::kHost, HostKind::kPython, std::string(kUnattributedPython));
-  std::vector<uint32_t> functions = AssignFunctions(trace, roles, has_device, &by_name, &table);
+  BigVector<uint32_t> functions = AssignFunctions(trace, roles, has_device, &by_name, &table);
   LayeredSpans spans = CollectSpans(trace, roles, functions, window, has_device, &table);
 
   Summary summary;

@@ -11,7 +11,7 @@
 namespace eroica {
 namespace {
 
-int64_t MostCommonCpuPid(const Trace& trace, const std::vector<EventRole>& roles) {
+int64_t MostCommonCpuPid(const Trace& trace, const BigVector<EventRole>& roles) {
   std::unordered_map<int64_t, int64_t> counts;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     if (roles[i] != EventRole::kIgnore && !IsDeviceRole(roles[i])) ++counts[trace.events[i].pid];
@@ -35,7 +35,7 @@ int64_t StepId(std::string_view name) {
 
 }  // namespace
 
-WorkerWindow FindWorkerWindow(const Trace& trace, const std::vector<EventRole>& roles) {
+WorkerWindow FindWorkerWindow(const Trace& trace, const BigVector<EventRole>& roles) {
   WorkerWindow window;
   std::vector<const TraceEvent*> steps;
   for (size_t i = 0; i < trace.events.size(); ++i) {

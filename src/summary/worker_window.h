@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/huge_page_allocator.h"
 #include "summary/classify.h"
 #include "trace/trace.h"
 
@@ -23,6 +24,6 @@ struct WorkerWindow {
   int64_t length_ns() const { return end_ns - start_ns; }
 };
 
-WorkerWindow FindWorkerWindow(const Trace& trace, const std::vector<EventRole>& roles);
+WorkerWindow FindWorkerWindow(const Trace& trace, const BigVector<EventRole>& roles);
 
 }  // namespace eroica
