@@ -360,8 +360,8 @@ def write_report(path, m, real, big, big_read_only, several, patterns, dlrm_bund
     L.append(f"**Machine:** {m['model']}, {m['cores']} cores, {m['mem_gb']:.0f} GB RAM, Linux {m['kernel']}. "
              f"Load average at the start {m['load'][0]:.1f} / {m['load'][1]:.1f} / {m['load'][2]:.1f} (1/5/15 min), "
              f"at the end {load_end[0]:.1f} / {load_end[1]:.1f} / {load_end[2]:.1f}: the machine is shared, so each "
-             f"time is the best of {args.repeat} runs ({args.read_repeat} for the real traces' reads, taken round-robin over the files), and *MB/s per core* divides by the CPU seconds (all threads) of "
-             "that run.\n")
+             f"time is the best of {args.repeat} runs ({args.read_repeat} for the real traces' reads, taken "
+             "round-robin over the files), and *MB/s per core* divides by the CPU seconds (all threads) of that run.\n")
     L.append("*MB/s* counts uncompressed JSON bytes. eroica figures are `ReadTrace` + `Summarize` of one file in a fresh "
              "process (`bench/read_bench read`); peak RSS is that process's `ru_maxrss`. Python is `/usr/bin/python3` "
              "`json.load` of the same file (through `gzip.open` for .gz), the floor any Python trace tool pays "

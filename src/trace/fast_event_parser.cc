@@ -356,7 +356,8 @@ struct FastEventParser::EventState {
 
 // Reads the value at the cursor as `field` says; kArgs and kEnd are the callers'. False when
 // unsure of the value.
-[[gnu::always_inline]] inline bool FastEventParser::ReadValue(Field field, Cursor* c, TraceEvent* event, EventState* state) {
+[[gnu::always_inline]] inline bool FastEventParser::ReadValue(Field field, Cursor* c, TraceEvent* event,
+                                                              EventState* state) {
   std::string_view text;
   switch (field) {
     case Field::kTs:

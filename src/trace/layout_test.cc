@@ -76,8 +76,9 @@ TEST(LayoutTest, EventsThatLeaveALearnedLayoutReadAsTheFullWalkReadsThem) {
       R"({"ph": "f", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 100, "dur": 5, "args": {}})",
       R"({"ph": "XX", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 100, "dur": 5, "args": {}})",
       R"({"ph": "X", "cat": "kernex", "name": "k", "pid": 1, "tid": 7, "ts": 100, "dur": 5, "args": {}})",
-      R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 100, "dur": 5, "args": {}})",
-      R"({"ph": "X", "cat": "a category name longer than a layout holds", "name": "k", "pid": 1, "tid": 7, "ts": 100, "dur": 5, "args": {}})",
+      R"({"ph": "X", "cat": "kern\u0065l", "name": "k", "pid": 1, "tid": 7, "ts": 100, "dur": 5, "args": {}})",
+      R"({"ph": "X", "cat": "a category name longer than a layout holds", "name": "k", "pid": 1, "tid": 7, )"
+      R"("ts": 100, "dur": 5, "args": {}})",
       R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 100, "dur": 5, "args": {"correlation": 3} })",
       head + R"("k", "pid": 1, "tid": 7, "ts": 100, "dur": 5, "args": {"correlation": 3}, "args": {"bytes": 8}})",
       head + R"("k", "pid": 1, "tid": 7, "ts": 100, "dur": 5, "args": {"correlation": [1, {"a": "}"}]}})",
@@ -113,7 +114,8 @@ TEST(LayoutTest, EventsThatLeaveALearnedLayoutReadAsTheFullWalkReadsThem) {
 
 // A cut file: the layout walk must not read a learned gap past the end of the data.
 TEST(LayoutTest, ATruncatedTraceReadsTheSameBothWays) {
-  std::string event = R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 10, "dur": 3, "args": {"External id": 5}})";
+  std::string event = R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 10, "dur": 3, )"
+                      R"("args": {"External id": 5}})";
   std::string text = "{\"traceEvents\": [\n";
   for (int i = 0; i < 50; ++i) text += event + ",\n";
   TempDir dir;
