@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/core.h>
+
 #include "base/temp_dir.h"
 #include "trace/layout_trie.h"
 #include "trace/reader.h"
@@ -122,6 +124,26 @@ TEST(LayoutTest, ATruncatedTraceReadsTheSameBothWays) {
   for (size_t cut = text.size() - 3 * event.size(); cut < text.size(); cut += 7) {
     ExpectSameBothWays(dir.Write("cut.json", text.substr(0, cut)));
   }
+}
+
+// Events that never repeat a layout (a new args key each) fill the trie; past its bound the
+// reader must keep reading every event right, by the full walk.
+TEST(LayoutTest, EventsThatNeverRepeatALayoutReadTheSameBothWays) {
+  std::string text = "[\n";
+  const int count = 20000;
+  for (int i = 0; i < count; ++i) {
+    text += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "op{}", "pid": 1, "tid": 2, "ts": {}, "dur": 3, )"
+                        R"("args": {{"key{}": {}, "External id": {}}}}})",
+                        i % 7, 10 * i, i, i, i);
+    text += i + 1 < count ? ",\n" : "\n]";
+  }
+  TempDir dir;
+  std::string path = dir.Write("unique.json", text);
+  ExpectSameBothWays(path);
+  StatusOr<Trace> t = ReadTrace(path);
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->events.size(), static_cast<size_t>(count));
+  EXPECT_EQ(t->events.back().external_id, count - 1);
 }
 
 TEST(LayoutTrieTest, LearnsSharedPrefixesOnceAndBoundsItsSize) {
