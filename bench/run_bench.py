@@ -129,7 +129,10 @@ class Bench:
             for path in files:
                 log("read", path.name)
                 runs[path].append(run_json([self.read_bench, "read", str(path)]))
-        return [{"file": path, "eroica": best(runs[path], "total_s"), "python": self.python_load(path)}
+        def per_core(r):
+            return mb(r["input_bytes"]) / r["total_cpu_s"]
+        return [{"file": path, "eroica": best(runs[path], "total_s"), "python": self.python_load(path),
+                 "spread": (min(map(per_core, runs[path])), max(map(per_core, runs[path])))}
                 for path in files]
 
     def largest_real_traces(self, count):
@@ -318,9 +321,9 @@ def big_profile_note(big_read_only):
 
 
 def read_table(rows, label):
-    out = [f"| {label} | format | JSON MB | events | eroica s | MB/s | MB/s per core | peak RSS MB "
-           "| Python json.load s | Python RSS MB | eroica vs Python |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out = [f"| {label} | format | JSON MB | events | eroica s | MB/s | MB/s per core | all runs, MB/s per core "
+           "| peak RSS MB | Python json.load s | Python RSS MB | eroica vs Python |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         e, p = r["eroica"], r["python"]
         name = r["file"].name
@@ -330,7 +333,8 @@ def read_table(rows, label):
         ratio = f"{p['seconds'] / e['total_s']:.0f}x faster" if p else "-"
         out.append(f"| {name.replace('.json.gz', '').replace('.json', '')} | {fmt_} | {mb(e['input_bytes']):,.1f} "
                    f"| {e['events']:,} | {e['total_s']:.3f} | {fmt_rate(e['input_bytes'], e['total_s'])} "
-                   f"| {fmt_rate(e['input_bytes'], e['total_cpu_s'])} | {e['peak_rss_kb'] / 1024:,.0f} "
+                   f"| {fmt_rate(e['input_bytes'], e['total_cpu_s'])} | {r['spread'][0]:,.0f}-{r['spread'][1]:,.0f} "
+                   f"| {e['peak_rss_kb'] / 1024:,.0f} "
                    f"| {py_s} | {py_rss} | {ratio} |")
     return "\n".join(out)
 
@@ -361,7 +365,9 @@ def write_report(path, m, real, big, big_read_only, several, patterns, dlrm_bund
              f"Load average at the start {m['load'][0]:.1f} / {m['load'][1]:.1f} / {m['load'][2]:.1f} (1/5/15 min), "
              f"at the end {load_end[0]:.1f} / {load_end[1]:.1f} / {load_end[2]:.1f}: the machine is shared, so each "
              f"time is the best of {args.repeat} runs ({args.read_repeat} for the real traces' reads, taken "
-             "round-robin over the files), and *MB/s per core* divides by the CPU seconds (all threads) of that run.\n")
+             "round-robin over the files), and *MB/s per core* divides by the CPU seconds (all threads) of that run. "
+             "*All runs* gives the slowest and the fastest of the runs: the same fresh read of the same file "
+             "varies that much on this machine from one second to the next.\n")
     L.append("*MB/s* counts uncompressed JSON bytes. eroica figures are `ReadTrace` + `Summarize` of one file in a fresh "
              "process (`bench/read_bench read`); peak RSS is that process's `ru_maxrss`. Python is `/usr/bin/python3` "
              "`json.load` of the same file (through `gzip.open` for .gz), the floor any Python trace tool pays "
@@ -606,7 +612,7 @@ def main():
     parser.add_argument("--work", default=str(ROOT / "out" / "bench"))
     parser.add_argument("--traces", default=str(ROOT.parent / "shared" / "traces"))
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--read-repeat", type=int, default=9,
+    parser.add_argument("--read-repeat", type=int, default=15,
                         help="fresh-process runs per real trace (each takes well under a second)")
     parser.add_argument("--best-of", type=int, default=10)
     parser.add_argument("--largest", type=int, default=5, help="how many of the largest real traces")
