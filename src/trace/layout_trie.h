@@ -24,7 +24,8 @@
 namespace eroica {
 
 // What a member's value is to the parser. The field follows from the key and its depth alone
-// (never from the value), so a layout learned on one event holds for every event that matches.
+// (for the fixed ones, from bytes of the value too, which are then part of what must match), so
+// a layout learned on one event holds for every event that matches it.
 enum class Field : uint8_t {
   kSkip,          // a value nobody reads
   kPhase,         // "ph": a non-"X" phase ends the event (its rest is skipped)
