@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "trace/event_field.h"
 #include "trace/event_verdict.h"
 #include "trace/timestamp.h"
 
@@ -31,72 +32,87 @@ bool ParseId(value v, Trace* trace, int64_t* out) {
 bool EventParser::ParseArgs(object args, TraceEvent* event) {
   int64_t in_nelems = -1;
   int dtype_bytes = 0;
-  for (auto field : args) {
-    std::string_view key;
-    if (field.unescaped_key().get(key)) return false;
+  for (auto member : args) {
+    std::string_view key, text;
+    if (member.unescaped_key().get(key)) return false;
     value v;
-    if (field.value().get(v)) return false;
-    if (key == "correlation") {
-      if (auto id = ParseInteger(v.raw_json_token())) event->correlation = *id;
-    } else if (key == "External id") {
-      if (auto id = ParseInteger(v.raw_json_token())) event->external_id = *id;
-    } else if (key == "bytes") {
-      if (auto n = ParseInteger(v.raw_json_token())) event->bytes = *n;
-    } else if (key == "Input Dims") {
-      simdjson::ondemand::array dims;
-      std::string_view raw;
-      if (!v.get_array().get(dims) && !dims.raw_json().get(raw)) {
-        event->shapes = fast_.InternShapes(raw);
+    if (member.value().get(v)) return false;
+    switch (ArgsField(key)) {
+      case Field::kCorrelation:
+        if (auto id = ParseInteger(v.raw_json_token())) event->correlation = *id;
+        break;
+      case Field::kExternalId:
+        if (auto id = ParseInteger(v.raw_json_token())) event->external_id = *id;
+        break;
+      case Field::kBytes:
+        if (auto n = ParseInteger(v.raw_json_token())) event->bytes = *n;
+        break;
+      case Field::kInMsgNelems:
+        if (auto n = ParseInteger(v.raw_json_token())) in_nelems = *n;
+        break;
+      case Field::kInputDims: {
+        simdjson::ondemand::array dims;
+        std::string_view raw;
+        if (!v.get_array().get(dims) && !dims.raw_json().get(raw)) event->shapes = fast_.InternShapes(raw);
+        break;
       }
-    } else if (key == "Collective name") {
-      std::string_view text;
-      if (!v.get_string().get(text)) event->collective = trace_->strings.Intern(text);
-    } else if (key == "In msg nelems") {
-      if (auto n = ParseInteger(v.raw_json_token())) in_nelems = *n;
-    } else if (key == "dtype") {
-      std::string_view text;
-      if (!v.get_string().get(text)) dtype_bytes = DtypeBytes(text);
+      case Field::kCollective:
+        if (!v.get_string().get(text)) event->collective = trace_->strings.Intern(text);
+        break;
+      case Field::kDtype:
+        if (!v.get_string().get(text)) dtype_bytes = DtypeBytes(text);
+        break;
+      default:
+        break;
     }
   }
-  if (event->bytes < 0 && in_nelems >= 0 && dtype_bytes > 0) event->bytes = in_nelems * dtype_bytes;
+  event->bytes = ArgsBytes(event->bytes, in_nelems, dtype_bytes);
   return true;
 }
 
 EventParser::Outcome EventParser::ParseEvent(object object, TraceEvent* event) {
   char phase = 0;
   bool has_ts = false, has_dur = false, bad_number = false;
-  for (auto field : object) {
-    std::string_view key;
-    if (field.unescaped_key().get(key)) return Outcome::kMalformed;
+  for (auto member : object) {
+    std::string_view key, text;
+    if (member.unescaped_key().get(key)) return Outcome::kMalformed;
     value v;
-    if (field.value().get(v)) return Outcome::kMalformed;
-    if (key == "ph") {
-      std::string_view text;
-      if (v.get_string().get(text) || text.empty()) return Outcome::kMalformed;
-      phase = text[0];
-    } else if (key == "name") {
-      std::string_view text;
-      if (v.get_string().get(text)) return Outcome::kMalformed;
-      event->name = fast_.InternEventName(text);
-    } else if (key == "cat") {
-      std::string_view text;
-      if (v.get_string().get(text)) return Outcome::kMalformed;
-      event->cat = fast_.InternCat(text);
-    } else if (key == "ts" || key == "dur") {
-      std::optional<int64_t> ns = ParseMicrosToNanos(v.raw_json_token());
-      if (!ns) {
-        bad_number = true;
-        continue;
+    if (member.value().get(v)) return Outcome::kMalformed;
+    switch (Field field = TopLevelField(key)) {
+      case Field::kPhase:
+        if (v.get_string().get(text) || text.empty()) return Outcome::kMalformed;
+        phase = text[0];
+        break;
+      case Field::kName:
+        if (v.get_string().get(text)) return Outcome::kMalformed;
+        event->name = fast_.InternEventName(text);
+        break;
+      case Field::kCat:
+        if (v.get_string().get(text)) return Outcome::kMalformed;
+        event->cat = fast_.InternCat(text);
+        break;
+      case Field::kTs:
+      case Field::kDur: {
+        std::optional<int64_t> ns = ParseMicrosToNanos(v.raw_json_token());
+        if (!ns) {
+          bad_number = true;
+        } else {
+          (field == Field::kTs ? event->ts_ns : event->dur_ns) = *ns;
+          (field == Field::kTs ? has_ts : has_dur) = true;
+        }
+        break;
       }
-      (key == "ts" ? event->ts_ns : event->dur_ns) = *ns;
-      (key == "ts" ? has_ts : has_dur) = true;
-    } else if (key == "pid") {
-      if (!ParseId(v, trace_, &event->pid)) return Outcome::kMalformed;
-    } else if (key == "tid") {
-      if (!ParseId(v, trace_, &event->tid)) return Outcome::kMalformed;
-    } else if (key == "args") {
-      simdjson::ondemand::object args;
-      if (!v.get_object().get(args) && !ParseArgs(args, event)) return Outcome::kMalformed;
+      case Field::kPid:
+      case Field::kTid:
+        if (!ParseId(v, trace_, field == Field::kPid ? &event->pid : &event->tid)) return Outcome::kMalformed;
+        break;
+      case Field::kArgs: {
+        simdjson::ondemand::object args;
+        if (!v.get_object().get(args) && !ParseArgs(args, event)) return Outcome::kMalformed;
+        break;
+      }
+      default:
+        break;
     }
   }
   switch (JudgeEvent(phase, has_ts, has_dur, bad_number, event->dur_ns, &trace_->stats)) {

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "trace/block_scanner.h"
+#include "trace/event_field.h"
 #include "trace/event_verdict.h"
 #include "trace/layout_trie.h"
 #include "trace/timestamp.h"
@@ -126,14 +127,6 @@ inline const char* FindQuoteOrBackslash(const char* p, const char* end) {
 }
 
 }  // namespace
-
-int DtypeBytes(std::string_view dtype) {
-  if (dtype == "Float" || dtype == "Int" || dtype == "float32" || dtype == "int32") return 4;
-  if (dtype == "BFloat16" || dtype == "Half" || dtype == "Short") return 2;
-  if (dtype == "Double" || dtype == "Long" || dtype == "ComplexFloat") return 8;
-  if (dtype == "Byte" || dtype == "Char" || dtype == "Bool" || dtype.starts_with("Float8")) return 1;
-  return 0;
-}
 
 // A position inside one element. Every method fails (returns false) rather than guess.
 struct FastEventParser::Cursor {
@@ -348,7 +341,7 @@ struct FastEventParser::EventState {
 
   // A collective's size from its element count and dtype, when args had no "bytes".
   void CloseArgs(TraceEvent* event) {
-    if (event->bytes < 0 && in_nelems >= 0 && dtype_bytes > 0) event->bytes = in_nelems * dtype_bytes;
+    event->bytes = ArgsBytes(event->bytes, in_nelems, dtype_bytes);
     in_nelems = -1;
     dtype_bytes = 0;
   }

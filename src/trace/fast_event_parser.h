@@ -16,9 +16,6 @@
 
 namespace eroica {
 
-// Bytes per element of a PyTorch dtype name ("Float", "BFloat16"), 0 when unknown.
-int DtypeBytes(std::string_view dtype);
-
 class FastEventParser {
  public:
   enum class Result { kKept, kCounted, kUnsure };

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/core.h>
+
 #include "base/temp_dir.h"
 #include "trace/block_scanner.h"
 #include "trace/byte_source.h"
@@ -116,6 +118,42 @@ TEST(FastPathTest, RefusedEventsKeepFileOrderAndExactCounts) {
       EXPECT_TRUE(IsStringPid(t->events[k].pid));
     }
   }
+}
+
+// The exact (simdjson) path reads every field as the fast walk does: the same events, once
+// plain and once with a name escaped (which the fast walk refuses), give the same TraceEvents.
+TEST(FastPathTest, RefusedEventsReadEveryFieldAsTheFastWalkDoes) {
+  const std::vector<std::string> bodies = {
+      R"("cat": "kernel", "pid": 0, "tid": 7, "ts": 1000.5, "dur": 21.344, )"
+      R"("args": {"External id": 15, "correlation": 52, "grid": [56, 2, 1], "Input Dims": [[8, 4], []]}})",
+      R"("cat": "cpu_op", "pid": "CPU functions", "tid": 3, "ts": 2000, "dur": 7, )"
+      R"("args": {"Collective name": "allreduce", "In msg nelems": 1024, "dtype": "BFloat16"}})",
+      R"("cat": "gpu_memcpy", "pid": 1, "tid": 2, "ts": 3000, "dur": 9, "args": {"bytes": 4096}})",
+  };
+  auto trace_text = [&](const std::string& name) {
+    std::string text = "[";
+    for (size_t i = 0; i < bodies.size(); ++i) {
+      text += (i ? ", " : "") + std::string(R"({"ph": "X", "name": ")") + name + "\", " + bodies[i];
+    }
+    return text + "]";
+  };
+  TempDir dir;
+  StatusOr<Trace> fast = ReadTrace(dir.Write("plain.json", trace_text("Aop")));
+  StatusOr<Trace> exact = ReadTrace(dir.Write("escaped.json", trace_text(R"(\u0041op)")));
+  ASSERT_TRUE(fast.ok() && exact.ok());
+  ASSERT_EQ(fast->events.size(), bodies.size());
+  ASSERT_EQ(exact->events.size(), bodies.size());
+  auto row = [](const Trace& t, const TraceEvent& e) {
+    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", t.Str(e.name), t.Str(e.cat), e.ts_ns, e.dur_ns,
+                       IsStringPid(e.pid) ? std::string(t.Str(static_cast<StringId>(e.pid - kStringPidBase)))
+                                          : std::to_string(e.pid),
+                       e.tid, e.correlation, e.external_id, e.bytes, t.Str(e.shapes), t.Str(e.collective));
+  };
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    EXPECT_EQ(row(*exact, exact->events[i]), row(*fast, fast->events[i])) << i;
+  }
+  EXPECT_EQ(fast->events[0].external_id, 15);
+  EXPECT_EQ(fast->events[1].bytes, 2048);  // 1024 BFloat16s
 }
 
 // Collects the chunks a splitter hands to a sink that does not parse in place (the path other

@@ -4,39 +4,6 @@
 
 namespace eroica {
 
-Field TopLevelField(std::string_view key) {
-  if (key.empty()) return Field::kSkip;
-  switch (key[0]) {
-    case 'a':
-      return key == "args" ? Field::kArgs : Field::kSkip;
-    case 'c':
-      return key == "cat" ? Field::kCat : Field::kSkip;
-    case 'd':
-      return key == "dur" ? Field::kDur : Field::kSkip;
-    case 'n':
-      return key == "name" ? Field::kName : Field::kSkip;
-    case 'p':
-      if (key == "ph") return Field::kPhase;
-      return key == "pid" ? Field::kPid : Field::kSkip;
-    case 't':
-      if (key == "ts") return Field::kTs;
-      return key == "tid" ? Field::kTid : Field::kSkip;
-    default:
-      return Field::kSkip;
-  }
-}
-
-Field ArgsField(std::string_view key) {
-  if (key == "correlation") return Field::kCorrelation;
-  if (key == "External id") return Field::kExternalId;
-  if (key == "bytes") return Field::kBytes;
-  if (key == "In msg nelems") return Field::kInMsgNelems;
-  if (key == "Input Dims") return Field::kInputDims;
-  if (key == "Collective name") return Field::kCollective;
-  if (key == "dtype") return Field::kDtype;
-  return Field::kSkip;
-}
-
 LayoutTrie::LayoutTrie() { nodes_.emplace_back(); }
 
 uint32_t LayoutTrie::MatchOtherChild(uint32_t node, const char* p, const char* limit) {

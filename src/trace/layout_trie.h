@@ -17,41 +17,13 @@
 #include <string_view>
 #include <vector>
 
+#include "trace/event_field.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
 namespace eroica {
-
-// What a member's value is to the parser. The field follows from the key and its depth alone
-// (for the fixed ones, from bytes of the value too, which are then part of what must match), so
-// a layout learned on one event holds for every event that matches it.
-enum class Field : uint8_t {
-  kSkip,          // a value nobody reads
-  kPhase,         // "ph": a non-"X" phase ends the event (its rest is skipped)
-  kTs,
-  kDur,
-  kName,
-  kCat,
-  kPid,
-  kTid,
-  kArgs,          // "args": the members after it are the args' own, until the object closes
-  kCorrelation,   // args.correlation
-  kExternalId,    // args["External id"]
-  kBytes,         // args.bytes
-  kInMsgNelems,   // args["In msg nelems"]
-  kInputDims,     // args["Input Dims"]
-  kCollective,    // args["Collective name"]
-  kDtype,         // args.dtype
-  kEnd,           // no value: the node's bytes close the event
-  // A phase or cat that was a short plain string: its bytes are part of the gap (a layout per
-  // phase and per category), and the node holds what they read as.
-  kFixedPhase,
-  kFixedCat,
-};
-
-Field TopLevelField(std::string_view key);
-Field ArgsField(std::string_view key);
 
 class LayoutTrie {
  public:
