@@ -1,7 +1,6 @@
 #include "trace/byte_source.h"
 
 #include <libdeflate.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -12,8 +11,11 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
+
+#include "base/huge_page_allocator.h"
 
 namespace eroica {
 namespace {
@@ -40,23 +42,20 @@ class FileSource : public ByteSource {
   int64_t size_ = -1;
 };
 
-// Memory for a whole inflated file: mmap'd with transparent huge pages requested, since
-// faulting in the output 4 KB at a time costs as much as inflating it on a VM.
+// Memory for a whole inflated file, with transparent huge pages (faulting the output in 4 KB
+// at a time costs as much as inflating it on a VM). No memory: data() is null, and the caller
+// streams instead.
 class BigBuffer {
  public:
-  explicit BigBuffer(size_t size) {
-    constexpr size_t kHuge = size_t{2} << 20;
-    length_ = (std::max<size_t>(size, 1) + kHuge - 1) / kHuge * kHuge;
-    void* p = mmap(nullptr, length_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-      length_ = 0;
-      return;
+  explicit BigBuffer(size_t size) : size_(size) {
+    try {
+      data_ = HugePageAllocator<char>().allocate(size);
+    } catch (const std::bad_alloc&) {
+      data_ = nullptr;
     }
-    madvise(p, length_, MADV_HUGEPAGE);
-    data_ = static_cast<char*>(p);
   }
   ~BigBuffer() {
-    if (data_ != nullptr) munmap(data_, length_);
+    if (data_ != nullptr) HugePageAllocator<char>().deallocate(data_, size_);
   }
   BigBuffer(const BigBuffer&) = delete;
   BigBuffer& operator=(const BigBuffer&) = delete;
@@ -64,7 +63,7 @@ class BigBuffer {
 
  private:
   char* data_ = nullptr;
-  size_t length_ = 0;
+  size_t size_;
 };
 
 // A gzip file inflated whole by libdeflate (about twice zlib's speed), lent to the reader in
