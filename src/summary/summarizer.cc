@@ -11,6 +11,7 @@
 #include "summary/function_name.h"
 #include "summary/function_table.h"
 #include "summary/pattern_builder.h"
+#include "summary/program_points.h"
 #include "summary/worker_window.h"
 #include "trace/reader.h"
 
@@ -294,6 +295,7 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
   summary.window_start_ns = window.start_ns;
   summary.critical_path =
       PaintCriticalPath(std::move(spans.layers), window.start_ns, window.end_ns, unattributed);
+  NameProgramPoints(trace, roles, functions, window, unattributed, &summary.critical_path, &table);
   for (const Span& span : summary.critical_path) table[span.function].owned_ns += span.end_ns - span.start_ns;
   AddUtilization(summary.critical_path, has_device, options.samples, &table);
 

@@ -57,6 +57,7 @@ WorkerWindow FindWorkerWindow(const Trace& trace, const BigVector<EventRole>& ro
   std::sort(steps.begin(), steps.end(),
             [](const TraceEvent* a, const TraceEvent* b) { return a->ts_ns < b->ts_ns; });
   window.main_pid = steps.front()->pid;
+  window.main_tid = steps.front()->tid;
   window.start_ns = steps.front()->ts_ns;
   int64_t cpu_end_ns = window.start_ns;
   for (const TraceEvent* step : steps) {

@@ -1,0 +1,101 @@
+#include "summary/program_points.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace eroica {
+namespace {
+
+constexpr uint32_t kNoFunction = std::numeric_limits<uint32_t>::max();
+
+// The op found so far on one side of a gap: where it meets the gap, and its length.
+struct Landmark {
+  int64_t at = 0;
+  int64_t dur = -1;
+  uint32_t function = kNoFunction;
+};
+
+// Before a gap the op that ended last wins; after it, the one that started first. On a tie the
+// longer one, which is the outer op: a parent and its last child end together.
+bool Closer(const Landmark& candidate, const Landmark& best, bool before) {
+  if (best.function == kNoFunction) return candidate.function != kNoFunction;
+  if (candidate.function == kNoFunction) return false;
+  if (candidate.at != best.at) return before ? candidate.at > best.at : candidate.at < best.at;
+  return candidate.dur > best.dur;
+}
+
+bool IsLandmark(EventRole role) {
+  return role != EventRole::kIgnore && role != EventRole::kStepMarker && !IsDeviceRole(role);
+}
+
+std::string PointName(const FunctionTable& table, uint32_t before, uint32_t after) {
+  if (before == kNoFunction) return "(python before " + table.all()[after].name + ")";
+  if (after == kNoFunction) return "(python after " + table.all()[before].name + ")";
+  return "(python between " + table.all()[before].name + " and " + table.all()[after].name + ")";
+}
+
+}  // namespace
+
+void NameProgramPoints(const Trace& trace, const BigVector<EventRole>& roles,
+                       const BigVector<uint32_t>& functions, const WorkerWindow& window,
+                       uint32_t unattributed, SpanList* critical_path, FunctionTable* table) {
+  std::vector<size_t> gaps;
+  std::vector<int64_t> gap_starts, gap_ends;
+  for (size_t i = 0; i < critical_path->size(); ++i) {
+    const Span& span = (*critical_path)[i];
+    if (span.function != unattributed) continue;
+    gaps.push_back(i);
+    gap_starts.push_back(span.start_ns);
+    gap_ends.push_back(span.end_ns);
+  }
+  if (gaps.empty()) return;
+
+  // Each op is offered to the one gap it is nearest to on each side; the prefix and suffix
+  // passes below hand the best on to the gaps further away. One pass, no sort of the events.
+  std::vector<Landmark> before(gaps.size()), after(gaps.size());
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if (!IsLandmark(roles[i]) || e.pid != window.main_pid) continue;
+    if (window.main_tid >= 0 && e.tid != window.main_tid) continue;
+    auto next_gap = std::lower_bound(gap_starts.begin(), gap_starts.end(), e.end_ns());
+    if (next_gap != gap_starts.end()) {
+      Landmark& best = before[static_cast<size_t>(next_gap - gap_starts.begin())];
+      Landmark candidate{e.end_ns(), e.dur_ns, functions[i]};
+      if (Closer(candidate, best, /*before=*/true)) best = candidate;
+    }
+    auto previous_gap = std::upper_bound(gap_ends.begin(), gap_ends.end(), e.ts_ns);
+    if (previous_gap != gap_ends.begin()) {
+      Landmark& best = after[static_cast<size_t>(previous_gap - gap_ends.begin()) - 1];
+      Landmark candidate{e.ts_ns, e.dur_ns, functions[i]};
+      if (Closer(candidate, best, /*before=*/false)) best = candidate;
+    }
+  }
+  for (size_t g = 1; g < gaps.size(); ++g) {
+    if (Closer(before[g - 1], before[g], /*before=*/true)) before[g] = before[g - 1];
+  }
+  for (size_t g = gaps.size() - 1; g-- > 0;) {
+    if (Closer(after[g + 1], after[g], /*before=*/false)) after[g] = after[g + 1];
+  }
+
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> points;
+  for (size_t g = 0; g < gaps.size(); ++g) {
+    std::pair<uint32_t, uint32_t> key{before[g].function, after[g].function};
+    if (key.first == kNoFunction && key.second == kNoFunction) continue;
+    auto it = points.find(key);
+    if (it == points.end()) {
+      std::string name = PointName(*table, key.first, key.second);
+      it = points.emplace(key, table->Intern(Category::kHost, HostKind::kPython, name)).first;
+    }
+    Span& span = (*critical_path)[gaps[g]];
+    span.function = it->second;
+    FunctionStats& stats = (*table)[it->second];
+    ++stats.calls;
+    stats.total_duration_ns += span.end_ns - span.start_ns;
+  }
+}
+
+}  // namespace eroica

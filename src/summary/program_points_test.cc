@@ -1,0 +1,107 @@
+#include "summary/program_points.h"
+
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "summary/summary_test_util.h"
+
+namespace eroica {
+namespace {
+
+const FunctionPattern* Find(const WorkerPattern& p, const std::string& name) {
+  for (const FunctionPattern& f : p.functions) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+constexpr std::string_view kLoader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+
+// Three 1000 µs iterations of CPU training: the loader, 400 µs of Python, aten::mm (whose
+// last child ends with it), then 100 µs of Python.
+std::string ThreeIterations() {
+  std::string events;
+  for (int i = 0; i < 3; ++i) {
+    int t = 1000 * i;
+    events += fmt::format(R"({{"name":"ProfilerStep#{}","ph":"X","ts":{},"dur":1000,"tid":1,"pid":7}},)", i, t);
+    events += fmt::format(R"({{"name":"{}","ph":"X","ts":{},"dur":100,"tid":1,"pid":7}},)", kLoader, t);
+    events += fmt::format(R"({{"name":"aten::mm","ph":"X","ts":{},"dur":400,"tid":1,"pid":7}},)", t + 500);
+    events += fmt::format(R"({{"name":"aten::empty","ph":"X","ts":{},"dur":100,"tid":1,"pid":7}},)", t + 800);
+  }
+  events.pop_back();
+  return "[" + events + "]";
+}
+
+TEST(ProgramPointsTest, OneProgramPointEveryIterationIsOneFunctionWithOneCallPerIteration) {
+  WorkerPattern p = SummarizeText(ThreeIterations());
+  const FunctionPattern* loop = Find(p, fmt::format("(python between {} and aten::mm)", kLoader));
+  ASSERT_NE(loop, nullptr);
+  EXPECT_NEAR(loop->beta, 0.4, 1e-9);
+  EXPECT_EQ(loop->category, Category::kHost);
+  EXPECT_EQ(loop->host_kind, HostKind::kPython);
+  EXPECT_DOUBLE_EQ(loop->calls_per_iter, 1.0);
+  EXPECT_DOUBLE_EQ(loop->mean_duration_us, 400.0);
+  // After aten::mm: the outer op, not aten::empty, which ends at the same instant.
+  const FunctionPattern* tail = Find(p, fmt::format("(python between aten::mm and {})", kLoader));
+  ASSERT_NE(tail, nullptr);
+  EXPECT_NEAR(tail->beta, 200.0 / 3000, 1e-9);
+  const FunctionPattern* last = Find(p, "(python after aten::mm)");  // nothing follows the window
+  ASSERT_NE(last, nullptr);
+  EXPECT_NEAR(last->beta, 100.0 / 3000, 1e-9);
+  for (const FunctionPattern& f : p.functions) {
+    EXPECT_EQ(f.name.find("aten::empty and"), std::string::npos) << f.name;
+  }
+  EXPECT_NEAR(p.category_beta[static_cast<int>(Category::kHost)], 0.5, 1e-9);
+}
+
+// The same 40% of Python, once spread over ten program points and once at one: only the hot
+// loop owns a large β at one point; the host category is the same for both.
+TEST(ProgramPointsTest, PythonSpreadOverManyPointsIsSmallAtEach) {
+  std::string spread, hot;
+  for (int k = 0; k < 10; ++k) {
+    spread += fmt::format(R"({{"name":"aten::op{}","ph":"X","ts":{},"dur":60,"tid":1,"pid":7}},)", k, 100 * k);
+    hot += fmt::format(R"({{"name":"aten::op{}","ph":"X","ts":{},"dur":60,"tid":1,"pid":7}},)", k, 400 + 60 * k);
+  }
+  std::string step = R"({"name":"ProfilerStep#1","ph":"X","ts":0,"dur":1000,"tid":1,"pid":7})";
+  WorkerPattern a = SummarizeText("[" + spread + step + "]");
+  WorkerPattern b = SummarizeText("[" + hot + step + "]");
+  auto largest_python = [](const WorkerPattern& p) {
+    double best = 0;
+    for (const FunctionPattern& f : p.functions) {
+      if (f.host_kind == HostKind::kPython) best = std::max(best, f.beta);
+    }
+    return best;
+  };
+  EXPECT_NEAR(a.category_beta[static_cast<int>(Category::kHost)], 0.4, 1e-9);
+  EXPECT_NEAR(b.category_beta[static_cast<int>(Category::kHost)], 0.4, 1e-9);
+  EXPECT_NEAR(largest_python(a), 0.04, 1e-9);
+  EXPECT_NEAR(largest_python(b), 0.4, 1e-9);
+  EXPECT_NE(Find(b, "(python before aten::op0)"), nullptr);
+}
+
+// Another thread of the training process (here gloo's) covers part of the time but marks no
+// program point: the gap after it is named by the step thread's ops.
+TEST(ProgramPointsTest, OnlyTheStepThreadsOpsMarkProgramPoints) {
+  WorkerPattern p = SummarizeText(R"([
+    {"name":"ProfilerStep#1","ph":"X","ts":0,"dur":1000,"tid":1,"pid":7},
+    {"name":"aten::add","ph":"X","ts":0,"dur":100,"tid":1,"pid":7},
+    {"name":"gloo:all_reduce","ph":"X","ts":50,"dur":150,"tid":2,"pid":7},
+    {"name":"aten::mul","ph":"X","ts":300,"dur":700,"tid":1,"pid":7}])");
+  const FunctionPattern* gap = Find(p, "(python between aten::add and aten::mul)");
+  ASSERT_NE(gap, nullptr);
+  EXPECT_NEAR(gap->beta, 0.1, 1e-9);
+  for (const FunctionPattern& f : p.functions) EXPECT_EQ(f.name.find("all_reduce and"), std::string::npos);
+}
+
+TEST(ProgramPointsTest, WithoutOpsOnTheHostTheTimeStaysUnattributed) {
+  WorkerPattern p = SummarizeText(R"json({"traceEvents": [
+    {"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":7,"tid":1,"ts":0,"dur":1000},
+    {"ph":"X","cat":"kernel","name":"void gemm<1>(int)","pid":0,"tid":7,"ts":100,"dur":100}]})json");
+  EXPECT_NEAR(BetaByName(p)["(python, unattributed)"], 0.9, 1e-9);
+}
+
+}  // namespace
+}  // namespace eroica
