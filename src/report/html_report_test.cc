@@ -39,6 +39,11 @@ TEST(VerdictTest, OneSentenceSaysWhoWhatHowMuch) {
   global.scope = "global";
   global.workers = {0, 1, 2, 3};
   EXPECT_EQ(WorkersPhrase(global, 4), "All 4 ranks");
+  // A program point's name is already in parentheses: not wrapped twice.
+  global.category = "host";
+  global.function = "(python between aten::mm and aten::add)";
+  EXPECT_EQ(FindingSentence(global, 4),
+            "All 4 ranks lose 50.0 ms per iteration in host (Python) code (python between aten::mm and aten::add).");
 }
 
 TEST(HtmlReportTest, VerdictFirstThenEvidenceChartsAndWarnings) {

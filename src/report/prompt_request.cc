@@ -76,9 +76,9 @@ std::string GlobalRequest(const Finding& f, const std::string& cost, const std::
                        "it cheaper (mixed precision, fused or compiled kernels, larger kernels instead of many small "
                        "ones).", f.function, cost);
   }
-  return fmt::format("Every rank spends {} per iteration in host (Python) code on the critical path ({}). Propose a "
+  return fmt::format("Every rank spends {} per iteration in host (Python) code on the critical path {}. Propose a "
                      "patch that removes this work from the step (vectorize it, move it out of the loop, batch .item() "
-                     "calls, torch.compile), starting from {}.", cost, f.function, start);
+                     "calls, torch.compile), starting from {}.", cost, InParentheses(f.function), start);
 }
 
 }  // namespace

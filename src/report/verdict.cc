@@ -49,10 +49,15 @@ std::string FormatDuration(double seconds) {
   return fmt::format("{:.3f} ms", ms);
 }
 
+std::string InParentheses(const std::string& name) {
+  if (name.size() >= 2 && name.front() == '(' && name.back() == ')') return name;
+  return "(" + name + ")";
+}
+
 std::string FindingSentence(const Finding& f, int total) {
   std::string who = WorkersPhrase(f, total);
   bool plural = f.workers.size() != 1 || CoversEveryone(f, total);
-  std::string what = f.function.empty() ? "" : fmt::format(" ({})", f.function);
+  std::string what = f.function.empty() ? "" : " " + InParentheses(f.function);
   if (f.category == "hang") {
     std::string where = f.location.empty() ? f.function : f.location;
     std::string others = total > static_cast<int>(f.workers.size()) ? "; the other ranks wait for it" : "";

@@ -18,6 +18,9 @@ std::string CategoryPhrase(const std::string& category);
 // (enumerate(DataLoader)#...__next__); the other 3 ranks wait for it."
 std::string FindingSentence(const Finding& finding, int total_workers);
 
+// "(name)", or the name itself when it is already in parentheses: "(python between A and B)".
+std::string InParentheses(const std::string& name);
+
 // Milliseconds with a sensible number of digits: "51.9 ms", "0.42 ms", "1.3 s".
 std::string FormatDuration(double seconds);
 
