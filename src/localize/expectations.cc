@@ -114,6 +114,7 @@ StatusOr<Expectations> ParseExpectations(std::string_view text, const std::strin
     number("small_group", &e.small_group);
     number("small_group_min_excess_beta", &e.small_group_min_excess_beta);
     number("fallback_excess_beta", &e.fallback_excess_beta);
+    number("point_lead_beta", &e.point_lead_beta);
     number("link_peak_deficit", &e.link_peak_deficit);
     number("slow_worker_ratio", &e.slow_worker_ratio);
   }

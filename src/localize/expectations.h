@@ -48,6 +48,9 @@ struct Expectations {
   double small_group = 8;
   double small_group_min_excess_beta = 0.05;
   double fallback_excess_beta = 0.12;
+  // Or, at any group size, a worker above every peer at one host function by this much β:
+  // code runs at one program point, noise spreads (function_leads.h has the measurements).
+  double point_lead_beta = 0.2;
   // A rank whose link's burst peak (μ + 2σ) is this much below its peers' has a degraded link.
   double link_peak_deficit = 0.35;
   // A worker whose compute ops take this many times its peers' (same work) is slow as a whole,

@@ -10,6 +10,7 @@
 #include "base/robust_stats.h"
 #include "localize/advice.h"
 #include "localize/collective_waits.h"
+#include "localize/function_leads.h"
 #include "localize/work_signals.h"
 
 namespace eroica {
@@ -162,6 +163,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   std::vector<std::vector<double>> shares;
   std::vector<RobustCenter> centers;
   std::vector<std::vector<bool>> outlier(kOwnCount, std::vector<bool>(n, false));
+  std::vector<double> host_leads = HostFunctionLeads(group);
   for (size_t c = 0; c < kOwnCount; ++c) {
     shares.push_back(OwnShares(group, kOwnWork[c]));
     centers.push_back(MedianAndMad(shares[c]));
@@ -171,6 +173,11 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
       double excess = shares[c][k] - centers[c].median;
       double z = RobustZ(shares[c][k], centers[c], e.min_scale_beta);
       outlier[c][k] = shares[c][k] >= e.min_beta && IsOutlier(group, leaders, k, excess, z, e);
+      // Host time that sits at one program point far above every peer is the worker's code,
+      // even when a noisy iteration elsewhere breaks the persistence test.
+      if (kOwnWork[c] == Category::kHost && host_leads[k] >= e.point_lead_beta && excess >= e.min_excess_beta) {
+        outlier[c][k] = true;
+      }
       flagged += outlier[c][k] ? 1 : 0;
     }
     // Local means a minority; what most workers share is a global matter.

@@ -220,6 +220,62 @@ TEST(LocalizerTest, MoreWorkCountsEvenWhenTimingsAreNoisy) {
   EXPECT_TRUE(Localize(input, DefaultExpectations()).healthy());
 }
 
+// Four ranks with 5 iterations; rank 2 spends `extra` more of each step in host code, given as
+// (name, β) functions, and rank 0 has one noisy iteration with even more host time than rank
+// 2's, so rank 2 is not above every peer in every iteration.
+LocalizeInput NoisyHostRun(const std::vector<std::pair<const char*, double>>& rank2_points,
+                           double peer_point_beta) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    double host = 0.05;
+    for (const auto& point : rank2_points) host += r == 2 ? point.second : peer_point_beta;
+    WorkerPattern w = Worker(r, 0.30, 0.05, 0.05, 0.60 - host);
+    for (const auto& point : rank2_points) {
+      FunctionPattern f;
+      f.name = point.first;
+      f.category = Category::kHost;
+      f.host_kind = HostKind::kPython;
+      f.beta = r == 2 ? point.second : peer_point_beta;
+      w.functions.push_back(f);
+      w.category_beta[static_cast<int>(Category::kHost)] += f.beta;
+    }
+    double host_share = w.category_beta[static_cast<int>(Category::kHost)];
+    for (int i = 0; i < 5; ++i) {
+      float h = static_cast<float>(r == 0 && i == 4 ? 0.8 : host_share);
+      w.iteration_category_beta.push_back({0.30f, 0, 1 - 0.35f - h, 0.05f, h});
+    }
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, HostTimeFarAboveEveryPeerAtOneProgramPointIsTheRanksCode) {
+  const char* loop = "(python between enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ and aten::zeros)";
+  Diagnosis d = Localize(NoisyHostRun({{loop, 0.40}}, 0.04), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].scope, "local");
+  EXPECT_EQ(d.findings[0].category, "host");
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{2});
+  EXPECT_EQ(d.findings[0].function, loop);
+  Expectations persistence_only = DefaultExpectations();
+  persistence_only.point_lead_beta = 10;  // rank 0's noisy iteration then hides rank 2
+  EXPECT_TRUE(Localize(NoisyHostRun({{loop, 0.40}}, 0.04), persistence_only).healthy());
+}
+
+TEST(LocalizerTest, TheSameHostExcessSpreadOverManyPointsIsNoise) {
+  // 0.36 more in all, 0.08 above the peers at each of five points: a busy host's delays.
+  std::vector<std::pair<const char*, double>> spread;
+  for (const char* point : {"(python between a and b)", "(python between b and c)", "(python between c and d)",
+                            "(python between d and e)", "(python between e and f)"}) {
+    spread.push_back({point, 0.09});
+  }
+  Diagnosis d = Localize(NoisyHostRun(spread, 0.01), DefaultExpectations());
+  EXPECT_TRUE(d.healthy()) << d.findings[0].evidence;
+  Expectations low_bar = DefaultExpectations();
+  low_bar.point_lead_beta = 0.05;  // the lead at each point (0.08) is what keeps it healthy
+  EXPECT_FALSE(Localize(NoisyHostRun(spread, 0.01), low_bar).healthy());
+}
+
 TEST(LocalizerTest, LateArrivalAloneOverManyIterationsIsNoise) {
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {

@@ -1,0 +1,42 @@
+#include "localize/function_leads.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <unordered_map>
+
+namespace eroica {
+namespace {
+
+struct TopTwo {
+  double first = 0;
+  double second = 0;
+  size_t holder = SIZE_MAX;
+};
+
+}  // namespace
+
+std::vector<double> HostFunctionLeads(const WorkerGroup& group) {
+  std::unordered_map<StringId, TopTwo> top;
+  for (size_t k = 0; k < group.size(); ++k) {
+    for (const FunctionEntry& f : group.functions(k)) {
+      if (f.category != Category::kHost) continue;
+      TopTwo& t = top[f.name];
+      if (f.beta > t.first) {
+        t.second = t.first;
+        t.first = f.beta;
+        t.holder = k;
+      } else if (f.beta > t.second) {
+        t.second = f.beta;
+      }
+    }
+  }
+  std::vector<double> leads(group.size(), 0.0);
+  for (const auto& [name, t] : top) {
+    // The tail folded into "(other host)" is many functions, not one program point.
+    if (t.holder == SIZE_MAX || group.table->name(name).starts_with("(other")) continue;
+    leads[t.holder] = std::max(leads[t.holder], t.first - t.second);
+  }
+  return leads;
+}
+
+}  // namespace eroica
