@@ -220,9 +220,9 @@ TEST(LocalizerTest, MoreWorkCountsEvenWhenTimingsAreNoisy) {
   EXPECT_TRUE(Localize(input, DefaultExpectations()).healthy());
 }
 
-// Four ranks with 5 iterations; rank 2 spends `extra` more of each step in host code, given as
-// (name, β) functions, and rank 0 has one noisy iteration with even more host time than rank
-// 2's, so rank 2 is not above every peer in every iteration.
+// Four ranks with 5 iterations. Rank 2 runs the given host functions at their β, its peers at
+// `peer_point_beta` each; rank 0 has one noisy iteration with more host time than rank 2's, so
+// rank 2 is not above every peer in every iteration.
 LocalizeInput NoisyHostRun(const std::vector<std::pair<const char*, double>>& rank2_points,
                            double peer_point_beta) {
   LocalizeInput input;
