@@ -2,7 +2,7 @@
 // hot loop, or a GC storm where its garbage is made, puts one worker far above all its peers at
 // that point (summary/program_points.h). A busy host's scheduling delays spread over many
 // points and lead at none by much. Measured on CPU DDP runs (4 ranks on 2 cores): the largest
-// lead in 48 healthy runs, up to 8 training processes on the 2 cores, was 0.10 of the window;
+// lead in 51 healthy runs, 44 of them with a second job on the cores, was 0.10 of the window;
 // 40 ms hot loops and GC storms led by 0.38-0.56.
 #pragma once
 
