@@ -125,14 +125,15 @@ bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, size_t
 }
 
 // The same work done slower everywhere is a slow worker, not slow code: a throttled or contended
-// CPU stretches its compute ops and the Python between them by about the same factor, while a
-// hot loop or a GC storm adds host time and leaves the ops as fast as the peers'. So when host
-// time leads but the worker's ops are clearly slower, the host time that factor explains (the
-// peers' host time stretched alike) is the slow worker's too; only what is left over is host's
-// own, and compute is the finding unless that remainder is larger than the compute excess.
+// CPU stretches its compute ops and the Python between them, while a hot loop or a GC storm adds
+// host time and leaves the ops as fast as the peers'. So when host time leads but the worker's
+// ops are clearly slower, the host time that factor explains (the peers' host time stretched
+// alike) is the slow worker's too. What is left over is host's own only when it is larger than
+// the compute excess and sits at one program point far above every peer: a CFS quota freezes
+// the rank for most of a period wherever it wakes next, which spreads over several points.
 void PreferUniformSlowdown(const std::vector<std::vector<double>>& shares,
                            const std::vector<RobustCenter>& centers,
-                           const std::vector<std::vector<bool>>& outlier, size_t k,
+                           const std::vector<std::vector<bool>>& outlier, size_t k, double host_lead,
                            const Expectations& e, Excess* best) {
   constexpr size_t kCompute = 0, kHost = 3;
   static_assert(kOwnWork[kCompute] == Category::kCompute && kOwnWork[kHost] == Category::kHost);
@@ -144,7 +145,8 @@ void PreferUniformSlowdown(const std::vector<std::vector<double>>& shares,
   double compute_excess = shares[kCompute][k] - compute_peers;
   bool compute_up = outlier[kCompute][k] || compute_excess >= e.small_group_min_excess_beta;
   double host_unexplained = (shares[kHost][k] - host_peers) - host_peers * (compute_ratio - 1);
-  if (!compute_up || compute_ratio < e.slow_worker_ratio || host_unexplained > compute_excess) return;
+  bool hosts_own = host_unexplained > compute_excess && host_lead >= e.point_lead_beta;
+  if (!compute_up || compute_ratio < e.slow_worker_ratio || hosts_own) return;
   best->category = Category::kCompute;
   best->excess = best->category_excess = compute_excess;
   best->peer_share = compute_peers;
@@ -205,7 +207,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
         found = true;
       }
     }
-    PreferUniformSlowdown(shares, centers, outlier, k, e, &best);
+    PreferUniformSlowdown(shares, centers, outlier, k, host_leads[k], e, &best);
     // Flagged either way, the others wait for all of its own-work excess: that is the impact.
     best.excess = std::max(best.category_excess, own_excess);
     for (size_t c = 0; c < kOwnCount; ++c) {

@@ -84,8 +84,8 @@ TEST(LocalizerTest, MoreWorkIsImbalanceSameWorkSlowerIsCompute) {
   EXPECT_NE(more.findings[0].evidence.find("192"), std::string::npos);
 }
 
-// A throttled CPU stretches the ops and the Python between them alike: compute, even when the
-// host excess is a little larger. A hot loop adds Python and leaves the ops alone: host.
+// A throttled CPU stretches the ops and the Python between them: compute, even when the host
+// excess is larger, unless it sits at one point. A hot loop adds Python and leaves the ops alone.
 TEST(LocalizerTest, ComputeAndHostSlowerAlikeIsASlowWorkerNotSlowCode) {
   LocalizeInput input;
   for (int r = 0; r < 6; ++r) {
@@ -99,6 +99,25 @@ TEST(LocalizerTest, ComputeAndHostSlowerAlikeIsASlowWorkerNotSlowCode) {
   EXPECT_EQ(throttled.findings[0].workers, std::vector<int>{4});
   EXPECT_NE(throttled.findings[0].evidence.find("the worker itself is slower"), std::string::npos)
       << throttled.findings[0].evidence;
+
+  // A CFS quota freezes the rank wherever it next wakes: host time far up, but spread over
+  // points none of which leads its peers by much. Still the slow worker, though the host excess
+  // left after the slowdown (0.29) is larger than the compute excess (0.25).
+  input.workers[4] = Worker(4, 0.37, 0.02, 0.11, 0.23, 0.24);
+  for (const char* point : {"(python between a and b)", "(python between b and c)", "(python between c and d)",
+                            "(python between d and e)"}) {
+    FunctionPattern f;
+    f.name = point;
+    f.category = Category::kHost;
+    f.host_kind = HostKind::kPython;
+    f.beta = 0.13;
+    input.workers[4].functions.push_back(f);
+    input.workers[4].category_beta[static_cast<int>(Category::kHost)] += f.beta;
+  }
+  Diagnosis frozen = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(frozen.healthy());
+  EXPECT_EQ(frozen.findings[0].category, "compute") << frozen.findings[0].evidence;
+  EXPECT_EQ(frozen.findings[0].workers, std::vector<int>{4});
 
   input.workers[4] = Worker(4, 0.13, 0.02, 0.62, 0.23, 0.24);  // host only: a hot loop, GC
   Diagnosis hot_loop = Localize(input, DefaultExpectations());
