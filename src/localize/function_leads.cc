@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <unordered_map>
 
+#include "summary/function_name.h"
+
 namespace eroica {
 namespace {
 
@@ -32,8 +34,7 @@ std::vector<double> HostFunctionLeads(const WorkerGroup& group) {
   }
   std::vector<double> leads(group.size(), 0.0);
   for (const auto& [name, t] : top) {
-    // The tail folded into "(other host)" is many functions, not one program point.
-    if (t.holder == SIZE_MAX || group.table->name(name).starts_with("(other")) continue;
+    if (t.holder == SIZE_MAX || IsFoldedTail(group.table->name(name))) continue;
     leads[t.holder] = std::max(leads[t.holder], t.first - t.second);
   }
   return leads;

@@ -8,6 +8,7 @@
 
 #include "base/robust_stats.h"
 #include "localize/advice.h"
+#include "summary/function_name.h"
 
 namespace eroica {
 namespace {
@@ -106,7 +107,7 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
     for (const FunctionEntry& f : group.functions(k)) {
       if (f.beta < e.min_beta) continue;
       double d = e.Distance(f.category, f.host_kind, f.beta, f.mu, f.sigma, has_device);
-      if (d <= 0 || group.table->name(f.name).starts_with("(other")) continue;
+      if (d <= 0 || IsFoldedTail(group.table->name(f.name))) continue;
       OverBox& o = over[{f.category, f.name}];
       o.ranks.push_back(group.row(k).rank);
       o.betas.push_back(f.beta);

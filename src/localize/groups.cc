@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/robust_stats.h"
+#include "summary/function_name.h"
 
 namespace eroica {
 namespace {
@@ -14,7 +15,7 @@ std::vector<StringId> Signature(const WorkerTable& table, size_t worker) {
   std::vector<StringId> names;
   for (const FunctionEntry& f : table.functions(worker)) {
     bool work = f.category == Category::kCompute || f.category == Category::kCommunication;
-    if (work && f.beta >= kSignatureMinBeta && !table.name(f.name).starts_with("(other")) {
+    if (work && f.beta >= kSignatureMinBeta && !IsFoldedTail(table.name(f.name))) {
       names.push_back(f.name);
     }
   }

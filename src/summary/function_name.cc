@@ -107,4 +107,8 @@ std::string FunctionName(EventRole role, std::string_view name, std::string_view
   }
 }
 
+std::string FoldedTailName(Category category) {
+  return "(other " + std::string(CategoryName(category)) + ")";
+}
+
 }  // namespace eroica

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "summary/category.h"
 #include "summary/classify.h"
 
 namespace eroica {
@@ -23,7 +24,13 @@ std::string CanonicalCollective(std::string_view text);
 // The smallest power of 4 bytes >= bytes, formatted ("4KiB", "16MiB").
 std::string SizeBucket(int64_t bytes);
 
-// The name for time with nothing recorded on the training thread and the device idle.
+// The name for time with nothing recorded on the training thread and the device idle, where no
+// op of that thread marks its program point (summary/program_points.h names the others).
 inline constexpr std::string_view kUnattributedPython = "(python, unattributed)";
+
+// The entry a pattern folds a category's tail of small functions into: "(other host)". It is
+// many functions, not one: never a finding's function, a lead, nor part of a role signature.
+std::string FoldedTailName(Category category);
+inline bool IsFoldedTail(std::string_view name) { return name.starts_with("(other "); }
 
 }  // namespace eroica

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "summary/function_name.h"
+
 namespace eroica {
 namespace {
 
@@ -72,7 +74,7 @@ std::vector<FunctionPattern> BuildFunctionPatterns(const std::vector<FunctionSta
   }
   for (FunctionStats& fold : other) {
     if (fold.owned_ns == 0 && fold.calls == 0) continue;
-    fold.name = "(other " + std::string(CategoryName(fold.category)) + ")";
+    fold.name = FoldedTailName(fold.category);
     kept.push_back(ToPattern(fold, window_ns, iterations));
   }
   std::stable_sort(kept.begin(), kept.end(),

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
+#include "summary/function_name.h"
 #include "summary/pattern_file.h"
 #include "synth/template_model.h"
 
@@ -41,7 +42,7 @@ size_t FunctionOf(TemplateModel* model, Category category, HostKind kind, const 
   for (size_t i = 0; i < model->functions.size(); ++i) {
     const FunctionModel& f = model->functions[i];
     if (f.category != category || (kind != HostKind::kNone && f.host_kind != kind)) continue;
-    if (f.name.starts_with("(other")) continue;
+    if (IsFoldedTail(f.name)) continue;
     if (best == SIZE_MAX || f.seconds > model->functions[best].seconds) best = i;
   }
   if (best != SIZE_MAX) return best;
