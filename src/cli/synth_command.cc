@@ -43,7 +43,7 @@ int RunSynth(SynthCommandOptions options) {
              result->bytes, static_cast<double>(result->bytes) / static_cast<double>(result->workers),
              options.truth);
   for (const PlantedFault& p : result->planted) {
-    fmt::print("  planted {} {} in {} (+{:.0f}% of the iteration){}\n", p.scope, p.category, p.function,
+    fmt::print("  planted {} {} in {} (+{:.0f}% of the iteration){}\n", p.global ? "global" : "local", CategoryName(p.category), p.function,
                p.excess_share * 100,
                p.ranks.empty() ? std::string() : fmt::format(" on ranks {}", fmt::join(p.ranks, ", ")));
   }

@@ -1,4 +1,4 @@
-// Expected boxes for behaviour patterns (DESIGN.md "Expectation distance"): what a healthy
+// Expected boxes for behaviour patterns (docs/DESIGN.md "Expectation distance"): what a healthy
 // worker looks like, per category, as configuration. The defaults ship in
 // config/expectations.json, each with one line on why; `--expect FILE` overrides.
 #pragma once
@@ -35,7 +35,7 @@ struct Box {
 
 struct Expectations {
   std::vector<Box> boxes;
-  // Localization thresholds (DESIGN.md "Localization").
+  // Localization thresholds (docs/DESIGN.md "Localization").
   double min_beta = 0.01;          // a (f,w) below this is never abnormal
   double outlier_z = 5.0;          // Δ outlier: robust z beyond this (the paper's k = 5)
   double min_excess_beta = 0.03;   // noise floor: β excess over the peers worth reporting

@@ -5,11 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "localize/finding_kind.h"
+
 namespace eroica {
 
 struct Finding {
-  std::string scope;              // "local" or "global"
-  std::string category;           // compute, memory, communication, dataloader, host, imbalance, hang
+  FindingScope scope = FindingScope::kLocal;
+  FindingCategory category = FindingCategory::kHost;
   std::vector<int> workers;       // the ranks to look at (local: the culprits; global: all affected)
   std::string function;           // the culprit's own excess function
   double impact_s_per_iter = 0;   // seconds lost per iteration: β excess × iteration time

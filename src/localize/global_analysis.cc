@@ -7,7 +7,6 @@
 #include <unordered_map>
 
 #include "base/robust_stats.h"
-#include "localize/advice.h"
 #include "summary/function_name.h"
 
 namespace eroica {
@@ -53,15 +52,15 @@ std::pair<std::string, double> TopFunctionOf(const WorkerGroup& group, Category 
 Finding MakeGlobal(const WorkerGroup& group, Category category, const std::string& function,
                    double level, double bound, std::vector<int> ranks) {
   Finding f;
-  f.scope = "global";
-  f.category = std::string(CategoryName(category));
+  f.scope = FindingScope::kGlobal;
+  f.category = FindingCategoryOf(category);
   f.workers = Listed(std::move(ranks));
   f.function = function;
   f.beta = level;
   f.peer_beta = bound;
   f.expectation_distance = level - bound;
   f.impact_s_per_iter = (level - bound) * MedianIterationS(group);
-  f.action = Advice(f.category, f.scope, -1);
+  f.action = AdviceFor(f.category, f.scope, -1);
   return f;
 }
 

@@ -1,4 +1,4 @@
-// Workers are compared only with their like (DESIGN.md "Compare only like with like"): data-
+// Workers are compared only with their like (docs/DESIGN.md "Compare only like with like"): data-
 // parallel ranks run the same functions; pipeline stages or parameter servers do not.
 #pragma once
 

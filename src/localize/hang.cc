@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
-#include "localize/advice.h"
 
 namespace eroica {
 namespace {
@@ -79,8 +78,8 @@ std::vector<Finding> FindHang(const std::vector<StackDump>& dumps, int world_siz
     if (&ranks != majority) suspects.insert(suspects.end(), ranks.begin(), ranks.end());
   }
   Finding f;
-  f.scope = "local";
-  f.category = "hang";
+  f.scope = FindingScope::kLocal;
+  f.category = FindingCategory::kHang;
   const StackDump* waiter = majority->front();
   const StackFrame* waiter_frame = InnermostUserFrame(*waiter);
   std::string waiter_text = fmt::format("{} wait{} at {}{}", majority->size() == 1 ? "1 rank" :
@@ -112,7 +111,7 @@ std::vector<Finding> FindHang(const std::vector<StackDump>& dumps, int world_siz
                              suspects.size() > 1 ? fmt::format(" with {} others", suspects.size() - 1) : "",
                              waiter_text);
   }
-  f.action = Advice("hang", "local", f.workers.empty() ? -1 : f.workers.front());
+  f.action = AdviceFor(FindingCategory::kHang, FindingScope::kLocal, f.workers.empty() ? -1 : f.workers.front());
   f.impact_s_per_iter = 0;
   return {f};
 }

@@ -29,7 +29,7 @@ TEST(HangTest, TheMinorityStackIsTheSuspect) {
   EXPECT_EQ(InnermostUserFrame(dumps[0])->file, "/app/train.py");
   std::vector<Finding> findings = FindHang(dumps, 4);
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].category, "hang");
+  EXPECT_EQ(findings[0].category, FindingCategory::kHang);
   EXPECT_EQ(findings[0].workers, std::vector<int>{2});
   EXPECT_EQ(findings[0].location, "/app/model.py:88");
   EXPECT_NE(findings[0].evidence.find("lock.acquire()"), std::string::npos);

@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include "base/robust_stats.h"
-#include "localize/advice.h"
 
 namespace eroica {
 namespace {
@@ -64,8 +63,8 @@ std::vector<Finding> FindDegradedLinks(const WorkerGroup& group, const Expectati
     return {};
   }
   Finding f;
-  f.scope = "local";
-  f.category = "communication";
+  f.scope = FindingScope::kLocal;
+  f.category = FindingCategory::kCommunication;
   f.workers = {w.rank};
   f.function = std::string(group.table->name(lowest->function->name));
   f.beta = lowest->function->beta;
@@ -77,7 +76,7 @@ std::vector<Finding> FindDegradedLinks(const WorkerGroup& group, const Expectati
       "peers (median μ {:.3f}): {:.0f}% lower; every rank's collectives are equally slow (exposed "
       "communication β {:.2f}) because they wait for this link",
       w.rank, lowest->peak, f.function, lowest->mu, lowest->sigma, peer_peak, peer_mu, deficit * 100, comm_beta);
-  f.action = Advice("communication", "local", w.rank);
+  f.action = AdviceFor(FindingCategory::kCommunication, FindingScope::kLocal, w.rank);
   return {f};
 }
 

@@ -8,7 +8,6 @@
 #include <optional>
 
 #include "base/robust_stats.h"
-#include "localize/advice.h"
 #include "localize/collective_waits.h"
 #include "localize/function_leads.h"
 #include "localize/work_signals.h"
@@ -59,6 +58,37 @@ std::vector<double> OwnShares(const WorkerGroup& group, std::optional<Category> 
     shares.push_back(beta * w.iteration_s / median_s);
   }
   return shares;
+}
+
+// Every own-work category's shares (OwnShares) and their median and MAD, for each member.
+struct CategoryShares {
+  std::vector<std::vector<double>> shares;  // [category of kOwnWork][member]
+  std::vector<RobustCenter> centers;
+
+  explicit CategoryShares(const WorkerGroup& group) {
+    for (Category c : kOwnWork) {
+      shares.push_back(OwnShares(group, c));
+      centers.push_back(MedianAndMad(shares.back()));
+    }
+  }
+};
+
+// Member k's largest excess over the group's median share, among the own-work categories that
+// `considered` admits (all when null): its category, the excess, the peers' share and its z.
+Excess LargestCategoryExcess(const CategoryShares& s, size_t k, const Expectations& e,
+                             const std::vector<std::vector<bool>>* considered = nullptr) {
+  Excess best;
+  bool found = false;
+  for (size_t c = 0; c < kOwnCount; ++c) {
+    if (considered && !(*considered)[c][k]) continue;
+    double excess = s.shares[c][k] - s.centers[c].median;
+    if (!found || excess > best.category_excess) {
+      best = {k, kOwnWork[c], excess, excess, s.centers[c].median,
+              RobustZ(s.shares[c][k], s.centers[c], e.min_scale_beta), {}, {}};
+      found = true;
+    }
+  }
+  return best;
 }
 
 double IterationShare(const WorkerGroup& group, size_t k, size_t i, std::optional<Category> category) {
@@ -162,13 +192,12 @@ void PreferUniformSlowdown(const std::vector<std::vector<double>>& shares,
 // largest excess); the impact is the whole own-work excess the others wait for.
 std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectations& e) {
   size_t n = group.size();
-  std::vector<std::vector<double>> shares;
-  std::vector<RobustCenter> centers;
+  CategoryShares by_category(group);
+  const std::vector<std::vector<double>>& shares = by_category.shares;
+  const std::vector<RobustCenter>& centers = by_category.centers;
   std::vector<std::vector<bool>> outlier(kOwnCount, std::vector<bool>(n, false));
   std::vector<double> host_leads = HostFunctionLeads(group);
   for (size_t c = 0; c < kOwnCount; ++c) {
-    shares.push_back(OwnShares(group, kOwnWork[c]));
-    centers.push_back(MedianAndMad(shares[c]));
     size_t flagged = 0;
     IterationLeaders leaders(group, kOwnWork[c]);
     for (size_t k = 0; k < n; ++k) {
@@ -196,17 +225,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
     bool any_category = false;
     for (size_t c = 0; c < kOwnCount; ++c) any_category = any_category || outlier[c][k];
     if (!own_outlier && !any_category) continue;
-    Excess best;
-    bool found = false;
-    for (size_t c = 0; c < kOwnCount; ++c) {
-      if (any_category && !outlier[c][k]) continue;
-      double excess = shares[c][k] - centers[c].median;
-      if (!found || excess > best.category_excess) {
-        best = {k, kOwnWork[c], excess, excess, centers[c].median,
-                RobustZ(shares[c][k], centers[c], e.min_scale_beta), {}, {}};
-        found = true;
-      }
-    }
+    Excess best = LargestCategoryExcess(by_category, k, e, any_category ? &outlier : nullptr);
     PreferUniformSlowdown(shares, centers, outlier, k, host_leads[k], e, &best);
     // Flagged either way, the others wait for all of its own-work excess: that is the impact.
     best.excess = std::max(best.category_excess, own_excess);
@@ -274,8 +293,8 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
   FunctionExcess top = TopFunction(group, x.member, x.category, e);
   double iteration_ms = MedianIterationS(group) * 1e3;
   Finding f;
-  f.scope = "local";
-  f.category = std::string(CategoryName(x.category));
+  f.scope = FindingScope::kLocal;
+  f.category = FindingCategoryOf(x.category);
   f.workers = {w.rank};
   f.function = top.function ? std::string(group.table->name(top.function->name)) : "";
   f.beta = top.function ? top.function->beta : 0;
@@ -296,13 +315,13 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
                also + x.uniform_slowdown + WaitingEvidence(group, x.member);
   WorkComparison work = CompareWork(group, x.member, e.imbalance_ratio);
   if (work.more_work) {
-    f.category = "imbalance";
+    f.category = FindingCategory::kImbalance;
     f.evidence += "; it is given more work: " + work.evidence;
   } else if (x.category == Category::kCompute) {
     f.evidence += "; same work as its peers, done slower";
   }
   if (group.size() == 2) f.evidence += " (only 2 workers: compared with each other)";
-  f.action = Advice(f.category, f.scope, w.rank);
+  f.action = AdviceFor(f.category, f.scope, w.rank);
   return f;
 }
 
@@ -323,18 +342,7 @@ void AddLastArriver(const WorkerGroup& group, const Expectations& e, std::vector
   // the previous one: a real straggler then shows own-work excess, and late arrival alone is
   // scheduling noise. Only a single-iteration window (its past unseen) names it from arrival.
   if (group.row(last->member).iterations >= 3) return;
-  Excess best;
-  bool found = false;
-  for (Category c : kOwnWork) {
-    std::vector<double> shares = OwnShares(group, c);
-    RobustCenter center = MedianAndMad(shares);
-    double excess = shares[last->member] - center.median;
-    if (!found || excess > best.excess) {
-      best = {last->member, c, excess, excess, center.median,
-              RobustZ(shares[last->member], center, e.min_scale_beta), {}, {}};
-      found = true;
-    }
-  }
+  Excess best = LargestCategoryExcess(CategoryShares(group), last->member, e);
   Finding f = MakeFinding(group, best, e);
   double own_ms = std::max(0.0, best.excess) * MedianIterationS(group) * 1e3;
   f.impact_s_per_iter = last->waited_s_per_iter;
@@ -360,6 +368,7 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, std::
   double median_items = MedianInPlace(items), median_calls = MedianInPlace(calls);
   std::vector<double> own = OwnShares(group, std::nullopt);
   RobustCenter own_center = MedianAndMad(own);
+  CategoryShares by_category(group);
   for (size_t k = 0; k < n; ++k) {
     const WorkerRow& w = group.row(k);
     bool more = (median_items > 0 && w.dataloader_ops_per_iter >= e.imbalance_ratio * median_items) ||
@@ -368,18 +377,8 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, std::
     bool listed = std::any_of(excesses->begin(), excesses->end(), [&](const Excess& x) { return x.member == k; });
     if (!more || listed || excess < e.small_group_min_excess_beta) continue;
     if (!CompareWork(group, k, e.imbalance_ratio).more_work) continue;
-    Excess best;
-    bool found = false;
-    for (Category c : kOwnWork) {
-      std::vector<double> shares = OwnShares(group, c);
-      RobustCenter center = MedianAndMad(shares);
-      double category_excess = shares[k] - center.median;
-      if (!found || category_excess > best.category_excess) {
-        best = {k, c, excess, category_excess, center.median,
-                RobustZ(shares[k], center, e.min_scale_beta), {}, {}};
-        found = true;
-      }
-    }
+    Excess best = LargestCategoryExcess(by_category, k, e);
+    best.excess = excess;  // the others wait for all of its own-work excess
     excesses->push_back(best);
   }
 }

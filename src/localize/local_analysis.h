@@ -1,6 +1,6 @@
 // Local findings: the odd worker out in a group. A straggler does more of its own work
 // (loading, computing, host code) while its peers wait for it in collectives; the finding
-// names the straggler and its own excess, never the peers' waiting (DESIGN.md "Cause, not
+// names the straggler and its own excess, never the peers' waiting (docs/DESIGN.md "Cause, not
 // symptom").
 #pragma once
 

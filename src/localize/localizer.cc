@@ -68,7 +68,7 @@ void CheckRanks(const LocalizeInput& input, const WorkerTable& table, Diagnosis*
 }
 
 bool MoreUrgent(const Finding& a, const Finding& b) {
-  bool a_hang = a.category == "hang", b_hang = b.category == "hang";
+  bool a_hang = a.category == FindingCategory::kHang, b_hang = b.category == FindingCategory::kHang;
   if (a_hang != b_hang) return a_hang;
   return a.impact_s_per_iter > b.impact_s_per_iter;
 }
@@ -140,7 +140,7 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
     std::vector<Finding> global = FindGlobalProblems(group, expectations);
     // A degraded link explains the group's slow collectives: not a global network problem.
     if (!links.empty()) {
-      std::erase_if(global, [](const Finding& g) { return g.category == "communication"; });
+      std::erase_if(global, [](const Finding& g) { return g.category == FindingCategory::kCommunication; });
       local.insert(local.end(), links.begin(), links.end());
     }
     FoldLocalIntoGlobal(&local, &global);

@@ -62,8 +62,8 @@ TEST(LocalizerTest, DataloaderStragglerIsTheCauseNotTheOthersWaiting) {
   Diagnosis d = Localize(input, DefaultExpectations());
   ASSERT_EQ(d.findings.size(), 1u) << d.findings[1].evidence;
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.scope, "local");
-  EXPECT_EQ(f.category, "dataloader");
+  EXPECT_EQ(f.scope, FindingScope::kLocal);
+  EXPECT_EQ(f.category, FindingCategory::kDataloader);
   EXPECT_EQ(f.workers, std::vector<int>{5});
   EXPECT_NEAR(f.impact_s_per_iter, (0.95 - 0.35) * 0.2, 1e-6);  // all its own-work excess
   EXPECT_NE(f.evidence.find("wait on it"), std::string::npos);
@@ -75,12 +75,12 @@ TEST(LocalizerTest, MoreWorkIsImbalanceSameWorkSlowerIsCompute) {
   input.workers[1] = Worker(1, 0.85, 0.06, 0.04, 0.05);
   Diagnosis slow = Localize(input, DefaultExpectations());
   ASSERT_FALSE(slow.healthy());
-  EXPECT_EQ(slow.findings[0].category, "compute");
+  EXPECT_EQ(slow.findings[0].category, FindingCategory::kCompute);
   EXPECT_EQ(slow.findings[0].workers, std::vector<int>{1});
   input.workers[1].dataloader_ops_per_iter = 192;
   Diagnosis more = Localize(input, DefaultExpectations());
   ASSERT_FALSE(more.healthy());
-  EXPECT_EQ(more.findings[0].category, "imbalance");
+  EXPECT_EQ(more.findings[0].category, FindingCategory::kImbalance);
   EXPECT_NE(more.findings[0].evidence.find("192"), std::string::npos);
 }
 
@@ -95,7 +95,7 @@ TEST(LocalizerTest, ComputeAndHostSlowerAlikeIsASlowWorkerNotSlowCode) {
   input.workers[4] = Worker(4, 0.37, 0.02, 0.38, 0.23, 0.24);  // 3.1x compute, 3.5x host
   Diagnosis throttled = Localize(input, DefaultExpectations());
   ASSERT_FALSE(throttled.healthy());
-  EXPECT_EQ(throttled.findings[0].category, "compute");
+  EXPECT_EQ(throttled.findings[0].category, FindingCategory::kCompute);
   EXPECT_EQ(throttled.findings[0].workers, std::vector<int>{4});
   EXPECT_NE(throttled.findings[0].evidence.find("the worker itself is slower"), std::string::npos)
       << throttled.findings[0].evidence;
@@ -116,19 +116,19 @@ TEST(LocalizerTest, ComputeAndHostSlowerAlikeIsASlowWorkerNotSlowCode) {
   }
   Diagnosis frozen = Localize(input, DefaultExpectations());
   ASSERT_FALSE(frozen.healthy());
-  EXPECT_EQ(frozen.findings[0].category, "compute") << frozen.findings[0].evidence;
+  EXPECT_EQ(frozen.findings[0].category, FindingCategory::kCompute) << frozen.findings[0].evidence;
   EXPECT_EQ(frozen.findings[0].workers, std::vector<int>{4});
 
   input.workers[4] = Worker(4, 0.13, 0.02, 0.62, 0.23, 0.24);  // host only: a hot loop, GC
   Diagnosis hot_loop = Localize(input, DefaultExpectations());
   ASSERT_FALSE(hot_loop.healthy());
-  EXPECT_EQ(hot_loop.findings[0].category, "host");
+  EXPECT_EQ(hot_loop.findings[0].category, FindingCategory::kHost);
   EXPECT_EQ(hot_loop.findings[0].workers, std::vector<int>{4});
 
   input.workers[4] = Worker(4, 0.20, 0.02, 0.62, 0.23, 0.24);  // ops a little slower too: still code
   Diagnosis mostly_python = Localize(input, DefaultExpectations());
   ASSERT_FALSE(mostly_python.healthy());
-  EXPECT_EQ(mostly_python.findings[0].category, "host");
+  EXPECT_EQ(mostly_python.findings[0].category, FindingCategory::kHost);
 }
 
 TEST(LocalizerTest, EveryRankInPythonIsGlobalHost) {
@@ -136,8 +136,8 @@ TEST(LocalizerTest, EveryRankInPythonIsGlobalHost) {
   for (int r = 0; r < 4; ++r) input.workers.push_back(Worker(r, 0.35, 0.02, 0.45 + 0.01 * r, 0.18));
   Diagnosis d = Localize(input, DefaultExpectations());
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].scope, "global");
-  EXPECT_EQ(d.findings[0].category, "host");
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kHost);
   EXPECT_EQ(d.findings[0].workers.size(), 4u);
 }
 
@@ -146,8 +146,8 @@ TEST(LocalizerTest, GlobalCommunicationWithoutAStraggler) {
   for (int r = 0; r < 6; ++r) input.workers.push_back(Worker(r, 0.30, 0.02, 0.03, 0.65 - 0.002 * r));
   Diagnosis d = Localize(input, DefaultExpectations());
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].category, "communication");
-  EXPECT_EQ(d.findings[0].scope, "global");
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kCommunication);
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
 }
 
 TEST(LocalizerTest, TwoWorkersTheOneTheOtherWaitsForIsTheCause) {
@@ -177,7 +177,7 @@ TEST(LocalizerTest, TheWorstRankOfAGlobalProblemIsPartOfIt) {
   for (int r = 0; r < 4; ++r) input.workers.push_back(Worker(r, 0.2, 0.02, host[r], 0.75 - host[r]));
   Diagnosis d = Localize(input, DefaultExpectations());
   ASSERT_EQ(d.findings.size(), 1u) << d.findings[1].evidence;
-  EXPECT_EQ(d.findings[0].scope, "global");
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
   EXPECT_NE(d.findings[0].evidence.find("rank 3 is the worst"), std::string::npos);
 }
 
@@ -208,14 +208,14 @@ TEST(LocalizerTest, ADegradedLinkIsFoundFromItsSamplesNotItsBeta) {
   }
   Diagnosis d = Localize(input, DefaultExpectations());
   ASSERT_EQ(d.findings.size(), 1u) << d.findings[1].evidence;
-  EXPECT_EQ(d.findings[0].category, "communication");
-  EXPECT_EQ(d.findings[0].scope, "local");
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kCommunication);
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
   EXPECT_EQ(d.findings[0].workers, std::vector<int>{2});
   // Without samples the same run is a global communication problem: nothing names the rank.
   for (WorkerPattern& w : input.workers) w.functions.back().mu.reset(), w.functions.back().sigma.reset();
   Diagnosis blind = Localize(input, DefaultExpectations());
   ASSERT_EQ(blind.findings.size(), 1u);
-  EXPECT_EQ(blind.findings[0].scope, "global");
+  EXPECT_EQ(blind.findings[0].scope, FindingScope::kGlobal);
 }
 
 TEST(LocalizerTest, MoreWorkCountsEvenWhenTimingsAreNoisy) {
@@ -232,7 +232,7 @@ TEST(LocalizerTest, MoreWorkCountsEvenWhenTimingsAreNoisy) {
   }
   Diagnosis d = Localize(input, DefaultExpectations());
   ASSERT_FALSE(d.healthy());
-  EXPECT_EQ(d.findings[0].category, "imbalance");
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kImbalance);
   EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
   // The same noisy timings without the extra work: nothing stands out.
   input.workers[1].dataloader_ops_per_iter = 64;
@@ -272,8 +272,8 @@ TEST(LocalizerTest, HostTimeFarAboveEveryPeerAtOneProgramPointIsTheRanksCode) {
   const char* loop = "(python between enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ and aten::zeros)";
   Diagnosis d = Localize(NoisyHostRun({{loop, 0.40}}, 0.04), DefaultExpectations());
   ASSERT_FALSE(d.healthy());
-  EXPECT_EQ(d.findings[0].scope, "local");
-  EXPECT_EQ(d.findings[0].category, "host");
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kHost);
   EXPECT_EQ(d.findings[0].workers, std::vector<int>{2});
   EXPECT_EQ(d.findings[0].function, loop);
   Expectations persistence_only = DefaultExpectations();

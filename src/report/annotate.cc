@@ -127,9 +127,9 @@ std::string AnnotationEventsJson(const AnnotationPlan& plan, int total_workers, 
                               {"critical_path_share_here", window_ns > 0 ? static_cast<double>(m.owned_ns) / window_ns : 0.0},
                               {"marked_by", m.by_function ? "function" : "category"}}}};
     events.push_back(TimedEvent(instant, plan.window_start_ns - plan.base_time_ns, 0, false));
-    std::string name = m.by_function ? f.function : f.category + " " + InParentheses(f.function);
+    std::string name = m.by_function ? f.function : std::string(Name(f.category)) + " " + InParentheses(f.function);
     json mark = {{"ph", "X"}, {"cat", "eroica"}, {"name", name}, {"pid", kEroicaPid}, {"tid", m.index},
-                 {"args", {{"finding", m.index}, {"scope", f.scope}, {"category", f.category}}}};
+                 {"args", {{"finding", m.index}, {"scope", Name(f.scope)}, {"category", Name(f.category)}}}};
     for (const Span& s : m.marks) {
       events.push_back(TimedEvent(mark, s.start_ns - plan.base_time_ns, s.end_ns - s.start_ns, true));
     }

@@ -31,7 +31,7 @@ std::unordered_set<uint32_t> MarkedFunctions(const Summary& summary, const Findi
   }
   *by_function = !marked.empty();
   if (*by_function) return marked;
-  std::optional<Category> category = CategoryFromName(finding.category);
+  std::optional<Category> category = InfoOf(finding.category).resource;
   if (!category) {
     for (const FunctionPattern& f : summary.pattern.functions) {
       if (f.name == finding.function) category = f.category;
@@ -84,14 +84,14 @@ AnnotationPlan PlanAnnotation(const Summary& summary, int rank, int64_t base_tim
   plan.window_end_ns = summary.window_start_ns + summary.pattern.window_ns;
   for (size_t i = 0; i < diagnosis.findings.size() && plan.findings.size() < options.max_findings; ++i) {
     const Finding& f = diagnosis.findings[i];
-    bool names_rank = f.scope == "global" || std::find(f.workers.begin(), f.workers.end(), rank) != f.workers.end();
-    if (names_rank && f.category != "hang") {
+    bool names_rank = f.scope == FindingScope::kGlobal || std::find(f.workers.begin(), f.workers.end(), rank) != f.workers.end();
+    if (names_rank && f.category != FindingCategory::kHang) {
       plan.findings.push_back(MarksFor(summary, f, static_cast<int>(i) + 1, true, options.max_marks_per_finding));
     }
   }
   if (plan.findings.empty()) {
     for (size_t i = 0; i < diagnosis.findings.size() && plan.findings.size() < 3; ++i) {
-      if (diagnosis.findings[i].category == "hang") continue;
+      if (diagnosis.findings[i].category == FindingCategory::kHang) continue;
       plan.findings.push_back(
           MarksFor(summary, diagnosis.findings[i], static_cast<int>(i) + 1, false, options.max_marks_per_finding));
     }

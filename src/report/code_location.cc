@@ -56,7 +56,7 @@ std::vector<CodeLocation> HangLocations(const Finding& f, const std::vector<Stac
 // peers' median, largest excess first; for a global finding, the largest median β.
 std::vector<CodeLocation> PythonFrameLocations(const Finding& f, const std::vector<WorkerPattern>& workers) {
   std::unordered_set<int> suspects(f.workers.begin(), f.workers.end());
-  bool local = f.scope == "local";
+  bool local = f.scope == FindingScope::kLocal;
   std::unordered_map<std::string, std::vector<double>> peer_betas;
   std::unordered_map<std::string, double> suspect_beta;
   double iteration_s = 0;
@@ -135,7 +135,7 @@ const StackDump* DumpOfRank(const std::vector<StackDump>& stacks, int rank) {
 std::vector<CodeLocation> FindingLocations(const Finding& f, const std::vector<WorkerPattern>& workers,
                                            const std::vector<StackDump>& stacks, size_t max_locations) {
   std::vector<CodeLocation> out;
-  if (f.category == "hang") out = HangLocations(f, stacks);
+  if (f.category == FindingCategory::kHang) out = HangLocations(f, stacks);
   auto add = [&](std::optional<CodeLocation> loc, const std::string& why) {
     if (!loc) return;
     for (const CodeLocation& known : out) {
@@ -146,7 +146,7 @@ std::vector<CodeLocation> FindingLocations(const Finding& f, const std::vector<W
   };
   add(ParseCodeLocation(f.location), "the location the finding names");
   add(ParseCodeLocation(f.function), "the finding's function");
-  if (f.category != "hang") {
+  if (f.category != FindingCategory::kHang) {
     for (CodeLocation& loc : PythonFrameLocations(f, workers)) add(loc, loc.why);
   }
   if (out.size() > max_locations) out.resize(max_locations);

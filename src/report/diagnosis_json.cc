@@ -17,8 +17,8 @@ nlohmann::json DiagnosisToJson(const Diagnosis& d) {
   nlohmann::json findings = nlohmann::json::array();
   for (const Finding& f : d.findings) {
     findings.push_back({
-        {"scope", f.scope},
-        {"category", f.category},
+        {"scope", Name(f.scope)},
+        {"category", Name(f.category)},
         {"workers", f.workers},
         {"function", f.function},
         {"impact_s_per_iter", Round(f.impact_s_per_iter, 6)},

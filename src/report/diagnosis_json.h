@@ -1,4 +1,4 @@
-// The "eroica.diagnosis/v1" JSON document (DESIGN.md "Interfaces"); field names are a contract.
+// The "eroica.diagnosis/v1" JSON document (docs/DESIGN.md "Interfaces"); field names are a contract.
 #pragma once
 
 #include <nlohmann/json.hpp>

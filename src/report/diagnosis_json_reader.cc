@@ -1,6 +1,9 @@
 #include "report/diagnosis_json_reader.h"
 
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
+
+#include <optional>
 
 #include "base/file_util.h"
 
@@ -30,10 +33,14 @@ std::vector<std::string> Strings(const json& j, const char* key) {
   return out;
 }
 
-Finding FindingFromJson(const json& j) {
+// A finding whose scope or category this build does not know is not guessed at: nullopt.
+std::optional<Finding> FindingFromJson(const json& j) {
+  std::optional<FindingScope> scope = FindingScopeFromName(Get<std::string>(j, "scope", ""));
+  std::optional<FindingCategory> category = FindingCategoryFromName(Get<std::string>(j, "category", ""));
+  if (!scope || !category) return std::nullopt;
   Finding f;
-  f.scope = Get<std::string>(j, "scope", "");
-  f.category = Get<std::string>(j, "category", "");
+  f.scope = *scope;
+  f.category = *category;
   if (auto it = j.find("workers"); it != j.end() && it->is_array()) {
     for (const json& w : *it) {
       if (w.is_number_integer()) f.workers.push_back(w.get<int>());
@@ -63,10 +70,17 @@ StatusOr<Diagnosis> DiagnosisFromJsonText(const std::string& text) {
   d.world_size = Get<int>(j, "world_size", 0);
   if (auto it = j.find("findings"); it != j.end() && it->is_array()) {
     for (const json& f : *it) {
-      if (f.is_object()) d.findings.push_back(FindingFromJson(f));
+      std::optional<Finding> finding = f.is_object() ? FindingFromJson(f) : std::nullopt;
+      if (finding) {
+        d.findings.push_back(std::move(*finding));
+      } else {
+        d.warnings.push_back(fmt::format("finding {} skipped: not an object with a known scope and category",
+                                         d.findings.size() + 1));
+      }
     }
   }
-  d.warnings = Strings(j, "warnings");
+  std::vector<std::string> warnings = Strings(j, "warnings");
+  d.warnings.insert(d.warnings.begin(), warnings.begin(), warnings.end());
   d.notes = Strings(j, "notes");
   return d;
 }

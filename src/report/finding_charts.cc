@@ -32,8 +32,8 @@ double Median(std::vector<double> values) {
 
 }  // namespace
 
-std::optional<Category> FindingCategory(const Finding& finding, const std::vector<WorkerPattern>& workers) {
-  if (std::optional<Category> c = CategoryFromName(finding.category)) return c;
+std::optional<Category> ResourceOf(const Finding& finding, const std::vector<WorkerPattern>& workers) {
+  if (std::optional<Category> c = InfoOf(finding.category).resource) return c;
   for (const WorkerPattern& w : workers) {
     if (const FunctionPattern* f = FindFunction(w, finding.function)) return f->category;
   }
@@ -43,9 +43,9 @@ std::optional<Category> FindingCategory(const Finding& finding, const std::vecto
 StripPlot BetaDistribution(const Finding& finding, const std::vector<WorkerPattern>& workers) {
   StripPlot plot;
   std::unordered_set<int> suspects(finding.workers.begin(), finding.workers.end());
-  bool local = finding.scope == "local";
+  bool local = finding.scope == FindingScope::kLocal;
   bool by_function = AnyWorkerHas(workers, finding.function);
-  std::optional<Category> category = FindingCategory(finding, workers);
+  std::optional<Category> category = ResourceOf(finding, workers);
   if (!by_function && !category) return plot;
   plot.axis_label = by_function ? "β of this function: share of the profiled window it owns the critical path"
                                 : fmt::format("β of all {} work: share of the profiled window", CategoryName(*category));
@@ -75,7 +75,7 @@ std::optional<StripPlot> UtilisationDistribution(const Finding& finding, const s
   for (const WorkerPattern& w : workers) {
     const FunctionPattern* f = FindFunction(w, finding.function);
     if (f == nullptr || !f->mu) continue;
-    bool suspect = finding.scope == "local" && suspects.count(w.rank) > 0;
+    bool suspect = finding.scope == FindingScope::kLocal && suspects.count(w.rank) > 0;
     plot.points.push_back({w.rank, *f->mu, suspect && f->sigma ? *f->sigma : -1, suspect});
     if (!suspect) peers.push_back(*f->mu);
   }
@@ -87,19 +87,19 @@ std::optional<StripPlot> UtilisationDistribution(const Finding& finding, const s
 
 LineChart PersistenceChart(const Finding& finding, const std::vector<WorkerPattern>& workers) {
   LineChart chart;
-  std::optional<Category> category = FindingCategory(finding, workers);
+  std::optional<Category> category = ResourceOf(finding, workers);
   if (!category) return chart;
   size_t c = static_cast<size_t>(*category);
   chart.x_label = "profiled iteration";
   chart.y_label = fmt::format("{} share of the iteration (%)", CategoryName(*category));
   const WorkerPattern* suspect = nullptr;
-  if (finding.scope == "local" && !finding.workers.empty()) {
+  if (finding.scope == FindingScope::kLocal && !finding.workers.empty()) {
     for (const WorkerPattern& w : workers) {
       if (w.rank == finding.workers.front()) suspect = &w;
     }
   }
   std::unordered_set<int> excluded(finding.workers.begin(), finding.workers.end());
-  if (finding.scope != "local") excluded.clear();
+  if (finding.scope != FindingScope::kLocal) excluded.clear();
   size_t iterations = suspect != nullptr ? suspect->iteration_category_beta.size() : 0;
   std::vector<std::vector<double>> peer_values;
   for (const WorkerPattern& w : workers) {
@@ -116,8 +116,8 @@ LineChart PersistenceChart(const Finding& finding, const std::vector<WorkerPatte
     return w != nullptr && i < w->step_ids.size() ? static_cast<double>(w->step_ids[i]) : static_cast<double>(i);
   };
   const WorkerPattern* reference = suspect != nullptr ? suspect : &workers.front();
-  LineSeries median{finding.scope == "local" ? "peers' median" : "median of all ranks", {}, "peer"};
-  LineSeries high{finding.scope == "local" ? "peers' maximum" : "maximum", {}, "peermax"};
+  LineSeries median{finding.scope == FindingScope::kLocal ? "peers' median" : "median of all ranks", {}, "peer"};
+  LineSeries high{finding.scope == FindingScope::kLocal ? "peers' maximum" : "maximum", {}, "peermax"};
   for (size_t i = 0; i < iterations && !peer_values.empty(); ++i) {
     std::vector<double> values;
     for (const auto& row : peer_values) values.push_back(row[i]);

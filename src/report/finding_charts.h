@@ -28,6 +28,6 @@ std::optional<StripPlot> UtilisationDistribution(const Finding& finding,
 LineChart PersistenceChart(const Finding& finding, const std::vector<WorkerPattern>& workers);
 
 // The finding's resource category: its own when it is one, else its function's category.
-std::optional<Category> FindingCategory(const Finding& finding, const std::vector<WorkerPattern>& workers);
+std::optional<Category> ResourceOf(const Finding& finding, const std::vector<WorkerPattern>& workers);
 
 }  // namespace eroica

@@ -120,7 +120,7 @@ Heatmap BuildHeatmap(const std::vector<WorkerPattern>& workers, const Diagnosis&
   std::unordered_set<int> suspects;
   std::vector<size_t> suspect_order;
   for (const Finding& f : diagnosis.findings) {
-    if (f.scope != "local") continue;
+    if (f.scope != FindingScope::kLocal) continue;
     for (int r : f.workers) suspects.insert(r);
   }
   map.banded = workers.size() > options.max_rows;

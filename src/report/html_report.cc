@@ -17,9 +17,8 @@ namespace eroica {
 namespace {
 
 std::string Badge(const Finding& f) {
-  std::string kind = f.category == "hang" ? "hang" : f.scope;
-  return fmt::format("<span class=\"badge {}\">{} {}</span>", EscapeHtml(kind), EscapeHtml(f.scope),
-                     EscapeHtml(f.category));
+  std::string_view kind = f.category == FindingCategory::kHang ? Name(f.category) : Name(f.scope);
+  return fmt::format("<span class=\"badge {}\">{} {}</span>", kind, Name(f.scope), Name(f.category));
 }
 
 std::string Header(const Diagnosis& d, const std::vector<WorkerPattern>& workers, const SessionInfo& s,
@@ -53,7 +52,7 @@ std::string Verdict(const Diagnosis& d) {
   for (size_t i = 0; i < d.findings.size(); ++i) {
     const Finding& f = d.findings[i];
     out += fmt::format("<li class=\"finding\" data-category=\"{}\" data-workers=\"{}\">{}<span class=\"sentence\">{}</span>",
-                       EscapeHtml(f.category), f.workers.size(), Badge(f), EscapeHtml(FindingSentence(f, d.workers)));
+                       Name(f.category), f.workers.size(), Badge(f), EscapeHtml(FindingSentence(f, d.workers)));
     if (!f.action.empty()) out += fmt::format("<span class=\"next\">Next: {}</span>", EscapeHtml(f.action));
     out += fmt::format(" <a href=\"#finding-{}\">evidence</a></li>\n", i + 1);
   }
@@ -71,9 +70,9 @@ std::string NumbersTable(const Finding& f) {
   row("ranks", workers.empty() ? "–" : workers);
   if (!f.function.empty()) row("function", fmt::format("<code>{}</code>", EscapeHtml(f.function)));
   if (!f.location.empty()) row("location", fmt::format("<code>{}</code>", EscapeHtml(f.location)));
-  if (f.category != "hang") {
+  if (f.category != FindingCategory::kHang) {
     row("impact", fmt::format("{} per iteration", FormatDuration(f.impact_s_per_iter)));
-    row(f.scope == "global" ? "β (median) vs expected" : "β vs peer median",
+    row(f.scope == FindingScope::kGlobal ? "β (median) vs expected" : "β vs peer median",
         fmt::format("{:.4f} vs {:.4f}", f.beta, f.peer_beta));
     row("distances", fmt::format("expectation D = {:.3f}, differential Δ = {:.2f}", f.expectation_distance,
                                  f.differential_distance));
@@ -91,13 +90,13 @@ std::string FindingSection(const Finding& f, size_t index, const Diagnosis& d, c
                                 index + 1, Badge(f), EscapeHtml(FindingSentence(f, d.workers)));
   out += NumbersTable(f);
   out += fmt::format("<p class=\"evidence\">{}</p>\n", EscapeHtml(f.evidence));
-  if (f.category == "hang") return out + "</section>\n";
+  if (f.category == FindingCategory::kHang) return out + "</section>\n";
   StripPlot beta = BetaDistribution(f, workers);
   std::string shape = beta.points.size() > beta.max_dots
                           ? fmt::format("Histogram of all {} workers", beta.points.size())
                           : fmt::format("Each dot is a worker ({} in all)", beta.points.size());
   out += Figure(RenderStripSvg(beta), fmt::format("{}; {}. Dashed: {}.", shape,
-                                                  f.scope == "local" ? "the suspects are the red dots" : "all are affected",
+                                                  f.scope == FindingScope::kLocal ? "the suspects are the red dots" : "all are affected",
                                                   EscapeHtml(beta.reference_label)));
   if (std::optional<StripPlot> mu = UtilisationDistribution(f, workers)) {
     out += Figure(RenderStripSvg(*mu), "Utilisation of the function's resource (from hardware samples).");

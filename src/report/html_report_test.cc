@@ -30,17 +30,17 @@ TEST(VerdictTest, OneSentenceSaysWhoWhatHowMuch) {
             "Rank 3 loses 50.0 ms per iteration in the data loader "
             "(enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__); the other 7 ranks wait for it.");
   Finding hang;
-  hang.scope = "local";
-  hang.category = "hang";
+  hang.scope = FindingScope::kLocal;
+  hang.category = FindingCategory::kHang;
   hang.workers = {1};
   hang.location = "/app/train.py:88";
   EXPECT_EQ(FindingSentence(hang, 4), "Rank 1 is stuck at /app/train.py:88; the other ranks wait for it.");
   Finding global = d.findings[0];
-  global.scope = "global";
+  global.scope = FindingScope::kGlobal;
   global.workers = {0, 1, 2, 3};
   EXPECT_EQ(WorkersPhrase(global, 4), "All 4 ranks");
   // A program point's name is already in parentheses: not wrapped twice.
-  global.category = "host";
+  global.category = FindingCategory::kHost;
   global.function = "(python between aten::mm and aten::add)";
   EXPECT_EQ(FindingSentence(global, 4),
             "All 4 ranks lose 50.0 ms per iteration in host (Python) code (python between aten::mm and aten::add).");

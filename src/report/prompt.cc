@@ -50,12 +50,12 @@ std::string Numbers(const Finding& f, const Diagnosis& d, const std::vector<Work
                                             : fmt::format("{} ranks, first {}", f.workers.size(), f.workers.front());
   out += fmt::format("- Ranks: {} (of {} diagnosed)\n", ranks.empty() ? "unknown" : ranks, d.workers);
   if (!f.function.empty()) out += fmt::format("- Function: {}\n", InlineCode(f.function));
-  if (f.category != "hang") {
+  if (f.category != FindingCategory::kHang) {
     out += fmt::format("- Impact: {} lost per iteration (median iteration {})\n", FormatDuration(f.impact_s_per_iter),
                        FormatDuration(MedianIterationSeconds(workers)));
-    std::string who = f.scope == "local" && f.workers.size() == 1 ? fmt::format("rank {}", f.workers[0]) : "the ranks named";
+    std::string who = f.scope == FindingScope::kLocal && f.workers.size() == 1 ? fmt::format("rank {}", f.workers[0]) : "the ranks named";
     out += fmt::format("- Share of the profiled window this function owns the critical path (β): {:.4f} on {} vs {:.4f} "
-                       "{}\n", f.beta, who, f.peer_beta, f.scope == "global" ? "expected at most" : "median of its peers");
+                       "{}\n", f.beta, who, f.peer_beta, f.scope == FindingScope::kGlobal ? "expected at most" : "median of its peers");
     out += fmt::format("- Distances: from the expected box D = {:.3f}; from the peers Δ = {:.2f} (robust z-score)\n",
                        f.expectation_distance, f.differential_distance);
   }
@@ -146,7 +146,7 @@ std::string Warnings(const Diagnosis& d, const SessionInfo& s) {
 
 std::string RenderPrompt(const Diagnosis& d, const LocalizeInput& input, const SessionInfo& session,
                          const PromptOptions& options) {
-  bool hang = !d.healthy() && d.findings.front().category == "hang";
+  bool hang = !d.healthy() && d.findings.front().category == FindingCategory::kHang;
   std::string out = fmt::format("# {} in a distributed PyTorch training job\n\n",
                                 d.healthy() ? "No problem found" : hang ? "Fix a hang" : "Fix a slowdown");
   out += "You are helping an engineer fix the root cause of a problem in a distributed PyTorch training job. "
@@ -163,18 +163,18 @@ std::string RenderPrompt(const Diagnosis& d, const LocalizeInput& input, const S
   std::string first_where;
   for (size_t i = 0; i < shown; ++i) {
     const Finding& f = d.findings[i];
-    out += fmt::format("\n## Finding {}: {} {}\n\n", i + 1, f.scope, f.category);
+    out += fmt::format("\n## Finding {}: {} {}\n\n", i + 1, Name(f.scope), Name(f.category));
     out += Numbers(f, d, input.workers);
     std::vector<CodeLocation> locations = FindingLocations(f, input.workers, input.stacks);
     if (i == 0 && !locations.empty()) first_where = fmt::format("{}:{}", DisplayPath(locations[0].file), locations[0].line);
-    if (locations.empty() && f.category != "hang") {
+    if (locations.empty() && f.category != FindingCategory::kHang) {
       out += HasPythonFrames(input.workers)
                  ? "- Code location: no Python frame of the job's own code stands out on the critical path.\n"
                  : "- Code location: the traces carry no Python stacks. Re-profiling with `with_stack=True` "
                    "(EROICA_WITH_STACK=1 for online sessions) would name the Python frames.\n";
     }
     out += Locations(locations, options);
-    if (f.category == "hang") out += StackSection(f, input.stacks);
+    if (f.category == FindingCategory::kHang) out += StackSection(f, input.stacks);
   }
   out += RunSection(d, input, session);
   out += Warnings(d, session);

@@ -122,15 +122,16 @@ TEST(PromptTest, NoStacksSaysHowToGetThem) {
 
 TEST(PromptTest, EveryCategoryHasAPreciseRequest) {
   Diagnosis d = TestDiagnosis();
-  for (const char* category : {"compute", "memory", "communication", "dataloader", "host", "imbalance"}) {
-    for (const char* scope : {"local", "global"}) {
+  for (int c = 0; c < kFindingCategoryCount; ++c) {
+    for (FindingScope scope : {FindingScope::kLocal, FindingScope::kGlobal}) {
       Finding f = TestFinding();
-      f.category = category;
+      f.category = static_cast<FindingCategory>(c);
       f.scope = scope;
       std::string request = FindingRequest(f, d, "/app/x.py:3", "");
-      EXPECT_GT(request.size(), 120u) << category << " " << scope;
+      std::string_view name = Name(f.category);
+      EXPECT_GT(request.size(), 120u) << name << " " << Name(scope);
       EXPECT_TRUE(request.find("atch") != std::string::npos || request.find("commands") != std::string::npos)
-          << category << " " << scope << ": " << request;
+          << name << " " << Name(scope) << ": " << request;
     }
   }
 }

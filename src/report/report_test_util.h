@@ -50,8 +50,8 @@ inline std::vector<WorkerPattern> TestWorkers(int n = 8, int straggler = 3) {
 
 inline Finding TestFinding(int rank = 3) {
   Finding f;
-  f.scope = "local";
-  f.category = "dataloader";
+  f.scope = FindingScope::kLocal;
+  f.category = FindingCategory::kDataloader;
   f.workers = {rank};
   f.function = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
   f.impact_s_per_iter = 0.05;

@@ -8,7 +8,7 @@ namespace {
 
 std::string WorkersText(const Finding& f, int total) {
   if (f.workers.empty()) return "-";
-  if (f.scope == "global" && static_cast<int>(f.workers.size()) >= total && total > 1) {
+  if (f.scope == FindingScope::kGlobal && static_cast<int>(f.workers.size()) >= total && total > 1) {
     return fmt::format("all {} ranks", total);
   }
   if (f.workers.size() == 1) return fmt::format("rank {}", f.workers[0]);
@@ -17,9 +17,9 @@ std::string WorkersText(const Finding& f, int total) {
 }
 
 std::string FindingLine(const Finding& f, int workers) {
-  std::string impact = f.category == "hang" ? "stuck" : fmt::format("{:.1f} ms/iter", f.impact_s_per_iter * 1e3);
+  std::string impact = f.category == FindingCategory::kHang ? "stuck" : fmt::format("{:.1f} ms/iter", f.impact_s_per_iter * 1e3);
   std::string where = f.location.empty() ? f.function : fmt::format("{} at {}", f.function, f.location);
-  return fmt::format("{} {} {}: {} — {} lost", f.scope, f.category, WorkersText(f, workers), where, impact);
+  return fmt::format("{} {} {}: {} — {} lost", Name(f.scope), Name(f.category), WorkersText(f, workers), where, impact);
 }
 
 }  // namespace

@@ -23,21 +23,11 @@ std::string ListRanks(const Finding& f) {
 }  // namespace
 
 std::string WorkersPhrase(const Finding& f, int total) {
-  if (f.workers.empty()) return f.scope == "global" ? "Every rank" : "An unknown rank";
+  if (f.workers.empty()) return f.scope == FindingScope::kGlobal ? "Every rank" : "An unknown rank";
   if (CoversEveryone(f, total)) return fmt::format("All {} ranks", total);
   if (f.workers.size() == 1) return fmt::format("Rank {}", f.workers[0]);
   if (f.workers.size() <= 6) return fmt::format("Ranks {}", ListRanks(f));
   return fmt::format("{} ranks", f.workers.size());
-}
-
-std::string CategoryPhrase(const std::string& category) {
-  if (category == "dataloader") return "the data loader";
-  if (category == "compute") return "compute";
-  if (category == "memory") return "host-device copies";
-  if (category == "communication") return "exposed communication";
-  if (category == "host") return "host (Python) code";
-  if (category == "imbalance") return "extra work";
-  return category;
 }
 
 std::string FormatDuration(double seconds) {
@@ -49,16 +39,11 @@ std::string FormatDuration(double seconds) {
   return fmt::format("{:.3f} ms", ms);
 }
 
-std::string InParentheses(const std::string& name) {
-  if (name.size() >= 2 && name.front() == '(' && name.back() == ')') return name;
-  return "(" + name + ")";
-}
-
 std::string FindingSentence(const Finding& f, int total) {
   std::string who = WorkersPhrase(f, total);
   bool plural = f.workers.size() != 1 || CoversEveryone(f, total);
   std::string what = f.function.empty() ? "" : " " + InParentheses(f.function);
-  if (f.category == "hang") {
+  if (f.category == FindingCategory::kHang) {
     std::string where = f.location.empty() ? f.function : f.location;
     std::string others = total > static_cast<int>(f.workers.size()) ? "; the other ranks wait for it" : "";
     return fmt::format("{} {} stuck{}{}.", who, plural ? "are" : "is",
@@ -66,13 +51,13 @@ std::string FindingSentence(const Finding& f, int total) {
   }
   std::string lose = plural ? "lose" : "loses";
   std::string cost = fmt::format("{} per iteration", FormatDuration(f.impact_s_per_iter));
-  if (f.category == "imbalance") {
+  if (f.category == FindingCategory::kImbalance) {
     return fmt::format("{} {} given more work than {} peers{}: {} {}.", who, plural ? "are" : "is",
                        plural ? "their" : "its", what, lose, cost);
   }
-  std::string sentence = fmt::format("{} {} {} in {}{}", who, lose, cost, CategoryPhrase(f.category), what);
+  std::string sentence = fmt::format("{} {} {} in {}{}", who, lose, cost, InfoOf(f.category).phrase, what);
   int others = total - static_cast<int>(f.workers.size());
-  if (f.scope == "local" && others > 0) {
+  if (f.scope == FindingScope::kLocal && others > 0) {
     std::string them = plural ? "them" : "it";
     sentence += others == 1 ? fmt::format("; the other rank waits for {}", them)
                             : fmt::format("; the other {} ranks wait for {}", others, them);

@@ -111,4 +111,9 @@ std::string FoldedTailName(Category category) {
   return "(other " + std::string(CategoryName(category)) + ")";
 }
 
+std::string InParentheses(const std::string& name) {
+  if (name.size() >= 2 && name.front() == '(' && name.back() == ')') return name;
+  return "(" + name + ")";
+}
+
 }  // namespace eroica

@@ -33,4 +33,7 @@ inline constexpr std::string_view kUnattributedPython = "(python, unattributed)"
 std::string FoldedTailName(Category category);
 inline bool IsFoldedTail(std::string_view name) { return name.starts_with("(other "); }
 
+// "f" -> "(f)", for prose; a name already in parentheses (a program point) stays as it is.
+std::string InParentheses(const std::string& name);
+
 }  // namespace eroica

@@ -62,7 +62,7 @@ std::string DefaultFunctionName(Category category) {
     case Category::kCompute: return "synthetic_compute_kernel";
     case Category::kMemory: return "Memcpy HtoD (Pageable -> Device)";
     case Category::kCommunication: return "allreduce";
-    case Category::kHost: return "(python, unattributed)";
+    case Category::kHost: return std::string(kUnattributedPython);
   }
   return "synthetic";
 }
@@ -86,7 +86,7 @@ StatusOr<Plan> MakePlan(TemplateModel* model, const SynthOptions& options, std::
                                          DefaultFunctionName(options.straggler_category));
     plan.straggler_seconds = options.straggler_excess * model->iteration_s;
     plan.wait_function = FunctionOf(model, Category::kCommunication, HostKind::kNone, "allreduce");
-    planted->push_back({"local", std::string(CategoryName(options.straggler_category)),
+    planted->push_back({false, options.straggler_category,
                         model->functions[plan.straggler_function].name, plan.stragglers,
                         options.straggler_excess});
   }
@@ -104,7 +104,7 @@ StatusOr<Plan> MakePlan(TemplateModel* model, const SynthOptions& options, std::
     plan.has_global = true;
     plan.global_function = FunctionOf(model, category, kind, DefaultFunctionName(category));
     plan.global_seconds = options.global_excess * model->iteration_s;
-    planted->push_back({"global", std::string(CategoryName(category)), model->functions[plan.global_function].name,
+    planted->push_back({true, category, model->functions[plan.global_function].name,
                         {}, options.global_excess});
   }
   return plan;
@@ -211,7 +211,7 @@ class WorkerMaker {
 nlohmann::json TruthJson(const SynthOptions& options, const SynthResult& result, const TemplateModel& model) {
   nlohmann::json planted = nlohmann::json::array();
   for (const PlantedFault& p : result.planted) {
-    planted.push_back({{"scope", p.scope}, {"category", p.category}, {"function", p.function},
+    planted.push_back({{"scope", p.global ? "global" : "local"}, {"category", CategoryName(p.category)}, {"function", p.function},
                        {"workers", p.ranks}, {"excess_share", p.excess_share}});
   }
   return {{"schema", "eroica.synth-truth/v1"},

@@ -36,8 +36,8 @@ struct SynthOptions {
 };
 
 struct PlantedFault {
-  std::string scope;  // "local" or "global"
-  std::string category;
+  bool global = false;  // local: `ranks` are the culprits
+  Category category = Category::kHost;
   std::string function;
   std::vector<int> ranks;  // local: the culprits; global: empty (every worker)
   double excess_share = 0;  // of the healthy iteration

@@ -67,8 +67,8 @@ TEST(SynthesizerTest, WritesAReadableBundleWithTheTruth) {
   ASSERT_TRUE(result.ok()) << result.status().message();
   ASSERT_EQ(result->planted.size(), 2u);
   const PlantedFault& local = result->planted[0];
-  EXPECT_EQ(local.scope, "local");
-  EXPECT_EQ(local.category, "dataloader");
+  EXPECT_FALSE(local.global);
+  EXPECT_EQ(local.category, Category::kDataloader);
   EXPECT_EQ(local.function, "enumerate(DataLoader)#x.__next__");
   ASSERT_EQ(local.ranks.size(), 3u);
   EXPECT_EQ(result->planted[1].function, "(python, unattributed)");
