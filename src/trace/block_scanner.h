@@ -18,11 +18,6 @@ class BlockScanner {
   // `block` must have 64 readable bytes. Blocks are fed in order; the scanner carries whether
   // the previous one ended inside a string or after an unpaired backslash.
   BracketMasks Next(const char* block);
-  // For a scan that starts at a byte known to be outside strings.
-  void Reset() {
-    in_string_ = 0;
-    escaped_ = 0;
-  }
 
  private:
   uint64_t in_string_ = 0;  // all ones when the previous block ended inside a string

@@ -55,10 +55,16 @@ def test_dlrm_names_rank_7_which_arrives_last():
     assert first["category"] != "communication"  # the others' waiting is the symptom
 
 
-def test_every_real_trace_diagnoses_without_crashing(tmp_path):
-    for trace in sorted(TRACES.rglob("*.json*")):
+def test_every_real_trace_summarizes_and_every_folder_diagnoses(tmp_path):
+    traces = sorted(TRACES.rglob("*.json*"))
+    assert len(traces) >= 20
+    for trace in traces:
         p = pattern(trace, tmp_path)
-        assert p["iterations"] >= 0
+        assert p["window_s"] > 0, trace
+        assert sum(f["beta"] for f in p["functions"]) == pytest.approx(1.0, abs=1e-3), trace
+    for folder in sorted({t.parent for t in traces}):
+        d = diagnose(folder)
+        assert d["schema"] == "eroica.diagnosis/v1" and d["workers"] >= 1, folder
     d = diagnose(TRACES / "hta_testdata" / "trace_filter")
     assert d["workers"] == 2
     assert any("126 of 128 ranks" in w for w in d["warnings"])
