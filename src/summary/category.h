@@ -1,4 +1,4 @@
-// What kind of resource a function stands for (DESIGN.md "Categories"). A finding's category is
+// What kind of resource a function stands for (docs/DESIGN.md "Categories"). A finding's category is
 // one of these or a localization-only one (imbalance, hang).
 #pragma once
 

@@ -54,7 +54,7 @@ constexpr std::array kRules = {
     Rule{"cuda_driver", Match::kAny, "", EventRole::kLaunch},
     Rule{"Runtime", Match::kAny, "", EventRole::kLaunch},
     Rule{"cpu_op", Match::kAny, "", EventRole::kCpuOp},
-    // CPU-only builds write no cat at all (TRACE-FORMAT.md §9).
+    // CPU-only builds write no cat at all (docs/TRACE-FORMAT.md §9).
     Rule{"", Match::kPrefix, "aten::", EventRole::kCpuOp},
     Rule{"", Match::kPrefix, "autograd::", EventRole::kCpuOp},
     Rule{"", Match::kPrefix, "torch::autograd::", EventRole::kCpuOp},

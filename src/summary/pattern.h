@@ -1,5 +1,5 @@
 // A worker's runtime behaviour pattern: per function (β, μ, σ) plus the few figures that make
-// diagnosis sharper. This is what a worker ships instead of its trace (DESIGN.md "Critical
+// diagnosis sharper. This is what a worker ships instead of its trace (docs/DESIGN.md "Critical
 // path and the pattern"). The on-disk form is in pattern_file.h.
 #pragma once
 

@@ -19,7 +19,7 @@ int ParseDigitsAt(const std::string& text, size_t pos) {
   return static_cast<int>(value);
 }
 
-// The densest traces seen keep one complete event per ~200 bytes (TRACE-FORMAT.md §8: 200-250
+// The densest traces seen keep one complete event per ~200 bytes (docs/TRACE-FORMAT.md §8: 200-250
 // bytes per event, about half of them "X").
 constexpr int64_t kMinBytesPerEvent = 128;
 

@@ -13,7 +13,7 @@ namespace eroica {
 
 // One complete ("ph":"X") event. Instants, flows, counters and metadata events are counted
 // but not kept: the critical path needs durations, and correlation args link launches to
-// kernels more reliably than flow events do (TRACE-FORMAT.md §4).
+// kernels more reliably than flow events do (docs/TRACE-FORMAT.md §4).
 struct TraceEvent {
   int64_t ts_ns = 0;          // absolute when the trace has baseTimeNanoseconds or epoch µs
   int64_t dur_ns = 0;
@@ -47,7 +47,7 @@ struct TraceMetadata {
   std::string backend;
   std::vector<ProcessGroup> process_groups;
   int64_t base_time_ns = 0;      // baseTimeNanoseconds, already added to every ts_ns
-  bool bare_event_list = false;  // CPU-only builds write a bare JSON array (TRACE-FORMAT.md §9)
+  bool bare_event_list = false;  // CPU-only builds write a bare JSON array (docs/TRACE-FORMAT.md §9)
   std::string device_name;       // deviceProperties[0].name
   int device_count = 0;
   std::string host;              // host_name when the trace carries it
