@@ -41,7 +41,7 @@ REPO_DIR = TESTBED_DIR.parent
 sys.path.insert(0, str(TESTBED_DIR))
 import faults  # noqa: E402
 
-PYTHON = "/usr/bin/python3"
+PYTHON = sys.executable  # the interpreter that runs the testbed (Makefile: PYTHON) runs its jobs
 RUN_SCENARIO = TESTBED_DIR / "run_scenario.py"
 ONLINE_PACKAGE_PARENT = REPO_DIR / "python"
 DEFAULT_SEEDS = 3

@@ -15,13 +15,14 @@ import signal
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-PYTHON = "/usr/bin/python3"
+PYTHON = sys.executable  # the interpreter that runs the testbed (Makefile: PYTHON) runs its jobs
 TRAIN_SCRIPT = Path(__file__).resolve().parent / "train.py"
 ONLINE_PACKAGE_PARENT = Path(__file__).resolve().parent.parent / "python"  # python/eroica
 # Online mode (the ranks run under `python -m eroica run`): its settings for the testbed's

@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     if args.verb == "env":
         from . import config
 
-        print("\n".join(config.env_names() + ["EROICA_PACKAGE_DIR", "EROICA_VERBOSE"]))
+        print("\n".join(config.env_names() + ["EROICA_PACKAGE_DIR"]))
         return 0
     return 2
 

@@ -22,6 +22,7 @@ def enable(cfg: Optional[config.Config] = None) -> bool:
     if _runtime is not None:
         return True
     cfg = cfg or config.load()
+    log.configure(cfg.verbose)
     if cfg.disable:
         return False
     from .runtime import Runtime

@@ -51,6 +51,7 @@ class Config:
     job_id: str = ""
     trigger_at: int = -1  # forces a session at this iteration id (demos, tests); -1: off
     faulthandler: bool = False
+    verbose: bool = False  # debug lines on stderr
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Config)}

@@ -9,6 +9,13 @@ import threading
 
 _lock = threading.Lock()
 _said_once = set()
+_verbose = False
+
+
+def configure(verbose: bool) -> None:
+    """Called once with the process's settings (config.Config.verbose)."""
+    global _verbose
+    _verbose = bool(verbose)
 
 
 def reset_after_fork() -> None:
@@ -36,5 +43,5 @@ def once(key: str, message: str) -> None:
 
 
 def debug(message: str) -> None:
-    if os.environ.get("EROICA_VERBOSE", "") not in ("", "0"):
+    if _verbose:
         info("[%d] %s" % (os.getpid(), message))

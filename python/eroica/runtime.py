@@ -366,7 +366,7 @@ class Runtime:
 
     def _resolve_store(self) -> None:
         try:
-            resolved = trigger.resolve_store(self.cfg.store)
+            resolved = trigger.resolve_store(self.cfg.store, self.cfg.job_id)
         except Exception as e:
             raise trigger.StoreUnavailable("cannot reach the job store: %s: %s"
                                            % (type(e).__name__, e)) from e

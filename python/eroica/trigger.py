@@ -145,7 +145,7 @@ def window_iters(capture_iters: int, capture_s: float, mean_iteration_s: float) 
     return max(1, min(capture_iters, int(capture_s / mean_iteration_s)))
 
 
-def resolve_store(store_address: str, timeout_s: float = 30.0):
+def resolve_store(store_address: str, job: str = "", timeout_s: float = 30.0):
     """Returns (store, rank, world_size, kind), or None while the job store is not ready.
 
     Order: EROICA_STORE=host:port; the default process group's store; a TCPStore client from
@@ -167,7 +167,7 @@ def resolve_store(store_address: str, timeout_s: float = 30.0):
         rank, world = int(env.get("RANK", "0")), int(env.get("WORLD_SIZE", "1"))
     if store_address:
         host, _, port = store_address.rpartition(":")
-        return _tcp_client(host, int(port), timeout_s), rank, world, "tcp:" + store_address
+        return _tcp_client(host, int(port), timeout_s, job), rank, world, "tcp:" + store_address
     if initialized:
         from torch.distributed import distributed_c10d as c10d
 
@@ -175,13 +175,13 @@ def resolve_store(store_address: str, timeout_s: float = 30.0):
     if world > 1:
         if env.get("MASTER_ADDR") and env.get("MASTER_PORT") and dist is not None:
             address = "%s:%s" % (env["MASTER_ADDR"], env["MASTER_PORT"])
-            return (_tcp_client(env["MASTER_ADDR"], int(env["MASTER_PORT"]), timeout_s),
+            return (_tcp_client(env["MASTER_ADDR"], int(env["MASTER_PORT"]), timeout_s, job),
                     rank, world, "tcp:" + address)
         return None
     return MemoryStore(), 0, 1, "memory"
 
 
-def _tcp_client(host: str, port: int, timeout_s: float):
+def _tcp_client(host: str, port: int, timeout_s: float, job: str):
     """A client of a store that may outlive this job attempt (torchrun's agent store, an
     EROICA_STORE): our keys are scoped by job id and restart count, so that a restarted
     attempt never reads the sessions of the previous one."""
@@ -190,6 +190,6 @@ def _tcp_client(host: str, port: int, timeout_s: float):
     from torch.distributed import PrefixStore, TCPStore
 
     store = TCPStore(host, port, None, False, datetime.timedelta(seconds=timeout_s))
-    scope = "%s/attempt_%s" % (job_id(os.environ.get("EROICA_JOB_ID", "")),
+    scope = "%s/attempt_%s" % (job_id(job),
                                os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     return PrefixStore(scope, store)

@@ -7,8 +7,11 @@ namespace {
 
 constexpr std::array<std::string_view, kCategoryCount> kCategoryNames = {
     "compute", "memory", "communication", "dataloader", "host"};
-constexpr std::array<std::string_view, 7> kHostKindNames = {
+constexpr std::array<std::string_view, kHostKindCount> kHostKindNames = {
     "", "python", "gc", "optimizer", "sync", "launch", "framework"};
+
+static_assert(static_cast<int>(Category::kHost) + 1 == kCategoryCount, "kCategoryCount counts every Category");
+static_assert(static_cast<int>(HostKind::kFramework) + 1 == kHostKindCount, "kHostKindCount counts every HostKind");
 
 }  // namespace
 

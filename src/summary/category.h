@@ -13,6 +13,7 @@ inline constexpr int kCategoryCount = 5;
 
 // Recognised sub-kinds of host time, where the trace shows them.
 enum class HostKind : uint8_t { kNone, kPython, kGc, kOptimizer, kSync, kLaunch, kFramework };
+inline constexpr int kHostKindCount = 7;
 
 std::string_view CategoryName(Category category);
 std::optional<Category> CategoryFromName(std::string_view name);

@@ -132,7 +132,7 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, Wo
     assign(&f.name, in->Varint());
     uint8_t category = in->U8();
     uint8_t host_kind = in->U8();
-    if (category >= kCategoryCount || host_kind > static_cast<uint8_t>(HostKind::kFramework)) return false;
+    if (category >= kCategoryCount || host_kind >= kHostKindCount) return false;
     f.category = static_cast<Category>(category);
     f.host_kind = static_cast<HostKind>(host_kind);
     f.beta = in->F32();

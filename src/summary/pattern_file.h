@@ -32,6 +32,10 @@
 namespace eroica {
 
 inline constexpr std::string_view kPatternMagic = "EROICAP\x01";
+// A pattern holds kCategoryCount shares per worker and iteration, and host kinds below
+// kHostKindCount: changing either changes the format, so the magic's version byte changes too.
+static_assert(kCategoryCount == 5 && kHostKindCount == 7,
+              "the categories changed: bump kPatternMagic's version byte, then these numbers");
 
 // Writes workers into blocks of `workers_per_block`, each compressed at `zstd_level`.
 class PatternWriter {
