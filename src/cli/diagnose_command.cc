@@ -1,13 +1,9 @@
 // eroica diagnose PATH...: traces and/or pattern files of all ranks (or a session folder) in,
 // findings out.
-#include <filesystem>
-#include <thread>
-
 #include <fmt/core.h>
 
 #include "cli/commands.h"
-#include "cli/diagnose_inputs.h"
-#include "localize/localizer.h"
+#include "cli/diagnosis_run.h"
 #include "report/diagnosis_json.h"
 #include "report/text_report.h"
 
@@ -22,26 +18,20 @@ struct DiagnoseOptions {
 };
 
 int RunDiagnose(const DiagnoseOptions& options) {
-  Expectations expectations = DefaultExpectations();
-  if (!options.expect.empty()) {
-    StatusOr<Expectations> loaded = LoadExpectations(options.expect);
-    if (!loaded.ok()) {
-      fmt::print(stderr, "eroica: {}\n", loaded.status().message());
-      return 2;
-    }
-    expectations = *loaded;
+  StatusOr<Expectations> expectations = ExpectationsFrom(options.expect);
+  if (!expectations.ok()) {
+    fmt::print(stderr, "eroica: {}\n", expectations.status().message());
+    return 2;
   }
-  int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
-  StatusOr<LocalizeInput> input = CollectDiagnoseInputs(options.paths, threads);
-  if (!input.ok()) {
-    fmt::print(stderr, "eroica: {}\n", input.status().message());
+  StatusOr<DiagnosedRun> run = DiagnosePaths(options.paths, *expectations, options.threads, /*keep_patterns=*/false);
+  if (!run.ok()) {
+    fmt::print(stderr, "eroica: {}\n", run.status().message());
     return 1;
   }
-  Diagnosis diagnosis = Localize(*input, expectations);
   if (options.format == "json") {
-    fmt::print("{}\n", DiagnosisToJson(diagnosis).dump(2));
+    fmt::print("{}\n", DiagnosisToJson(run->diagnosis).dump(2));
   } else {
-    fmt::print("{}", FormatTextReport(diagnosis));
+    fmt::print("{}", FormatTextReport(run->diagnosis));
   }
   return 0;
 }

@@ -1,4 +1,4 @@
-// Shared by the commands that present a diagnosis (report, prompt, annotate): gather the
+// Shared by every command that presents a diagnosis (diagnose, report, prompt, annotate): gather the
 // inputs exactly as `diagnose` does, then localize. Header-only so each *_command.cc stays
 // self-contained.
 #pragma once
@@ -19,21 +19,33 @@ struct DiagnosedRun {
   Diagnosis diagnosis;
 };
 
-inline StatusOr<DiagnosedRun> DiagnosePaths(const std::vector<std::string>& paths, const std::string& expect_path,
-                                            int threads) {
-  Expectations expectations = DefaultExpectations();
-  if (!expect_path.empty()) {
-    StatusOr<Expectations> loaded = LoadExpectations(expect_path);
-    if (!loaded.ok()) return loaded.status();
-    expectations = *loaded;
-  }
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  StatusOr<LocalizeInput> input = CollectDiagnoseInputs(paths, threads, /*keep_patterns=*/true);
+// The expected boxes from `expect_path`, or the built-in defaults when it is empty.
+inline StatusOr<Expectations> ExpectationsFrom(const std::string& expect_path) {
+  if (expect_path.empty()) return DefaultExpectations();
+  return LoadExpectations(expect_path);
+}
+
+// `requested` trace readers, or one per core when it is not positive.
+inline int ReaderThreads(int requested) {
+  return requested > 0 ? requested : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// `keep_patterns`: keep every worker's pattern in the input (reports chart them).
+inline StatusOr<DiagnosedRun> DiagnosePaths(const std::vector<std::string>& paths, const Expectations& expectations,
+                                            int threads, bool keep_patterns) {
+  StatusOr<LocalizeInput> input = CollectDiagnoseInputs(paths, ReaderThreads(threads), keep_patterns);
   if (!input.ok()) return input.status();
   DiagnosedRun run;
   run.input = std::move(*input);
   run.diagnosis = Localize(run.input, expectations);
   return run;
+}
+
+inline StatusOr<DiagnosedRun> DiagnosePaths(const std::vector<std::string>& paths, const std::string& expect_path,
+                                            int threads) {
+  StatusOr<Expectations> expectations = ExpectationsFrom(expect_path);
+  if (!expectations.ok()) return expectations.status();
+  return DiagnosePaths(paths, *expectations, threads, /*keep_patterns=*/true);
 }
 
 }  // namespace eroica
