@@ -7,8 +7,8 @@ monitor, an active capture, a pending session). Nothing here touches the store o
 
 Monitor thread (wakes every EROICA_POLL_S, or at once after a detection): resolves the job
 store, polls it (one `add(epoch, 0)`), publishes proposals, watches for hangs and dumps
-stacks. Finisher threads (non-daemon, bounded): export traces, and on rank 0 wait for all
-ranks and run the diagnosis.
+stacks. Finisher threads (daemon; the exit waits for them at most EROICA_EXIT_WAIT_S): export
+traces, and on rank 0 wait for all ranks and run the diagnosis.
 """
 
 import atexit
@@ -23,7 +23,7 @@ import weakref
 from typing import Any, Dict, List, Optional
 
 from . import capture as capture_mod
-from . import agent_link, finish, hang, hooks, log, trigger
+from . import agent_link, finish, hang, hooks, log, safe_fs, trigger
 from .config import Config
 from .detector import DegradationDetector, HangDetector
 
@@ -39,6 +39,7 @@ _STORE_RETRY_S = 5.0
 class Runtime:
     def __init__(self, cfg: Config):
         self.cfg = cfg
+        safe_fs.set_group_shared(cfg.group_shared)
         self.detector = DegradationDetector(cfg.window, cfg.threshold, cfg.warmup,
                                             cfg.noise_sigmas, cfg.outlier_clip)
         self.hang_detector = HangDetector(cfg.hang_factor, cfg.hang_min_s)
@@ -78,7 +79,7 @@ class Runtime:
         self.monitor_busy_ns = 0
         self._stopping = False
         self._shut_down = False
-        self._finishers: List[threading.Thread] = []
+        self._finishers: List[Any] = []  # (thread, Finisher) of background tasks
 
     # ---- hook listener API (training thread) ---------------------------------------------
 
@@ -267,7 +268,18 @@ class Runtime:
                 "current_mean_s": self.detector.current_mean_s}
 
     def _session_dir(self, session: Dict[str, Any]) -> str:
-        return os.path.join(self.cfg.dir, session["session_id"])
+        return os.path.join(self.cfg.dir, safe_fs.component(session["session_id"]))
+
+    def _usable(self, session: Dict[str, Any]) -> bool:
+        """Monitor thread: the session's folder exists and is ours, or the session is
+        skipped on this rank with one line (a read-only or foreign folder)."""
+        try:
+            safe_fs.ensure_session_dir(self._session_dir(session))
+            return True
+        except OSError as e:
+            log.info("session %s skipped on rank %d: %s" % (
+                session.get("session_id"), self.rank, e))
+            return False
 
     def _mean_iteration_s(self, last: int = 0) -> Optional[float]:
         """Mean of the last `last` iterations (default: the detector window), or None."""
@@ -284,8 +296,10 @@ class Runtime:
         return finish.Finisher(self.cfg, self.rank, self.world_size, self.coord)
 
     def _spawn(self, target, *args) -> None:
-        self._finishers = [t for t in self._finishers if t.is_alive()]
-        self._finishers.append(finish.spawn(target, *args))
+        """Runs a Finisher method on a background thread (`target.__self__` is kept for the
+        bounded exit)."""
+        self._finishers = [(t, f) for t, f in self._finishers if t.is_alive()]
+        self._finishers.append((finish.spawn(target, *args), target.__self__))
 
     # ---- monitor thread --------------------------------------------------------------------
 
@@ -340,7 +354,8 @@ class Runtime:
             return
         sessions, hangs = coord.poll()
         for session in sessions:
-            self._mail.append(("session", session))
+            if self._usable(session):
+                self._mail.append(("session", session))
         detection, self._detection = self._detection, None
         if detection is not None:
             self._propose(coord, detection)
@@ -422,6 +437,9 @@ class Runtime:
         if session is None:
             self._mail.append(("rebaseline", None))  # another rank's session covers it
             return
+        if not self._usable(session):
+            self._mail.append(("rebaseline", None))
+            return
         self._mail.append(("session", session))
         log.debug("rank %d proposed %s (%s at iteration %d)" % (
             self.rank, session["session_id"], detection["reason"],
@@ -471,25 +489,35 @@ class Runtime:
         if session_id in self._hangs_handled:
             return
         self._hangs_handled[session_id] = int(notice["stuck_iteration"])
+        if not self._usable(notice):
+            return
         session_dir = self._session_dir(notice)
-        os.makedirs(session_dir, exist_ok=True)
-        hang.dump_stacks(os.path.join(session_dir, "stacks-rank-%d.json" % self.rank),
-                         self.rank, self.world_size, self.iteration)
+        try:
+            hang.dump_stacks(finish.RankFile.STACKS.path(session_dir, self.rank),
+                             self.rank, self.world_size, self.iteration)
+        except OSError as e:
+            log.info("rank %d: stacks not written: %s" % (self.rank, e))
+            return
         if self.rank == 0:
             self._spawn(self._finisher().hang_dumped, notice, session_dir)
 
     # ---- exit ------------------------------------------------------------------------------
 
     def shutdown(self) -> None:
-        """At exit: stop a window cut short by the end of training and write its files."""
+        """At exit: stop a window cut short by the end of training and write its files.
+
+        The whole of it takes at most EROICA_EXIT_WAIT_S (finish.wait_at_exit says what
+        happens to work still running then)."""
         if self._shut_down:
             return
         self._shut_down = True
+        deadline_s = time.monotonic() + self.cfg.exit_wait_s
         self._stopping = True
         self._wake.set()
         monitor = self._monitor
         if monitor is not None and monitor is not threading.current_thread():
-            monitor.join(timeout=5.0)  # no store call in flight while the process tears down
+            # No store call in flight while the process tears down, if it ends soon.
+            monitor.join(timeout=min(5.0, self.cfg.exit_wait_s))
         cap, self.capture = self.capture, None
         try:
             if cap is not None:
@@ -497,14 +525,15 @@ class Runtime:
                     cap.stop("exit")
                 except Exception as e:
                     cap.abort("stop at exit failed: %s" % e)
-                self._finisher().capture_done(cap)
+                self._spawn(self._finisher().capture_done, cap)
             # Sessions whose target the job never reached: their detection evidence
             # (session.json, the iteration series) is still worth keeping.
             for session in self._pending:
-                self._finisher().missed(session, self._session_dir(session),
-                                        "the job ended at iteration %d" % self.iteration,
-                                        self._detector_state())
+                self._spawn(self._finisher().missed, session, self._session_dir(session),
+                            "the job ended at iteration %d" % self.iteration,
+                            self._detector_state())
             self._pending = []
+            finish.wait_at_exit(self._finishers, deadline_s)
         except Exception as e:
             log.info("could not write the session at exit: %s: %s" % (type(e).__name__, e))
         self.coord = None
