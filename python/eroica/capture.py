@@ -183,13 +183,19 @@ class Capture:
                                       fileobj=out) as dst:
                     shutil.copyfileobj(src, dst, 1 << 20)
             except Exception as e:
-                self.error = "export failed: %s: %s" % (type(e).__name__, e)
-                log.info("rank %d: trace %s" % (self.rank, self.error))
+                self.error = "trace export failed: %s: %s" % (type(e).__name__, e)
             finally:
                 if private is not None:
                     shutil.rmtree(private, ignore_errors=True)
         self._stopped_prof = None
-        safe_fs.write_json(meta_path(self.session_dir, self.rank), self.meta())
+        try:
+            safe_fs.write_json(meta_path(self.session_dir, self.rank), self.meta())
+        except OSError as e:
+            log.info("rank %d: no files for session %s (%s%s); training goes on" % (
+                self.rank, self.session_dir, e, "; " + self.error if self.error else ""))
+            raise SessionNotWritten() from e
+        if self.error.startswith("trace export failed"):
+            log.info("rank %d: %s" % (self.rank, self.error))
 
     def meta(self) -> Dict[str, Any]:
         doc = rank_identity(self.rank, self.world_size)
@@ -209,6 +215,11 @@ class Capture:
         if self.error:
             doc["error"] = self.error
         return doc
+
+
+class SessionNotWritten(Exception):
+    """This rank's meta could not be written (said in one line already): rank 0 has nothing
+    to gather from it."""
 
 
 def rank_identity(rank: int, world_size: int) -> Dict[str, Any]:
@@ -235,7 +246,12 @@ def write_missed_meta(session: Dict[str, Any], rank: int, world_size: int, sessi
                 "target_iteration": session["target_iteration"], "iteration_ids": [],
                 "profiler_start_unix_ns": None, "profiler_start_monotonic_ns": None,
                 "detector": detector, "missed": why})
-    safe_fs.write_json(meta_path(session_dir, rank), doc)
+    try:
+        safe_fs.write_json(meta_path(session_dir, rank), doc)
+    except OSError as e:
+        log.info("rank %d: no files for session %s (%s); training goes on"
+                 % (rank, session_dir, e))
+        raise SessionNotWritten() from e
 
 
 def session_doc(session: Dict[str, Any], world_size: int,

@@ -42,6 +42,8 @@ def spawn(target: Callable, *args) -> threading.Thread:
             pass
         try:
             target(*args)
+        except capture.SessionNotWritten:
+            pass
         except Exception as e:
             log.once("finisher", "background task failed: %s: %s" % (type(e).__name__, e))
 
@@ -84,7 +86,11 @@ class Finisher:
             self._gather(notice, session_dir, RankFile.STACKS)
 
     def _gather(self, session: Dict[str, Any], session_dir: str, kind: RankFile) -> None:
-        self.write_session_json(session, session_dir)
+        try:
+            self.write_session_json(session, session_dir)
+        except OSError as e:
+            log.info("rank 0: no session.json in %s (%s); the ranks' files are still "
+                     "gathered" % (session_dir, e))
         self.collecting = (session_dir, kind, time.time() + self.cfg.collect_timeout_s)
         collect_and_diagnose(self.cfg, session_dir, self.world_size, kind,
                              self.collecting[2], self.handed_off)

@@ -72,6 +72,7 @@ class Runtime:
         self._next_resolve_s = 0.0
         self._store_failures = 0
         self._hangs_handled: Dict[str, int] = {}  # session id -> stuck iteration
+        self._skipped_until = -1  # end of the last session skipped for its folder
         self._gil_watchdog: Optional[hang.GilStallWatchdog] = None
         self._wake = threading.Event()
         self._monitor: Optional[threading.Thread] = None
@@ -279,6 +280,9 @@ class Runtime:
         except OSError as e:
             log.info("session %s skipped on rank %d: %s" % (
                 session.get("session_id"), self.rank, e))
+            # It still covers the slowdown it was proposed for, as a pending session would.
+            self._skipped_until = max(self._skipped_until, session["target_iteration"]
+                                      + int(session.get("capture_iters", 0)))
             return False
 
     def _mean_iteration_s(self, last: int = 0) -> Optional[float]:
@@ -404,6 +408,7 @@ class Runtime:
 
     def _busy(self) -> bool:
         return bool(self._pending or self.capture is not None
+                    or self.iteration < self._skipped_until
                     or any(kind == "session" for kind, _ in list(self._mail)))
 
     def _propose(self, coord: trigger.Coordinator, detection: Dict[str, Any]) -> None:
