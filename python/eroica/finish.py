@@ -65,12 +65,19 @@ class Finisher:
         # diagnoses: what a detached process needs to take over.
         self.collecting: Optional[Tuple[str, RankFile, float]] = None
         self.handed_off = threading.Event()
+        # Another rank gathers when the job store is gone at its exit: rank 0, which
+        # usually hosts it, may be dead. A claim file keeps it to one gatherer.
+        self.deputy = False
 
     def capture_done(self, cap: capture.Capture) -> None:
         self.session_dir = cap.session_dir
         cap.export()
-        if self.rank == 0:
+        if self.rank == 0 or self.deputy:
             self._gather(cap.session, cap.session_dir, RankFile.META)
+
+    def gather_as_deputy(self, session: Dict[str, Any], session_dir: str) -> None:
+        self.session_dir = session_dir
+        self._gather(session, session_dir, RankFile.META)
 
     def missed(self, session: Dict[str, Any], session_dir: str, why: str,
                detector: Dict[str, Any]) -> None:
@@ -86,6 +93,15 @@ class Finisher:
             self._gather(notice, session_dir, RankFile.STACKS)
 
     def _gather(self, session: Dict[str, Any], session_dir: str, kind: RankFile) -> None:
+        try:
+            if not safe_fs.claim(session_dir, "diagnosis.claim"):
+                return  # another rank gathers this session
+        except OSError as e:
+            log.info("rank %d: cannot diagnose %s: %s" % (self.rank, session_dir, e))
+            return
+        if self.rank != 0:
+            log.info("rank %d diagnoses %s: the job store is gone (and rank 0 with it?)"
+                     % (self.rank, session_dir))
         try:
             self.write_session_json(session, session_dir)
         except OSError as e:

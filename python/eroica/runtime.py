@@ -73,6 +73,7 @@ class Runtime:
         self._store_failures = 0
         self._hangs_handled: Dict[str, int] = {}  # session id -> stuck iteration
         self._skipped_until = -1  # end of the last session skipped for its folder
+        self._captured: List[Any] = []  # (session, folder) of the windows this rank finished
         self._gil_watchdog: Optional[hang.GilStallWatchdog] = None
         self._wake = threading.Event()
         self._monitor: Optional[threading.Thread] = None
@@ -256,6 +257,7 @@ class Runtime:
         if done:
             self.capture = None
             self.detector.rebaseline()  # cool-down ends with a new baseline
+            self._captured.append((cap.session, cap.session_dir))
             self._spawn(self._finisher().capture_done, cap)
 
     def _write_missed(self, session: Dict[str, Any], why: str) -> None:
@@ -525,12 +527,20 @@ class Runtime:
             monitor.join(timeout=min(5.0, self.cfg.exit_wait_s))
         cap, self.capture = self.capture, None
         try:
+            deputy = self.rank != 0 and bool(self._captured or cap) and self._store_lost()
+            for session, session_dir in self._captured if deputy else ():
+                if not os.path.exists(os.path.join(session_dir, "report.json")):
+                    fin = self._finisher()
+                    fin.deputy = True
+                    self._spawn(fin.gather_as_deputy, session, session_dir)
             if cap is not None:
                 try:
                     cap.stop("exit")
                 except Exception as e:
                     cap.abort("stop at exit failed: %s" % e)
-                self._spawn(self._finisher().capture_done, cap)
+                fin = self._finisher()
+                fin.deputy = deputy
+                self._spawn(fin.capture_done, cap)
             # Sessions whose target the job never reached: their detection evidence
             # (session.json, the iteration series) is still worth keeping.
             for session in self._pending:
@@ -542,6 +552,29 @@ class Runtime:
         except Exception as e:
             log.info("could not write the session at exit: %s: %s" % (type(e).__name__, e))
         self.coord = None
+
+    def _store_lost(self, timeout_s: float = 1.0) -> bool:
+        """At exit: the job store failed, or does not answer one read within timeout_s."""
+        coord = self.coord
+        if self._store_failures or (coord is None and self.store_kind != "gone"):
+            return True
+        dist = sys.modules.get("torch.distributed")
+        if coord is None or (self.store_kind == "default_pg" and dist is not None
+                             and not dist.is_initialized()):
+            return False  # the job destroyed its process group: an orderly end
+        answered = []
+
+        def probe():
+            try:
+                coord.store.add(trigger.EPOCH_KEY, 0)
+                answered.append(True)
+            except Exception:
+                pass
+
+        thread = threading.Thread(target=probe, name="eroica-probe", daemon=True)
+        thread.start()
+        thread.join(timeout_s)
+        return not answered
 
 
 def _another_profiler_active() -> bool:

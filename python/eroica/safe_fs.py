@@ -180,6 +180,16 @@ def create_new(folder: str, name: str):
     return os.fdopen(fd, "w"), path
 
 
+def claim(folder: str, name: str) -> bool:
+    """Creates the empty file `folder/name`; False when it exists already (someone else
+    claimed it first: one winner among processes racing for the same task)."""
+    try:
+        os.close(os.open(os.path.join(folder, component(name)), _CREATE_FLAGS, file_mode()))
+    except FileExistsError:
+        return False
+    return True
+
+
 def private_dir(folder: str, stem: str) -> str:
     """A new folder only we can enter (mkdtemp: O_EXCL-like, 0700), for files written by code
     that opens paths itself (torch's trace export)."""

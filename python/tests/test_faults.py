@@ -79,6 +79,7 @@ def run_job(tmp_path, nproc, args=(), root=None, rank_store=False, **env):
     settings = dict(EROICA_DIR=root, EROICA_POLL_S=0.2, EROICA_TRIGGER_AT=10,
                     EROICA_EXIT_WAIT_S=BOUND_S, EROICA_COLLECT_TIMEOUT_S=COLLECT_S,
                     EROICA_AGENT_WAIT_S=1.0, EROICA_BIN=REAL_BIN,
+                    EROICA_THRESHOLD=1000,  # forced sessions only: no load-made slowdowns
                     LAUNCH_REPORT=os.path.join(out, "launch.json"))
     if rank_store:
         settings["LAUNCH_STORE"] = "rank"
@@ -118,6 +119,7 @@ def test_a_rank_killed_in_its_window(tmp_path):
         assert os.path.exists(os.path.join(session, "rank-%d.json.gz" % rank))
     assert meta(session, 2) is None
     assert any("goes on in the background" in line for line in job.eroica_lines()), job.stderr
+    assert "the job store is gone" not in job.stderr  # rank 0 lives: no deputy
     log = os.path.join(session, "finish.log")
     assert wait_for(os.path.join(session, "report.json"), COLLECT_S + 20), os.listdir(session)
     assert wait_for(log, 5)
@@ -125,39 +127,66 @@ def test_a_rank_killed_in_its_window(tmp_path):
     line = open(log).read()
     print("detached diagnosis: %s" % line.strip())
     assert "1 of 3 rank files missing" in line and "rank-2.meta.json" in line, line
+    assert_suspects(session, 2)
 
 
 @needs_bin
 def test_a_rank_that_never_reaches_the_target(tmp_path):
     """Without a process group the ranks are independent: rank 1 is slower and ends before
-    the target iteration. It says so in its meta at exit; rank 0 diagnoses at once."""
-    job = run_job(tmp_path, 2, ["pg=0", "iters=70", "slow_rank=1", "short_iters=40"])
+    the target iteration (a margin of 40 puts it past iteration 50). It says so in its meta
+    at exit; rank 0 diagnoses without waiting out the collect timeout."""
+    job = run_job(tmp_path, 2, ["pg=0", "iters=150", "slow_rank=1", "slow_pace_s=0.06",
+                                "short_iters=30", "force_rank=0"],
+                  EROICA_TRIGGER_AT=-1, EROICA_MARGIN=40)
     job.summary("rank never reaches the target")
     assert job.codes == [0, 0], job.stderr
-    assert job.loop_end[0]["iterations"] == 70 and job.loop_end[1]["iterations"] == 40
+    assert job.loop_end[0]["iterations"] == 150 and job.loop_end[1]["iterations"] == 30
     job.assert_unharmed()
     session = job.only_session()
     target = json.load(open(os.path.join(session, "session.json")))["target_iteration"]
-    assert target > 40
-    assert "the job ended at iteration 40" in meta(session, 1)["missed"], meta(session, 1)
+    assert target >= 50
+    assert "the job ended at iteration 30" in meta(session, 1)["missed"], meta(session, 1)
     assert meta(session, 0)["iteration_ids"] == list(range(target, target + 5))
     assert os.path.exists(os.path.join(session, "report.json"))
     verdicts = [l for l in job.eroica_lines() if "report:" in l]
     assert len(verdicts) == 1 and "missing" not in verdicts[0], job.stderr
 
 
+@needs_bin
 def test_the_store_host_rank_dies_mid_session(tmp_path):
-    """Rank 0 hosts the job's store (env:// init) and is killed inside the window. Rank 1's
+    """Rank 0 hosts the job's store (env:// init) and is killed inside the window. Rank 2's
     next all-reduce fails as it would without eroica; its monitor loses the store quietly;
-    its trace and meta are kept; its exit is not delayed."""
-    job = run_job(tmp_path, 2, ["kill_rank=0"], rank_store=True)
+    its trace and meta are kept; its exit is not delayed. Rank 0 cannot diagnose, so the
+    first surviving rank to claim the session does (detached), naming rank 0 as missing."""
+    job = run_job(tmp_path, 3, ["kill_rank=0"], rank_store=True)
     job.summary("store host rank dies")
     assert job.codes[0] == -signal.SIGKILL
-    assert job.codes[1] == 1 and job.loop_end[1]["error"], job.stderr
+    for rank in (1, 2):
+        assert job.codes[rank] == 1 and job.loop_end[rank]["error"], job.stderr
     job.assert_unharmed()
     session = job.only_session()
-    assert meta(session, 1)["iteration_ids"] and meta(session, 0) is None
-    assert os.path.exists(os.path.join(session, "rank-1.json.gz"))
+    for rank in (1, 2):
+        assert meta(session, rank)["iteration_ids"], meta(session, rank)
+        assert os.path.exists(os.path.join(session, "rank-%d.json.gz" % rank))
+    assert meta(session, 0) is None
+    deputies = [l for l in job.eroica_lines() if "diagnoses %s" % session in l]
+    assert len(deputies) == 1 and "the job store is gone" in deputies[0], job.stderr
+    assert wait_for(os.path.join(session, "report.json"), COLLECT_S + 20), os.listdir(session)
+    log = os.path.join(session, "finish.log")
+    assert wait_for(log, 5)
+    time.sleep(0.5)
+    line = open(log).read()
+    print("deputy diagnosis: %s" % line.strip())
+    assert "1 of 3 rank files missing" in line and "rank-0.meta.json" in line, line
+    assert_suspects(session, 0)
+
+
+def assert_suspects(session, rank):
+    """The diagnosis names the rank without a trace as a suspect."""
+    warnings = json.load(open(os.path.join(session, "report.json"))).get("warnings", [])
+    print("its warnings: %s" % warnings)
+    assert any("no usable trace: %d " % rank in w and "suspect" in w for w in warnings), \
+        warnings
 
 
 @contextlib.contextmanager

@@ -4,6 +4,8 @@ Knobs (key=value): pg=1 iters=80 pace_s=0.01 out=DIR
   kill_rank=-1     this rank SIGKILLs itself at the second iteration of a capture window
   slow_rank=-1 slow_pace_s=0.03 short_iters=0   that rank is paced slower and, when
                                                 short_iters > 0, stops after that many
+  force_rank=-1 force_at=10   only that rank forces a session there (EROICA_TRIGGER_AT
+                              forces one on every rank)
 Writes out/loop-end-rank-<r>.json when its loop ends (normally or by an exception, which it
 then re-raises: the job exits as it would without eroica).
 """
@@ -17,7 +19,8 @@ import time
 import torch
 
 opts = {"pg": 1, "iters": 80, "pace_s": 0.01, "out": "/tmp/eroica-faults", "kill_rank": -1,
-        "slow_rank": -1, "slow_pace_s": 0.03, "short_iters": 0}
+        "slow_rank": -1, "slow_pace_s": 0.03, "short_iters": 0, "force_rank": -1,
+        "force_at": 10}
 for arg in sys.argv[1:]:
     key, _, value = arg.partition("=")
     opts[key] = type(opts[key])(value)
@@ -37,11 +40,19 @@ if rank == opts["slow_rank"]:
     iters = opts["short_iters"] or iters
 
 
-def capturing():
+def runtime():
     import eroica.bootstrap
 
-    rt = eroica.bootstrap.runtime()
+    return eroica.bootstrap.runtime()
+
+
+def capturing():
+    rt = runtime()
     return rt is not None and rt.capture is not None
+
+
+if rank == opts["force_rank"]:
+    runtime()._force_at = opts["force_at"]
 
 
 def loop_end(done, error=None):
