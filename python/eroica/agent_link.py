@@ -4,7 +4,9 @@ processes to watch and when a capture session runs, through files only (agent RE
   <session>/capture.start           {"start_unix_ns", "duration_s"}
 The agent then writes metrics-<host>.eroica-metrics into the session folder, and diagnose turns
 it into each function's μ and σ. Without an agent these files are simply never read.
-Every function here is best effort: it never raises."""
+Every function here is best effort: it never raises. The capture files are written on the
+training thread, so without fsync: the agent reads them on this host, where a rename is
+visible at once; durability across a crash does not matter for them."""
 
 import os
 import socket
@@ -27,7 +29,7 @@ def announce_stop(session_dir, stop_unix_ns):
     try:
         path = os.path.join(session_dir, "capture.stop")
         if not os.path.exists(path):
-            safe_fs.write_json(path, {"stop_unix_ns": int(stop_unix_ns)})
+            safe_fs.write_json(path, {"stop_unix_ns": int(stop_unix_ns)}, sync=False)
     except Exception as e:
         log.once("agent-stop", "cannot tell the node agent the capture ended: %s" % e)
 
@@ -50,6 +52,7 @@ def announce_capture(session_dir, start_unix_ns, duration_s):
     try:
         path = os.path.join(session_dir, "capture.start")
         if not os.path.exists(path):
-            safe_fs.write_json(path, {"start_unix_ns": int(start_unix_ns), "duration_s": float(duration_s)})
+            safe_fs.write_json(path, {"start_unix_ns": int(start_unix_ns),
+                                      "duration_s": float(duration_s)}, sync=False)
     except Exception as e:
         log.once("agent-announce", "cannot announce the capture to the node agent: %s" % e)
