@@ -514,7 +514,8 @@ class Runtime:
         """At exit: stop a window cut short by the end of training and write its files.
 
         The whole of it takes at most EROICA_EXIT_WAIT_S (finish.wait_at_exit says what
-        happens to work still running then)."""
+        happens to work still running then), plus the profiler's own stop when the exit cuts
+        a window short: that runs here, on the thread that owns the profiler."""
         if self._shut_down:
             return
         self._shut_down = True
@@ -524,10 +525,11 @@ class Runtime:
         monitor = self._monitor
         if monitor is not None and monitor is not threading.current_thread():
             # No store call in flight while the process tears down, if it ends soon.
-            monitor.join(timeout=min(5.0, self.cfg.exit_wait_s))
+            monitor.join(timeout=min(2.0, self.cfg.exit_wait_s))
         cap, self.capture = self.capture, None
         try:
-            deputy = self.rank != 0 and bool(self._captured or cap) and self._store_lost()
+            deputy = (self.rank != 0 and bool(self._captured or cap)
+                      and self._store_lost(min(1.0, max(0.1, deadline_s - time.monotonic()))))
             for session, session_dir in self._captured if deputy else ():
                 if not os.path.exists(os.path.join(session_dir, "report.json")):
                     fin = self._finisher()

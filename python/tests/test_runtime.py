@@ -151,3 +151,33 @@ def test_monitor_error_disables_on_the_training_thread_after_stopping_the_window
         assert capsys.readouterr().err.count("disabled") == 1
     finally:
         hooks.uninstall()
+
+
+def test_store_probe_at_exit_is_bounded():
+    """A rank other than 0 gathers at exit only when the job store is gone: it failed, or
+    one read does not come back within the probe's time."""
+    import threading
+    import time
+
+    from eroica import trigger
+
+    class Hung(trigger.MemoryStore):
+        def add(self, key, amount):
+            threading.Event().wait(30)
+
+    class Dead(trigger.MemoryStore):
+        def add(self, key, amount):
+            raise RuntimeError("Connection reset by peer")
+
+    rt = quiet_runtime()
+    rt.store_kind = "tcp:test"
+    rt.coord = trigger.Coordinator(trigger.MemoryStore())
+    assert rt._store_lost(0.5) is False
+    rt.coord = trigger.Coordinator(Dead())
+    assert rt._store_lost(0.5) is True
+    rt.coord = trigger.Coordinator(Hung())
+    start = time.monotonic()
+    assert rt._store_lost(0.5) is True
+    assert time.monotonic() - start < 1.0
+    rt.coord, rt._store_failures = None, 1  # the monitor saw it fail
+    assert rt._store_lost(0.5) is True
