@@ -88,12 +88,17 @@ def ensure_root(root: str) -> str:
     The root may be a link the user made (`/shared/eroica -> /mnt/x`); what it points to is
     checked. Everything below it is created by us and must not be a link.
     """
+    root = root or "."
     try:
         os.mkdir(root, dir_mode())
         _fix_mode(root)
-    except FileNotFoundError:
+    except FileNotFoundError:  # parents are not ours: made as makedirs makes them
         os.makedirs(os.path.dirname(os.path.abspath(root)), exist_ok=True)
-        return ensure_root(root)
+        try:
+            os.mkdir(root, dir_mode())
+            _fix_mode(root)
+        except FileExistsError:
+            pass
     except FileExistsError:
         pass
     check_ours(root, os.stat(root))

@@ -124,6 +124,12 @@ def test_a_folder_of_another_user_is_refused(root, victim):
         safe_fs.set_group_shared(False)
 
 
+def test_missing_parents_are_made(tmp_path):
+    deep = str(tmp_path / "a" / "b" / "eroica")
+    assert safe_fs.ensure_session_dir(os.path.join(deep, "s1")) == os.path.join(deep, "s1")
+    assert stat.S_IMODE(os.stat(deep).st_mode) == 0o700
+
+
 def test_world_writable_needs_the_sticky_bit(root):
     os.mkdir(root)
     os.chmod(root, 0o777)
