@@ -1,5 +1,6 @@
 """Command line: `python -m eroica run [--dir D] [--config F] -- CMD ...`,
-`python -m eroica diagnose SESSION_DIR`, `python -m eroica env`."""
+`python -m eroica diagnose SESSION_DIR`, `python -m eroica env` (and `finish`, which rank 0
+starts at exit to complete a diagnosis in the background)."""
 
 import argparse
 import sys
@@ -25,6 +26,11 @@ def main(argv=None) -> int:
     diag_p = sub.add_parser("diagnose", help="diagnose a session folder as rank 0 would")
     diag_p.add_argument("session_dir")
     sub.add_parser("env", help="list the environment variables eroica reads")
+    fin_p = sub.add_parser("finish", help=argparse.SUPPRESS)  # rank 0's detached exit
+    fin_p.add_argument("session_dir")
+    fin_p.add_argument("--world-size", type=int, required=True)
+    fin_p.add_argument("--files", choices=["meta", "stacks"], required=True)
+    fin_p.add_argument("--until", type=float, required=True)
     args = parser.parse_args(argv)
 
     if args.verb == "run":
@@ -42,6 +48,10 @@ def main(argv=None) -> int:
         cfg = config.load()
         line = diagnose.run(args.session_dir, cfg.bin, cfg.diagnose_timeout_s)
         return 0 if "report:" in line else 1
+    if args.verb == "finish":
+        from . import finish
+
+        return finish.finish_main(args.session_dir, args.world_size, args.files, args.until)
     if args.verb == "env":
         from . import config
 

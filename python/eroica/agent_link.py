@@ -4,27 +4,20 @@ processes to watch and when a capture session runs, through files only (agent RE
   <session>/capture.start           {"start_unix_ns", "duration_s"}
 The agent then writes metrics-<host>.eroica-metrics into the session folder, and diagnose turns
 it into each function's μ and σ. Without an agent these files are simply never read.
-Every function here is best effort: it never raises."""
+Every function here is best effort: it never raises. The capture files are written on the
+training thread, so without fsync: the agent reads them on this host, where a rename is
+visible at once; durability across a crash does not matter for them."""
 
-import json
 import os
 import socket
 
-from . import log
-
-
-def _write_atomic(path, doc):
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    with open(tmp, "w") as f:
-        json.dump(doc, f)
-    os.replace(tmp, path)
+from . import log, safe_fs
 
 
 def register_process(eroica_dir, rank):
     try:
-        procs = os.path.join(eroica_dir, "procs")
-        os.makedirs(procs, exist_ok=True)
-        _write_atomic(os.path.join(procs, "%d.json" % os.getpid()),
+        procs = safe_fs.ensure_dir(safe_fs.ensure_root(eroica_dir), "procs")
+        safe_fs.write_json(os.path.join(procs, "%d.json" % os.getpid()),
                       {"pid": os.getpid(), "rank": rank, "session_dir": None,
                        "host": socket.gethostname()})
     except Exception as e:
@@ -36,7 +29,7 @@ def announce_stop(session_dir, stop_unix_ns):
     try:
         path = os.path.join(session_dir, "capture.stop")
         if not os.path.exists(path):
-            _write_atomic(path, {"stop_unix_ns": int(stop_unix_ns)})
+            safe_fs.write_json(path, {"stop_unix_ns": int(stop_unix_ns)}, sync=False)
     except Exception as e:
         log.once("agent-stop", "cannot tell the node agent the capture ended: %s" % e)
 
@@ -59,6 +52,7 @@ def announce_capture(session_dir, start_unix_ns, duration_s):
     try:
         path = os.path.join(session_dir, "capture.start")
         if not os.path.exists(path):
-            _write_atomic(path, {"start_unix_ns": int(start_unix_ns), "duration_s": float(duration_s)})
+            safe_fs.write_json(path, {"start_unix_ns": int(start_unix_ns),
+                                      "duration_s": float(duration_s)}, sync=False)
     except Exception as e:
         log.once("agent-announce", "cannot announce the capture to the node agent: %s" % e)

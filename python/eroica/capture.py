@@ -14,7 +14,6 @@ still call `prof.step()` (Kineto step tracking) and keep `prof.step_num` equal t
 
 import gc
 import gzip
-import json
 import os
 import platform
 import shutil
@@ -23,22 +22,15 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-from . import __version__, agent_link, log
-
-
-def write_json_atomic(path: str, doc: Any) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(tmp, path)
+from . import __version__, agent_link, log, safe_fs
 
 
 def trace_path(session_dir: str, rank: int) -> str:
-    return os.path.join(session_dir, "rank-%d.json.gz" % rank)
+    return os.path.join(session_dir, safe_fs.rank_name("rank-", rank, ".json.gz"))
 
 
 def meta_path(session_dir: str, rank: int) -> str:
-    return os.path.join(session_dir, "rank-%d.meta.json" % rank)
+    return os.path.join(session_dir, safe_fs.rank_name("rank-", rank, ".meta.json"))
 
 
 class _GcRanges:
@@ -105,7 +97,7 @@ class Capture:
         import torch.profiler as tp
         from torch.autograd.profiler import record_function
 
-        os.makedirs(self.session_dir, exist_ok=True)
+        safe_fs.ensure_session_dir(self.session_dir)
         activities = [tp.ProfilerActivity.CPU]
         if torch.cuda.is_available():
             activities.append(tp.ProfilerActivity.CUDA)
@@ -178,21 +170,32 @@ class Capture:
         """Writes the gzipped trace, then the meta file. Runs on a background thread."""
         prof = self._stopped_prof
         if prof is not None:  # also after an abort: what was recorded is still good
-            raw = os.path.join(self.session_dir, ".rank-%d.trace.json" % self.rank)
+            private = None
             try:
+                # torch opens the export path itself (following links): it writes into a
+                # fresh folder only we can enter, and we compress from there.
+                private = safe_fs.private_dir(self.session_dir, "export-rank-%d" % self.rank)
+                raw = os.path.join(private, "trace.json")
                 prof.export_chrome_trace(raw)
-                final = trace_path(self.session_dir, self.rank)
-                with open(raw, "rb") as src, gzip.open(final + ".tmp", "wb", 6) as dst:
+                with open(raw, "rb") as src, \
+                        safe_fs.atomic_writer(trace_path(self.session_dir, self.rank)) as out, \
+                        gzip.GzipFile(filename="", mode="wb", compresslevel=6,
+                                      fileobj=out) as dst:
                     shutil.copyfileobj(src, dst, 1 << 20)
-                os.replace(final + ".tmp", final)
             except Exception as e:
-                self.error = "export failed: %s: %s" % (type(e).__name__, e)
-                log.info("rank %d: trace %s" % (self.rank, self.error))
+                self.error = "trace export failed: %s: %s" % (type(e).__name__, e)
             finally:
-                if os.path.exists(raw):
-                    os.remove(raw)
+                if private is not None:
+                    shutil.rmtree(private, ignore_errors=True)
         self._stopped_prof = None
-        write_json_atomic(meta_path(self.session_dir, self.rank), self.meta())
+        try:
+            safe_fs.write_json(meta_path(self.session_dir, self.rank), self.meta())
+        except OSError as e:
+            log.info("rank %d: no files for session %s (%s%s); training goes on" % (
+                self.rank, self.session_dir, e, "; " + self.error if self.error else ""))
+            raise SessionNotWritten() from e
+        if self.error.startswith("trace export failed"):
+            log.info("rank %d: %s" % (self.rank, self.error))
 
     def meta(self) -> Dict[str, Any]:
         doc = rank_identity(self.rank, self.world_size)
@@ -214,6 +217,11 @@ class Capture:
         return doc
 
 
+class SessionNotWritten(Exception):
+    """This rank's meta could not be written (said in one line already): rank 0 has nothing
+    to gather from it."""
+
+
 def rank_identity(rank: int, world_size: int) -> Dict[str, Any]:
     local_rank = os.environ.get("LOCAL_RANK")
     torch = sys.modules.get("torch")
@@ -232,13 +240,18 @@ def rank_identity(rank: int, world_size: int) -> Dict[str, Any]:
 def write_missed_meta(session: Dict[str, Any], rank: int, world_size: int, session_dir: str,
                       why: str, detector: Dict[str, Any]) -> None:
     """A rank that cannot take part still writes its meta, so rank 0 need not wait for it."""
-    os.makedirs(session_dir, exist_ok=True)
+    safe_fs.ensure_session_dir(session_dir)
     doc = rank_identity(rank, world_size)
     doc.update({"session_id": session["session_id"], "reason": session["reason"],
                 "target_iteration": session["target_iteration"], "iteration_ids": [],
                 "profiler_start_unix_ns": None, "profiler_start_monotonic_ns": None,
                 "detector": detector, "missed": why})
-    write_json_atomic(meta_path(session_dir, rank), doc)
+    try:
+        safe_fs.write_json(meta_path(session_dir, rank), doc)
+    except OSError as e:
+        log.info("rank %d: no files for session %s (%s); training goes on"
+                 % (rank, session_dir, e))
+        raise SessionNotWritten() from e
 
 
 def session_doc(session: Dict[str, Any], world_size: int,

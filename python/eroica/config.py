@@ -46,6 +46,10 @@ class Config:
     collect_timeout_s: float = 60.0
     diagnose_timeout_s: float = 300.0
     agent_wait_s: float = 3.0  # for a node agent's samples of the window, when one runs
+    # The most a process's exit waits for eroica's unfinished work (finish.py).
+    exit_wait_s: float = 30.0
+    # Session folders shared by a group: folders 02770, files 0640 (safe_fs.py).
+    group_shared: bool = False
     # Coordination.
     store: str = ""
     job_id: str = ""
@@ -109,7 +113,7 @@ def _validate(values: Dict[str, Any]) -> Dict[str, Any]:
             log.info("ignoring %s=%r: must be > 0" % (name, values[name]))
             del values[name]
     for name in ("warmup", "margin", "hang_min_s", "noise_sigmas", "max_sessions",
-                 "outlier_clip"):
+                 "outlier_clip", "exit_wait_s", "collect_timeout_s", "agent_wait_s"):
         if name in values and values[name] < 0:
             log.info("ignoring %s=%r: must be >= 0" % (name, values[name]))
             del values[name]

@@ -10,28 +10,40 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import time
 from typing import Any, Dict, List, Optional
 
-from . import log
+from . import log, safe_fs
 
 _REPO_BUILD = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "build", "eroica")
 
 
+def _runnable(path: Optional[str]) -> bool:
+    return bool(path) and os.path.isfile(path) and os.access(path, os.X_OK)
+
+
 def find_binary(configured: str) -> Optional[str]:
-    for candidate in (configured, shutil.which("eroica"), _REPO_BUILD):
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+    """EROICA_BIN when set (and only it: a wrong setting is reported, not replaced by another
+    binary), else `eroica` on PATH, else the checkout's build."""
+    if configured:
+        return configured if _runnable(configured) else None
+    for candidate in (shutil.which("eroica"), _REPO_BUILD):
+        if _runnable(candidate):
             return candidate
     return None
 
 
-def wait_for_files(paths: List[str], timeout_s: float, poll_s: float = 0.2) -> List[str]:
-    """Waits until every path exists or the timeout passes; returns the missing ones."""
+def wait_for_files(paths: List[str], timeout_s: float, poll_s: float = 0.2,
+                   stop: Optional[threading.Event] = None) -> List[str]:
+    """Waits until every path exists, the timeout passes or `stop` is set; returns the
+    missing ones."""
     deadline = time.monotonic() + timeout_s
+    stop = stop or threading.Event()
     missing = [p for p in paths if not os.path.exists(p)]
-    while missing and time.monotonic() < deadline:
-        time.sleep(poll_s)
+    while missing and time.monotonic() < deadline and not stop.is_set():
+        stop.wait(min(poll_s, max(0.0, deadline - time.monotonic())))
         missing = [p for p in missing if not os.path.exists(p)]
     return missing
 
@@ -76,8 +88,9 @@ def run(session_dir: str, configured_bin: str, timeout_s: float, note: str = "")
 def _run(session_dir: str, configured_bin: str, timeout_s: float) -> str:
     binary = find_binary(configured_bin)
     if binary is None:
-        return ("session captured in %s; diagnose skipped: no eroica binary "
-                "(set EROICA_BIN)" % session_dir)
+        why = ("EROICA_BIN=%s is not an executable file" % configured_bin if configured_bin
+               else "no eroica binary (set EROICA_BIN)")
+        return "session captured in %s; diagnose skipped: %s" % (session_dir, why)
     report_json = os.path.join(session_dir, "report.json")
     try:
         done = subprocess.run(_command(binary, session_dir, "json"), stdout=subprocess.PIPE,
@@ -86,15 +99,12 @@ def _run(session_dir: str, configured_bin: str, timeout_s: float) -> str:
             err = done.stderr.decode("utf-8", "replace").strip().splitlines()
             return "diagnose failed (exit %d): %s — session: %s" % (
                 done.returncode, err[-1] if err else "no message", session_dir)
-        with open(report_json + ".tmp", "wb") as f:
-            f.write(done.stdout)
-        os.replace(report_json + ".tmp", report_json)
+        safe_fs.write_atomic(report_json, done.stdout)
         verdict = first_finding(json.loads(done.stdout.decode("utf-8")))
         text = subprocess.run(_command(binary, session_dir, "text"), stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, timeout=timeout_s, check=False)
         if text.returncode == 0:
-            with open(os.path.join(session_dir, "report.txt"), "wb") as f:
-                f.write(text.stdout)
+            safe_fs.write_atomic(os.path.join(session_dir, "report.txt"), text.stdout)
     except subprocess.TimeoutExpired:
         return "diagnose timed out after %.0f s — session: %s" % (timeout_s, session_dir)
     except (OSError, ValueError) as e:

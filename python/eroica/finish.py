@@ -1,17 +1,37 @@
-"""Completing a session after the window, on background threads.
+"""Completing a session after the window, on background threads, and a bounded exit.
 
 Every rank exports its trace and writes its meta file (or its "missed" meta). Rank 0 then
-writes session.json, waits for every rank's files (bounded by EROICA_COLLECT_TIMEOUT_S) and
-runs the diagnosis. The threads are non-daemon, so a job that ends right after a session
-still leaves complete files, and they run at nice 10.
+writes session.json, waits for every rank's files (until EROICA_COLLECT_TIMEOUT_S after it
+began waiting) and runs the diagnosis. The threads run at nice 10.
+
+They are daemon threads: the process never waits for them by itself. At exit, `wait_at_exit`
+gives them together at most EROICA_EXIT_WAIT_S (default 30 s). A rank 0 still collecting or
+diagnosing then hands the rest to a detached process (`python -m eroica finish`, its own
+session, nice 10, output in `<session>/finish.log`) and the job exits; any other unfinished
+task is abandoned with one line saying where the data is and how to diagnose it.
 """
 
+import enum
 import os
+import subprocess
+import sys
 import threading
-from typing import Any, Callable, Dict, List, Optional
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import agent_link, capture, diagnose, log
+from . import agent_link, capture, diagnose, log, safe_fs
 from .config import Config
+
+
+class RankFile(enum.Enum):
+    """The file each rank leaves for rank 0 to wait for."""
+    META = "meta"  # rank-<r>.meta.json: after a profiling window
+    STACKS = "stacks"  # stacks-rank-<r>.json: after a hang
+
+    def path(self, session_dir: str, rank: int) -> str:
+        if self is RankFile.META:
+            return capture.meta_path(session_dir, rank)
+        return os.path.join(session_dir, safe_fs.rank_name("stacks-rank-", rank, ".json"))
 
 
 def spawn(target: Callable, *args) -> threading.Thread:
@@ -22,10 +42,12 @@ def spawn(target: Callable, *args) -> threading.Thread:
             pass
         try:
             target(*args)
+        except capture.SessionNotWritten:
+            pass
         except Exception as e:
             log.once("finisher", "background task failed: %s: %s" % (type(e).__name__, e))
 
-    thread = threading.Thread(target=body, name="eroica-finish", daemon=False)
+    thread = threading.Thread(target=body, name="eroica-finish", daemon=True)
     thread.start()
     return thread
 
@@ -38,44 +60,148 @@ class Finisher:
         self.rank = rank
         self.world_size = world_size
         self.coord = coord  # the trigger Coordinator, for the detecting rank's series
+        self.session_dir = ""  # of the task, for the exit message
+        # (session_dir, rank file, collect deadline in unix s) while rank 0 collects or
+        # diagnoses: what a detached process needs to take over.
+        self.collecting: Optional[Tuple[str, RankFile, float]] = None
+        self.handed_off = threading.Event()
+        # Another rank gathers when the job store is gone at its exit: rank 0, which
+        # usually hosts it, may be dead. A claim file keeps it to one gatherer.
+        self.deputy = False
 
     def capture_done(self, cap: capture.Capture) -> None:
+        self.session_dir = cap.session_dir
         cap.export()
-        if self.rank == 0:
-            self._gather(cap.session, cap.session_dir, capture.meta_path)
+        if self.rank == 0 or self.deputy:
+            self._gather(cap.session, cap.session_dir, RankFile.META)
+
+    def gather_as_deputy(self, session: Dict[str, Any], session_dir: str) -> None:
+        self.session_dir = session_dir
+        self._gather(session, session_dir, RankFile.META)
 
     def missed(self, session: Dict[str, Any], session_dir: str, why: str,
                detector: Dict[str, Any]) -> None:
+        self.session_dir = session_dir
         capture.write_missed_meta(session, self.rank, self.world_size, session_dir, why,
                                   detector)
         if self.rank == 0:  # rank 0 still gathers the others' traces and diagnoses
-            self._gather(session, session_dir, capture.meta_path)
+            self._gather(session, session_dir, RankFile.META)
 
     def hang_dumped(self, notice: Dict[str, Any], session_dir: str) -> None:
+        self.session_dir = session_dir
         if self.rank == 0:
-            self._gather(notice, session_dir, lambda d, r: os.path.join(
-                d, "stacks-rank-%d.json" % r))
+            self._gather(notice, session_dir, RankFile.STACKS)
 
-    def _gather(self, session: Dict[str, Any], session_dir: str,
-                rank_file: Callable[[str, int], str]) -> None:
-        self.write_session_json(session, session_dir)
-        paths = [rank_file(session_dir, r) for r in range(self.world_size)]
-        self.collect_and_diagnose(session_dir, paths)
+    def _gather(self, session: Dict[str, Any], session_dir: str, kind: RankFile) -> None:
+        try:
+            if not safe_fs.claim(session_dir, "diagnosis.claim"):
+                return  # another rank gathers this session
+        except OSError as e:
+            log.info("rank %d: cannot diagnose %s: %s" % (self.rank, session_dir, e))
+            return
+        if self.rank != 0:
+            log.info("rank %d diagnoses %s: the job store is gone (and rank 0 with it?)"
+                     % (self.rank, session_dir))
+        try:
+            self.write_session_json(session, session_dir)
+        except OSError as e:
+            log.info("rank 0: no session.json in %s (%s); the ranks' files are still "
+                     "gathered" % (session_dir, e))
+        self.collecting = (session_dir, kind, time.time() + self.cfg.collect_timeout_s)
+        collect_and_diagnose(self.cfg, session_dir, self.world_size, kind,
+                             self.collecting[2], self.handed_off)
 
     def write_session_json(self, session: Dict[str, Any], session_dir: str) -> None:
         coord = self.coord
         series = coord.get_series(session["session_id"]) if coord is not None else None
-        os.makedirs(session_dir, exist_ok=True)
-        capture.write_json_atomic(os.path.join(session_dir, "session.json"),
-                                  capture.session_doc(session, self.world_size, series))
+        safe_fs.ensure_session_dir(session_dir)
+        safe_fs.write_json(os.path.join(session_dir, "session.json"),
+                           capture.session_doc(session, self.world_size, series))
 
-    def collect_and_diagnose(self, session_dir: str, paths: List[str]) -> None:
-        missing = diagnose.wait_for_files(paths, self.cfg.collect_timeout_s)
-        note = ""
-        if missing:
-            note = "%d of %d rank files missing after %.0f s: %s" % (
-                len(missing), len(paths), self.cfg.collect_timeout_s,
-                ", ".join(os.path.basename(p) for p in missing[:4]))
-        if os.path.exists(os.path.join(session_dir, "capture.start")):
-            agent_link.wait_for_metrics(session_dir, self.cfg.agent_wait_s)
-        diagnose.run(session_dir, self.cfg.bin, self.cfg.diagnose_timeout_s, note)
+
+def collect_and_diagnose(cfg: Config, session_dir: str, world_size: int, kind: RankFile,
+                         deadline_unix_s: float,
+                         handed_off: Optional[threading.Event] = None) -> Optional[str]:
+    """Waits (until the deadline) for every rank's file, then diagnoses; returns the line, or
+    None when a detached process took over meanwhile."""
+    paths = [kind.path(session_dir, r) for r in range(world_size)]
+    wait_s = max(0.0, deadline_unix_s - time.time())
+    missing = diagnose.wait_for_files(paths, wait_s, stop=handed_off)
+    if handed_off is not None and handed_off.is_set():
+        return None
+    note = ""
+    if missing:
+        note = "%d of %d rank files missing after %.0f s: %s" % (
+            len(missing), len(paths), cfg.collect_timeout_s,
+            ", ".join(os.path.basename(p) for p in missing[:4]))
+    if os.path.exists(os.path.join(session_dir, "capture.start")):
+        agent_link.wait_for_metrics(session_dir, cfg.agent_wait_s)
+    return diagnose.run(session_dir, cfg.bin, cfg.diagnose_timeout_s, note)
+
+
+def wait_at_exit(tasks: List[Tuple[threading.Thread, Finisher]], deadline_s: float) -> None:
+    """Joins the tasks until the monotonic `deadline_s`; hands off or abandons the rest."""
+    for thread, _ in tasks:
+        thread.join(max(0.0, deadline_s - time.monotonic()))
+    for thread, fin in tasks:
+        if not thread.is_alive():
+            continue
+        job = fin.collecting
+        if job is not None:
+            fin.handed_off.set()
+            _hand_off(fin, *job)
+        else:
+            log.info("exit: rank %d's files for %s were not complete after EROICA_EXIT_WAIT_S="
+                     "%.0f s; what was written is kept; to diagnose: eroica diagnose %s"
+                     % (fin.rank, fin.session_dir or fin.cfg.dir, fin.cfg.exit_wait_s,
+                        fin.session_dir or "<session folder>"))
+
+
+def _hand_off(fin: Finisher, session_dir: str, kind: RankFile, deadline_unix_s: float) -> None:
+    cmd = [sys.executable, "-m", "eroica", "finish", session_dir, "--world-size",
+           str(fin.world_size), "--files", kind.value, "--until", "%.3f" % deadline_unix_s]
+    out = subprocess.DEVNULL
+    try:
+        out, _ = safe_fs.create_new(session_dir, "finish.log")
+    except OSError:
+        pass
+    try:
+        child = subprocess.Popen(cmd, env=_detached_env(), stdin=subprocess.DEVNULL,
+                                 stdout=out, stderr=out, start_new_session=True,
+                                 close_fds=True)
+        log.info("exit: the diagnosis of %s goes on in the background (pid %d, nice 10); "
+                 "its line: %s, the report: %s" % (session_dir, child.pid,
+                                                   os.path.join(session_dir, "finish.log"),
+                                                   os.path.join(session_dir, "report.json")))
+    except OSError as e:
+        log.info("exit: the diagnosis of %s was cut short (%s); its data is kept; to "
+                 "diagnose: eroica diagnose %s" % (session_dir, e, session_dir))
+    finally:
+        if out is not subprocess.DEVNULL:
+            out.close()
+
+
+def _detached_env() -> Dict[str, str]:
+    """Our package importable, our boot hooks out: the finisher is no training process."""
+    from . import runner
+
+    env = dict(os.environ)
+    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+             if p and p != runner.BOOT_DIR]
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(runner.PACKAGE_DIR)] + parts)
+    env["EROICA_DISABLE"] = "1"
+    return env
+
+
+def finish_main(session_dir: str, world_size: int, kind: str, deadline_unix_s: float) -> int:
+    """`python -m eroica finish`: the detached rest of rank 0's gathering."""
+    from . import config
+
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, 10)
+    except OSError:
+        pass
+    cfg = config.load()
+    safe_fs.set_group_shared(cfg.group_shared)
+    line = collect_and_diagnose(cfg, session_dir, world_size, RankFile(kind), deadline_unix_s)
+    return 0 if line and "report:" in line else 1

@@ -7,13 +7,14 @@ thread is blocked in: the function of its innermost frame inside torch/distribut
 """
 
 import faulthandler
-import json
 import os
 import sys
 import threading
 import time
 import traceback
 from typing import Any, Dict, List, Optional
+
+from . import log, safe_fs
 
 _DISTRIBUTED_MARK = os.sep.join(("torch", "distributed", ""))
 
@@ -48,10 +49,7 @@ def dump_stacks(path: str, rank: int, world_size: int, iteration: int) -> Dict[s
     doc = {"rank": rank, "world_size": world_size, "iteration": iteration,
            "pid": os.getpid(), "unix_ns": time.time_ns(), "threads": threads,
            "waiting_in": waiting_in(main["frames"]) if main else None}
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(tmp, path)
+    safe_fs.write_json(path, doc)
     return doc
 
 
@@ -67,12 +65,20 @@ class GilStallWatchdog:
         self._directory = directory
         self._host = host
         self._file = None
+        self._failed = False
 
     def rearm(self, timeout_s: float) -> None:
         if self._file is None:
-            os.makedirs(self._directory, exist_ok=True)
-            name = "faulthandler-%s-%d.txt" % (self._host, os.getpid())
-            self._file = open(os.path.join(self._directory, name), "w")
+            if self._failed:
+                return
+            try:
+                safe_fs.ensure_root(self._directory)
+                name = "faulthandler-%s-%d.txt" % (safe_fs.component(self._host), os.getpid())
+                self._file, _ = safe_fs.create_new(self._directory, name)
+            except OSError as e:
+                self._failed = True
+                log.info("no GIL-stall watchdog: %s" % e)
+                return
         faulthandler.dump_traceback_later(timeout_s, repeat=False, file=self._file, exit=False)
 
     def cancel(self) -> None:

@@ -7,8 +7,8 @@ monitor, an active capture, a pending session). Nothing here touches the store o
 
 Monitor thread (wakes every EROICA_POLL_S, or at once after a detection): resolves the job
 store, polls it (one `add(epoch, 0)`), publishes proposals, watches for hangs and dumps
-stacks. Finisher threads (non-daemon, bounded): export traces, and on rank 0 wait for all
-ranks and run the diagnosis.
+stacks. Finisher threads (daemon; the exit waits for them at most EROICA_EXIT_WAIT_S): export
+traces, and on rank 0 wait for all ranks and run the diagnosis.
 """
 
 import atexit
@@ -23,7 +23,7 @@ import weakref
 from typing import Any, Dict, List, Optional
 
 from . import capture as capture_mod
-from . import agent_link, finish, hang, hooks, log, trigger
+from . import agent_link, finish, hang, hooks, log, safe_fs, trigger
 from .config import Config
 from .detector import DegradationDetector, HangDetector
 
@@ -39,6 +39,7 @@ _STORE_RETRY_S = 5.0
 class Runtime:
     def __init__(self, cfg: Config):
         self.cfg = cfg
+        safe_fs.set_group_shared(cfg.group_shared)
         self.detector = DegradationDetector(cfg.window, cfg.threshold, cfg.warmup,
                                             cfg.noise_sigmas, cfg.outlier_clip)
         self.hang_detector = HangDetector(cfg.hang_factor, cfg.hang_min_s)
@@ -71,6 +72,8 @@ class Runtime:
         self._next_resolve_s = 0.0
         self._store_failures = 0
         self._hangs_handled: Dict[str, int] = {}  # session id -> stuck iteration
+        self._skipped_until = -1  # end of the last session skipped for its folder
+        self._captured: List[Any] = []  # (session, folder) of the windows this rank finished
         self._gil_watchdog: Optional[hang.GilStallWatchdog] = None
         self._wake = threading.Event()
         self._monitor: Optional[threading.Thread] = None
@@ -78,7 +81,7 @@ class Runtime:
         self.monitor_busy_ns = 0
         self._stopping = False
         self._shut_down = False
-        self._finishers: List[threading.Thread] = []
+        self._finishers: List[Any] = []  # (thread, Finisher) of background tasks
 
     # ---- hook listener API (training thread) ---------------------------------------------
 
@@ -254,6 +257,7 @@ class Runtime:
         if done:
             self.capture = None
             self.detector.rebaseline()  # cool-down ends with a new baseline
+            self._captured.append((cap.session, cap.session_dir))
             self._spawn(self._finisher().capture_done, cap)
 
     def _write_missed(self, session: Dict[str, Any], why: str) -> None:
@@ -267,7 +271,21 @@ class Runtime:
                 "current_mean_s": self.detector.current_mean_s}
 
     def _session_dir(self, session: Dict[str, Any]) -> str:
-        return os.path.join(self.cfg.dir, session["session_id"])
+        return os.path.join(self.cfg.dir, safe_fs.component(session["session_id"]))
+
+    def _usable(self, session: Dict[str, Any]) -> bool:
+        """Monitor thread: the session's folder exists and is ours, or the session is
+        skipped on this rank with one line (a read-only or foreign folder)."""
+        try:
+            safe_fs.ensure_session_dir(self._session_dir(session))
+            return True
+        except OSError as e:
+            log.info("session %s skipped on rank %d: %s" % (
+                session.get("session_id"), self.rank, e))
+            # It still covers the slowdown it was proposed for, as a pending session would.
+            self._skipped_until = max(self._skipped_until, session["target_iteration"]
+                                      + int(session.get("capture_iters", 0)))
+            return False
 
     def _mean_iteration_s(self, last: int = 0) -> Optional[float]:
         """Mean of the last `last` iterations (default: the detector window), or None."""
@@ -284,8 +302,10 @@ class Runtime:
         return finish.Finisher(self.cfg, self.rank, self.world_size, self.coord)
 
     def _spawn(self, target, *args) -> None:
-        self._finishers = [t for t in self._finishers if t.is_alive()]
-        self._finishers.append(finish.spawn(target, *args))
+        """Runs a Finisher method on a background thread (`target.__self__` is kept for the
+        bounded exit)."""
+        self._finishers = [(t, f) for t, f in self._finishers if t.is_alive()]
+        self._finishers.append((finish.spawn(target, *args), target.__self__))
 
     # ---- monitor thread --------------------------------------------------------------------
 
@@ -340,7 +360,8 @@ class Runtime:
             return
         sessions, hangs = coord.poll()
         for session in sessions:
-            self._mail.append(("session", session))
+            if self._usable(session):
+                self._mail.append(("session", session))
         detection, self._detection = self._detection, None
         if detection is not None:
             self._propose(coord, detection)
@@ -389,6 +410,7 @@ class Runtime:
 
     def _busy(self) -> bool:
         return bool(self._pending or self.capture is not None
+                    or self.iteration < self._skipped_until
                     or any(kind == "session" for kind, _ in list(self._mail)))
 
     def _propose(self, coord: trigger.Coordinator, detection: Dict[str, Any]) -> None:
@@ -421,6 +443,9 @@ class Runtime:
         session = coord.sessions.try_publish(build)
         if session is None:
             self._mail.append(("rebaseline", None))  # another rank's session covers it
+            return
+        if not self._usable(session):
+            self._mail.append(("rebaseline", None))
             return
         self._mail.append(("session", session))
         log.debug("rank %d proposed %s (%s at iteration %d)" % (
@@ -471,43 +496,87 @@ class Runtime:
         if session_id in self._hangs_handled:
             return
         self._hangs_handled[session_id] = int(notice["stuck_iteration"])
+        if not self._usable(notice):
+            return
         session_dir = self._session_dir(notice)
-        os.makedirs(session_dir, exist_ok=True)
-        hang.dump_stacks(os.path.join(session_dir, "stacks-rank-%d.json" % self.rank),
-                         self.rank, self.world_size, self.iteration)
+        try:
+            hang.dump_stacks(finish.RankFile.STACKS.path(session_dir, self.rank),
+                             self.rank, self.world_size, self.iteration)
+        except OSError as e:
+            log.info("rank %d: stacks not written: %s" % (self.rank, e))
+            return
         if self.rank == 0:
             self._spawn(self._finisher().hang_dumped, notice, session_dir)
 
     # ---- exit ------------------------------------------------------------------------------
 
     def shutdown(self) -> None:
-        """At exit: stop a window cut short by the end of training and write its files."""
+        """At exit: stop a window cut short by the end of training and write its files.
+
+        The whole of it takes at most EROICA_EXIT_WAIT_S (finish.wait_at_exit says what
+        happens to work still running then), plus the profiler's own stop when the exit cuts
+        a window short: that runs here, on the thread that owns the profiler."""
         if self._shut_down:
             return
         self._shut_down = True
+        deadline_s = time.monotonic() + self.cfg.exit_wait_s
         self._stopping = True
         self._wake.set()
         monitor = self._monitor
         if monitor is not None and monitor is not threading.current_thread():
-            monitor.join(timeout=5.0)  # no store call in flight while the process tears down
+            # No store call in flight while the process tears down, if it ends soon.
+            monitor.join(timeout=min(2.0, self.cfg.exit_wait_s))
         cap, self.capture = self.capture, None
         try:
+            deputy = (self.rank != 0 and bool(self._captured or cap)
+                      and self._store_lost(min(1.0, max(0.1, deadline_s - time.monotonic()))))
+            for session, session_dir in self._captured if deputy else ():
+                if not os.path.exists(os.path.join(session_dir, "report.json")):
+                    fin = self._finisher()
+                    fin.deputy = True
+                    self._spawn(fin.gather_as_deputy, session, session_dir)
             if cap is not None:
                 try:
                     cap.stop("exit")
                 except Exception as e:
                     cap.abort("stop at exit failed: %s" % e)
-                self._finisher().capture_done(cap)
+                fin = self._finisher()
+                fin.deputy = deputy
+                self._spawn(fin.capture_done, cap)
             # Sessions whose target the job never reached: their detection evidence
             # (session.json, the iteration series) is still worth keeping.
             for session in self._pending:
-                self._finisher().missed(session, self._session_dir(session),
-                                        "the job ended at iteration %d" % self.iteration,
-                                        self._detector_state())
+                self._spawn(self._finisher().missed, session, self._session_dir(session),
+                            "the job ended at iteration %d" % self.iteration,
+                            self._detector_state())
             self._pending = []
+            finish.wait_at_exit(self._finishers, deadline_s)
         except Exception as e:
             log.info("could not write the session at exit: %s: %s" % (type(e).__name__, e))
         self.coord = None
+
+    def _store_lost(self, timeout_s: float = 1.0) -> bool:
+        """At exit: the job store failed, or does not answer one read within timeout_s."""
+        coord = self.coord
+        if self._store_failures or (coord is None and self.store_kind != "gone"):
+            return True
+        dist = sys.modules.get("torch.distributed")
+        if coord is None or (self.store_kind == "default_pg" and dist is not None
+                             and not dist.is_initialized()):
+            return False  # the job destroyed its process group: an orderly end
+        answered = []
+
+        def probe():
+            try:
+                coord.store.add(trigger.EPOCH_KEY, 0)
+                answered.append(True)
+            except Exception:
+                pass
+
+        thread = threading.Thread(target=probe, name="eroica-probe", daemon=True)
+        thread.start()
+        thread.join(timeout_s)
+        return not answered
 
 
 def _another_profiler_active() -> bool:

@@ -21,6 +21,8 @@ import re
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from . import log, safe_fs
+
 EPOCH_KEY = "eroica/epoch"
 
 
@@ -57,6 +59,37 @@ def _call(op: Callable, *args):
         raise StoreUnavailable("%s: %s" % (type(e).__name__, e)) from e
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def session_problem(doc) -> Optional[str]:
+    """Why a session announcement read from the store cannot be used (None: it can). The
+    store is unauthenticated: its session id becomes a folder name, its numbers drive the
+    training thread."""
+    if not isinstance(doc, dict):
+        return "not an object"
+    try:
+        safe_fs.component(doc.get("session_id"))
+    except safe_fs.UnsafePath as e:
+        return "session_id: %s" % e.strerror
+    if not isinstance(doc.get("reason"), str):
+        return "reason is not a string"
+    if not _is_int(doc.get("target_iteration")):
+        return "target_iteration is not an integer"
+    if doc["reason"] == "hang":
+        return None if _is_int(doc.get("stuck_iteration")) else "stuck_iteration is not an integer"
+    if not _is_int(doc.get("capture_iters")) or doc["capture_iters"] < 1:
+        return "capture_iters is not an integer >= 1"
+    if not _is_number(doc.get("capture_max_s")) or not doc["capture_max_s"] > 0:
+        return "capture_max_s is not a number > 0"
+    return None
+
+
 class Channel:
     """An append-only list of JSON announcements, published in slots 1, 2, ..."""
 
@@ -87,9 +120,15 @@ class Channel:
             raw = _call(self._store.get, self._key("item", self.known + 1))
             self.known += 1
             try:
-                out.append(json.loads(bytes(raw).decode("utf-8")))
+                doc = json.loads(bytes(raw).decode("utf-8"))
             except ValueError:
-                pass  # a corrupt slot is skipped, never retried
+                doc = None
+            problem = session_problem(doc)
+            if problem is None:
+                out.append(doc)
+            else:  # skipped, never retried; training goes on
+                log.info("ignored %s announcement %d from the job store: %s"
+                         % (self._name, self.known, problem))
         return out
 
 

@@ -77,7 +77,7 @@ def test_session_mail_schedules_a_capture_and_a_late_one_is_missed(tmp_path):
     rt.on_step_end(opt)
     assert not rt.detector.armed or rt.detector.best_mean_s is None
     assert rt._pending == [] and rt.capture is None
-    for t in rt._finishers:
+    for t, _ in rt._finishers:
         t.join(10)
     assert (tmp_path / "s-late" / "rank-0.meta.json").exists()
 
@@ -89,7 +89,7 @@ def test_session_mail_schedules_a_capture_and_a_late_one_is_missed(tmp_path):
     rt.on_step_end(opt)
     rt.on_step_end(opt)  # 15 begins: two iterations traced, stopped
     assert rt.capture is None
-    for t in rt._finishers:
+    for t, _ in rt._finishers:
         t.join(30)
     assert (tmp_path / "s-ok" / "rank-0.json.gz").exists()
 
@@ -119,7 +119,7 @@ def test_user_profiler_running_means_no_capture(tmp_path):
         for _ in range(5):
             rt.on_step_end(opt)
         assert rt.capture is None
-    for t in rt._finishers:
+    for t, _ in rt._finishers:
         t.join(30)
     meta = json.load(open(tmp_path / "s-busy" / "rank-0.meta.json"))
     assert "another profiler" in meta["missed"]
@@ -143,7 +143,7 @@ def test_monitor_error_disables_on_the_training_thread_after_stopping_the_window
         assert hooks.listener() is None and rt.capture is None
         assert not torch.autograd._profiler_enabled()
         opt.step()  # pass-through from now on
-        for t in rt._finishers:
+        for t, _ in rt._finishers:
             t.join(30)
         meta = json.load(open(tmp_path / "s-x" / "rank-0.meta.json"))
         assert meta["error"] == "eroica disabled" and meta["iteration_ids"] == [2]
@@ -151,3 +151,33 @@ def test_monitor_error_disables_on_the_training_thread_after_stopping_the_window
         assert capsys.readouterr().err.count("disabled") == 1
     finally:
         hooks.uninstall()
+
+
+def test_store_probe_at_exit_is_bounded():
+    """A rank other than 0 gathers at exit only when the job store is gone: it failed, or
+    one read does not come back within the probe's time."""
+    import threading
+    import time
+
+    from eroica import trigger
+
+    class Hung(trigger.MemoryStore):
+        def add(self, key, amount):
+            threading.Event().wait(30)
+
+    class Dead(trigger.MemoryStore):
+        def add(self, key, amount):
+            raise RuntimeError("Connection reset by peer")
+
+    rt = quiet_runtime()
+    rt.store_kind = "tcp:test"
+    rt.coord = trigger.Coordinator(trigger.MemoryStore())
+    assert rt._store_lost(0.5) is False
+    rt.coord = trigger.Coordinator(Dead())
+    assert rt._store_lost(0.5) is True
+    rt.coord = trigger.Coordinator(Hung())
+    start = time.monotonic()
+    assert rt._store_lost(0.5) is True
+    assert time.monotonic() - start < 1.0
+    rt.coord, rt._store_failures = None, 1  # the monitor saw it fail
+    assert rt._store_lost(0.5) is True

@@ -11,6 +11,14 @@ from conftest import free_port
 from eroica import trigger
 
 
+def announcement(session_id, **fields):
+    """A session payload of the shape the runtime publishes (the fields readers check)."""
+    doc = {"session_id": session_id, "reason": "degradation", "target_iteration": 100,
+           "capture_iters": 5, "capture_max_s": 20.0}
+    doc.update(fields)
+    return doc
+
+
 def tcp_pair(n_clients):
     port = free_port()
     timeout = datetime.timedelta(seconds=10)
@@ -42,7 +50,7 @@ def test_exactly_one_concurrent_proposal_wins(kind):
     def propose(rank):
         barrier.wait()
         won[rank] = coords[rank].sessions.try_publish(
-            lambda slot: {"session_id": "s%d-by-%d" % (slot, rank), "target_iteration": 100})
+            lambda slot: announcement("s%d-by-%d" % (slot, rank)))
 
     threads = [threading.Thread(target=propose, args=(r,)) for r in range(n)]
     for t in threads:
@@ -65,18 +73,39 @@ def test_sessions_and_hangs_arrive_in_order():
     store = trigger.MemoryStore()
     a, b = trigger.Coordinator(store), trigger.Coordinator(store)
     a.put_series("s1", {"first_id": 3, "times_s": [0.1, 0.2]})
-    a.sessions.try_publish(lambda slot: {"session_id": "s1"})
+    a.sessions.try_publish(lambda slot: announcement("s1"))
     b.poll()
-    b.sessions.try_publish(lambda slot: {"session_id": "s2"})
-    b.hangs.try_publish(lambda slot: {"session_id": "h1", "stuck_iteration": 9})
+    b.sessions.try_publish(lambda slot: announcement("s2"))
+    b.hangs.try_publish(lambda slot: announcement("h1", reason="hang", stuck_iteration=9))
     sessions, hangs = a.poll()
     assert [s["session_id"] for s in sessions] == ["s2"]
     assert [h["session_id"] for h in hangs] == ["h1"]
     assert b.get_series("s1") == {"first_id": 3, "times_s": [0.1, 0.2]}
     # A rank that lags behind loses its claim and then reads what it missed.
     late = trigger.Coordinator(store)
-    assert late.sessions.try_publish(lambda slot: {"session_id": "late"}) is None
+    assert late.sessions.try_publish(lambda slot: announcement("late")) is None
     assert [s["session_id"] for s in late.poll()[0]] == ["s1", "s2"]
+
+
+@pytest.mark.parametrize("bad", [
+    announcement("/tmp/x"), announcement("../up"), announcement(".hidden"),
+    announcement("a/b"), announcement(7), announcement("s", target_iteration="100"),
+    announcement("s", capture_iters=0), announcement("s", capture_max_s=True),
+    announcement("h", reason="hang"), announcement("s", reason=None), ["not", "a", "dict"],
+], ids=["absolute", "dotdot", "hidden", "slash", "int-id", "str-target", "zero-iters",
+        "bool-seconds", "hang-without-iteration", "no-reason", "list"])
+def test_a_bad_announcement_from_the_store_is_ignored_with_one_line(bad, capsys):
+    """The store is unauthenticated: its session id becomes a folder name (an absolute id
+    used to escape EROICA_DIR), its numbers reach the training thread."""
+    store = trigger.MemoryStore()
+    writer, reader = trigger.Coordinator(store), trigger.Coordinator(store)
+    writer.sessions.try_publish(lambda slot: bad)
+    writer.sessions.try_publish(lambda slot: announcement("good"))
+    sessions, _ = reader.poll()
+    assert [s["session_id"] for s in sessions] == ["good"]
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ignored session announcement 1" in err, err
+    assert reader.poll() == ([], [])  # skipped for good, not retried
 
 
 def test_dead_store_raises_store_unavailable():

@@ -3,29 +3,45 @@ TCPStore like torchrun's agent does and starts one plain subprocess per rank wit
 environment (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_*, TORCHELASTIC_*).
 
 Usage: launch.py NPROC PORT script.py [args...]
+  LAUNCH_STORE=rank     rank 0 hosts the store (plain env:// init), not the launcher
+  LAUNCH_REPORT=FILE    writes {"codes": [...], "exit_unix": [...]} per rank, as they exit
 """
 
 import datetime
+import json
 import os
 import subprocess
 import sys
+import time
 
 import torch.distributed as dist
 
 
 def main():
     nproc, port, argv = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
-    store = dist.TCPStore("127.0.0.1", port, None, True, datetime.timedelta(seconds=60))
+    rank_store = os.environ.get("LAUNCH_STORE") == "rank"
+    store = None
+    if not rank_store:
+        store = dist.TCPStore("127.0.0.1", port, None, True, datetime.timedelta(seconds=60))
     procs = []
     for rank in range(nproc):
         env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nproc),
                    LOCAL_WORLD_SIZE=str(nproc), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   TORCHELASTIC_USE_AGENT_STORE="True", TORCHELASTIC_RUN_ID="launchtest",
-                   TORCHELASTIC_RESTART_COUNT="0")
+                   TORCHELASTIC_RUN_ID="launchtest", TORCHELASTIC_RESTART_COUNT="0")
+        if not rank_store:
+            env["TORCHELASTIC_USE_AGENT_STORE"] = "True"
         procs.append(subprocess.Popen([sys.executable] + argv, env=env))
-    codes = [p.wait() for p in procs]
+    codes, exit_unix = [None] * nproc, [None] * nproc
+    while None in codes:
+        for rank, p in enumerate(procs):
+            if codes[rank] is None and p.poll() is not None:
+                codes[rank], exit_unix[rank] = p.returncode, time.time()
+        time.sleep(0.02)
+    if os.environ.get("LAUNCH_REPORT"):
+        with open(os.environ["LAUNCH_REPORT"], "w") as f:
+            json.dump({"codes": codes, "exit_unix": exit_unix}, f)
     del store
-    sys.exit(max(codes))
+    sys.exit(max(abs(c) for c in codes))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,67 @@
+"""The bounded exit: unfinished gathering is handed to a detached process, the rest is
+abandoned with one line; the exit itself waits at most EROICA_EXIT_WAIT_S."""
+
+import json
+import os
+import threading
+import time
+
+from eroica import config, finish
+
+SESSION = {"session_id": "job-s1-it50", "reason": "degradation", "target_iteration": 50,
+           "capture_iters": 5, "capture_max_s": 20.0}
+
+
+def test_rank_0_hands_its_waiting_to_a_detached_process(tmp_path, monkeypatch, capsys,
+                                                         fake_diagnose):
+    monkeypatch.setenv("EROICA_BIN", fake_diagnose)  # what the detached process reads
+    cfg = config.load({"EROICA_COLLECT_TIMEOUT_S": "60", "EROICA_EXIT_WAIT_S": "1.5",
+                       "EROICA_BIN": fake_diagnose})
+    session_dir = str(tmp_path / "eroica" / SESSION["session_id"])
+    fin = finish.Finisher(cfg, 0, 2, None)
+    thread = finish.spawn(fin.missed, SESSION, session_dir, "test", {})
+    start = time.monotonic()
+    finish.wait_at_exit([(thread, fin)], start + cfg.exit_wait_s)
+    waited_s = time.monotonic() - start
+    thread.join(2)  # it stops waiting as soon as it has handed off
+    assert 1.4 <= waited_s <= 2.5 and not thread.is_alive(), waited_s
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "goes on in the background (pid" in err, err
+    assert not os.path.exists(os.path.join(session_dir, "report.json"))
+    # The missing rank's file arrives: the detached process diagnoses, long after our exit.
+    with open(os.path.join(session_dir, "rank-1.meta.json"), "w") as f:
+        json.dump({"rank": 1}, f)
+    deadline = time.monotonic() + 20
+    log = os.path.join(session_dir, "finish.log")
+    while time.monotonic() < deadline and "report:" not in open(log).read():
+        time.sleep(0.1)
+    line = open(log).read()
+    assert "report:" in line and "missing" not in line, line
+    call = json.load(open(os.path.join(session_dir, "fake-diagnose-json.json")))
+    assert call["nice"] >= 10 and "rank-1.meta.json" in call["files"]
+    assert capsys.readouterr().err == ""  # the verdict went to finish.log, not to us
+
+
+def test_an_unfinished_export_is_abandoned_with_one_line(tmp_path, capsys):
+    cfg = config.load({"EROICA_EXIT_WAIT_S": "0.5"})
+    fin = finish.Finisher(cfg, 3, 4, None)
+    fin.session_dir = str(tmp_path / "s")
+    release = threading.Event()
+    thread = finish.spawn(release.wait, 30)  # stands for an export that does not end
+    try:
+        start = time.monotonic()
+        finish.wait_at_exit([(thread, fin)], start + cfg.exit_wait_s)
+        assert time.monotonic() - start < 1.0
+    finally:
+        release.set()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rank 3's files" in err and "eroica diagnose %s" % (
+        tmp_path / "s") in err, err
+
+
+def test_finished_tasks_cost_no_wait(tmp_path, capsys):
+    fin = finish.Finisher(config.Config(), 0, 1, None)
+    thread = finish.spawn(lambda: None)
+    start = time.monotonic()
+    finish.wait_at_exit([(thread, fin)], start + 30)
+    assert time.monotonic() - start < 0.5 and capsys.readouterr().err == ""
