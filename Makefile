@@ -7,9 +7,9 @@ ASAN_BUILD ?= build-asan
 PYTHON := /usr/bin/python3
 DEBIAN_PACKAGES := cmake g++ make pkg-config libsimdjson-dev libfmt-dev libcli11-dev zlib1g-dev \
   libdeflate-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev python3-torch \
-  python3-numpy python3-pytest nlohmann-json3-dev iproute2 gzip chromium
+  python3-numpy python3-pytest nlohmann-json3-dev iproute2 gzip chromium clang-tidy clang-format
 
-.PHONY: deps build build-asan test unit-test demo bench accuracy clean
+.PHONY: deps build build-asan test unit-test demo bench accuracy tidy format clean
 
 deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
@@ -50,6 +50,14 @@ bench: build
 
 accuracy: build
 	$(PYTHON) testbed/accuracy.py --eroica $(BUILD)/eroica
+
+# clang-tidy over every source (make test checks the recently changed ones); format rewrites
+# every C++ file in clang-format's layout.
+tidy: build
+	$(PYTHON) tests/style/tidy.py $(BUILD) --jobs $(JOBS)
+
+format:
+	git ls-files '*.cc' '*.h' | xargs clang-format -i
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
