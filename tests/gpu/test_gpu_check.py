@@ -154,3 +154,21 @@ def test_pack_drops_the_largest_files_first(tmp_path, monkeypatch):
     assert gpu_check.pack_artifacts(FakeRun) == ["big.bin"]
     with tarfile.open(os.path.join(FakeRun.out, "artifacts.tar.gz")) as tar:
         assert tar.getnames() == ["small.txt"]
+
+
+SHARED = os.environ.get("EROICA_SHARED_DIR") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared")
+DLRM_RANK0 = os.path.join(SHARED, "traces", "param_dlrm_8rank", "worker0_step_12.1694128201545.pt.trace.json")
+
+
+@pytest.mark.skipif(not os.path.exists(DLRM_RANK0), reason="no shared traces")
+def test_a_real_kineto_trace_of_8_v100_ranks():
+    """What the GPU run's traces will look like: Kineto with CUDA activity and NCCL."""
+    f = trace_facts(DLRM_RANK0)
+    assert f["format"] == "kineto" and f["rank"] == 0 and f["backend"] == "nccl"
+    assert f["device_names"] == ["Tesla V100-SXM2-32GB"] and f["steps"] == [10]
+    assert (f["kernels"], f["kernel_names"], f["launches"], f["memcpy"]) == (245, 73, 245, 16)
+    assert f["kernels_with_flow"] == 1.0 and f["flows"] == 786
+    assert {"nccl:all_reduce", "nccl:all_to_all", "record_param_comms"} <= set(f["comm_names"])
+    assert f["top_kernels"][0][0].startswith("ncclKernel_SendRecv")
+    assert (f["optimizer_ranges"], f["optimizer_ranges_inside_a_step"]) == (1, 1)
