@@ -49,7 +49,8 @@ def summary_lines(title: str, facts: List[str], checks: List[Check], footer: Lis
     counts = {s: sum(1 for c in checks if c.status == s) for s in (PASS, FAIL, SKIP)}
     bad = failed_required(checks)
     lines.append("%d passed, %d failed, %d skipped" % (counts[PASS], counts[FAIL], counts[SKIP]))
-    lines.append("RESULT: " + ("FAIL (required: %s)" % ", ".join(c.name for c in bad) if bad else "PASS"))
+    lines.append(_clip("RESULT: " + ("FAIL (required: %s)" % ", ".join(c.name for c in bad) if bad else "PASS"),
+                       WIDTH))
     lines += [_clip(f, WIDTH) for f in footer]
     return lines
 

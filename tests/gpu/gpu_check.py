@@ -128,6 +128,17 @@ def find_binary(run, given):
     return run.add(verdict(False, "binary", "none runs (%s); %s" % ("; ".join(tried), why)))
 
 
+def command_output(cmd):
+    """What a small tool prints, or "" where it is missing or fails (a bare GPU image)."""
+    if shutil.which(cmd[0]) is None:
+        return ""
+    try:
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
 def collect_facts(run):
     code = ("import json, platform, torch; d = {'python': platform.python_version(), "
             "'torch': torch.__version__, 'cuda': torch.version.cuda, "
@@ -141,13 +152,9 @@ def collect_facts(run):
         "torch_error": done.stderr.strip()[-300:]}
     facts.update({"python_path": run.python, "host": socket.gethostname(), "cpus": os.cpu_count(),
                   "load_avg": [round(x, 2) for x in os.getloadavg()], "kernel": platform.release()})
-    if shutil.which("nvidia-smi"):
-        q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
-                            "--format=csv,noheader"], stdout=subprocess.PIPE, text=True, timeout=30)
-        facts["nvidia_smi"] = q.stdout.strip()
-    git = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True)
-    facts["eroica_commit"] = git.stdout.strip() or "unknown"
+    facts["nvidia_smi"] = command_output(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                                          "--format=csv,noheader"]) or "absent"
+    facts["eroica_commit"] = command_output(["git", "-C", REPO, "rev-parse", "--short", "HEAD"]) or "unknown"
     run.facts = facts
     ok = "torch" in facts and (run.cpu or facts.get("cuda_available"))
     measured = "torch %s, CUDA %s, %s, gloo %s" % (facts.get("torch"), facts.get("cuda"),

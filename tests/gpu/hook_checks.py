@@ -27,7 +27,7 @@ def probe(run, part, timeout_s, **flags):
 def check_boundaries(run):
     doc = probe(run, "boundaries", 180, steps=20)
     if "error" in doc:
-        run.add(verdict(False, "hooks.patch_point", doc["error"]))
+        run.add(verdict(False, "hooks.patch_point", "boundaries probe failed: " + doc["error"]))
         return doc
     point = "Optimizer." + doc["expected_patch_point"]
     ok = point in doc["patched"] and doc["step_is_eroica_wrapper"] and doc["torch_marks_step_hooked"] \
@@ -85,7 +85,8 @@ def check_idle_cost(run):
     blocks = 12 if run.cpu else 16
     doc = probe(run, "idle", 240, block=20, blocks=blocks)
     if "error" in doc:
-        return run.add(verdict(False, "hooks.idle_cost", doc["error"][:200], required=not run.cpu))
+        return run.add(verdict(False, "hooks.idle_cost", "idle probe failed: " + doc["error"][:200],
+                               required=not run.cpu))
     bound = 1.10 if run.cpu else 1.03  # a shared 2-core machine moves medians by a few percent
     return run.add(verdict(doc["ratio"] < bound, "hooks.idle_cost",
                            "iteration time hooks on/off: ratio %.4f (median of %d paired blocks; %.3f / "

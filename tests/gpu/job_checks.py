@@ -291,7 +291,7 @@ def check_patterns(run, job):
     s = job["session"]
     traces = sorted(glob.glob(os.path.join(s["dir"], "rank-*.json.gz"))) if s else []
     if not run.binary or len(traces) < 2:
-        return run.add(verdict(False, "patterns.mu_sigma", "no binary or traces"))
+        return run.add(verdict(False, "patterns.mu_sigma", "no binary" if not run.binary else "no traces (no session)"))
     pattern = os.path.join(run.artifacts, job["name"] + ".pattern")
     done = subprocess.run([run.binary, "summarize"] + traces + ["-o", pattern], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=120)

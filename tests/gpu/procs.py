@@ -46,11 +46,16 @@ def kill_group(pgid):
 
 
 def tail(path, lines=6):
+    """The last lines of a log, joined; where a Python error is among them, the error line
+    first (a traceback's last lines are carets and frames, the summary has room for one)."""
     try:
         with open(path, errors="replace") as f:
-            return " | ".join(l.strip() for l in f.read().splitlines()[-lines:])
+            text = f.read().splitlines()
     except OSError:
         return ""
+    errors = [l.strip() for l in text if l[:1].isalpha() and ("Error" in l or "Exception" in l)]
+    last = [l.strip() for l in text[-lines:] if l.strip().strip("^~ ")]
+    return " | ".join(errors[-1:] + [l for l in last if l not in errors[-1:]])
 
 
 def free_port():

@@ -172,3 +172,16 @@ def test_a_real_kineto_trace_of_8_v100_ranks():
     assert {"nccl:all_reduce", "nccl:all_to_all", "record_param_comms"} <= set(f["comm_names"])
     assert f["top_kernels"][0][0].startswith("ncclKernel_SendRecv")
     assert (f["optimizer_ranges"], f["optimizer_ranges_inside_a_step"]) == (1, 1)
+
+
+def test_log_tail_puts_the_error_first(tmp_path):
+    from procs import tail
+
+    log = tmp_path / "job.log"
+    log.write_text("$ python job.py\nTraceback (most recent call last):\n  File \"job.py\", line 3\n"
+                   "    torch.cuda.set_device(0)\nAssertionError: Torch not compiled with CUDA enabled\n"
+                   "        ^^^^^^^^^^^^\n")
+    assert tail(str(log), 2) == "AssertionError: Torch not compiled with CUDA enabled"
+    log.write_text("one\ntwo\nthree\n")
+    assert tail(str(log), 2) == "two | three"
+    assert tail(str(tmp_path / "missing")) == ""
