@@ -78,7 +78,8 @@ class ContenderThread:
 
     def stop(self):
         self._stop.set()
-        self._thread.join(timeout=10)
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
         return {"products": self.loop.products, "busy_s": round(self.loop.busy_total_s, 3)}
 
 
@@ -94,39 +95,42 @@ def pin_to(cpu):
 
 
 def main(argv=None):
+    """The process form. It gets ready (torch imported, operands on the device, one product
+    run), says so in REPORT.ready, and waits for SIGUSR1 before it starts, so the slow rank
+    chooses the exact iteration the contention begins at; SIGTERM ends it."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--busy-ms", type=float, default=20)
     parser.add_argument("--idle-ms", type=float, default=0)
     parser.add_argument("--size", type=int, default=0)
     parser.add_argument("--cpu", type=int, default=-1, help="pin to this CPU (-1: no pinning)")
-    parser.add_argument("--max-s", type=float, default=120)
-    parser.add_argument("--report", default="", help="write what it did here (JSON) on exit")
+    parser.add_argument("--max-s", type=float, default=300)
+    parser.add_argument("--report", required=True, help="REPORT.ready when ready; REPORT (JSON) at the end")
     args = parser.parse_args(argv)
+    import signal
+
     import torch
 
+    go, stop = threading.Event(), threading.Event()
+    signal.signal(signal.SIGUSR1, lambda *_: go.set())
+    signal.signal(signal.SIGTERM, lambda *_: (stop.set(), go.set()))
     torch.set_num_threads(1)
     pinned = pin_to(args.cpu)
     parent = os.getppid()
     deadline = time.monotonic() + args.max_s
-    stop = {"flag": False}
-
-    def should_stop():
-        return stop["flag"] or time.monotonic() > deadline or os.getppid() != parent
-
-    import signal
-
-    signal.signal(signal.SIGTERM, lambda *_: stop.update(flag=True))
     loop = MatmulLoop(args.device, args.busy_ms, args.idle_ms, args.size)
+    loop._product()  # the first product pays for the library's set-up, before the start
+    open(args.report + ".ready", "w").close()
+    while not go.wait(0.5):
+        if os.getppid() != parent or time.monotonic() > deadline:
+            return 1
     started = time.monotonic()
-    loop.run(should_stop)
-    if args.report:
-        with open(args.report, "w") as f:
-            json.dump({"pid": os.getpid(), "device": args.device, "pinned_cpu": args.cpu if pinned else None,
-                       "products": loop.products, "busy_s": round(loop.busy_total_s, 3),
-                       "ran_s": round(time.monotonic() - started, 3)}, f)
+    loop.run(lambda: stop.is_set() or time.monotonic() > deadline or os.getppid() != parent)
+    with open(args.report, "w") as f:
+        json.dump({"pid": os.getpid(), "device": args.device, "pinned_cpu": args.cpu if pinned else None,
+                   "products": loop.products, "busy_s": round(loop.busy_total_s, 3),
+                   "ran_s": round(time.monotonic() - started, 3)}, f)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -328,9 +328,9 @@ def check_traces(run, job):
     if len(facts) < 2:
         return run.add(verdict(False, "traces.read", "a rank's trace is missing"))
     metas = {r: read_json(os.path.join(s["dir"], "rank-%d.meta.json" % r))["iteration_ids"] for r in facts}
-    ok = all(facts[r]["steps"] == metas[r] for r in facts)
-    run.add(verdict(ok, "traces.steps", "; ".join("rank %d (%s, %d events): ProfilerStep# %s" % (
-        r, f["format"], f["events"], f["steps"]) for r, f in facts.items())))
+    ok = all(facts[r]["steps"] == metas[r] and facts[r]["step_ranges"] == len(metas[r]) for r in facts)
+    run.add(verdict(ok, "traces.steps", "; ".join("rank %d (%s, %d events): ProfilerStep# %s in %d ranges" % (
+        r, f["format"], f["events"], f["steps"], f["step_ranges"]) for r, f in facts.items())))
     ok = all(f["optimizer_ranges"] > 0 and f["optimizer_ranges_inside_a_step"] == f["optimizer_ranges"]
              for f in facts.values())
     run.add(verdict(ok, "traces.optimizer_in_step", "; ".join("rank %d: %d of %d Optimizer.step# ranges "

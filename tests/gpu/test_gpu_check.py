@@ -54,7 +54,7 @@ def test_kineto_trace_facts(tmp_path):
     f = trace_facts(write_gz(tmp_path, "rank-1.json.gz", kineto_doc()))
     assert f["format"] == "kineto" and f["rank"] == 1 and f["backend"] == "gloo"
     assert f["device_names"] == ["NVIDIA H200"]
-    assert f["steps"] == [7, 8]  # the GPU copy of a step range is not a step
+    assert f["steps"] == [7, 8] and f["step_ranges"] == 2  # the GPU copy of a step is not a step
     assert f["kernels"] == 2 and f["kernel_names"] == 2 and f["streams"] == [7]
     assert f["top_kernels"][0] == ["sm90_xmma_gemm_bf16", 40.0]
     assert f["flows"] == 2 and f["kernels_with_flow"] == 0.5  # one of two kernels is linked
@@ -185,3 +185,28 @@ def test_log_tail_puts_the_error_first(tmp_path):
     log.write_text("one\ntwo\nthree\n")
     assert tail(str(log), 2) == "two | three"
     assert tail(str(tmp_path / "missing")) == ""
+
+
+def test_contender_process_waits_for_its_start_signal(tmp_path):
+    pytest.importorskip("torch")
+    import signal
+    import subprocess
+
+    report = str(tmp_path / "contender.json")
+    proc = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "contender.py"),
+                             "--busy-ms", "2", "--idle-ms", "2", "--size", "64", "--report", report])
+    try:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(report + ".ready") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert os.path.exists(report + ".ready") and proc.poll() is None
+        time.sleep(1.5)  # ready, not started: its running time counts from the signal on
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        proc.kill()
+    with open(report) as f:
+        done = json.load(f)
+    assert done["products"] > 10 and 0.3 < done["ran_s"] < 1.4 and done["pinned_cpu"] is None

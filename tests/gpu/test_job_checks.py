@@ -93,12 +93,20 @@ def test_trace_checks_on_gpu_traces(tmp_path):
     job_checks.check_traces(run, {"name": "job", "session": write_session(tmp_path, linked_doc())})
     got = run.by_name()
     assert all(c.status == PASS for c in run.checks), [(c.name, c.measured) for c in run.checks]
-    assert "ProfilerStep# [7, 8]" in got["traces.steps"].measured
+    assert "ProfilerStep# [7, 8] in 2 ranges" in got["traces.steps"].measured
     assert "2 of 2 Optimizer.step# ranges" in got["traces.optimizer_in_step"].measured
     assert "gloo:all_reduce" in got["traces.comm_names"].measured
     flows = got["traces.kernels_flows"].measured
     assert "2 kernels" in flows and "4 ac2g flow ends" in flows and "100% of kernels linked" in flows
     assert os.path.exists(os.path.join(run.artifacts, "job-trace-facts.json"))
+
+
+def test_a_step_range_opened_twice_fails(tmp_path):
+    doc = linked_doc()
+    doc["traceEvents"].append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "ts": 0, "dur": 5})
+    run = FakeRun(tmp_path)
+    job_checks.check_traces(run, {"name": "job", "session": write_session(tmp_path, doc)})
+    assert run.by_name()["traces.steps"].status == FAIL
 
 
 def test_unlinked_kernels_and_straddling_optimizer_ranges_fail(tmp_path):

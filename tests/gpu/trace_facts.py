@@ -65,6 +65,7 @@ def trace_facts(path):
     collectives = collections.Counter()
     launches = 0
     steps = set()
+    step_ranges = 0
     for e in events:
         if not isinstance(e, dict):
             continue
@@ -93,6 +94,7 @@ def trace_facts(path):
         sid = step_id(e)
         if sid is not None:
             steps.add(sid)
+            step_ranges += 1
     linked = kernel_correlations & (flow_ids["s"] | flow_ids["f"])
     inside, total = optimizer_ranges_inside_steps([e for e in events if isinstance(e, dict)])
     dist = doc.get("distributedInfo") or {}
@@ -104,6 +106,7 @@ def trace_facts(path):
         "backend": dist.get("backend"),
         "device_names": sorted({d.get("name", "") for d in devices if isinstance(d, dict)}),
         "steps": sorted(steps),
+        "step_ranges": step_ranges,  # one per id: torch 1.13's own first step came twice
         "kernels": sum(kernels.values()),
         "kernel_names": len(kernels),
         "top_kernels": [[n, round(us, 1)] for n, us in kernel_us.most_common(3)],

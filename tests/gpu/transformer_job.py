@@ -10,6 +10,7 @@ Writes OUT/times-rank-<r>.json ([iteration, seconds] per iteration) and OUT/cont
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -88,34 +89,52 @@ def rank_cpu(opts, rank):
     return available[rank]
 
 
-def start_contender(opts, rank, iteration):
-    doc = {"rank": rank, "iteration": iteration, "unix_ns": time.time_ns(),
-           "form": opts["contender"], "device": opts["device"]}
+def prepare_contender(opts, rank):
+    """Readies the contender before training starts (a process imports torch and sets up its
+    device for seconds); `begin_contender` then starts it at the chosen iteration at once."""
     if opts["contender"] == "thread":
         from contender import ContenderThread
 
-        handle = ContenderThread(opts["device"], opts["busy_ms"], opts["idle_ms"], opts["size"]).start()
-    else:
-        env = dict(os.environ, EROICA_DISABLE="1")  # the contender is no training process
-        report = os.path.join(opts["out"], "contender-process.json")
-        cmd = [sys.executable, os.path.join(HERE, "contender.py"), "--device", opts["device"],
-               "--busy-ms", str(opts["busy_ms"]), "--idle-ms", str(opts["idle_ms"]), "--size", str(opts["size"]),
-               "--cpu", str(rank_cpu(opts, rank)), "--report", report]
-        handle = subprocess.Popen(cmd, env=env)
-        doc["pid"] = handle.pid
-    return handle, doc
+        return ContenderThread(opts["device"], opts["busy_ms"], opts["idle_ms"], opts["size"])
+    env = dict(os.environ, EROICA_DISABLE="1")  # the contender is no training process
+    report = os.path.join(opts["out"], "contender-process.json")
+    os.makedirs(opts["out"], exist_ok=True)
+    cmd = [sys.executable, os.path.join(HERE, "contender.py"), "--device", opts["device"],
+           "--busy-ms", str(opts["busy_ms"]), "--idle-ms", str(opts["idle_ms"]), "--size", str(opts["size"]),
+           "--cpu", str(rank_cpu(opts, rank)), "--report", report]
+    proc = subprocess.Popen(cmd, env=env)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(report + ".ready"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("the contender process did not get ready (exit %s)" % proc.poll())
+        time.sleep(0.05)
+    return proc
 
 
-def stop_contender(handle):
+def begin_contender(opts, handle, rank, iteration):
     if isinstance(handle, subprocess.Popen):
-        handle.terminate()
-        try:
-            handle.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            handle.kill()
-            handle.wait()
-        return {"exit_code": handle.returncode}
-    return handle.stop()
+        os.kill(handle.pid, signal.SIGUSR1)
+    else:
+        handle.start()
+    return {"rank": rank, "iteration": iteration, "unix_ns": time.time_ns(), "form": opts["contender"],
+            "device": opts["device"], "pid": getattr(handle, "pid", os.getpid())}
+
+
+def stop_contender(opts, handle):
+    if not isinstance(handle, subprocess.Popen):
+        return handle.stop()
+    handle.terminate()
+    try:
+        handle.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        handle.kill()
+        handle.wait()
+    report = os.path.join(opts["out"], "contender-process.json")
+    done = {"exit_code": handle.returncode}
+    if os.path.exists(report):
+        with open(report) as f:
+            done.update(json.load(f))
+    return done
 
 
 def train(rank, opts):
@@ -138,11 +157,14 @@ def train(rank, opts):
     model = DDP(model, device_ids=[0] if cuda else None)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     loss_fn = torch.nn.CrossEntropyLoss()
-    times, contender, doc = [], None, None
+    contender, doc = None, None
+    if rank == opts["contend_rank"] and opts["contender"] != "none":
+        contender = prepare_contender(opts, rank)
+    times = []
     last = time.perf_counter()
     for i, (batch,) in enumerate(token_loader(opts, rank)):
-        if rank == opts["contend_rank"] and i == opts["contend_from"] and opts["contender"] != "none":
-            contender, doc = start_contender(opts, rank, i)
+        if contender is not None and i == opts["contend_from"]:
+            doc = begin_contender(opts, contender, rank, i)
             doc["pinned"] = pinned
         batch = batch.to(device, non_blocking=True)
         logits = model(batch[:, :-1])
@@ -157,8 +179,10 @@ def train(rank, opts):
         times.append([i, round(now - last, 6)])
         last = now
     if contender is not None:
-        doc["stopped"] = stop_contender(contender)
-        write_json(opts, "contender.json", doc)
+        stopped = stop_contender(opts, contender)
+        if doc is not None:  # it began (the run reached its iteration)
+            doc["stopped"] = stopped
+            write_json(opts, "contender.json", doc)
     write_json(opts, "times-rank-%d.json" % rank, {"rank": rank, "pid": os.getpid(),
                                                     "pinned": pinned, "times": times})
     dist.barrier()
