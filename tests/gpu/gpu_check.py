@@ -70,6 +70,9 @@ class Run:
         return check
 
     def timed(self, name, fn, *args):
+        # One progress line per step on stderr: a run killed at the call's limit still shows
+        # where it was (the summary comes only at the end).
+        print("gpu_check: [%3.0f s] %s" % (self.elapsed(), name), file=sys.stderr, flush=True)
         started = time.monotonic()
         try:
             return fn(*args)
