@@ -11,7 +11,7 @@ or the same steps on CPU tensors as a dry run (`--cpu`). Steps, in order:
   job_process  (GPU only) the same with the contender as a separate process (time-shared GPU)
 
 Everything lands in OUT: summary.txt, check-report.json (checks with measured values,
-versions, timings; rewritten after every step) and artifacts.tar.gz (sessions: traces, meta,
+versions, timings; rewritten after every step) and artifacts-*.tar.gz (sessions: traces, meta,
 report.json, metrics; patterns, logs). Exit status 1 when a required check failed.
 """
 
@@ -168,18 +168,29 @@ def collect_facts(run):
 
 
 def pack_artifacts(run):
-    """One tarball under the size a device call brings back; the largest traces go first."""
-    path = os.path.join(run.out, "artifacts.tar.gz")
-    files = sorted((os.path.join(d, f) for d, _, fs in os.walk(run.artifacts) for f in fs),
-                   key=os.path.getsize)
+    """Tarballs a device call can bring back (at most 16 MiB a file, 8 files): one per job
+    folder (its sessions: traces, meta, report.json, metrics) and one of the rest (logs,
+    patterns, probe results). A tarball over the limit drops its largest files first.
+    Returns the names dropped."""
+    groups = {}
+    for d, _, names in os.walk(run.artifacts):
+        for name in names:
+            path = os.path.join(d, name)
+            rel = os.path.relpath(path, run.artifacts)
+            top = rel.split(os.sep)[0]
+            groups.setdefault(top if top != rel else "logs", []).append(path)
     dropped = []
-    while True:
-        with tarfile.open(path, "w:gz") as tar:
-            for f in files:
-                tar.add(f, arcname=os.path.relpath(f, run.artifacts))
-        if os.path.getsize(path) <= ARTIFACT_LIMIT_BYTES or not files:
-            return dropped
-        dropped.append(os.path.relpath(files.pop(), run.artifacts))
+    for group, files in sorted(groups.items()):
+        files.sort(key=os.path.getsize)
+        path = os.path.join(run.out, "artifacts-%s.tar.gz" % group)
+        while True:
+            with tarfile.open(path, "w:gz") as tar:
+                for f in files:
+                    tar.add(f, arcname=os.path.relpath(f, run.artifacts))
+            if os.path.getsize(path) <= ARTIFACT_LIMIT_BYTES or not files:
+                break
+            dropped.append(os.path.relpath(files.pop(), run.artifacts))
+    return dropped
 
 
 def summary(run, footer):
@@ -205,7 +216,7 @@ def write_report(run, dropped=None, footer=()):
 
 def write_outputs(run):
     dropped = pack_artifacts(run)
-    footer = ["files: %s/{summary.txt,check-report.json,artifacts.tar.gz}%s" % (
+    footer = ["files: %s/{summary.txt,check-report.json,artifacts-*.tar.gz}%s" % (
         run.out, " (left out for size: %s)" % ", ".join(dropped) if dropped else "")]
     write_report(run, dropped, footer)
     print("\n".join(summary(run, footer)), flush=True)

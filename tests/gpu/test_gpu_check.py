@@ -137,23 +137,28 @@ def test_contender_thread_runs_products_and_stops():
     assert done["products"] > 10 and 0 < done["busy_s"] < 0.3
 
 
-def test_pack_drops_the_largest_files_first(tmp_path, monkeypatch):
+def test_pack_makes_one_tarball_per_job_and_drops_the_largest_files_first(tmp_path, monkeypatch):
     import gpu_check
 
     class FakeRun:
         artifacts = str(tmp_path / "a")
         out = str(tmp_path / "o")
 
-    os.makedirs(FakeRun.artifacts)
+    os.makedirs(os.path.join(FakeRun.artifacts, "job", "s1"))
     os.makedirs(FakeRun.out)
-    with open(os.path.join(FakeRun.artifacts, "big.bin"), "wb") as f:
+    with open(os.path.join(FakeRun.artifacts, "job", "s1", "rank-0.json.gz"), "wb") as f:
         f.write(os.urandom(200_000))
-    with open(os.path.join(FakeRun.artifacts, "small.txt"), "w") as f:
+    with open(os.path.join(FakeRun.artifacts, "job", "s1", "report.json"), "w") as f:
+        f.write("{}")
+    with open(os.path.join(FakeRun.artifacts, "job.log"), "w") as f:
         f.write("kept")
     monkeypatch.setattr(gpu_check, "ARTIFACT_LIMIT_BYTES", 100_000)
-    assert gpu_check.pack_artifacts(FakeRun) == ["big.bin"]
-    with tarfile.open(os.path.join(FakeRun.out, "artifacts.tar.gz")) as tar:
-        assert tar.getnames() == ["small.txt"]
+    assert gpu_check.pack_artifacts(FakeRun) == [os.path.join("job", "s1", "rank-0.json.gz")]
+    assert sorted(os.listdir(FakeRun.out)) == ["artifacts-job.tar.gz", "artifacts-logs.tar.gz"]
+    with tarfile.open(os.path.join(FakeRun.out, "artifacts-job.tar.gz")) as tar:
+        assert tar.getnames() == [os.path.join("job", "s1", "report.json")]
+    with tarfile.open(os.path.join(FakeRun.out, "artifacts-logs.tar.gz")) as tar:
+        assert tar.getnames() == ["job.log"]
 
 
 SHARED = os.environ.get("EROICA_SHARED_DIR") or os.path.join(
