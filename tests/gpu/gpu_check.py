@@ -16,6 +16,7 @@ report.json, metrics; patterns, logs). Exit status 1 when a required check faile
 """
 
 import argparse
+import glob
 import json
 import os
 import platform
@@ -179,6 +180,8 @@ def pack_artifacts(run):
             rel = os.path.relpath(path, run.artifacts)
             top = rel.split(os.sep)[0]
             groups.setdefault(top if top != rel else "logs", []).append(path)
+    for old in glob.glob(os.path.join(run.out, "artifacts*.tar.gz")):  # an earlier run's, in a reused --out
+        os.remove(old)
     dropped = []
     for group, files in sorted(groups.items()):
         files.sort(key=os.path.getsize)
