@@ -1,6 +1,7 @@
-// eroica show PATTERN: a pattern file for humans, or as JSON.
+// eroica show FILE: a pattern file, or an agent's metrics file, for humans or as JSON.
 #include <fmt/core.h>
 
+#include "agent/metrics_json.h"
 #include "cli/commands.h"
 #include "summary/pattern_file.h"
 #include "summary/pattern_json.h"
@@ -37,7 +38,39 @@ void PrintText(const WorkerPattern& w, size_t max_functions) {
   for (const std::string& warning : w.warnings) fmt::print("  warning: {}\n", warning);
 }
 
+void PrintMetricsText(const nlohmann::json& j) {
+  fmt::print("metrics of {}  {} processes  {} series  window {:.3f} s\n", j["host"].get<std::string>(),
+             j["processes"].size(), j["series"].size(),
+             (j["window_end_unix_ns"].get<int64_t>() - j["window_start_unix_ns"].get<int64_t>()) / 1e9);
+  fmt::print("  {:<22} {:>8} {:>8} {:>6} {:>8} {:>14} {:>14} {:>14}  {}\n", "series", "instance", "pid",
+             "unit", "samples", "min", "mean", "max", "label");
+  for (const nlohmann::json& s : j["series"]) {
+    bool any = s["samples"].get<size_t>() > 0;
+    fmt::print("  {:<22} {:>8} {:>8} {:>6} {:>8} {:>14} {:>14} {:>14}  {}\n", s["name"].get<std::string>(),
+               s["instance"].get<std::string>(), s["pid"].get<int64_t>(), s["unit"].get<std::string>(),
+               s["samples"].get<size_t>(), any ? fmt::format("{}", s["min"].get<int64_t>()) : "-",
+               any ? fmt::format("{:.1f}", s["mean"].get<double>()) : "-",
+               any ? fmt::format("{}", s["max"].get<int64_t>()) : "-", s["label"].get<std::string>());
+  }
+}
+
+int RunShowMetrics(const ShowOptions& options) {
+  StatusOr<agent::MetricsFile> file = agent::ReadMetricsFile(options.path);
+  if (!file.ok()) {
+    fmt::print(stderr, "eroica: {}\n", file.status().message());
+    return 1;
+  }
+  nlohmann::json j = agent::MetricsFileToJson(*file);
+  if (options.format == "json") {
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    PrintMetricsText(j);
+  }
+  return 0;
+}
+
 int RunShow(const ShowOptions& options) {
+  if (options.path.ends_with(".eroica-metrics")) return RunShowMetrics(options);
   StatusOr<std::vector<WorkerPattern>> workers = ReadPatternFile(options.path);
   if (!workers.ok()) {
     fmt::print(stderr, "eroica: {}\n", workers.status().message());
@@ -57,8 +90,10 @@ int RunShow(const ShowOptions& options) {
 
 void RegisterShowCommand(CLI::App& app, int* exit_code) {
   auto options = std::make_shared<ShowOptions>();
-  CLI::App* cmd = app.add_subcommand("show", "Print a pattern file for humans or as JSON");
-  cmd->add_option("pattern", options->path, "A pattern file from `eroica summarize`")->required();
+  CLI::App* cmd = app.add_subcommand("show", "Print a pattern or metrics file for humans or as JSON");
+  cmd->add_option("file", options->path,
+                  "A pattern file from `eroica summarize`, or an agent's *.eroica-metrics file")
+      ->required();
   cmd->add_option("--format", options->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("-n,--functions", options->max_functions, "Functions to list per worker (text)");
   cmd->callback([options, exit_code] { *exit_code = RunShow(*options); });
