@@ -23,8 +23,10 @@ void RdmaCollector::Rescan() {
   std::map<std::string, Port> kept;
   for (const std::string& device : ListDirectory(base)) {
     for (const std::string& port_number : ListDirectory(base + device + "/ports")) {
-      std::string key = device + "/" + port_number;
-      std::string dir = base + device + "/ports/" + port_number;
+      std::string key = device;
+      key.append("/").append(port_number);
+      std::string dir = base;
+      dir.append(device).append("/ports/").append(port_number);
       auto it = ports_.find(key);
       Port port;
       if (it != ports_.end()) {

@@ -1,9 +1,14 @@
 // The eroica command line: one table of subcommands; each lives in its own *_command.cc.
+#include <cstdio>
+#include <exception>
+
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Run(int argc, char** argv) {
   CLI::App app{"eroica: find why a distributed training job got slow"};
   app.require_subcommand(1);
   int exit_code = 0;
@@ -16,4 +21,19 @@ int main(int argc, char** argv) {
     return app.exit(error);
   }
   return exit_code;
+}
+
+}  // namespace
+
+// Every command reports input errors as values; what still escapes is a bug, and it gets one
+// line and exit 3 rather than an abort's core dump.
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "eroica: internal error: %s\n", error.what());
+  } catch (...) {
+    std::fprintf(stderr, "eroica: internal error\n");
+  }
+  return 3;
 }

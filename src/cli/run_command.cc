@@ -44,6 +44,7 @@ int RunRun(const RunOptions& options) {
   args.push_back("--");
   args.insert(args.end(), options.command.begin(), options.command.end());
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   execv(options.python.c_str(), argv.data());

@@ -133,6 +133,7 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
     if (it == best.end() || f.impact_s_per_iter > it->second.impact_s_per_iter) best[key.first] = f;
   }
   std::vector<Finding> out;
+  out.reserve(best.size());
   for (auto& [category, f] : best) out.push_back(std::move(f));
   return out;
 }

@@ -67,6 +67,7 @@ std::vector<WorkerGroup> GroupWorkers(const WorkerTable& table) {
     home->group.members.push_back(static_cast<uint32_t>(i));
   }
   std::vector<WorkerGroup> out;
+  out.reserve(groups.size());
   for (Candidate& g : groups) out.push_back(std::move(g.group));
   std::stable_sort(out.begin(), out.end(),
                    [](const WorkerGroup& a, const WorkerGroup& b) { return a.size() > b.size(); });

@@ -27,7 +27,7 @@ std::string Micros(int64_t ns) {
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // An event whose ts (and dur) are spliced in as exact decimal text.
-std::string TimedEvent(json event, int64_t ts_ns, int64_t dur_ns, bool with_duration) {
+std::string TimedEvent(const json& event, int64_t ts_ns, int64_t dur_ns, bool with_duration) {
   std::string text = Dump(event);
   text.pop_back();  // '}'
   text += ",\"ts\":" + Micros(ts_ns);

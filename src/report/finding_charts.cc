@@ -120,6 +120,7 @@ LineChart PersistenceChart(const Finding& finding, const std::vector<WorkerPatte
   LineSeries high{finding.scope == FindingScope::kLocal ? "peers' maximum" : "maximum", {}, "peermax"};
   for (size_t i = 0; i < iterations && !peer_values.empty(); ++i) {
     std::vector<double> values;
+    values.reserve(peer_values.size());
     for (const auto& row : peer_values) values.push_back(row[i]);
     median.points.push_back({x_of(reference, i), Median(values)});
     high.points.push_back({x_of(reference, i), *std::max_element(values.begin(), values.end())});
