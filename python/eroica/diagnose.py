@@ -1,7 +1,7 @@
 """Rank 0, after a session: wait for every rank's files, run `eroica diagnose`, say one line.
 
-The binary is EROICA_BIN, else `eroica` on PATH, else `<repo>/build/eroica` next to this
-source tree. It runs at low priority (`nice -n 10`) so it does not compete with training.
+The binary is found by `binary.find_binary` (EROICA_BIN, else PATH, else beside the package).
+It runs at low priority (`nice -n 10`) so it does not compete with training.
 Outputs: `report.json` (`--format json`) and `report.txt` (`--format text`) in the session
 folder. A missing binary or a failed run is one line on stderr, never an exception.
 """
@@ -11,19 +11,10 @@ import os
 import shutil
 import subprocess
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from . import log
-
-_REPO_BUILD = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "build", "eroica")
-
-
-def find_binary(configured: str) -> Optional[str]:
-    for candidate in (configured, shutil.which("eroica"), _REPO_BUILD):
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+from .binary import find_binary
 
 
 def wait_for_files(paths: List[str], timeout_s: float, poll_s: float = 0.2) -> List[str]:
