@@ -16,18 +16,19 @@ std::string VersionText() {
   std::string_view pattern_magic = kPatternMagic.substr(0, kPatternMagic.size() - 1);
   int pattern_version = static_cast<unsigned char>(kPatternMagic.back());
   std::string_view metrics_magic(agent::kMetricsFileMagic, sizeof(agent::kMetricsFileMagic));
+  // "  term  text" lines: help2man makes each a tagged paragraph of the manual page.
   return fmt::format(
       "eroica {}\n"
       "reads:\n"
-      "  PyTorch profiler traces (Kineto JSON object or bare event list, .json or .json.gz)\n"
-      "  pattern files: magic \"{}\", format version {}\n"
-      "  metrics files: magic \"{}\", format version {}\n"
-      "  {} (annotate --diagnosis)\n"
-      "  session folders: session.json (eroica.session/v1), rank-<r>.meta.json, stacks-rank-<r>.json\n"
+      "  traces     PyTorch profiler traces: Kineto JSON object or bare event list, .json or .json.gz\n"
+      "  patterns   pattern files, magic \"{}\", format version {}\n"
+      "  metrics    the agent's metrics files, magic \"{}\", format version {}\n"
+      "  diagnoses  {} (annotate --diagnosis)\n"
+      "  sessions   session.json (eroica.session/v1), rank-<r>.meta.json, stacks-rank-<r>.json\n"
       "writes:\n"
-      "  pattern files: format version {}; {} (show --format json)\n"
-      "  {} (diagnose --format json)\n"
-      "  metrics files: format version {} (agent)\n"
+      "  patterns   format version {}; {} (show --format json)\n"
+      "  diagnoses  {} (diagnose --format json)\n"
+      "  metrics    format version {} (agent)\n"
       "A file of a newer format version is refused with one line naming it.",
       kEroicaVersion, pattern_magic, pattern_version, metrics_magic, agent::kMetricsFileVersion,
       kDiagnosisSchema, pattern_version, kPatternJsonSchema, kDiagnosisSchema,
