@@ -58,7 +58,7 @@ def test_metadata(deb):
     assert fields["Maintainer"] and fields["Description"] and fields["Section"] == "utils"
 
 
-def test_contents(deb):
+def test_contents(deb, tmp_path):
     listing = sh("dpkg-deb", "-c", deb).stdout.splitlines()
     paths = {line.split()[-1].lstrip(".") for line in listing}
     for path in ("/usr/bin/eroica", "/usr/share/eroica/expectations.json",
@@ -68,9 +68,16 @@ def test_contents(deb):
                  "/usr/share/doc/eroica/copyright", "/usr/share/doc/eroica/changelog.gz"):
         assert path in paths, path
     assert not [p for p in paths if "__pycache__" in p or p.endswith(".pyc")]
-    # Nothing enables the agent: no maintainer scripts at all.
-    control = sh("dpkg-deb", "--ctrl-tarfile", deb).stdout
-    assert "postinst" not in control
+    # The maintainer scripts only byte-compile and clean the Python package: nothing enables
+    # or starts the agent.
+    control = tmp_path / "control"
+    assert sh("dpkg-deb", "-e", deb, str(control)).returncode == 0
+    scripts = sorted(p for p in os.listdir(control) if p in ("preinst", "postinst", "prerm", "postrm"))
+    assert scripts == ["postinst", "prerm"], scripts
+    for script in scripts:
+        text = "\n".join(l for l in (control / script).read_text().splitlines() if not l.startswith("#"))
+        assert "systemctl" not in text and "deb-systemd" not in text, text
+    assert "py3compile -p eroica" in (control / "postinst").read_text()
 
 
 def accepted_tags():
@@ -188,3 +195,17 @@ def test_installed_binary_refuses_newer_formats_in_one_line(root, tmp_path):
         done = run_without_source_tree(args, env, str(tmp_path))
         assert done.returncode != 0 and done.stdout == "", (args, done.stdout)
         assert done.stderr.count("\n") == 1 and name in done.stderr and "newer eroica" in done.stderr, done.stderr
+
+
+def test_real_install_and_purge_on_an_overlay(deb):
+    """dpkg -i, the installed system, dpkg --purge: on an overlay of /, so nothing stays."""
+    done = sh("unshare", "--mount", "--propagation", "private",
+              os.path.join(PACKAGING_DIR, "tests", "overlay_install.sh"), deb, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    assert said["version"] == "eroica " + version()
+    assert said["import"] == "/usr/lib/python3/dist-packages/eroica/__init__.py %s /usr/bin/eroica" % version()
+    assert int(said["bytecode"]) > 10  # postinst's py3compile
+    assert said["unit"] == "disabled"
+    assert said["man"] == "/usr/share/man/man1/eroica.1.gz"
+    assert said.get("left", "").strip() == ""  # purge removed everything, byte-code included
