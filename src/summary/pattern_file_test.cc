@@ -93,7 +93,7 @@ TEST(PatternFileTest, NewerVersionIsOneLineNamingTheFile) {
   EXPECT_TRUE(LooksLikePatternFile(path));
   StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
   ASSERT_FALSE(read.ok());
-  const std::string& message = read.status().message();
+  std::string message = read.status().message();
   EXPECT_EQ(message, path + ": pattern format version 2 is not supported (this eroica reads version 1; "
                             "a newer eroica wrote it)");
   newer[7] = static_cast<char>(200);
