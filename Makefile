@@ -7,9 +7,14 @@ ASAN_BUILD ?= build-asan
 PYTHON := /usr/bin/python3
 DEBIAN_PACKAGES := cmake g++ make pkg-config libsimdjson-dev libfmt-dev libcli11-dev zlib1g-dev \
   libdeflate-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev python3-torch \
-  python3-numpy python3-pytest nlohmann-json3-dev iproute2 gzip chromium clang-tidy clang-format
+  python3-numpy python3-pytest nlohmann-json3-dev iproute2 gzip chromium clang-tidy clang-format \
+  dpkg-dev fakeroot lintian help2man man-db systemd python3-build python3-wheel python3-setuptools \
+  python3-venv python3-pip util-linux
+# npm only where Debian has no such tool: a Dockerfile linter (no hadolint in Debian 12). npm
+# itself comes from Debian unless a Node.js is already installed (it brings its own npm).
+NPM_PACKAGES := dockerfilelint@1.8.0
 
-.PHONY: deps build build-asan test unit-test demo bench accuracy tidy format clean
+.PHONY: deps build build-asan test unit-test demo bench accuracy package tidy format clean
 
 deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
@@ -20,6 +25,13 @@ deps:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
+	@command -v npm > /dev/null || { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq npm; }
+	@for p in $(NPM_PACKAGES); do \
+	  [ "$$(npm ls -g --depth=0 --parseable $${p%@*} 2>/dev/null)" ] || { \
+	    echo "eroica: installing npm package $$p"; \
+	    $$( [ "$$(id -u)" = 0 ] || echo sudo ) npm install -g --no-fund --no-audit --silent $$p; }; \
+	done
 
 $(BUILD)/build.ninja $(BUILD)/Makefile: CMakeLists.txt
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEROICA_PYTHON=$(PYTHON)
@@ -58,6 +70,15 @@ tidy: build
 
 format:
 	git ls-files '*.cc' '*.h' | xargs clang-format -i
+
+# The Debian package, the wheel and the agent image's build context, from the build tree as it
+# is (README "Install" says what each holds). Then: `docker build -t eroica-agent $(BUILD)/package`.
+package: build
+	rm -rf $(BUILD)/package && mkdir -p $(BUILD)/package
+	mkdir -p $(BUILD)/cpack && cd $(BUILD) && cpack -G DEB -B cpack > cpack/cpack.log 2>&1 || { cat cpack/cpack.log; exit 1; }
+	cp $(BUILD)/cpack/eroica_*_amd64.deb packaging/Dockerfile $(BUILD)/package/
+	packaging/build_wheel.sh $(BUILD)/package > /dev/null
+	@ls -l $(BUILD)/package
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

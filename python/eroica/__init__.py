@@ -5,4 +5,4 @@ iteration hooks in the current process; `python -m eroica run -- CMD` installs t
 Python process CMD starts.
 """
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: F401

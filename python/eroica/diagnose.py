@@ -1,7 +1,7 @@
 """Rank 0, after a session: wait for every rank's files, run `eroica diagnose`, say one line.
 
-The binary is EROICA_BIN, else `eroica` on PATH, else `<repo>/build/eroica` next to this
-source tree. It runs at low priority (`nice -n 10`) so it does not compete with training.
+The binary is found by `binary.find_binary` (EROICA_BIN when set, else PATH, else beside the package).
+It runs at low priority (`nice -n 10`) so it does not compete with training.
 Outputs: `report.json` (`--format json`) and `report.txt` (`--format text`) in the session
 folder. A missing binary or a failed run is one line on stderr, never an exception.
 """
@@ -15,24 +15,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from . import log, safe_fs
-
-_REPO_BUILD = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "build", "eroica")
-
-
-def _runnable(path: Optional[str]) -> bool:
-    return bool(path) and os.path.isfile(path) and os.access(path, os.X_OK)
-
-
-def find_binary(configured: str) -> Optional[str]:
-    """EROICA_BIN when set (and only it: a wrong setting is reported, not replaced by another
-    binary), else `eroica` on PATH, else the checkout's build."""
-    if configured:
-        return configured if _runnable(configured) else None
-    for candidate in (shutil.which("eroica"), _REPO_BUILD):
-        if _runnable(candidate):
-            return candidate
-    return None
+from .binary import find_binary
 
 
 def wait_for_files(paths: List[str], timeout_s: float, poll_s: float = 0.2,

@@ -7,7 +7,7 @@ import os
 import re
 
 from conftest import TORCH_PYTHON, WORKLOADS, clean_env, eroica_run
-from eroica import diagnose
+from eroica import binary, diagnose
 
 SINGLE = os.path.join(WORKLOADS, "single_train.py")
 
@@ -103,7 +103,7 @@ def test_profiler_failure_is_survived(tmp_path):
 
 
 def test_diagnose_without_binary_is_one_line(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(diagnose, "_REPO_BUILD", "/nonexistent/eroica")
+    monkeypatch.setattr(binary, "PACKAGE_DIR", "/nonexistent/lib/python3/dist-packages/eroica")
     monkeypatch.setenv("PATH", "/nonexistent")
     line = diagnose.run(str(tmp_path), "", 10)
     err = capsys.readouterr().err

@@ -110,8 +110,8 @@ StatusOr<MetricsFile> DecodeMetricsFile(std::string_view bytes) {
     return ErrorStatus("header cut short");
   }
   if (version == 0 || version > kMetricsFileVersion) {
-    return ErrorStatus("format version {} is not supported (this reader knows up to {})",
-                       version, kMetricsFileVersion);
+    return ErrorStatus("metrics format version {} is not supported (this eroica reads up to version {}{})",
+                       version, kMetricsFileVersion, version > kMetricsFileVersion ? "; a newer eroica wrote it" : "");
   }
   if (compression != 1) return ErrorStatus("unknown compression {}", compression);
   if (body_size > kMaxBodyBytes) return ErrorStatus("body of {} bytes is too large", body_size);

@@ -119,6 +119,19 @@ TEST(MetricsFileTest, DamageIsAnErrorNotACrash) {
   EXPECT_FALSE(ReadMetricsFile("/nonexistent/metrics.eroica-metrics").ok());
 }
 
+TEST(MetricsFileTest, NewerVersionIsOneLineNamingTheFile) {
+  StatusOr<std::string> bytes = EncodeMetricsFile(SampleFile());
+  ASSERT_TRUE(bytes.ok());
+  std::string newer = *bytes;
+  newer[8] = 2;
+  TempDir dir;
+  std::string path = dir.Write("metrics-next.eroica-metrics", newer);
+  StatusOr<MetricsFile> read = ReadMetricsFile(path);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().message(), path + ": metrics format version 2 is not supported (this eroica reads up "
+                                            "to version 1; a newer eroica wrote it)");
+}
+
 TEST(MetricsFileTest, WriteFailureIsAnError) {
   EXPECT_FALSE(WriteMetricsFile("/nonexistent-dir/x.eroica-metrics", SampleFile()).ok());
 }

@@ -45,7 +45,7 @@ void RegisterDiagnoseCommand(CLI::App& app, int* exit_code) {
                   "Folders or files: per-rank traces (.json, .json.gz), pattern files, session folders")
       ->required();
   cmd->add_option("--format", options->format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  cmd->add_option("--expect", options->expect, "Expected boxes (default: config/expectations.json)");
+  cmd->add_option("--expect", options->expect, "Expected boxes (default: built in; the same as /usr/share/eroica/expectations.json)");
   cmd->add_option("-j,--threads", options->threads, "Parallel trace readers (default: all cores)");
   cmd->callback([options, exit_code] { *exit_code = RunDiagnose(*options); });
 }

@@ -56,7 +56,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("paths", options->paths, "Folders or files, as for diagnose (traces, patterns, session folders)")
       ->required();
   cmd->add_option("-o,--output", options->output, "The HTML file to write")->required();
-  cmd->add_option("--expect", options->expect, "Expected boxes (default: config/expectations.json)");
+  cmd->add_option("--expect", options->expect, "Expected boxes (default: built in; the same as /usr/share/eroica/expectations.json)");
   cmd->add_option("-j,--threads", options->threads, "Parallel trace readers (default: all cores)");
   cmd->callback([options, exit_code] { *exit_code = RunReport(*options); });
 }

@@ -1,7 +1,7 @@
 // eroica run [--dir DIR] -- COMMAND...: runs a training command with eroica's hooks in every
 // Python process it starts (no code change). The work is done by the Python package
-// (python/eroica, `python -m eroica run`); this puts it on PYTHONPATH, points it at this binary
-// for the diagnosis, and replaces itself with it.
+// (`python -m eroica run`; run_package.h says where it is found); this puts it on PYTHONPATH,
+// points it at this binary for the diagnosis, and replaces itself with it.
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +12,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/run_package.h"
 
 namespace eroica {
 namespace {
@@ -22,17 +23,13 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 
-std::string PackageDir() {
-  if (const char* dir = std::getenv("EROICA_PYTHON_DIR")) return dir;
-  return std::string(EROICA_SOURCE_DIR) + "/python";
-}
-
 int RunRun(const RunOptions& options) {
-  std::string package = PackageDir();
-  if (!std::filesystem::exists(package + "/eroica/__main__.py")) {
-    fmt::print(stderr, "eroica: the Python package is not at {} (set EROICA_PYTHON_DIR)\n", package);
+  StatusOr<std::string> found = FindPythonPackage(ThisProcessPackageSearch());
+  if (!found.ok()) {
+    fmt::print(stderr, "eroica: {}\n", found.status().message());
     return 2;
   }
+  const std::string& package = *found;
   const char* old_path = std::getenv("PYTHONPATH");
   std::string path = old_path && *old_path ? package + ":" + old_path : package;
   setenv("PYTHONPATH", path.c_str(), 1);

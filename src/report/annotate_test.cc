@@ -147,5 +147,21 @@ TEST(DiagnosisJsonReaderTest, RoundTripsTheV1Document) {
   EXPECT_FALSE(DiagnosisFromJsonText("not json").ok());
 }
 
+// A later schema is refused in one line naming the file and both schemas, not read as v1.
+TEST(DiagnosisJsonReaderTest, NewerSchemaIsOneLineNamingTheFile) {
+  nlohmann::json doc = DiagnosisToJson(TestDiagnosis());
+  doc["schema"] = "eroica.diagnosis/v2";
+  TempDir dir;
+  std::string path = dir.Write("next.json", doc.dump());
+  StatusOr<Diagnosis> read = ReadDiagnosisFile(path);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().message(), path + ": diagnosis format \"eroica.diagnosis/v2\" is not one this eroica "
+                                            "reads (eroica.diagnosis/v1); a newer eroica may read it");
+  doc["schema"] = "eroica.diagnosis/v1\nforged line";
+  read = DiagnosisFromJsonText(doc.dump());
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().message().find('\n'), std::string::npos) << read.status().message();
+}
+
 }  // namespace
 }  // namespace eroica

@@ -32,7 +32,7 @@ nlohmann::json DiagnosisToJson(const Diagnosis& d) {
     });
   }
   return {
-      {"schema", "eroica.diagnosis/v1"},
+      {"schema", kDiagnosisSchema},
       {"workers", d.workers},
       {"world_size", d.world_size},
       {"healthy", d.healthy()},

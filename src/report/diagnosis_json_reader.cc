@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "base/file_util.h"
+#include "report/diagnosis_json.h"
 
 namespace eroica {
 namespace {
@@ -64,7 +65,12 @@ StatusOr<Diagnosis> DiagnosisFromJsonText(const std::string& text) {
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return ErrorStatus("not a JSON object");
   std::string schema = Get<std::string>(j, "schema", "");
-  if (!schema.starts_with("eroica.diagnosis/")) return ErrorStatus("not an eroica diagnosis (schema \"{}\")", schema);
+  // Only the schema this eroica writes: a later one may give the same field names other meanings.
+  if (schema.starts_with("eroica.diagnosis/") && schema != kDiagnosisSchema) {
+    return ErrorStatus("diagnosis format {:?} is not one this eroica reads ({}); a newer eroica may read it",
+                       schema, kDiagnosisSchema);
+  }
+  if (schema != kDiagnosisSchema) return ErrorStatus("not an eroica diagnosis (schema {:?})", schema);
   Diagnosis d;
   d.workers = Get<int>(j, "workers", 0);
   d.world_size = Get<int>(j, "world_size", 0);

@@ -217,7 +217,9 @@ bool LooksLikePatternFile(const std::string& path) {
   std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
   if (!file) return false;
   char magic[8];
-  return std::fread(magic, 1, 8, file.get()) == 8 && std::string_view(magic, 8) == kPatternMagic;
+  // The version byte is left out, so that a newer file is read and refused with its version
+  // instead of being skipped as "not a pattern".
+  return std::fread(magic, 1, 8, file.get()) == 8 && std::string_view(magic, 7) == kPatternMagic.substr(0, 7);
 }
 
 namespace {
@@ -274,9 +276,11 @@ Status ForEachPattern(const std::string& path, const std::function<void(WorkerPa
   if (std::fread(magic, 1, 8, file.get()) != 8 || std::string_view(magic, 7) != kPatternMagic.substr(0, 7)) {
     return ErrorStatus("{}: not an eroica pattern file", path);
   }
-  if (magic[7] != kPatternMagic[7]) {
-    return ErrorStatus("{}: pattern format version {} is not supported (this eroica reads {})", path,
-                       static_cast<int>(magic[7]), static_cast<int>(kPatternMagic[7]));
+  const int version = static_cast<unsigned char>(magic[7]);
+  const int supported = static_cast<unsigned char>(kPatternMagic[7]);
+  if (version != supported) {
+    return ErrorStatus("{}: pattern format version {} is not supported (this eroica reads version {}{})", path,
+                       version, supported, version > supported ? "; a newer eroica wrote it" : "");
   }
   RawBlock current = ReadBlock(file.get(), path, 0);
   WorkerPattern worker;

@@ -81,6 +81,27 @@ TEST(PatternFileTest, BundlesSpanSeveralBlocks) {
   EXPECT_EQ(ranks[49], 49);
 }
 
+// A file from a later eroica: one line naming the file and both versions, and `diagnose DIR`
+// must see it as a pattern file (so it reports it) rather than skip it.
+TEST(PatternFileTest, NewerVersionIsOneLineNamingTheFile) {
+  TempDir dir;
+  PatternWriter writer;
+  writer.Add(MakeWorker(1));
+  std::string newer = writer.Finish();
+  newer[7] = 2;
+  std::string path = dir.Write("next.pattern", newer);
+  EXPECT_TRUE(LooksLikePatternFile(path));
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
+  ASSERT_FALSE(read.ok());
+  std::string message = read.status().message();
+  EXPECT_EQ(message, path + ": pattern format version 2 is not supported (this eroica reads version 1; "
+                            "a newer eroica wrote it)");
+  newer[7] = static_cast<char>(200);
+  read = ReadPatternFile(dir.Write("v200.pattern", newer));
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("version 200 is not supported"), std::string::npos);
+}
+
 TEST(PatternFileTest, DamageIsAnErrorNotACrash) {
   TempDir dir;
   PatternWriter writer;

@@ -38,7 +38,7 @@ nlohmann::json PatternToJson(const WorkerPattern& w) {
     category_beta[std::string(CategoryName(static_cast<Category>(c)))] = Round(w.category_beta[c], 6);
   }
   return {
-      {"schema", "eroica.pattern/v1"},
+      {"schema", kPatternJsonSchema},
       {"rank", w.rank},
       {"world_size", w.world_size},
       {"host", w.host},

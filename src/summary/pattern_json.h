@@ -1,11 +1,15 @@
 // Patterns as JSON (`eroica show --format json`), schema "eroica.pattern/v1".
 #pragma once
 
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 #include "summary/pattern.h"
 
 namespace eroica {
+
+inline constexpr std::string_view kPatternJsonSchema = "eroica.pattern/v1";
 
 nlohmann::json PatternToJson(const WorkerPattern& worker);
 
