@@ -57,7 +57,7 @@ def main():
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--changed", metavar="REV")
     parser.add_argument("files", nargs="*")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     tidy = shutil.which("run-clang-tidy") or shutil.which("run-clang-tidy-14")
     if tidy is None:
         print("tidy: run-clang-tidy not found (Debian package clang-tidy)")
