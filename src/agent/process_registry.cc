@@ -90,7 +90,8 @@ std::optional<Registration> ProcessRegistry::ReadFile(const std::string& name, i
     // complain (once) about one that stays broken.
     if (now_ns - mtime_ns < 2'000'000'000) return std::nullopt;
     log_->Report("registration-" + name,
-                 fmt::format("cannot parse {}/{}; ignoring it", options_.procs_dir, name));
+                 text.ok() ? fmt::format("cannot parse {}/{}; ignoring it", options_.procs_dir, name)
+                           : fmt::format("{}; ignoring it", text.status().message()));
     cached = CachedFile{mtime_ns, size, std::nullopt};
     return std::nullopt;
   }
@@ -106,7 +107,8 @@ void ProcessRegistry::Scan(int64_t now_ns) {
     for (const std::string& name : ListDirectory(options_.procs_dir)) {
       if (name.size() < 6 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
       struct stat info {};
-      if (::stat((options_.procs_dir + "/" + name).c_str(), &info) != 0) continue;
+      // lstat: a symlink or FIFO is refused by the reader with a message, never followed.
+      if (::lstat((options_.procs_dir + "/" + name).c_str(), &info) != 0) continue;
       int64_t mtime_ns = static_cast<int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 +
                          info.st_mtim.tv_nsec;
       std::optional<Registration> registration = ReadFile(name, mtime_ns, info.st_size, now_ns);

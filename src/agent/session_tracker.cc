@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cmath>
+#include <cstdlib>
 
 #include <simdjson.h>
 
@@ -37,7 +39,33 @@ int64_t JsonInt(std::string_view json, const char* key, int64_t fallback) {
   return value;
 }
 
+bool IsRealFolder(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
 }  // namespace
+
+std::optional<std::string> SessionFolderInside(const std::string& shared_dir,
+                                               const std::string& session_dir) {
+  if (shared_dir.empty() || session_dir.empty()) return std::nullopt;
+  std::string trimmed = session_dir;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  size_t slash = trimmed.find_last_of('/');
+  std::string name = slash == std::string::npos ? trimmed : trimmed.substr(slash + 1);
+  std::string parent = slash == std::string::npos ? "." : trimmed.substr(0, std::max<size_t>(slash, 1));
+  if (name.empty() || name == "." || name == ".." || name == "procs") return std::nullopt;
+  char shared_real[PATH_MAX], parent_real[PATH_MAX];
+  if (::realpath(shared_dir.c_str(), shared_real) == nullptr ||
+      ::realpath(parent.c_str(), parent_real) == nullptr ||
+      std::string_view(shared_real) != std::string_view(parent_real)) {
+    return std::nullopt;
+  }
+  // Named as the listing of SHARED_DIR names it, so one session is one key.
+  std::string inside = shared_dir + "/" + name;
+  if (!IsRealFolder(inside)) return std::nullopt;
+  return inside;
+}
 
 bool ParseCaptureStart(std::string_view json, int64_t file_mtime_ns, CaptureSession* session) {
   simdjson::dom::parser parser;
@@ -71,6 +99,7 @@ void SessionTracker::Add(const CaptureSession& session) {
 
 void SessionTracker::Consider(const std::string& dir, int64_t now_ns) {
   if (active_.count(dir) > 0 || finished_.count(dir) > 0) return;
+  if (!IsRealFolder(dir)) return;  // a symlink would point the agent's write elsewhere
   std::string start_path = dir + "/capture.start";
   if (!Exists(start_path)) return;
   if (Exists(dir + "/" + metrics_file_name_)) {
@@ -109,7 +138,15 @@ void SessionTracker::Poll(int64_t now_ns, const std::vector<std::string>& extra_
     }
   }
   for (const std::string& dir : extra_dirs) {
-    if (!dir.empty()) Consider(dir, now_ns);
+    if (dir.empty()) continue;
+    std::optional<std::string> inside = SessionFolderInside(shared_dir_, dir);
+    if (!inside) {
+      log_->Report("outside-" + dir, fmt::format("a registration names session folder {}, which is "
+                                                 "not a folder inside {}; ignoring it", dir,
+                                                 shared_dir_.empty() ? "(no --dir)" : shared_dir_));
+      continue;
+    }
+    Consider(*inside, now_ns);
   }
   for (auto& [dir, session] : active_) CheckStop(&session, now_ns);
   // Forget finished sessions whose folder is gone; cap the rest.
