@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <map>
 
-#include <nlohmann/json.hpp>
+#include "base/json_access.h"
 
 #include "base/file_util.h"
 #include "cli/hardware_samples.h"
@@ -22,7 +22,10 @@ InputKind Classify(const fs::path& path) {
   std::string name = path.filename().string();
   if (name.starts_with("stacks-") && name.ends_with(".json")) return InputKind::kStacks;
   if (name == "session.json" || name.ends_with(".meta.json")) return InputKind::kSessionMeta;
-  if (name == "report.json" || name.starts_with("report.") || name.ends_with(".tmp")) return InputKind::kSkip;
+  if (name == "report.json" || name.starts_with("report.") || name.ends_with(".tmp") ||
+      name.find(".tmp.") != std::string::npos) {
+    return InputKind::kSkip;  // a writer's temporary (ours: NAME.tmp.PID.N)
+  }
   if (LooksLikePatternFile(path.string())) return InputKind::kPattern;
   if (LooksLikeTraceFile(name)) return InputKind::kTrace;
   return InputKind::kSkip;
@@ -30,11 +33,12 @@ InputKind Classify(const fs::path& path) {
 
 void ReadSessionMeta(const std::string& path, LocalizeInput* input) {
   StatusOr<std::string> text = ReadSmallFile(path, 1 << 20);
-  if (!text.ok()) return;
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-  if (j.is_object() && j.contains("world_size") && j["world_size"].is_number_integer()) {
-    input->declared_world_size = std::max(input->declared_world_size, j["world_size"].get<int>());
+  if (!text.ok()) {
+    input->input_errors.push_back(text.status().message());
+    return;
   }
+  std::optional<Json> j = ParseJson(*text);
+  if (j) input->declared_world_size = std::max(input->declared_world_size, JsonSmallIntOr(*j, {"world_size"}, 0));
 }
 
 }  // namespace
