@@ -124,9 +124,13 @@ std::vector<ResourceSamples> HardwareSamples::ForTrace(const Trace& trace, std::
     for (const agent::UtilizationSeries& s : *series) {
       ResourceSamples r;
       r.kind = KindOf(s.resource);
-      r.utilization = s.utilization;
       r.ts_ns.reserve(s.ts_unix_ns.size());
-      for (int64_t ts : s.ts_unix_ns) r.ts_ns.push_back(ts - *offset);
+      for (size_t i = 0; i < s.ts_unix_ns.size() && i < s.utilization.size(); ++i) {
+        int64_t ts_ns = 0;  // a damaged file's timestamps can be anything: skip what overflows
+        if (__builtin_sub_overflow(s.ts_unix_ns[i], *offset, &ts_ns)) continue;
+        r.ts_ns.push_back(ts_ns);
+        r.utilization.push_back(s.utilization[i]);
+      }
       out.push_back(std::move(r));
     }
     return out;
