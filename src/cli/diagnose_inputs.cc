@@ -46,11 +46,17 @@ void ReadSessionMeta(const std::string& path, LocalizeInput* input) {
 StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& paths, int threads,
                                               bool keep_patterns) {
   std::vector<fs::path> files;
+  std::vector<std::string> not_read;
   for (const std::string& p : paths) {
     std::error_code error;
     if (fs::is_directory(p, error)) {
       for (const auto& entry : fs::directory_iterator(p, error)) {
-        if (entry.is_regular_file(error)) files.push_back(entry.path());
+        if (entry.is_regular_file(error) && !entry.is_symlink(error)) {
+          files.push_back(entry.path());
+        } else if (!entry.is_directory(error) && Classify(entry.path()) != InputKind::kSkip) {
+          // Named like an input but a FIFO, device, socket or symlink: never opened.
+          not_read.push_back(fmt::format("{}: not a regular file; not read", entry.path().string()));
+        }
       }
     } else if (fs::exists(p, error)) {
       files.push_back(p);
@@ -60,6 +66,7 @@ StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& pa
   }
   std::sort(files.begin(), files.end());
   LocalizeInput input;
+  input.input_errors = std::move(not_read);
   std::vector<std::string> traces;
   for (const fs::path& file : files) {
     switch (Classify(file)) {

@@ -44,6 +44,9 @@ StatusOr<StackDump> ReadStackDump(const std::string& path) {
   StackDump dump;
   dump.path = path;
   dump.rank = JsonSmallIntOr(*j, {"rank"}, -1);
+  // A dump without its rank cannot be compared with the others' (and would make every rank
+  // look missing).
+  if (dump.rank < 0) return ErrorStatus("{}: no rank (a non-negative integer) in the stack dump", path);
   dump.world_size = JsonSmallIntOr(*j, {"world_size"}, 0);
   dump.iteration = JsonIntOr(*j, {"iteration"}, -1);
   dump.waiting_in = JsonStringOr(*j, {"waiting_in"});

@@ -57,15 +57,18 @@ TEST(HangTest, BadDumpIsAnError) {
 TEST(HangTest, WrongTypedFieldsAreSkippedNotAnAbort) {
   TempDir dir;
   StatusOr<StackDump> d = ReadStackDump(dir.Write("stacks-rank-1.json",
-      R"({"rank": "zero", "world_size": 1e300, "iteration": [1], "waiting_in": 5,
+      R"({"rank": 3.0, "world_size": 1e300, "iteration": [1], "waiting_in": 5,
           "threads": [{"is_main": "yes", "frames": [{"file": 1, "line": "x", "function": null}, 3]},
                       7]})"));
   ASSERT_TRUE(d.ok()) << d.status().message();
-  EXPECT_EQ(d->rank, -1);
+  EXPECT_EQ(d->rank, 3);
   EXPECT_EQ(d->world_size, 0);
   ASSERT_EQ(d->main_frames.size(), 1u);
   EXPECT_EQ(d->main_frames[0].file, "");
   EXPECT_EQ(d->main_frames[0].line, 0);
+  StatusOr<StackDump> no_rank = ReadStackDump(dir.Write("stacks-rank-2.json", R"({"rank": "zero", "threads": []})"));
+  ASSERT_FALSE(no_rank.ok());
+  EXPECT_NE(no_rank.status().message().find("no rank"), std::string::npos);
 }
 
 TEST(HangTest, AHugeWorldSizeIsCutNotFilled) {
