@@ -3,44 +3,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <simdjson.h>
-
 #include <fmt/format.h>
 
 #include "agent/net_collector.h"
 #include "agent/proc_file.h"
 #include "agent/proc_parsers.h"
 #include "base/file_util.h"
+#include "base/json_access.h"
 
 namespace eroica::agent {
 
 bool ParseRegistration(std::string_view json, int64_t fallback_pid, Registration* out) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
-  simdjson::dom::element doc;
-  if (parser.parse(padded).get(doc) != simdjson::SUCCESS) return false;
-  simdjson::dom::object object;
-  if (doc.get_object().get(object) != simdjson::SUCCESS) return false;
+  std::optional<Json> doc = ParseJson(json);
+  if (!doc || !doc->is_object()) return false;
   Registration registration;
-  registration.pid = fallback_pid;
-  for (auto [key, value] : object) {
-    int64_t integer = 0;
-    double number = 0;
-    std::string_view text;
-    if (key == "pid" && value.get_int64().get(integer) == simdjson::SUCCESS) {
-      registration.pid = integer;
-    } else if (key == "rank" && value.get_int64().get(integer) == simdjson::SUCCESS) {
-      registration.rank = integer;
-    } else if (key == "gpu" && value.get_int64().get(integer) == simdjson::SUCCESS) {
-      registration.gpu = integer;
-    } else if (key == "session_dir" && value.get_string().get(text) == simdjson::SUCCESS) {
-      registration.session_dir = std::string(text);
-    } else if (key == "host" && value.get_string().get(text) == simdjson::SUCCESS) {
-      registration.host = std::string(text);
-    } else if (key == "last_iteration_s" && value.get_double().get(number) == simdjson::SUCCESS) {
-      registration.last_iteration_s = number;
-    }
-  }
+  registration.pid = JsonIntOr(*doc, {"pid"}, fallback_pid);
+  registration.rank = JsonIntOr(*doc, {"rank"}, -1);
+  registration.gpu = JsonIntOr(*doc, {"gpu"}, -1);
+  registration.session_dir = JsonStringOr(*doc, {"session_dir"});
+  registration.host = JsonStringOr(*doc, {"host"});
+  registration.last_iteration_s = JsonNumber(JsonField(*doc, {"last_iteration_s"}));
   if (registration.pid <= 0) return false;
   *out = std::move(registration);
   return true;

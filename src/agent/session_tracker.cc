@@ -7,12 +7,11 @@
 #include <cmath>
 #include <cstdlib>
 
-#include <simdjson.h>
-
 #include <fmt/format.h>
 
 #include "agent/net_collector.h"
 #include "base/file_util.h"
+#include "base/json_access.h"
 
 namespace eroica::agent {
 namespace {
@@ -26,17 +25,6 @@ int64_t MtimeNs(const std::string& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) return 0;
   return static_cast<int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec;
-}
-
-// The integer `key` of a JSON object, or `fallback`.
-int64_t JsonInt(std::string_view json, const char* key, int64_t fallback) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
-  simdjson::dom::element doc;
-  int64_t value = 0;
-  if (parser.parse(padded).get(doc) != simdjson::SUCCESS) return fallback;
-  if (doc[key].get_int64().get(value) != simdjson::SUCCESS) return fallback;
-  return value;
 }
 
 bool IsRealFolder(const std::string& path) {
@@ -68,19 +56,13 @@ std::optional<std::string> SessionFolderInside(const std::string& shared_dir,
 }
 
 bool ParseCaptureStart(std::string_view json, int64_t file_mtime_ns, CaptureSession* session) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
-  simdjson::dom::element doc;
-  if (parser.parse(padded).get(doc) != simdjson::SUCCESS || !doc.is_object()) return false;
-  int64_t start_ns = 0;
-  double duration_s = 0;
-  if (doc["start_unix_ns"].get_int64().get(start_ns) != simdjson::SUCCESS) {
-    start_ns = file_mtime_ns;
-  }
+  std::optional<Json> doc = ParseJson(json);
+  if (!doc || !doc->is_object()) return false;
+  int64_t start_ns = JsonIntOr(*doc, {"start_unix_ns"}, file_mtime_ns, 0, int64_t{1} << 62);
   int64_t duration_ns = kDefaultDurationNs;
-  if (doc["duration_s"].get_double().get(duration_s) == simdjson::SUCCESS &&
-      std::isfinite(duration_s) && duration_s >= 0 && duration_s < 86400) {
-    duration_ns = static_cast<int64_t>(duration_s * 1e9);
+  std::optional<double> duration_s = JsonNumber(JsonField(*doc, {"duration_s"}));
+  if (duration_s && std::isfinite(*duration_s) && *duration_s >= 0 && *duration_s < 86400) {
+    duration_ns = static_cast<int64_t>(*duration_s * 1e9);
   }
   session->start_unix_ns = start_ns;
   session->end_unix_ns = start_ns + duration_ns;
@@ -126,7 +108,8 @@ void SessionTracker::CheckStop(CaptureSession* session, int64_t now_ns) {
   std::string stop_path = session->dir + "/capture.stop";
   if (!Exists(stop_path)) return;
   StatusOr<std::string> text = ReadSmallFile(stop_path, 64 << 10);
-  int64_t stop_ns = text.ok() ? JsonInt(*text, "stop_unix_ns", now_ns) : now_ns;
+  std::optional<Json> doc = text.ok() ? ParseJson(*text) : std::nullopt;
+  int64_t stop_ns = doc ? JsonIntOr(*doc, {"stop_unix_ns"}, now_ns, 0, int64_t{1} << 62) : now_ns;
   session->end_unix_ns = std::max(session->start_unix_ns, std::min(session->end_unix_ns, stop_ns));
   session->stopped = true;
 }
