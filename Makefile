@@ -4,17 +4,20 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 600
+FUZZ_TEST_SECONDS ?= 12
 PYTHON := /usr/bin/python3
 DEBIAN_PACKAGES := cmake g++ make pkg-config libsimdjson-dev libfmt-dev libcli11-dev zlib1g-dev \
   libdeflate-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev python3-torch \
-  python3-numpy python3-pytest nlohmann-json3-dev iproute2 gzip chromium clang-tidy clang-format \
+  python3-numpy python3-pytest nlohmann-json3-dev iproute2 gzip chromium clang-tidy clang-format clang libclang-rt-14-dev \
   dpkg-dev fakeroot lintian help2man man-db systemd python3-build python3-wheel python3-setuptools \
   python3-venv python3-pip util-linux
 # npm only where Debian has no such tool: a Dockerfile linter (no hadolint in Debian 12). npm
 # itself comes from Debian unless a Node.js is already installed (it brings its own npm).
 NPM_PACKAGES := dockerfilelint@1.8.0
 
-.PHONY: deps build build-asan test unit-test demo bench accuracy package tidy format clean
+.PHONY: deps build build-asan test unit-test demo bench accuracy package tidy format build-fuzz fuzz clean
 
 deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
@@ -44,12 +47,23 @@ build-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEROICA_PYTHON=$(PYTHON) -DEROICA_SANITIZE=ON -DEROICA_BUILD_BENCH=OFF > /dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target eroica_unit_tests
 
+# The libFuzzer targets (clang, ASan/UBSan, coverage): only they and the libraries they need.
+build-fuzz: deps
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+	  -DEROICA_FUZZ=ON -DEROICA_BUILD_BENCH=OFF > /dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target eroica_fuzzers
+
+# Long fuzz runs: FUZZ_SECONDS per target (tests/fuzz/run_fuzzers.sh).
+fuzz: build-fuzz
+	tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(JOBS)
+
 # Every test: unit, golden, real-trace and real-PyTorch end-to-end tests, then the unit tests
-# again under ASan/UBSan.
-test: build build-asan
+# again under ASan/UBSan, then a short run of every fuzz target.
+test: build build-asan build-fuzz
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
+	tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(FUZZ_TEST_SECONDS) $(JOBS)
 
 unit-test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
@@ -81,4 +95,4 @@ package: build
 	@ls -l $(BUILD)/package
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -23,6 +23,7 @@
 #include "agent/rdma_collector.h"
 #include "agent/sampler.h"
 #include "agent/session_tracker.h"
+#include "base/file_util.h"
 
 namespace eroica::agent {
 namespace {
@@ -173,6 +174,10 @@ Agent::Agent(const AgentOptions& options)
 
 Status Agent::Start() {
   RaiseFileLimit();
+  // The agent writes metrics files into these folders: they must be ours (see EnsureOwnDirectory).
+  for (const std::string& dir : {options_.dir, options_.session_dir}) {
+    if (!dir.empty()) EROICA_RETURN_IF_ERROR(EnsureOwnDirectory(dir));
+  }
   if (options_.prometheus_port > 0) {
     prometheus_ = std::make_unique<PrometheusServer>([this] { return RenderMetrics(); });
     EROICA_RETURN_IF_ERROR(prometheus_->Start(options_.prometheus_bind, options_.prometheus_port));

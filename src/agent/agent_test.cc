@@ -6,11 +6,14 @@
 #include <netinet/in.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include <fmt/format.h>
@@ -197,13 +200,67 @@ TEST(AgentTest, FullDiskDropsTheFileAndKeepsRunning) {
   stop.store(true);
   agent.join();
   bool has_metrics = std::filesystem::exists(disk + "/s1/metrics-test-host.eroica-metrics");
-  bool has_tmp = std::filesystem::exists(disk + "/s1/metrics-test-host.eroica-metrics.tmp");
+  bool has_tmp = false;  // no temporary (metrics-…eroica-metrics.tmp.PID.N) left behind
+  for (const auto& entry : std::filesystem::directory_iterator(disk + "/s1")) {
+    has_tmp = has_tmp || entry.path().filename().string().find(".tmp") != std::string::npos;
+  }
   ::umount(disk.c_str());
   EXPECT_TRUE(dropped) << page;
   EXPECT_NE(page.find("eroica_agent_up 1"), std::string::npos);  // still serving
   EXPECT_TRUE(status.ok());
   EXPECT_FALSE(has_metrics);
   EXPECT_FALSE(has_tmp);
+}
+
+// The agent used to write PATH.tmp with fopen "wb" and rename it: a symlink planted at that
+// name made it (as root) overwrite any file.
+TEST(AgentTest, APlantedSymlinkAtTheTemporaryNameIsNotFollowed) {
+  TempDir dir;
+  TempDir elsewhere;
+  std::string victim = elsewhere.Write("victim", "precious");
+  std::string session = dir.path() + "/s1";
+  std::filesystem::create_directories(session);
+  ASSERT_EQ(::symlink(victim.c_str(), (session + "/metrics-test-host.eroica-metrics.tmp").c_str()), 0);
+  AgentOptions options = TestOptions("");
+  options.session_dir = session;
+  options.duration_s = 0.3;
+  options.pids = {::getpid()};
+  std::atomic<bool> stop{false};
+  Status status = RunAgent(options, stop);
+  ASSERT_TRUE(status.ok()) << status.message();
+  std::ifstream in(victim);
+  std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(contents, "precious");
+  EXPECT_TRUE(ReadMetricsFile(session + "/metrics-test-host.eroica-metrics").ok());
+}
+
+// A registration used to pick any folder for the agent to write into.
+TEST(AgentTest, WritesOnlyIntoSessionsInsideItsFolder) {
+  TempDir dir;
+  TempDir elsewhere;
+  WriteCaptureStart(elsewhere.path(), RealtimeNs(), 0.2);
+  WriteInPlace(dir.path() + fmt::format("/procs/{}.json", ::getpid()),
+               fmt::format(R"({{"pid": {}, "rank": 0, "session_dir": "{}"}})", ::getpid(),
+                           elsewhere.path()));
+  AgentOptions options = TestOptions(dir.path());
+  std::atomic<bool> stop{false};
+  Status status;
+  std::thread agent([&] { status = RunAgent(options, stop); });
+  ::usleep(2'500'000);  // the session would be due 1.2 s after it started
+  stop.store(true);
+  agent.join();
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_FALSE(std::filesystem::exists(elsewhere.path() + "/metrics-test-host.eroica-metrics"));
+}
+
+TEST(AgentTest, RefusesAFolderOthersCanWriteInto) {
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+  AgentOptions options = TestOptions(dir.path());
+  std::atomic<bool> stop{true};
+  Status status = RunAgent(options, stop);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("writable by every user"), std::string::npos) << status.message();
 }
 
 }  // namespace

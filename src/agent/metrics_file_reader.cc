@@ -7,12 +7,16 @@
 #include "agent/metrics_file.h"
 #include "agent/metrics_file_writer.h"
 #include "base/file_util.h"
+#include "base/zstd_inflate.h"
 
 namespace eroica::agent {
 namespace {
 
 constexpr size_t kHeaderBytes = 24;
 constexpr uint64_t kMaxBodyBytes = 1ull << 30;
+// Sane maxima, far above what an agent writes (1024 processes, a few series per thread).
+constexpr uint64_t kMaxProcesses = 1 << 16;
+constexpr uint64_t kMaxSeries = 1 << 18;
 
 int64_t WrappingAdd(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
@@ -64,22 +68,30 @@ Status DecodeBody(std::string_view body, MetricsFile* file) {
   file->clock_ticks_per_s = static_cast<int64_t>(ticks);
   file->num_cpus = static_cast<int64_t>(cpus);
   file->sample_interval_ns = static_cast<int64_t>(interval_ns);
-  if (processes > in.remaining() / 3) return ErrorStatus("bad process count");
-  file->processes.resize(processes);
-  for (MetricsProcess& process : file->processes) {
+  // Counts are believed only as far as the bytes left can hold them (3 and 9 bytes at least
+  // per entry), and storage grows with the entries actually decoded.
+  if (processes > in.remaining() / 3 || processes > kMaxProcesses) {
+    return ErrorStatus("bad process count {}", processes);
+  }
+  file->processes.reserve(std::min<uint64_t>(processes, 4096));
+  for (uint64_t i = 0; i < processes; ++i) {
+    MetricsProcess process;
     if (!in.GetSigned(&process.pid) || !in.GetSigned(&process.rank) ||
         !in.GetSigned(&process.gpu_index)) {
       return ErrorStatus("process table cut short");
     }
+    file->processes.push_back(process);
   }
-  if (!in.GetVarint(&series) || series > in.remaining() / 9) {
+  if (!in.GetVarint(&series) || series > in.remaining() / 9 || series > kMaxSeries) {
     return ErrorStatus("bad series count");
   }
-  file->series.resize(series);
+  file->series.reserve(std::min<uint64_t>(series, 4096));
   for (size_t i = 0; i < series; ++i) {
-    if (!DecodeSeries(&in, static_cast<int64_t>(unit_ns), &file->series[i])) {
+    MetricsSeries decoded;
+    if (!DecodeSeries(&in, static_cast<int64_t>(unit_ns), &decoded)) {
       return ErrorStatus("series {} of {} is damaged", i, series);
     }
+    file->series.push_back(std::move(decoded));
   }
   return Status::Ok();
 }
@@ -120,14 +132,11 @@ StatusOr<MetricsFile> DecodeMetricsFile(std::string_view bytes) {
   if (frame_size == ZSTD_CONTENTSIZE_ERROR || frame_size != body_size) {
     return ErrorStatus("compressed body is damaged");
   }
-  std::string body(body_size, '\0');
-  size_t written = ZSTD_decompress(body.data(), body.size(), frame.data(), frame.size());
-  if (ZSTD_isError(written) || written != body_size) {
-    return ErrorStatus("compressed body is damaged or cut short");
-  }
+  StatusOr<std::string> body = InflateZstd(frame, body_size);
+  if (!body.ok()) return ErrorStatus("compressed body: {}", body.status().message());
   MetricsFile file;
   file.version = version;
-  Status status = DecodeBody(body, &file);
+  Status status = DecodeBody(*body, &file);
   if (!status.ok()) return ErrorStatus("damaged metrics file: {}", status.message());
   return file;
 }

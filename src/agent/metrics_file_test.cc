@@ -1,6 +1,10 @@
 #include "agent/metrics_file.h"
 
 #include <gtest/gtest.h>
+#include "base/peak_rss.h"
+#include <cstring>
+#include <zstd.h>
+#include <sys/stat.h>
 
 #include "agent/metrics_file_writer.h"
 #include "base/temp_dir.h"
@@ -136,5 +140,49 @@ TEST(MetricsFileTest, WriteFailureIsAnError) {
   EXPECT_FALSE(WriteMetricsFile("/nonexistent-dir/x.eroica-metrics", SampleFile()).ok());
 }
 
+// 572 bytes of zstd inflating to 16 MB of zeros used to become 1.86 M series allocated at once.
+TEST(MetricsFileTest, ACountOfSeriesBeyondTheMaximumIsRefusedBeforeAllocating) {
+  MetricsFile empty = SampleFile();
+  empty.series.clear();
+  empty.processes.clear();
+  StatusOr<std::string> bytes = EncodeMetricsFile(empty);
+  ASSERT_TRUE(bytes.ok());
+  // Re-encode the body with a huge series count and zero bytes, which decode as empty series.
+  std::string body;
+  {
+    uint64_t size = ZSTD_getFrameContentSize(bytes->data() + 24, bytes->size() - 24);
+    body.resize(size);
+    ZSTD_decompress(body.data(), body.size(), bytes->data() + 24, bytes->size() - 24);
+  }
+  body.pop_back();  // the series count 0
+  uint64_t series = 1'860'000;
+  for (uint64_t v = series; ; v >>= 7) {
+    if (v < 0x80) { body.push_back(static_cast<char>(v)); break; }
+    body.push_back(static_cast<char>((v & 0x7f) | 0x80));
+  }
+  body.append(series * 9, '\0');
+  std::string file = bytes->substr(0, 24);
+  uint64_t body_size = body.size();
+  std::memcpy(file.data() + 16, &body_size, 8);
+  std::string frame(ZSTD_compressBound(body.size()), '\0');
+  frame.resize(ZSTD_compress(frame.data(), frame.size(), body.data(), body.size(), 19));
+  file += frame;
+  ASSERT_LT(file.size(), 4096u);
+  int64_t before = PeakRssBytes();
+  StatusOr<MetricsFile> read = DecodeMetricsFile(file);
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("series count"), std::string::npos) << read.status().message();
+  EXPECT_LT(PeakRssBytes() - before, 48 << 20);
+}
+
+TEST(MetricsFileTest, AFifoOrDeviceIsRefusedWithoutBlocking) {
+  TempDir dir;
+  std::string fifo = dir.path() + "/metrics-h.eroica-metrics";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  StatusOr<MetricsFile> read = ReadMetricsFile(fifo);
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find(fifo), std::string::npos);
+  EXPECT_FALSE(ReadMetricsFile("/dev/zero").ok());  // used to read 1 GiB of zeros
+}
 }  // namespace
 }  // namespace eroica::agent

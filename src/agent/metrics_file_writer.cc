@@ -89,7 +89,8 @@ StatusOr<std::string> EncodeMetricsFile(const MetricsFile& file) {
 Status WriteMetricsFile(const std::string& path, const MetricsFile& file) {
   StatusOr<std::string> bytes = EncodeMetricsFile(file);
   if (!bytes.ok()) return bytes.status();
-  return WriteFileAtomically(path, *bytes);
+  // 0640: the training job's user (or group) reads it; nobody else.
+  return WriteFileAtomically(path, *bytes, 0640);
 }
 
 }  // namespace eroica::agent

@@ -3,44 +3,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <simdjson.h>
-
 #include <fmt/format.h>
 
 #include "agent/net_collector.h"
 #include "agent/proc_file.h"
 #include "agent/proc_parsers.h"
 #include "base/file_util.h"
+#include "base/json_access.h"
 
 namespace eroica::agent {
 
 bool ParseRegistration(std::string_view json, int64_t fallback_pid, Registration* out) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
-  simdjson::dom::element doc;
-  if (parser.parse(padded).get(doc) != simdjson::SUCCESS) return false;
-  simdjson::dom::object object;
-  if (doc.get_object().get(object) != simdjson::SUCCESS) return false;
+  std::optional<Json> doc = ParseJson(json);
+  if (!doc || !doc->is_object()) return false;
   Registration registration;
-  registration.pid = fallback_pid;
-  for (auto [key, value] : object) {
-    int64_t integer = 0;
-    double number = 0;
-    std::string_view text;
-    if (key == "pid" && value.get_int64().get(integer) == simdjson::SUCCESS) {
-      registration.pid = integer;
-    } else if (key == "rank" && value.get_int64().get(integer) == simdjson::SUCCESS) {
-      registration.rank = integer;
-    } else if (key == "gpu" && value.get_int64().get(integer) == simdjson::SUCCESS) {
-      registration.gpu = integer;
-    } else if (key == "session_dir" && value.get_string().get(text) == simdjson::SUCCESS) {
-      registration.session_dir = std::string(text);
-    } else if (key == "host" && value.get_string().get(text) == simdjson::SUCCESS) {
-      registration.host = std::string(text);
-    } else if (key == "last_iteration_s" && value.get_double().get(number) == simdjson::SUCCESS) {
-      registration.last_iteration_s = number;
-    }
-  }
+  registration.pid = JsonIntOr(*doc, {"pid"}, fallback_pid);
+  registration.rank = JsonIntOr(*doc, {"rank"}, -1);
+  registration.gpu = JsonIntOr(*doc, {"gpu"}, -1);
+  registration.session_dir = JsonStringOr(*doc, {"session_dir"});
+  registration.host = JsonStringOr(*doc, {"host"});
+  registration.last_iteration_s = JsonNumber(JsonField(*doc, {"last_iteration_s"}));
   if (registration.pid <= 0) return false;
   *out = std::move(registration);
   return true;
@@ -90,7 +72,8 @@ std::optional<Registration> ProcessRegistry::ReadFile(const std::string& name, i
     // complain (once) about one that stays broken.
     if (now_ns - mtime_ns < 2'000'000'000) return std::nullopt;
     log_->Report("registration-" + name,
-                 fmt::format("cannot parse {}/{}; ignoring it", options_.procs_dir, name));
+                 text.ok() ? fmt::format("cannot parse {}/{}; ignoring it", options_.procs_dir, name)
+                           : fmt::format("{}; ignoring it", text.status().message()));
     cached = CachedFile{mtime_ns, size, std::nullopt};
     return std::nullopt;
   }
@@ -106,7 +89,8 @@ void ProcessRegistry::Scan(int64_t now_ns) {
     for (const std::string& name : ListDirectory(options_.procs_dir)) {
       if (name.size() < 6 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
       struct stat info {};
-      if (::stat((options_.procs_dir + "/" + name).c_str(), &info) != 0) continue;
+      // lstat: a symlink or FIFO is refused by the reader with a message, never followed.
+      if (::lstat((options_.procs_dir + "/" + name).c_str(), &info) != 0) continue;
       int64_t mtime_ns = static_cast<int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 +
                          info.st_mtim.tv_nsec;
       std::optional<Registration> registration = ReadFile(name, mtime_ns, info.st_size, now_ns);

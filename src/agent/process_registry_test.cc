@@ -1,6 +1,8 @@
 #include "agent/process_registry.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "agent/test_util.h"
 #include "base/temp_dir.h"
@@ -107,6 +109,18 @@ TEST_F(ProcessRegistryTest, BrokenFilesAreSkipped) {
   registry.Scan(INT64_MAX / 2);
   ASSERT_EQ(registry.Live().size(), 1u);
   EXPECT_EQ(registry.Live()[0].rank, 4);
+}
+
+TEST_F(ProcessRegistryTest, AFifoOrSymlinkInProcsDoesNotBlockTheScan) {
+  StartProcess(11, 500);
+  WriteInPlace(options_.procs_dir + "/11.json", R"({"pid": 11, "rank": 0})");
+  ASSERT_EQ(::mkfifo((options_.procs_dir + "/999.json").c_str(), 0600), 0);
+  ASSERT_EQ(::symlink("/dev/zero", (options_.procs_dir + "/998.json").c_str()), 0);
+  ProcessRegistry registry(options_, &log_);
+  registry.Scan(INT64_MAX / 2);  // the old reader blocked on the FIFO for good
+  ASSERT_EQ(registry.Live().size(), 1u);
+  EXPECT_EQ(registry.Live()[0].pid, 11);
+  EXPECT_EQ(log_.count("registration-999.json"), 1u);
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
-// A deliberately tiny HTTP/1.0 responder for Prometheus: GET /metrics only, one connection at
-// a time, on its own thread. The request is read with a size cap (8 KiB) and a deadline
-// (1 s); nothing read from the socket is used as a length. Anything else gets 404/400/405.
+// A deliberately tiny HTTP/1.0 responder for Prometheus: GET /metrics only, on its own thread.
+// One poll() loop serves up to 64 connections at once, so idle or slow clients never hold up
+// a scrape; each connection has a request cap (8 KiB) and a deadline (2 s from accept, for
+// reading the request and writing the answer), and connections beyond the cap are closed at
+// once. Nothing read from the socket is used as a length. Anything else gets 404/400/405.
+// Binds loopback unless told otherwise (AgentOptions::prometheus_bind).
 #pragma once
 
 #include <atomic>
@@ -22,11 +25,15 @@ class PrometheusServer {
   Status Start(const std::string& bind_address, int port);
   void Stop();
   int port() const { return port_; }
+  static constexpr size_t kMaxConnections = 64;
   uint64_t requests() const { return requests_.load(); }
 
  private:
+  struct Connection;
   void Run();
-  void Serve(int client_fd);
+  // Reads what is there; false when the connection is done with (closed, over the cap).
+  bool ReadRequest(Connection* connection);
+  bool WriteReply(Connection* connection);
 
   std::function<std::string()> render_;
   int listen_fd_ = -1;

@@ -7,10 +7,26 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <vector>
+
 #include "agent/prometheus_text.h"
 
 namespace eroica::agent {
 namespace {
+
+int Connect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
 
 // Sends `request` to 127.0.0.1:port and returns all it answers.
 std::string Exchange(int port, const std::string& request) {
@@ -77,6 +93,57 @@ TEST(PrometheusTest, ServesOverLoopbackAndSurvivesBadClients) {
   EXPECT_EQ(server.requests(), 3u);
   server.Stop();
   EXPECT_FALSE(PrometheusServer([] { return std::string(); }).Start("not-an-ip", 0).ok());
+}
+
+// The old server served one connection at a time with a 1 s read deadline each: 8 idle
+// connections made a scrape wait 8 s.
+TEST(PrometheusTest, IdleAndSlowClientsDoNotDelayAScrape) {
+  PrometheusServer server([] { return std::string("eroica_agent_up 1\n"); });
+  ASSERT_TRUE(server.Start("127.0.0.1", 0).ok());
+  std::vector<int> idle;
+  for (int i = 0; i < 16; ++i) idle.push_back(Connect(server.port()));
+  int slow = Connect(server.port());
+  ASSERT_GE(slow, 0);
+  ::send(slow, "GET /met", 8, MSG_NOSIGNAL);  // and then nothing more for a while
+  auto start = std::chrono::steady_clock::now();
+  std::string reply = Exchange(server.port(), "GET /metrics HTTP/1.0\r\n\r\n");
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(reply.rfind("HTTP/1.0 200 OK\r\n", 0), 0u) << reply;
+  EXPECT_LT(took, std::chrono::milliseconds(500));
+  // The slow client still gets its answer when it finishes.
+  ::send(slow, "rics HTTP/1.0\r\n\r\n", 17, MSG_NOSIGNAL);
+  char buffer[256];
+  ssize_t n = ::recv(slow, buffer, sizeof(buffer), 0);
+  ASSERT_GT(n, 12);
+  EXPECT_EQ(std::string(buffer, 12), "HTTP/1.0 200");
+  ::close(slow);
+  // Idle connections are closed at their deadline (2 s), not kept forever.
+  timeval timeout{4, 0};
+  ::setsockopt(idle[0], SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  start = std::chrono::steady_clock::now();
+  EXPECT_LE(::recv(idle[0], buffer, sizeof(buffer), 0), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(3500));
+  for (int fd : idle) ::close(fd);
+}
+
+TEST(PrometheusTest, ConnectionsBeyondTheCapAreClosedAndScrapesStillServed) {
+  PrometheusServer server([] { return std::string("eroica_agent_up 1\n"); });
+  ASSERT_TRUE(server.Start("127.0.0.1", 0).ok());
+  std::vector<int> held;
+  for (size_t i = 0; i < PrometheusServer::kMaxConnections + 8; ++i) held.push_back(Connect(server.port()));
+  // The last ones were accepted and closed at once: they read EOF, not a hang.
+  timeval timeout{2, 0};
+  ::setsockopt(held.back(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  char buffer[16];
+  EXPECT_EQ(::recv(held.back(), buffer, sizeof(buffer), 0), 0);
+  for (int i = 0; i < 8; ++i) ::close(held[static_cast<size_t>(i)]);
+  // With room again, a scrape is served while the rest stay idle.
+  std::string reply;
+  for (int attempt = 0; attempt < 20 && reply.rfind("HTTP/1.0 200", 0) != 0; ++attempt) {
+    reply = Exchange(server.port(), "GET /metrics HTTP/1.0\r\n\r\n");
+  }
+  EXPECT_EQ(reply.rfind("HTTP/1.0 200", 0), 0u) << reply;
+  for (size_t i = 8; i < held.size(); ++i) ::close(held[i]);
 }
 
 }  // namespace

@@ -3,14 +3,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cmath>
-
-#include <simdjson.h>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "agent/net_collector.h"
 #include "base/file_util.h"
+#include "base/json_access.h"
 
 namespace eroica::agent {
 namespace {
@@ -26,33 +27,42 @@ int64_t MtimeNs(const std::string& path) {
   return static_cast<int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec;
 }
 
-// The integer `key` of a JSON object, or `fallback`.
-int64_t JsonInt(std::string_view json, const char* key, int64_t fallback) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
-  simdjson::dom::element doc;
-  int64_t value = 0;
-  if (parser.parse(padded).get(doc) != simdjson::SUCCESS) return fallback;
-  if (doc[key].get_int64().get(value) != simdjson::SUCCESS) return fallback;
-  return value;
+bool IsRealFolder(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
 }  // namespace
 
-bool ParseCaptureStart(std::string_view json, int64_t file_mtime_ns, CaptureSession* session) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
-  simdjson::dom::element doc;
-  if (parser.parse(padded).get(doc) != simdjson::SUCCESS || !doc.is_object()) return false;
-  int64_t start_ns = 0;
-  double duration_s = 0;
-  if (doc["start_unix_ns"].get_int64().get(start_ns) != simdjson::SUCCESS) {
-    start_ns = file_mtime_ns;
+std::optional<std::string> SessionFolderInside(const std::string& shared_dir,
+                                               const std::string& session_dir) {
+  if (shared_dir.empty() || session_dir.empty()) return std::nullopt;
+  std::string trimmed = session_dir;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  size_t slash = trimmed.find_last_of('/');
+  std::string name = slash == std::string::npos ? trimmed : trimmed.substr(slash + 1);
+  std::string parent = slash == std::string::npos ? "." : trimmed.substr(0, std::max<size_t>(slash, 1));
+  if (name.empty() || name == "." || name == ".." || name == "procs") return std::nullopt;
+  char shared_real[PATH_MAX], parent_real[PATH_MAX];
+  if (::realpath(shared_dir.c_str(), shared_real) == nullptr ||
+      ::realpath(parent.c_str(), parent_real) == nullptr ||
+      std::string_view(shared_real) != std::string_view(parent_real)) {
+    return std::nullopt;
   }
+  // Named as the listing of SHARED_DIR names it, so one session is one key.
+  std::string inside = shared_dir + "/" + name;
+  if (!IsRealFolder(inside)) return std::nullopt;
+  return inside;
+}
+
+bool ParseCaptureStart(std::string_view json, int64_t file_mtime_ns, CaptureSession* session) {
+  std::optional<Json> doc = ParseJson(json);
+  if (!doc || !doc->is_object()) return false;
+  int64_t start_ns = JsonIntOr(*doc, {"start_unix_ns"}, file_mtime_ns, 0, int64_t{1} << 62);
   int64_t duration_ns = kDefaultDurationNs;
-  if (doc["duration_s"].get_double().get(duration_s) == simdjson::SUCCESS &&
-      std::isfinite(duration_s) && duration_s >= 0 && duration_s < 86400) {
-    duration_ns = static_cast<int64_t>(duration_s * 1e9);
+  std::optional<double> duration_s = JsonNumber(JsonField(*doc, {"duration_s"}));
+  if (duration_s && std::isfinite(*duration_s) && *duration_s >= 0 && *duration_s < 86400) {
+    duration_ns = static_cast<int64_t>(*duration_s * 1e9);
   }
   session->start_unix_ns = start_ns;
   session->end_unix_ns = start_ns + duration_ns;
@@ -71,6 +81,7 @@ void SessionTracker::Add(const CaptureSession& session) {
 
 void SessionTracker::Consider(const std::string& dir, int64_t now_ns) {
   if (active_.count(dir) > 0 || finished_.count(dir) > 0) return;
+  if (!IsRealFolder(dir)) return;  // a symlink would point the agent's write elsewhere
   std::string start_path = dir + "/capture.start";
   if (!Exists(start_path)) return;
   if (Exists(dir + "/" + metrics_file_name_)) {
@@ -97,7 +108,8 @@ void SessionTracker::CheckStop(CaptureSession* session, int64_t now_ns) {
   std::string stop_path = session->dir + "/capture.stop";
   if (!Exists(stop_path)) return;
   StatusOr<std::string> text = ReadSmallFile(stop_path, 64 << 10);
-  int64_t stop_ns = text.ok() ? JsonInt(*text, "stop_unix_ns", now_ns) : now_ns;
+  std::optional<Json> doc = text.ok() ? ParseJson(*text) : std::nullopt;
+  int64_t stop_ns = doc ? JsonIntOr(*doc, {"stop_unix_ns"}, now_ns, 0, int64_t{1} << 62) : now_ns;
   session->end_unix_ns = std::max(session->start_unix_ns, std::min(session->end_unix_ns, stop_ns));
   session->stopped = true;
 }
@@ -109,7 +121,15 @@ void SessionTracker::Poll(int64_t now_ns, const std::vector<std::string>& extra_
     }
   }
   for (const std::string& dir : extra_dirs) {
-    if (!dir.empty()) Consider(dir, now_ns);
+    if (dir.empty()) continue;
+    std::optional<std::string> inside = SessionFolderInside(shared_dir_, dir);
+    if (!inside) {
+      log_->Report("outside-" + dir, fmt::format("a registration names session folder {}, which is "
+                                                 "not a folder inside {}; ignoring it", dir,
+                                                 shared_dir_.empty() ? "(no --dir)" : shared_dir_));
+      continue;
+    }
+    Consider(*inside, now_ns);
   }
   for (auto& [dir, session] : active_) CheckStop(&session, now_ns);
   // Forget finished sessions whose folder is gone; cap the rest.

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ struct CaptureSession {
   int64_t window_end_ns() const { return end_unix_ns + 1'000'000'000; }
 };
 
+// SESSION_DIR when it names a real folder (not a symlink) directly inside SHARED_DIR, as the
+// canonical SHARED_DIR/<name>; else nullopt. A registration can only name a session there.
+std::optional<std::string> SessionFolderInside(const std::string& shared_dir,
+                                               const std::string& session_dir);
+
 // Reads capture.start; missing fields: start = the file's mtime, duration = 20 s.
 bool ParseCaptureStart(std::string_view json, int64_t file_mtime_ns, CaptureSession* session);
 
@@ -35,7 +41,8 @@ class SessionTracker {
   // metrics_file_name: "metrics-<host>.eroica-metrics".
   SessionTracker(std::string shared_dir, std::string metrics_file_name, ErrorLog* log);
 
-  // Looks for new sessions and for capture.stop in the active ones.
+  // Looks for new sessions and for capture.stop in the active ones. extra_dirs (the folders
+  // registrations name) are considered only when inside the shared folder.
   void Poll(int64_t now_ns, const std::vector<std::string>& extra_dirs);
   // Adds a session by hand (eroica agent --session DIR --duration S).
   void Add(const CaptureSession& session);

@@ -1,6 +1,10 @@
 #include "agent/session_tracker.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "agent/test_util.h"
 #include "base/temp_dir.h"
@@ -63,6 +67,37 @@ TEST(SessionTrackerTest, CaptureStopEndsEarlyAndShutdownCutsAll) {
   std::vector<CaptureSession> rest = tracker.TakeAll(kT0 + 7 * kSecond);
   ASSERT_EQ(rest.size(), 1u);
   EXPECT_EQ(rest[0].end_unix_ns, kT0 + 7 * kSecond);
+  EXPECT_EQ(tracker.active(), 0u);
+}
+
+TEST(SessionTrackerTest, OnlySessionsInsideTheSharedFolderAreConsidered) {
+  TempDir dir;
+  TempDir outside;
+  WriteInPlace(outside.path() + "/capture.start", R"({"start_unix_ns": 1718000000000000000})");
+  // A symlink inside pointing outside is no session of ours either.
+  ASSERT_EQ(::symlink(outside.path().c_str(), (dir.path() + "/link").c_str()), 0);
+  WriteInPlace(dir.path() + "/s1/capture.start", R"({"start_unix_ns": 1718000000000000000})");
+  ErrorLog log(true);
+  SessionTracker tracker(dir.path(), "metrics-h.eroica-metrics", &log);
+  tracker.Poll(kT0, {outside.path(), dir.path() + "/link", dir.path() + "/s1/", dir.path() + "/.."});
+  EXPECT_EQ(tracker.active(), 1u);  // s1 only
+  EXPECT_EQ(log.count("outside-" + outside.path()), 1u);
+  EXPECT_EQ(SessionFolderInside(dir.path(), dir.path() + "/s1/"), dir.path() + "/s1");
+  EXPECT_EQ(SessionFolderInside(dir.path(), dir.path() + "/s1/../s1"), dir.path() + "/s1");
+  EXPECT_EQ(SessionFolderInside(dir.path(), dir.path() + "/procs"), std::nullopt);
+  EXPECT_EQ(SessionFolderInside(dir.path(), dir.path() + "/link"), std::nullopt);
+  EXPECT_EQ(SessionFolderInside(dir.path(), outside.path()), std::nullopt);
+  EXPECT_EQ(SessionFolderInside("", dir.path() + "/s1"), std::nullopt);
+}
+
+TEST(SessionTrackerTest, AFifoAsCaptureStartDoesNotBlock) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/s1");
+  ASSERT_EQ(::mkfifo((dir.path() + "/s1/capture.start").c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo((dir.path() + "/s1/capture.stop").c_str(), 0600), 0);
+  ErrorLog log(true);
+  SessionTracker tracker(dir.path(), "metrics-h.eroica-metrics", &log);
+  tracker.Poll(INT64_MAX / 2, {});  // returns (the old reader blocked here for good)
   EXPECT_EQ(tracker.active(), 0u);
 }
 

@@ -16,12 +16,19 @@ using Points = std::map<int64_t, double>;  // ts → value
 
 constexpr double kActiveThreadShare = 0.05;
 
+// a - b, or -1 when it does not fit (values in a damaged file can be anything): callers skip
+// negative steps as resets.
+int64_t StepOrReset(int64_t a, int64_t b) {
+  int64_t d = 0;
+  return __builtin_sub_overflow(a, b, &d) ? -1 : d;
+}
+
 // Per-interval rates (units per second) of a counter; a drop (reset) skips its interval.
 Points CounterRates(const MetricsSeries& series) {
   Points rates;
   for (size_t i = 1; i < series.ts_unix_ns.size(); ++i) {
-    int64_t dt_ns = series.ts_unix_ns[i] - series.ts_unix_ns[i - 1];
-    int64_t dv = series.values[i] - series.values[i - 1];
+    int64_t dt_ns = StepOrReset(series.ts_unix_ns[i], series.ts_unix_ns[i - 1]);
+    int64_t dv = StepOrReset(series.values[i], series.values[i - 1]);
     if (dt_ns <= 0 || dv < 0) continue;
     rates[series.ts_unix_ns[i]] = static_cast<double>(dv) * 1e9 / static_cast<double>(dt_ns);
   }
@@ -37,8 +44,8 @@ Points ThreadCpuRates(const MetricsSeries& series) {
   Points rates;
   double carry_ns = 0;
   for (size_t i = 1; i < series.ts_unix_ns.size(); ++i) {
-    int64_t dt_ns = series.ts_unix_ns[i] - series.ts_unix_ns[i - 1];
-    int64_t dv = series.values[i] - series.values[i - 1];
+    int64_t dt_ns = StepOrReset(series.ts_unix_ns[i], series.ts_unix_ns[i - 1]);
+    int64_t dv = StepOrReset(series.values[i], series.values[i - 1]);
     if (dt_ns <= 0 || dv < 0) {
       carry_ns = 0;
       continue;
@@ -53,13 +60,13 @@ Points ThreadCpuRates(const MetricsSeries& series) {
 
 // CPU ns per ns of a cpu_ns counter over its whole span (resets skipped).
 double BusyShare(const MetricsSeries& series) {
-  int64_t busy_ns = 0;
+  double busy_ns = 0;
   for (size_t i = 1; i < series.values.size(); ++i) {
-    busy_ns += std::max<int64_t>(series.values[i] - series.values[i - 1], 0);
+    busy_ns += static_cast<double>(std::max<int64_t>(StepOrReset(series.values[i], series.values[i - 1]), 0));
   }
   size_t n = series.ts_unix_ns.size();
-  int64_t span_ns = n > 1 ? series.ts_unix_ns[n - 1] - series.ts_unix_ns[0] : 0;
-  return span_ns > 0 ? static_cast<double>(busy_ns) / static_cast<double>(span_ns) : 0.0;
+  int64_t span_ns = n > 1 ? StepOrReset(series.ts_unix_ns[n - 1], series.ts_unix_ns[0]) : 0;
+  return span_ns > 0 ? busy_ns / static_cast<double>(span_ns) : 0.0;
 }
 
 Points Readings(const MetricsSeries& series) {

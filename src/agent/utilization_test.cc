@@ -122,5 +122,22 @@ TEST(UtilizationTest, PcieGaugesAndPeakNormalisation) {
   EXPECT_NE(nvlink->label.find("peak"), std::string::npos);
 }
 
+// Found by metrics_file_fuzzer: counter steps in a damaged file overflowed int64 (UB, caught by
+// UBSan). A step that does not fit is a reset.
+TEST(UtilizationTest, CounterStepsThatOverflowAreResets) {
+  MetricsFile file;
+  MetricsSeries thread = Series({"thread.cpu_ns", SeriesKind::kCounter, "ns", 9, 1},
+                                {INT64_MIN + 5, INT64_MAX - 5, 0, 10 * kMs});
+  thread.ts_unix_ns = {INT64_MIN + 1, INT64_MAX - 1, INT64_MAX, INT64_MIN};
+  MetricsSeries process = Series({"proc.cpu_ns", SeriesKind::kCounter, "ns", 9, -1},
+                                 {INT64_MIN, INT64_MAX, INT64_MIN, INT64_MAX});
+  file.series = {thread, process};
+  auto result = UtilizationForProcess(file, 9);
+  ASSERT_TRUE(result.ok());
+  for (const UtilizationSeries& s : *result) {
+    for (float u : s.utilization) EXPECT_TRUE(u >= 0 && u <= 1) << u;
+  }
+}
+
 }  // namespace
 }  // namespace eroica::agent

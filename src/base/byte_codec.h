@@ -44,6 +44,7 @@ class ByteReader {
 
   bool ok() const { return ok_; }
   bool at_end() const { return pos_ >= data_.size(); }
+  size_t remaining() const { return pos_ < data_.size() ? data_.size() - pos_ : 0; }
 
   uint64_t Varint() {
     uint64_t value = 0;

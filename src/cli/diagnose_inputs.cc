@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <map>
 
-#include <nlohmann/json.hpp>
+#include "base/json_access.h"
 
 #include "base/file_util.h"
 #include "cli/hardware_samples.h"
@@ -22,7 +22,10 @@ InputKind Classify(const fs::path& path) {
   std::string name = path.filename().string();
   if (name.starts_with("stacks-") && name.ends_with(".json")) return InputKind::kStacks;
   if (name == "session.json" || name.ends_with(".meta.json")) return InputKind::kSessionMeta;
-  if (name == "report.json" || name.starts_with("report.") || name.ends_with(".tmp")) return InputKind::kSkip;
+  if (name == "report.json" || name.starts_with("report.") || name.ends_with(".tmp") ||
+      name.find(".tmp.") != std::string::npos) {
+    return InputKind::kSkip;  // a writer's temporary (ours: NAME.tmp.PID.N)
+  }
   if (LooksLikePatternFile(path.string())) return InputKind::kPattern;
   if (LooksLikeTraceFile(name)) return InputKind::kTrace;
   return InputKind::kSkip;
@@ -30,11 +33,12 @@ InputKind Classify(const fs::path& path) {
 
 void ReadSessionMeta(const std::string& path, LocalizeInput* input) {
   StatusOr<std::string> text = ReadSmallFile(path, 1 << 20);
-  if (!text.ok()) return;
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-  if (j.is_object() && j.contains("world_size") && j["world_size"].is_number_integer()) {
-    input->declared_world_size = std::max(input->declared_world_size, j["world_size"].get<int>());
+  if (!text.ok()) {
+    input->input_errors.push_back(text.status().message());
+    return;
   }
+  std::optional<Json> j = ParseJson(*text);
+  if (j) input->declared_world_size = std::max(input->declared_world_size, JsonSmallIntOr(*j, {"world_size"}, 0));
 }
 
 }  // namespace
@@ -42,11 +46,17 @@ void ReadSessionMeta(const std::string& path, LocalizeInput* input) {
 StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& paths, int threads,
                                               bool keep_patterns) {
   std::vector<fs::path> files;
+  std::vector<std::string> not_read;
   for (const std::string& p : paths) {
     std::error_code error;
     if (fs::is_directory(p, error)) {
       for (const auto& entry : fs::directory_iterator(p, error)) {
-        if (entry.is_regular_file(error)) files.push_back(entry.path());
+        if (entry.is_regular_file(error) && !entry.is_symlink(error)) {
+          files.push_back(entry.path());
+        } else if (!entry.is_directory(error) && Classify(entry.path()) != InputKind::kSkip) {
+          // Named like an input but a FIFO, device, socket or symlink: never opened.
+          not_read.push_back(fmt::format("{}: not a regular file; not read", entry.path().string()));
+        }
       }
     } else if (fs::exists(p, error)) {
       files.push_back(p);
@@ -56,6 +66,7 @@ StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& pa
   }
   std::sort(files.begin(), files.end());
   LocalizeInput input;
+  input.input_errors = std::move(not_read);
   std::vector<std::string> traces;
   for (const fs::path& file : files) {
     switch (Classify(file)) {

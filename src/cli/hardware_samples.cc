@@ -6,10 +6,10 @@
 #include <optional>
 
 #include <fmt/core.h>
-#include <nlohmann/json.hpp>
 
 #include "agent/utilization.h"
 #include "base/file_util.h"
+#include "base/json_access.h"
 
 namespace eroica {
 namespace {
@@ -30,13 +30,13 @@ ResourceKind KindOf(agent::Resource resource) {
   return ResourceKind::kCpu;
 }
 
-std::optional<nlohmann::json> RankMeta(const Trace& trace) {
+std::optional<Json> RankMeta(const Trace& trace) {
   if (trace.meta.rank < 0) return std::nullopt;
   fs::path meta = fs::path(trace.meta.path).parent_path() / fmt::format("rank-{}.meta.json", trace.meta.rank);
   StatusOr<std::string> text = ReadSmallFile(meta.string(), 1 << 20);
   if (!text.ok()) return std::nullopt;
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-  if (!j.is_object()) return std::nullopt;
+  std::optional<Json> j = ParseJson(*text);
+  if (!j || !j->is_object()) return std::nullopt;
   return j;
 }
 
@@ -54,27 +54,29 @@ int64_t MostCommonNumericPid(const Trace& trace) {
 
 // unix ns = trace ns + offset. Anchors: the host time each ProfilerStep#N opened, when the meta
 // file has them; else the profiler's start.
-std::optional<int64_t> ClockOffset(const Trace& trace, const std::optional<nlohmann::json>& meta) {
+std::optional<int64_t> ClockOffset(const Trace& trace, const std::optional<Json>& meta) {
   int64_t latest = 0;
   for (const TraceEvent& e : trace.events) latest = std::max(latest, e.ts_ns);
   if (latest > kAbsoluteClockNs) return 0;
   if (!meta) return std::nullopt;
-  if (meta->contains("step_start_unix_ns") && (*meta)["step_start_unix_ns"].is_object()) {
+  if (const Json* anchors = JsonObjectField(*meta, {"step_start_unix_ns"})) {
     std::vector<int64_t> offsets;
-    const nlohmann::json& anchors = (*meta)["step_start_unix_ns"];
     for (const TraceEvent& e : trace.events) {
       std::string_view name = trace.Str(e.name);
       if (!name.starts_with("ProfilerStep#")) continue;
       std::string id(name.substr(13));
-      if (anchors.contains(id) && anchors[id].is_number_integer()) offsets.push_back(anchors[id].get<int64_t>() - e.ts_ns);
+      // Bounded so the subtraction cannot overflow.
+      if (std::optional<int64_t> at = JsonInt(JsonField(*anchors, {id}), 0, int64_t{1} << 62)) {
+        offsets.push_back(*at - e.ts_ns);
+      }
     }
     if (!offsets.empty()) {
       std::nth_element(offsets.begin(), offsets.begin() + static_cast<long>(offsets.size() / 2), offsets.end());
       return offsets[offsets.size() / 2];
     }
   }
-  if (meta->contains("profiler_start_unix_ns") && (*meta)["profiler_start_unix_ns"].is_number_integer()) {
-    return (*meta)["profiler_start_unix_ns"].get<int64_t>();
+  if (std::optional<int64_t> start = JsonInt(JsonField(*meta, {"profiler_start_unix_ns"}), 0, int64_t{1} << 62)) {
+    return start;
   }
   return std::nullopt;
 }
@@ -105,10 +107,9 @@ HardwareSamples HardwareSamples::FromFolder(const std::string& folder, std::vect
 
 std::vector<ResourceSamples> HardwareSamples::ForTrace(const Trace& trace, std::string* why) const {
   if (files_.empty()) return {};
-  std::optional<nlohmann::json> meta = RankMeta(trace);
-  int64_t pid = meta && meta->contains("pid") && (*meta)["pid"].is_number_integer()
-                    ? (*meta)["pid"].get<int64_t>()
-                    : MostCommonNumericPid(trace);
+  std::optional<Json> meta = RankMeta(trace);
+  int64_t pid = meta ? JsonIntOr(*meta, {"pid"}, -1) : -1;
+  if (pid <= 0) pid = MostCommonNumericPid(trace);
   std::optional<int64_t> offset = ClockOffset(trace, meta);
   if (pid <= 0 || !offset) {
     *why = fmt::format("{}: hardware samples not used: {}", trace.meta.path,
@@ -123,9 +124,13 @@ std::vector<ResourceSamples> HardwareSamples::ForTrace(const Trace& trace, std::
     for (const agent::UtilizationSeries& s : *series) {
       ResourceSamples r;
       r.kind = KindOf(s.resource);
-      r.utilization = s.utilization;
       r.ts_ns.reserve(s.ts_unix_ns.size());
-      for (int64_t ts : s.ts_unix_ns) r.ts_ns.push_back(ts - *offset);
+      for (size_t i = 0; i < s.ts_unix_ns.size() && i < s.utilization.size(); ++i) {
+        int64_t ts_ns = 0;  // a damaged file's timestamps can be anything: skip what overflows
+        if (__builtin_sub_overflow(s.ts_unix_ns[i], *offset, &ts_ns)) continue;
+        r.ts_ns.push_back(ts_ns);
+        r.utilization.push_back(s.utilization[i]);
+      }
       out.push_back(std::move(r));
     }
     return out;

@@ -2,9 +2,11 @@
 
 #include <cmath>
 
-#include <nlohmann/json.hpp>
+#include <fmt/core.h>
+
 
 #include "base/file_util.h"
+#include "base/json_access.h"
 #include "localize/default_expectations.h"
 
 namespace eroica {
@@ -14,35 +16,45 @@ bool Applies(const Box& box, bool has_device) {
   return has_device ? box.gpu_training : box.cpu_training;
 }
 
-Status ParseRange(const nlohmann::json& j, Range* range) {
-  if (!j.is_array() || j.size() != 2 || !j[0].is_number() || !j[1].is_number()) {
+Status ParseRange(const Json* j, Range* range) {
+  if (j == nullptr || !j->is_array() || j->size() != 2 || !(*j)[0].is_number() ||
+      !(*j)[1].is_number()) {
     return Status::Error("a range must be [low, high]");
   }
-  range->low = j[0].get<double>();
-  range->high = j[1].get<double>();
-  if (range->low > range->high) return Status::Error("a range's low is above its high");
+  range->low = (*j)[0].get<double>();
+  range->high = (*j)[1].get<double>();
+  if (!(range->low <= range->high)) return Status::Error("a range's low is above its high");
   return Status::Ok();
 }
 
-Status ParseBox(const nlohmann::json& j, Box* box) {
-  std::string target = j.value("target", "function");
+Status ParseBox(const Json& j, Box* box) {
+  if (!j.is_object()) return Status::Error("a box must be an object");
+  // An --expect file is written by hand: a field of the wrong type is a mistake to name.
+  for (std::string_view key : {"target", "category", "host_kind", "training", "why"}) {
+    const Json* v = JsonField(j, {key});
+    if (v != nullptr && !v->is_string()) return Status::Error(fmt::format("{} must be a string", key));
+  }
+  std::string target = JsonStringOr(j, {"target"}, "function");
   if (target != "function" && target != "category") return Status::Error("target must be function or category");
   box->target = target == "function" ? Box::Target::kFunction : Box::Target::kCategory;
-  std::optional<Category> category = CategoryFromName(j.value("category", ""));
-  if (!category) return Status::Error("unknown category '" + j.value("category", "") + "'");
+  std::string category_name = JsonStringOr(j, {"category"});
+  std::optional<Category> category = CategoryFromName(category_name);
+  if (!category) return Status::Error("unknown category '" + category_name + "'");
   box->category = *category;
-  if (j.contains("host_kind")) {
-    box->host_kind = HostKindFromName(j["host_kind"].get<std::string>());
+  if (const Json* host_kind = JsonField(j, {"host_kind"})) {
+    std::optional<std::string> name = JsonString(host_kind);
+    if (name) box->host_kind = HostKindFromName(*name);
     if (!box->host_kind) return Status::Error("unknown host_kind");
   }
-  std::string training = j.value("training", "any");
+  std::string training = JsonStringOr(j, {"training"}, "any");
   box->cpu_training = training != "gpu";
   box->gpu_training = training != "cpu";
-  if (!j.contains("beta")) return Status::Error("a box needs a beta range");
-  EROICA_RETURN_IF_ERROR(ParseRange(j["beta"], &box->beta));
-  if (j.contains("mu")) EROICA_RETURN_IF_ERROR(ParseRange(j["mu"], &box->mu.emplace()));
-  if (j.contains("sigma")) EROICA_RETURN_IF_ERROR(ParseRange(j["sigma"], &box->sigma.emplace()));
-  box->why = j.value("why", "");
+  const Json* beta = JsonField(j, {"beta"});
+  if (beta == nullptr) return Status::Error("a box needs a beta range");
+  EROICA_RETURN_IF_ERROR(ParseRange(beta, &box->beta));
+  if (const Json* mu = JsonField(j, {"mu"})) EROICA_RETURN_IF_ERROR(ParseRange(mu, &box->mu.emplace()));
+  if (const Json* sigma = JsonField(j, {"sigma"})) EROICA_RETURN_IF_ERROR(ParseRange(sigma, &box->sigma.emplace()));
+  box->why = JsonStringOr(j, {"why"});
   return Status::Ok();
 }
 
@@ -88,22 +100,21 @@ std::optional<double> Expectations::BetaHigh(Box::Target target, Category catego
 }
 
 StatusOr<Expectations> ParseExpectations(std::string_view text, const std::string& source) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
-  if (j.is_discarded() || !j.is_object()) return ErrorStatus("{}: not valid JSON", source);
+  std::optional<Json> j = ParseJson(text, /*allow_comments=*/true);
+  if (!j || !j->is_object()) return ErrorStatus("{}: not valid JSON", source);
   Expectations e;
-  if (j.contains("boxes")) {
-    if (!j["boxes"].is_array()) return ErrorStatus("{}: boxes must be a list", source);
-    for (size_t i = 0; i < j["boxes"].size(); ++i) {
+  if (const Json* boxes = JsonField(*j, {"boxes"})) {
+    if (!boxes->is_array()) return ErrorStatus("{}: boxes must be a list", source);
+    for (size_t i = 0; i < boxes->size(); ++i) {
       Box box;
-      Status status = ParseBox(j["boxes"][i], &box);
+      Status status = ParseBox((*boxes)[i], &box);
       if (!status.ok()) return ErrorStatus("{}: box {}: {}", source, i, status.message());
       e.boxes.push_back(std::move(box));
     }
   }
-  if (j.contains("thresholds")) {
-    const nlohmann::json& t = j["thresholds"];
-    auto number = [&](const char* key, double* out) {
-      if (t.contains(key) && t[key].is_number()) *out = t[key].get<double>();
+  if (const Json* t = JsonObjectField(*j, {"thresholds"})) {
+    auto number = [&](std::string_view key, double* out) {
+      if (std::optional<double> v = JsonNumber(JsonField(*t, {key}))) *out = *v;
     };
     number("min_beta", &e.min_beta);
     number("outlier_z", &e.outlier_z);

@@ -5,9 +5,10 @@
 
 #include <algorithm>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
+#include "base/json_access.h"
+#include "localize/localizer.h"
 
 namespace eroica {
 namespace {
@@ -24,30 +25,42 @@ std::string FrameKey(const StackFrame* frame) {
   return frame ? fmt::format("{}:{}", frame->file, frame->line) : "(no frame)";
 }
 
+// At most 16 ranks by number; a forged world size must not make a megabyte of evidence.
+std::string ListedRanks(const std::vector<int>& ranks) {
+  constexpr size_t kListed = 16;
+  if (ranks.size() <= kListed) return fmt::format("{}", fmt::join(ranks, ", "));
+  return fmt::format("{} and {} more", fmt::join(ranks.begin(), ranks.begin() + kListed, ", "),
+                     ranks.size() - kListed);
+}
+
 }  // namespace
 
 StatusOr<StackDump> ReadStackDump(const std::string& path) {
   StatusOr<std::string> text = ReadSmallFile(path, 16 << 20);
   if (!text.ok()) return text.status();
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return ErrorStatus("{}: not a JSON stack dump", path);
+  std::optional<Json> j = ParseJson(*text);
+  if (!j || !j->is_object()) return ErrorStatus("{}: not a JSON stack dump", path);
   StackDump dump;
   dump.path = path;
-  dump.rank = j.value("rank", -1);
-  dump.world_size = j.value("world_size", 0);
-  dump.iteration = j.value("iteration", int64_t{-1});
-  if (j.contains("waiting_in") && j["waiting_in"].is_string()) dump.waiting_in = j["waiting_in"];
-  if (!j.contains("threads") || !j["threads"].is_array()) return ErrorStatus("{}: no threads", path);
-  const nlohmann::json* main = nullptr;
-  for (const nlohmann::json& t : j["threads"]) {
-    if (t.is_object() && t.value("is_main", false)) main = &t;
+  dump.rank = JsonSmallIntOr(*j, {"rank"}, -1);
+  // A dump without its rank cannot be compared with the others' (and would make every rank
+  // look missing).
+  if (dump.rank < 0) return ErrorStatus("{}: no rank (a non-negative integer) in the stack dump", path);
+  dump.world_size = JsonSmallIntOr(*j, {"world_size"}, 0);
+  dump.iteration = JsonIntOr(*j, {"iteration"}, -1);
+  dump.waiting_in = JsonStringOr(*j, {"waiting_in"});
+  const Json* threads = JsonArrayField(*j, {"threads"});
+  if (threads == nullptr) return ErrorStatus("{}: no threads", path);
+  const Json* main = nullptr;
+  for (const Json& t : *threads) {
+    if (JsonBoolOr(t, {"is_main"}, false)) main = &t;
   }
-  if (main == nullptr && !j["threads"].empty()) main = &j["threads"][0];
-  if (main != nullptr && main->contains("frames") && (*main)["frames"].is_array()) {
-    for (const nlohmann::json& f : (*main)["frames"]) {
+  if (main == nullptr && !threads->empty()) main = &(*threads)[0];
+  if (const Json* frames = main ? JsonArrayField(*main, {"frames"}) : nullptr) {
+    for (const Json& f : *frames) {
       if (!f.is_object()) continue;
-      dump.main_frames.push_back({f.value("file", ""), f.value("line", 0), f.value("function", ""),
-                                  f.value("code", "")});
+      dump.main_frames.push_back({JsonStringOr(f, {"file"}), JsonSmallIntOr(f, {"line"}, 0),
+                                  JsonStringOr(f, {"function"}), JsonStringOr(f, {"code"})});
     }
   }
   return dump;
@@ -62,6 +75,7 @@ const StackFrame* InnermostUserFrame(const StackDump& dump) {
 
 std::vector<Finding> FindHang(const std::vector<StackDump>& dumps, int world_size) {
   if (dumps.empty()) return {};
+  world_size = std::min(world_size, kMaxWorldSize);  // the caller warned about a larger one
   // Vote on where each rank's main thread is; ranks waiting in a collective are the waiters.
   std::map<std::string, std::vector<const StackDump*>> at;
   for (const StackDump& d : dumps) at[FrameKey(InnermostUserFrame(d)) + "|" + d.waiting_in].push_back(&d);
@@ -98,7 +112,7 @@ std::vector<Finding> FindHang(const std::vector<StackDump>& dumps, int world_siz
     f.evidence = f.workers.empty()
                      ? fmt::format("all {} ranks are stuck at the same place: {}", dumps.size(), waiter_text)
                      : fmt::format("{}; ranks {} wrote no stacks (crashed or stuck outside Python?)",
-                                   waiter_text, fmt::join(f.workers, ", "));
+                                   waiter_text, ListedRanks(f.workers));
   } else {
     std::sort(suspects.begin(), suspects.end(),
               [](const StackDump* a, const StackDump* b) { return a->rank < b->rank; });

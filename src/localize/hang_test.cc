@@ -1,6 +1,7 @@
 #include "localize/hang.h"
 
 #include <gtest/gtest.h>
+#include "localize/localizer.h"
 
 #include "base/temp_dir.h"
 
@@ -52,5 +53,34 @@ TEST(HangTest, BadDumpIsAnError) {
   EXPECT_FALSE(ReadStackDump(dir.Write("y.json", R"({"rank": 1})")).ok());
 }
 
+// Wrong-typed fields used to abort the process (an uncaught nlohmann type_error, exit 134).
+TEST(HangTest, WrongTypedFieldsAreSkippedNotAnAbort) {
+  TempDir dir;
+  StatusOr<StackDump> d = ReadStackDump(dir.Write("stacks-rank-1.json",
+      R"({"rank": 3.0, "world_size": 1e300, "iteration": [1], "waiting_in": 5,
+          "threads": [{"is_main": "yes", "frames": [{"file": 1, "line": "x", "function": null}, 3]},
+                      7]})"));
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->rank, 3);
+  EXPECT_EQ(d->world_size, 0);
+  ASSERT_EQ(d->main_frames.size(), 1u);
+  EXPECT_EQ(d->main_frames[0].file, "");
+  EXPECT_EQ(d->main_frames[0].line, 0);
+  StatusOr<StackDump> no_rank = ReadStackDump(dir.Write("stacks-rank-2.json", R"({"rank": "zero", "threads": []})"));
+  ASSERT_FALSE(no_rank.ok());
+  EXPECT_NE(no_rank.status().message().find("no rank"), std::string::npos);
+}
+
+TEST(HangTest, AHugeWorldSizeIsCutNotFilled) {
+  TempDir dir;
+  std::vector<StackDump> dumps;
+  for (int r : {0, 1}) {
+    dumps.push_back(*ReadStackDump(dir.Write(fmt::format("s{}.json", r), Dump(r, "/app/train.py", 120, "all_reduce"))));
+  }
+  std::vector<Finding> findings = FindHang(dumps, 2147483647);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_LE(findings[0].workers.size(), static_cast<size_t>(kMaxWorldSize));
+  EXPECT_LT(findings[0].evidence.size(), 1000u);
+}
 }  // namespace
 }  // namespace eroica

@@ -41,15 +41,31 @@ void CheckRanks(const LocalizeInput& input, const WorkerTable& table, Diagnosis*
   int world_size = input.declared_world_size;
   std::vector<bool> seen;
   std::vector<int> duplicates;
+  int out_of_range_rank = -1;
   for (size_t i = 0; i < table.size(); ++i) {
     const WorkerRow& w = table.row(i);
     world_size = std::max(world_size, w.world_size);
     if (w.rank < 0) continue;
+    if (w.rank >= kMaxWorldSize) {
+      out_of_range_rank = std::max(out_of_range_rank, w.rank);
+      continue;
+    }
     if (static_cast<size_t>(w.rank) >= seen.size()) seen.resize(static_cast<size_t>(w.rank) + 1, false);
     if (seen[static_cast<size_t>(w.rank)] && duplicates.size() < 64) duplicates.push_back(w.rank);
     seen[static_cast<size_t>(w.rank)] = true;
   }
   for (const StackDump& s : input.stacks) world_size = std::max(world_size, s.world_size);
+  if (world_size > kMaxWorldSize) {
+    AddWarning(d, fmt::format("a world size of {} is declared, above the {} eroica believes; "
+                              "missing ranks are counted up to {} only", world_size, kMaxWorldSize,
+                              kMaxWorldSize), dropped);
+    world_size = kMaxWorldSize;
+  }
+  if (out_of_range_rank >= 0) {
+    AddWarning(d, fmt::format("rank {} is above the largest world size eroica believes ({}); "
+                              "such ranks are not checked for gaps", out_of_range_rank,
+                              kMaxWorldSize), dropped);
+  }
   d->world_size = world_size;
   if (!duplicates.empty()) {
     AddWarning(d, fmt::format("rank(s) {} appear in more than one file; each file is diagnosed as its "

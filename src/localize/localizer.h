@@ -12,6 +12,11 @@
 
 namespace eroica {
 
+// The largest world size believed (1,048,576; diagnose is measured up to 1,000,000 workers). A
+// declared size above it — from a trace, a pattern, session.json or a stack dump — is cut to
+// it with a warning, so a forged number never fills a list that long.
+inline constexpr int kMaxWorldSize = 1 << 20;
+
 struct LocalizeInput {
   WorkerTable table;                          // what localization compares
   std::vector<WorkerPattern> workers;         // full patterns, when the caller keeps them (reports)

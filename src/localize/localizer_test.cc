@@ -315,5 +315,22 @@ TEST(LocalizerTest, LateArrivalAloneOverManyIterationsIsNoise) {
   EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
 }
 
+// A declared world size of 2^31-1 used to make diagnose fill a list that long (SIGABRT or a
+// timeout).
+TEST(LocalizerTest, AnUnbelievableWorldSizeIsCutWithAWarning) {
+  LocalizeInput input = Healthy(4);
+  input.declared_world_size = 2147483647;
+  input.workers[1].world_size = 2000000000;
+  input.workers[2].rank = 2147483000;
+  Diagnosis d = Localize(input, DefaultExpectations());
+  EXPECT_EQ(d.world_size, kMaxWorldSize);
+  bool warned = false, rank_warned = false;
+  for (const std::string& w : d.warnings) {
+    warned = warned || w.find("world size of 2147483647") != std::string::npos;
+    rank_warned = rank_warned || w.find("rank 2147483000") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+  EXPECT_TRUE(rank_warned);
+}
 }  // namespace
 }  // namespace eroica

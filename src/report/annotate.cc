@@ -1,5 +1,7 @@
 #include "report/annotate.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <utility>
@@ -8,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <zlib.h>
 
+#include "base/file_util.h"
 #include "report/verdict.h"
 #include "trace/byte_source.h"
 #include "trace/json_splitter.h"
@@ -40,46 +43,45 @@ std::string TrackName(const FindingMarks& m, int total_workers) {
   return fmt::format("finding {}: {}", m.index, sentence);
 }
 
+// The annotated trace, written through a private temporary (base/file_util.h) and renamed into
+// place; gzip goes through a second descriptor of the same temporary.
 class Output {
  public:
   static StatusOr<std::unique_ptr<Output>> Open(const std::string& path) {
-    auto out = std::unique_ptr<Output>(new Output(path));
-    out->gzip_ = path.ends_with(".gz");
-    if (out->gzip_) {
-      out->gz_ = gzopen(out->tmp_.c_str(), "wb6");
-      if (out->gz_ == nullptr) return ErrorStatus("{}: cannot create", out->tmp_);
-    } else {
-      out->file_ = std::fopen(out->tmp_.c_str(), "wb");
-      if (out->file_ == nullptr) return ErrorStatus("{}: cannot create", out->tmp_);
+    StatusOr<AtomicFileWriter> writer = AtomicFileWriter::Create(path);
+    if (!writer.ok()) return writer.status();
+    auto out = std::unique_ptr<Output>(new Output(path, std::move(*writer)));
+    if (path.ends_with(".gz")) {
+      int fd = ::dup(fileno(out->writer_.stream()));
+      out->gz_ = fd < 0 ? nullptr : gzdopen(fd, "wb6");
+      if (out->gz_ == nullptr) {
+        if (fd >= 0) ::close(fd);
+        return ErrorStatus("{}: cannot create", out->writer_.temp_path());
+      }
     }
     return out;
   }
   ~Output() {
-    if (file_ != nullptr) std::fclose(file_);
     if (gz_ != nullptr) gzclose(gz_);
-    if (!committed_) std::remove(tmp_.c_str());
   }
   void Write(std::string_view text) {
     if (failed_ || text.empty()) return;
-    size_t written = gzip_ ? static_cast<size_t>(std::max(0, gzwrite(gz_, text.data(), static_cast<unsigned>(text.size()))))
-                           : std::fwrite(text.data(), 1, text.size(), file_);
+    size_t written = gz_ != nullptr ? static_cast<size_t>(std::max(0, gzwrite(gz_, text.data(), static_cast<unsigned>(text.size()))))
+                                    : std::fwrite(text.data(), 1, text.size(), writer_.stream());
     failed_ = written != text.size();
   }
   Status Commit() {
-    bool closed = gzip_ ? gzclose(gz_) == Z_OK : std::fclose(file_) == 0;
+    bool closed = gz_ == nullptr || gzclose(gz_) == Z_OK;
     gz_ = nullptr;
-    file_ = nullptr;
     if (failed_ || !closed) return ErrorStatus("{}: write failed (disk full?)", path_);
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) return ErrorStatus("{}: cannot rename into place", path_);
-    committed_ = true;
-    return Status::Ok();
+    return writer_.Commit();
   }
 
  private:
-  explicit Output(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {}
-  std::string path_, tmp_;
-  bool gzip_ = false, failed_ = false, committed_ = false;
-  FILE* file_ = nullptr;
+  Output(std::string path, AtomicFileWriter writer) : path_(std::move(path)), writer_(std::move(writer)) {}
+  std::string path_;
+  AtomicFileWriter writer_;
+  bool failed_ = false;
   gzFile gz_ = nullptr;
 };
 

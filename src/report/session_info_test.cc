@@ -1,6 +1,7 @@
 #include "report/session_info.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "base/temp_dir.h"
 #include "report/session_chart.h"
@@ -64,5 +65,17 @@ TEST(SessionInfoTest, AFolderWithoutSessionFilesHasNone) {
   EXPECT_TRUE(IterationTimeChart(s).series.empty());
 }
 
+// A FIFO named session.json or rank-7.meta.json used to hang `report` for good.
+TEST(SessionInfoTest, FifosAreReportedNotWaitedFor) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir.path() + "/session.json").c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo((dir.path() + "/rank-7.meta.json").c_str(), 0600), 0);
+  dir.Write("rank-1.meta.json", R"({"rank": 1, "world_size": 1e300, "iteration_ids": [1, "x", 2.0]})");
+  SessionInfo info = ReadSessionInfo({dir.path()});
+  ASSERT_EQ(info.ranks.size(), 1u);
+  EXPECT_EQ(info.ranks[0].iteration_ids, (std::vector<int64_t>{1, 2}));
+  ASSERT_EQ(info.warnings.size(), 2u);
+  EXPECT_NE(info.warnings[0].find("FIFO"), std::string::npos) << info.warnings[0];
+}
 }  // namespace
 }  // namespace eroica

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 
 #include <fmt/core.h>
+
+#include "base/file_util.h"
 
 namespace eroica {
 namespace {
@@ -98,10 +100,12 @@ StatusOr<SourceExcerpt> ReadSourceExcerpt(const std::string& path, int line, int
   for (const fs::path& candidate : candidates) {
     std::error_code error;
     fs::path resolved = fs::canonical(candidate, error);
-    if (error || !fs::is_regular_file(resolved, error)) continue;
+    if (error || !fs::exists(resolved, error)) continue;
     if (!IsJobSourcePath(resolved.string())) return ErrorStatus("{}: resolves outside the job's code, not read", path);
-    if (fs::file_size(resolved, error) > kMaxSourceBytes || error) return ErrorStatus("{}: too large to quote", path);
-    std::ifstream in(resolved);
+    // The one reader (regular files only, bounded): a FIFO named by a stack dump cannot hang us.
+    StatusOr<std::string> contents = ReadSmallFile(resolved.string(), kMaxSourceBytes);
+    if (!contents.ok()) return ErrorStatus("{}: not quoted: {}", path, contents.status().message());
+    std::istringstream in(*contents);
     SourceExcerpt excerpt;
     excerpt.path = resolved.string();
     excerpt.first_line = std::max(1, line - radius);

@@ -13,7 +13,11 @@ bool SummarizeFuzzInput(std::string_view bytes, const std::string& scratch_path)
     std::ofstream out(scratch_path, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
-  StatusOr<Trace> trace = ReadTrace(scratch_path, {.chunk_bytes = 256});
+  return SummarizeFuzzFile(scratch_path, {.chunk_bytes = 256});
+}
+
+bool SummarizeFuzzFile(const std::string& path, const ReadOptions& options) {
+  StatusOr<Trace> trace = ReadTrace(path, options);
   if (!trace.ok()) return false;
   StatusOr<Summary> summary = Summarize(*trace);
   if (!summary.ok()) return false;

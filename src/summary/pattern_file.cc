@@ -11,11 +11,20 @@
 
 #include "base/byte_codec.h"
 #include "base/file_util.h"
+#include "base/zstd_inflate.h"
 
 namespace eroica {
 namespace {
 
 constexpr uint32_t kMaxBlockBytes = 1u << 30;
+constexpr uint64_t kMaxPatternFileBytes = uint64_t{1} << 40;
+
+// A count read from the file is believed only when the bytes left could hold that many
+// elements of at least min_bytes each (and it is below a sane maximum): nothing is allocated
+// for elements that are not there.
+bool CountFits(const ByteReader& in, uint64_t count, uint64_t min_bytes, uint64_t max_count) {
+  return in.ok() && count <= max_count && count <= in.remaining() / min_bytes;
+}
 
 class StringTable {
  public:
@@ -100,7 +109,7 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, Wo
   assign(&w->device_name, in->Varint());
   assign(&w->group, in->Varint());
   uint64_t steps = in->Varint();
-  if (!in->ok() || steps > (1u << 20)) return false;
+  if (!CountFits(*in, steps, 1, 1u << 20)) return false;
   w->step_ids.clear();
   int64_t previous = 0;
   for (uint64_t i = 0; i < steps && in->ok(); ++i) {
@@ -111,7 +120,7 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, Wo
   w->iteration_s = in->F64();
   for (double& beta : w->category_beta) beta = in->F32();
   uint64_t iterations = in->Varint();
-  if (!in->ok() || iterations > (1u << 20)) return false;
+  if (!CountFits(*in, iterations, 4 * kCategoryCount, 1u << 20)) return false;
   w->iteration_category_beta.resize(iterations);
   for (auto& betas : w->iteration_category_beta) {
     for (float& beta : betas) beta = in->F32();
@@ -119,14 +128,14 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, Wo
   w->dataloader_ops_per_iter = in->F32();
   w->compute_calls_per_iter = in->F32();
   uint64_t collectives = in->Varint();
-  if (!in->ok() || collectives > (1u << 20)) return false;
+  if (!CountFits(*in, collectives, 5, 1u << 20)) return false;
   w->collectives.resize(collectives);
   for (CollectiveCall& c : w->collectives) {
     assign(&c.name, in->Varint());
     c.duration_us = in->F32();
   }
   uint64_t functions = in->Varint();
-  if (!in->ok() || functions > (1u << 20)) return false;
+  if (!CountFits(*in, functions, 18, 1u << 20)) return false;
   w->functions.resize(functions);
   for (FunctionPattern& f : w->functions) {
     assign(&f.name, in->Varint());
@@ -148,7 +157,7 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, Wo
     f.shapes_hash = in->U32();
   }
   uint64_t warnings = in->Varint();
-  if (!in->ok() || warnings > (1u << 16)) return false;
+  if (!CountFits(*in, warnings, 1, 1u << 16)) return false;
   w->warnings.resize(warnings);
   for (std::string& warning : w->warnings) assign(&warning, in->Varint());
   return in->ok();
@@ -214,8 +223,9 @@ Status WritePatternFile(const std::string& path, const std::vector<WorkerPattern
 }
 
 bool LooksLikePatternFile(const std::string& path) {
-  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
-  if (!file) return false;
+  StatusOr<FILE*> opened = OpenStreamForReading(path, kMaxPatternFileBytes, nullptr);
+  if (!opened.ok()) return false;
+  std::unique_ptr<FILE, FileCloser> file(*opened);
   char magic[8];
   // The version byte is left out, so that a newer file is read and refused with its version
   // instead of being skipped as "not a pattern".
@@ -232,7 +242,7 @@ struct RawBlock {
   uint32_t count = 0;
 };
 
-RawBlock ReadBlock(FILE* file, const std::string& path, int block) {
+RawBlock ReadBlock(FILE* file, const std::string& path, int block, int64_t file_bytes) {
   RawBlock out;
   char header_bytes[12];
   size_t got = std::fread(header_bytes, 1, 12, file);
@@ -247,14 +257,23 @@ RawBlock ReadBlock(FILE* file, const std::string& path, int block) {
     out.status = ErrorStatus("{}: damaged block header in block {}", path, block);
     return out;
   }
+  long at = std::ftell(file);
+  if (at < 0 || compressed_bytes > file_bytes - at) {
+    out.status = ErrorStatus("{}: truncated in block {} ({} bytes claimed, {} left)", path, block,
+                             compressed_bytes, at < 0 ? 0 : file_bytes - at);
+    return out;
+  }
   std::string compressed(compressed_bytes, '\0');
   if (std::fread(compressed.data(), 1, compressed_bytes, file) != compressed_bytes) {
     out.status = ErrorStatus("{}: truncated in block {}", path, block);
     return out;
   }
-  out.raw.resize(raw_bytes);
-  size_t n = ZSTD_decompress(out.raw.data(), out.raw.size(), compressed.data(), compressed.size());
-  if (ZSTD_isError(n) || n != raw_bytes) out.status = ErrorStatus("{}: corrupt block {}", path, block);
+  StatusOr<std::string> raw = InflateZstd(compressed, raw_bytes);
+  if (!raw.ok()) {
+    out.status = ErrorStatus("{}: corrupt block {}: {}", path, block, raw.status().message());
+    return out;
+  }
+  out.raw = std::move(*raw);
   return out;
 }
 
@@ -270,8 +289,10 @@ bool MoreToRead(FILE* file) {
 // Blocks are inflated on a helper thread one ahead of the block being visited, so that zstd and
 // the caller's work overlap on two cores; memory stays at two blocks.
 Status ForEachPattern(const std::string& path, const std::function<void(WorkerPattern&&)>& visit) {
-  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
-  if (!file) return ErrorStatus("{}: cannot open: {}", path, std::strerror(errno));
+  int64_t file_bytes = 0;
+  StatusOr<FILE*> opened = OpenStreamForReading(path, kMaxPatternFileBytes, &file_bytes);
+  if (!opened.ok()) return opened.status();
+  std::unique_ptr<FILE, FileCloser> file(*opened);
   char magic[8];
   if (std::fread(magic, 1, 8, file.get()) != 8 || std::string_view(magic, 7) != kPatternMagic.substr(0, 7)) {
     return ErrorStatus("{}: not an eroica pattern file", path);
@@ -282,7 +303,7 @@ Status ForEachPattern(const std::string& path, const std::function<void(WorkerPa
     return ErrorStatus("{}: pattern format version {} is not supported (this eroica reads version {}{})", path,
                        version, supported, version > supported ? "; a newer eroica wrote it" : "");
   }
-  RawBlock current = ReadBlock(file.get(), path, 0);
+  RawBlock current = ReadBlock(file.get(), path, 0, file_bytes);
   WorkerPattern worker;
   std::vector<std::string_view> strings;
   for (int block = 0;; ++block) {
@@ -290,13 +311,16 @@ Status ForEachPattern(const std::string& path, const std::function<void(WorkerPa
     if (current.end) return Status::Ok();
     std::future<RawBlock> next;
     if (MoreToRead(file.get())) {
-      next = std::async(std::launch::async, ReadBlock, file.get(), std::cref(path), block + 1);
+      next = std::async(std::launch::async, ReadBlock, file.get(), std::cref(path), block + 1, file_bytes);
     }
     ByteReader in(current.raw);
     uint64_t string_count = in.Varint();
-    if (string_count > current.raw.size()) return ErrorStatus("{}: corrupt string table in block {}", path, block);
+    // Each string takes at least its length byte.
+    if (!CountFits(in, string_count, 1, kMaxBlockBytes)) {
+      return ErrorStatus("{}: corrupt string table in block {}", path, block);
+    }
     strings.clear();
-    strings.reserve(string_count);
+    strings.reserve(std::min<uint64_t>(string_count, 1 << 16));
     for (uint64_t i = 0; i < string_count && in.ok(); ++i) strings.push_back(in.String());
     for (uint32_t i = 0; i < current.count; ++i) {
       if (!ReadWorker(&in, strings, &worker)) {

@@ -1,6 +1,9 @@
 #include "summary/pattern_file.h"
 
 #include <gtest/gtest.h>
+#include "base/peak_rss.h"
+#include "base/byte_codec.h"
+#include <zstd.h>
 
 #include <fstream>
 
@@ -121,5 +124,56 @@ TEST(PatternFileTest, DamageIsAnErrorNotACrash) {
   }
 }
 
+std::string Block(const std::string& raw, uint32_t claimed_raw, uint32_t count) {
+  std::string compressed(ZSTD_compressBound(raw.size()), '\0');
+  compressed.resize(ZSTD_compress(compressed.data(), compressed.size(), raw.data(), raw.size(), 1));
+  ByteWriter header;
+  header.U32(static_cast<uint32_t>(compressed.size()));
+  header.U32(claimed_raw);
+  header.U32(count);
+  return header.bytes() + compressed;
+}
+
+// Lengths in the file used to be believed before they were checked: a 30-byte header took
+// 1 GiB, a worker record claiming a million functions took 100 MB.
+TEST(PatternFileTest, ClaimedLengthsCostNothingUntilTheBytesAreThere) {
+  TempDir dir;
+  int64_t before = PeakRssBytes();
+  ByteWriter forged;
+  forged.U32(1u << 30);  // compressed bytes: far more than the file has
+  forged.U32(1u << 30);
+  forged.U32(1);
+  std::string header_only = std::string(kPatternMagic) + forged.bytes() + std::string(10, 'z');
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(dir.Write("a.pattern", header_only));
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("truncated"), std::string::npos) << read.status().message();
+
+  // A real zstd frame of 4 bytes whose header claims 1 GiB once inflated.
+  read = ReadPatternFile(dir.Write("b.pattern", std::string(kPatternMagic) + Block("abcd", 1u << 30, 1)));
+  ASSERT_FALSE(read.ok());
+
+  // A worker whose counts promise far more than the block holds.
+  ByteWriter raw;
+  raw.Varint(0);  // no strings
+  raw.SignedVarint(0);
+  raw.SignedVarint(4);
+  for (int i = 0; i < 2; ++i) raw.Varint(0);
+  raw.U8(0);
+  for (int i = 0; i < 2; ++i) raw.Varint(0);
+  raw.Varint(0);  // steps
+  raw.Varint(0);
+  raw.F64(0.1);
+  for (int i = 0; i < kCategoryCount; ++i) raw.F32(0);
+  raw.Varint(0);  // iterations
+  raw.F32(0);
+  raw.F32(0);
+  raw.Varint(0);        // collectives
+  raw.Varint(1 << 20);  // functions, with none behind
+  std::string payload = raw.bytes() + std::string(64, '\0');
+  read = ReadPatternFile(dir.Write("c.pattern", std::string(kPatternMagic) +
+                                                    Block(payload, static_cast<uint32_t>(payload.size()), 1)));
+  ASSERT_FALSE(read.ok());
+  EXPECT_LT(PeakRssBytes() - before, 48 << 20);
+}
 }  // namespace
 }  // namespace eroica

@@ -223,10 +223,6 @@ nlohmann::json TruthJson(const SynthOptions& options, const SynthResult& result,
           {"planted", planted}};
 }
 
-struct FileCloser {
-  void operator()(FILE* f) const { std::fclose(f); }
-};
-
 }  // namespace
 
 StatusOr<SynthResult> Synthesize(const std::vector<WorkerPattern>& templates, const SynthOptions& options,
@@ -244,27 +240,24 @@ StatusOr<SynthResult> Synthesize(const std::vector<WorkerPattern>& templates, co
   StatusOr<Plan> plan = MakePlan(&model, options, &rng, &result.planted);
   if (!plan.ok()) return plan.status();
 
-  std::string tmp = output_path + ".tmp";
-  std::unique_ptr<FILE, FileCloser> out(std::fopen(tmp.c_str(), "wb"));
-  if (!out) return ErrorStatus("{}: cannot create: {}", tmp, std::strerror(errno));
+  StatusOr<AtomicFileWriter> out = AtomicFileWriter::Create(output_path);
+  if (!out.ok()) return out.status();
   PatternWriter writer(options.workers_per_block, options.zstd_level);
   WorkerMaker maker(model, *plan, options.workers, &rng);
   WorkerPattern worker;
   auto write = [&](const std::string& bytes) {
     result.bytes += static_cast<int64_t>(bytes.size());
-    return std::fwrite(bytes.data(), 1, bytes.size(), out.get()) == bytes.size();
+    return std::fwrite(bytes.data(), 1, bytes.size(), out->stream()) == bytes.size();
   };
   for (int64_t rank = 0; rank < options.workers; ++rank) {
     maker.Make(static_cast<int>(rank), &worker);
     writer.Add(worker);
     if ((rank + 1) % static_cast<int64_t>(options.workers_per_block) == 0 && !write(writer.TakeCompleted())) {
-      return ErrorStatus("{}: write failed", tmp);
+      return ErrorStatus("{}: write failed", output_path);
     }
   }
-  if (!write(writer.Finish()) || std::fclose(out.release()) != 0) return ErrorStatus("{}: write failed", tmp);
-  if (std::rename(tmp.c_str(), output_path.c_str()) != 0) {
-    return ErrorStatus("{}: cannot rename into place: {}", output_path, std::strerror(errno));
-  }
+  if (!write(writer.Finish())) return ErrorStatus("{}: write failed", output_path);
+  EROICA_RETURN_IF_ERROR(out->Commit());
   if (!truth_path.empty()) {
     EROICA_RETURN_IF_ERROR(WriteFileAtomically(truth_path, TruthJson(options, result, model).dump(2) + "\n"));
   }

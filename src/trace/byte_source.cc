@@ -15,10 +15,14 @@
 #include <thread>
 #include <vector>
 
+#include "base/file_util.h"
 #include "base/huge_page_allocator.h"
 
 namespace eroica {
 namespace {
+
+// Far above any trace; a sparse file claiming more is refused before anything is read.
+constexpr uint64_t kMaxTraceFileBytes = uint64_t{1} << 42;
 
 class FileSource : public ByteSource {
  public:
@@ -281,8 +285,9 @@ std::unique_ptr<ByteSource> InflateWhole(FILE* file, size_t max_bytes) {
 
 StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path,
                                                      size_t max_whole_inflate_bytes) {
-  FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) return ErrorStatus("{}: cannot open: {}", path, std::strerror(errno));
+  StatusOr<FILE*> opened = OpenStreamForReading(path, kMaxTraceFileBytes, nullptr);
+  if (!opened.ok()) return opened.status();
+  FILE* file = *opened;
   unsigned char magic[2] = {0, 0};
   size_t n = std::fread(magic, 1, 2, file);
   std::rewind(file);

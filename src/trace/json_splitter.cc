@@ -9,6 +9,9 @@ namespace eroica {
 namespace {
 
 constexpr size_t kReadBytes = 1 << 20;
+// The buffer grows to hold one element (or one top-level value) whole; past this, the input is
+// not a trace (a sparse or zero-filled file, one endless string) and reading stops there.
+constexpr size_t kMaxBufferBytes = size_t{256} << 20;
 
 inline bool IsWhitespace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
@@ -57,6 +60,7 @@ void JsonSplitter::Buffer::Resize(size_t size) {
 bool JsonSplitter::Refill() {
   if (eof_) return false;
   size_t needed_from = pin_ == kNoPin ? pos_ : std::min(pin_, pos_);
+  int64_t needed_at = FileOffset(needed_from);
   if (buffer_.size() - kJsonPadding - end_ < kReadBytes || needed_from > kReadBytes) {
     size_t keep_from = needed_from;
     if (keep_from > 0) keep_from -= 1;
@@ -72,6 +76,13 @@ bool JsonSplitter::Refill() {
       buffer_file_offset_ += static_cast<int64_t>(keep_from);
     }
     if (end_ + kReadBytes + kJsonPadding > buffer_.size()) {
+      if (buffer_.size() * 2 > kMaxBufferBytes) {
+        read_problem_ = fmt::format("one JSON value runs past {} MB from byte {}; not a trace "
+                                    "(a zero-filled or sparse file?)", kMaxBufferBytes >> 20,
+                                    needed_at);
+        eof_ = true;
+        return false;
+      }
       buffer_.Resize(buffer_.size() * 2);  // one element larger than the buffer
     }
   }

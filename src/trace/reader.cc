@@ -19,9 +19,8 @@ int ParseDigitsAt(const std::string& text, size_t pos) {
   return static_cast<int>(value);
 }
 
-// The densest traces seen keep one complete event per ~200 bytes (docs/TRACE-FORMAT.md §8: 200-250
-// bytes per event, about half of them "X").
-constexpr int64_t kMinBytesPerEvent = 128;
+// Events reserved before any is parsed (the vector then grows as events arrive).
+constexpr size_t kInitialEvents = 1 << 16;
 
 }  // namespace
 
@@ -53,11 +52,9 @@ StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& options) {
   if (!source.ok()) return source.status();
   Trace trace;
   trace.meta.path = path;
-  // Room for the events up front: untouched capacity costs address space, not memory, and the
-  // vector never doubles (a doubling briefly holds both copies: 1.5x the events' memory).
-  if (int64_t size = (*source)->size_hint(); size > 0) {
-    trace.events.reserve(static_cast<size_t>(size / kMinBytesPerEvent) + 1024);
-  }
+  // A modest start only: the size is the file's claim (a sparse 200 GB file costs nothing on
+  // disk), so nothing proportional to it is reserved; the vector grows with events parsed.
+  trace.events.reserve(kInitialEvents);
   EventParser parser(&trace, options.learn_layouts);
   JsonSplitter splitter(source->get(), path, options.chunk_bytes);
   StatusOr<SplitResult> split = splitter.Run(&parser);

@@ -1,6 +1,9 @@
 #include "trace/reader.h"
 
 #include <gtest/gtest.h>
+#include <chrono>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <filesystem>
@@ -261,5 +264,28 @@ TEST(ReadTraceTest, EveryRealTraceReads) {
   EXPECT_EQ(files, 26);
 }
 
+// The plain-JSON reader used to reserve ~0.56x the file's size up front: a sparse 200 GB file
+// (`truncate -s 200G`) aborted it in 0.01 s.
+TEST(ReadTraceTest, ASparseHugeFileIsACleanError) {
+  TempDir dir;
+  std::string path = dir.path() + "/rank0.json";
+  { std::ofstream(path) << "{\"traceEvents\": ["; }
+  if (::truncate(path.c_str(), int64_t{200} << 30) != 0) GTEST_SKIP() << "no sparse files here";
+  auto start = std::chrono::steady_clock::now();
+  StatusOr<Trace> trace = ReadTrace(path);
+  ASSERT_FALSE(trace.ok());
+  EXPECT_NE(trace.status().message().find("runs past"), std::string::npos) << trace.status().message();
+  // It stops after the 256 MB one value may take (the old reader read on until bad_alloc).
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+TEST(ReadTraceTest, AFifoIsRefusedWithoutBlocking) {
+  TempDir dir;
+  std::string fifo = dir.path() + "/rank0.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  StatusOr<Trace> trace = ReadTrace(fifo);
+  ASSERT_FALSE(trace.ok());
+  EXPECT_NE(trace.status().message().find("FIFO"), std::string::npos);
+}
 }  // namespace
 }  // namespace eroica
