@@ -134,7 +134,7 @@ TEST(AgentTest, DaemonWritesTheSessionFileOfARegisteredProcess) {
   auto utilization = UtilizationForProcess(*file, ::getpid());
   ASSERT_TRUE(utilization.ok());
   ASSERT_FALSE(utilization->empty());
-  EXPECT_EQ((*utilization)[0].resource, Resource::kCpu);
+  EXPECT_EQ((*utilization)[0].resource, ResourceKind::kCpu);
 }
 
 TEST(AgentTest, ManualSessionSamplesWritesAndExits) {

@@ -21,12 +21,6 @@ class ErrorLog {
   // Prints "message" the first time `key` is reported; counts every report.
   void Report(std::string_view key, std::string_view message);
 
-  template <typename... Args>
-  void ReportF(std::string_view key, fmt::format_string<Args...> format, Args&&... args) {
-    if (!Seen(key)) Report(key, fmt::format(format, std::forward<Args>(args)...));
-    else Report(key, {});
-  }
-
   // An informational line, always printed (startup, sessions written).
   void Info(std::string_view message);
 

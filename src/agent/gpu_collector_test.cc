@@ -182,9 +182,9 @@ TEST(GpuCollectorTest, ReadsGaugesCountersAndUnwraps32BitFields) {
   auto utilization = UtilizationForProcess(file, 4242);
   ASSERT_TRUE(utilization.ok());
   ASSERT_EQ(utilization->size(), 3u);  // gpu_sm, pcie, nvlink
-  EXPECT_EQ((*utilization)[0].resource, Resource::kGpuSm);
+  EXPECT_EQ((*utilization)[0].resource, ResourceKind::kGpuSm);
   EXPECT_FLOAT_EQ((*utilization)[0].utilization[1], 0.9f);
-  EXPECT_EQ((*utilization)[2].resource, Resource::kNvlink);
+  EXPECT_EQ((*utilization)[2].resource, ResourceKind::kNvlink);
   EXPECT_NEAR((*utilization)[2].utilization[0], 0.5f, 1e-6);
 }
 

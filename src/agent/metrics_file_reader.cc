@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "agent/byte_codec.h"
+#include "base/byte_codec.h"
 #include "agent/metrics_file.h"
 #include "agent/metrics_file_writer.h"
 #include "base/file_util.h"

@@ -2,7 +2,7 @@
 
 #include <zstd.h>
 
-#include "agent/byte_codec.h"
+#include "base/byte_codec.h"
 #include "base/file_util.h"
 
 namespace eroica::agent {
@@ -20,25 +20,25 @@ int64_t WrappingSub(int64_t a, int64_t b) {
 
 void EncodeSeries(const MetricsSeries& series, ByteWriter* out) {
   const SeriesInfo& info = series.info;
-  out->PutString(info.name);
-  out->PutU8(static_cast<uint8_t>(info.kind));
-  out->PutString(info.unit);
-  out->PutSigned(info.pid);
-  out->PutSigned(info.tid);
-  out->PutString(info.instance);
-  out->PutString(info.label);
-  out->PutSigned(info.capacity);
+  out->String(info.name);
+  out->U8(static_cast<uint8_t>(info.kind));
+  out->String(info.unit);
+  out->SignedVarint(info.pid);
+  out->SignedVarint(info.tid);
+  out->String(info.instance);
+  out->String(info.label);
+  out->SignedVarint(info.capacity);
   size_t count = std::min(series.ts_unix_ns.size(), series.values.size());
-  out->PutVarint(count);
+  out->Varint(count);
   int64_t previous = 0;
   for (size_t i = 0; i < count; ++i) {
     int64_t units = ToUnits(series.ts_unix_ns[i]);
-    out->PutSigned(WrappingSub(units, previous));
+    out->SignedVarint(WrappingSub(units, previous));
     previous = units;
   }
   previous = 0;
   for (size_t i = 0; i < count; ++i) {
-    out->PutSigned(WrappingSub(series.values[i], previous));
+    out->SignedVarint(WrappingSub(series.values[i], previous));
     previous = series.values[i];
   }
 }
@@ -46,22 +46,22 @@ void EncodeSeries(const MetricsSeries& series, ByteWriter* out) {
 std::string EncodeBody(const MetricsFile& file) {
   std::string body;
   ByteWriter out(&body);
-  out.PutString(file.host);
-  out.PutSigned(file.created_unix_ns);
-  out.PutSigned(file.realtime_minus_monotonic_ns);
-  out.PutSigned(file.window_start_unix_ns);
-  out.PutSigned(file.window_end_unix_ns);
-  out.PutVarint(static_cast<uint64_t>(file.clock_ticks_per_s));
-  out.PutVarint(static_cast<uint64_t>(file.num_cpus));
-  out.PutVarint(static_cast<uint64_t>(file.sample_interval_ns));
-  out.PutVarint(kMetricsTimestampUnitNs);
-  out.PutVarint(file.processes.size());
+  out.String(file.host);
+  out.SignedVarint(file.created_unix_ns);
+  out.SignedVarint(file.realtime_minus_monotonic_ns);
+  out.SignedVarint(file.window_start_unix_ns);
+  out.SignedVarint(file.window_end_unix_ns);
+  out.Varint(static_cast<uint64_t>(file.clock_ticks_per_s));
+  out.Varint(static_cast<uint64_t>(file.num_cpus));
+  out.Varint(static_cast<uint64_t>(file.sample_interval_ns));
+  out.Varint(kMetricsTimestampUnitNs);
+  out.Varint(file.processes.size());
   for (const MetricsProcess& process : file.processes) {
-    out.PutSigned(process.pid);
-    out.PutSigned(process.rank);
-    out.PutSigned(process.gpu_index);
+    out.SignedVarint(process.pid);
+    out.SignedVarint(process.rank);
+    out.SignedVarint(process.gpu_index);
   }
-  out.PutVarint(file.series.size());
+  out.Varint(file.series.size());
   for (const MetricsSeries& series : file.series) EncodeSeries(series, &out);
   return body;
 }
@@ -72,9 +72,9 @@ StatusOr<std::string> EncodeMetricsFile(const MetricsFile& file) {
   std::string body = EncodeBody(file);
   std::string bytes(kMetricsFileMagic, sizeof(kMetricsFileMagic));
   ByteWriter header(&bytes);
-  header.PutFixed32(kMetricsFileVersion);
-  header.PutFixed32(1);  // zstd
-  header.PutFixed64(body.size());
+  header.U32(kMetricsFileVersion);
+  header.U32(1);  // zstd
+  header.U64(body.size());
   size_t header_size = bytes.size();
   bytes.resize(header_size + ZSTD_compressBound(body.size()));
   size_t compressed = ZSTD_compress(bytes.data() + header_size, bytes.size() - header_size,

@@ -71,7 +71,7 @@ TEST_F(NetCollectorTest, CountersSpeedAndUtilization) {
   ASSERT_TRUE(utilization.ok());
   ASSERT_EQ(utilization->size(), 1u);
   const UtilizationSeries& network = (*utilization)[0];
-  EXPECT_EQ(network.resource, Resource::kNetwork);
+  EXPECT_EQ(network.resource, ResourceKind::kNetwork);
   // eth0: max(rx 62.5 MB/s, tx 25 MB/s) / 125 MB/s = 0.5. veth7 (unknown speed) is scaled by
   // the busiest rate in the file, 62.5 MB/s: 1 MB/s → 0.016. The max is 0.5.
   ASSERT_EQ(network.utilization.size(), 1u);

@@ -75,7 +75,7 @@ TEST_F(ProcessCollectorTest, ProcessAndThreadCpuExactly) {
   ASSERT_TRUE(utilization.ok()) << utilization.status().message();
   ASSERT_EQ(utilization->size(), 1u);
   const UtilizationSeries& cpu = (*utilization)[0];
-  EXPECT_EQ(cpu.resource, Resource::kCpu);
+  EXPECT_EQ(cpu.resource, ResourceKind::kCpu);
   ASSERT_EQ(cpu.utilization.size(), 1u);
   // Threads 100 (0.5) and 101 (1.0) are active, 102 did nothing: (0.5 + 1.0) / 2.
   EXPECT_FLOAT_EQ(cpu.utilization[0], 0.75f);

@@ -1,6 +1,6 @@
 #include "agent/series_buffer.h"
 
-#include "agent/byte_codec.h"
+#include "base/byte_codec.h"
 
 namespace eroica::agent {
 namespace {
@@ -26,16 +26,16 @@ bool SeriesBuffer::Append(int64_t ts_ns, int64_t value) {
   Chunk& chunk = chunks_.back();
   ByteWriter writer(&chunk.bytes);
   if (chunk.count == 0) {
-    writer.PutSigned(ts_us);
-    writer.PutSigned(value);
+    writer.SignedVarint(ts_us);
+    writer.SignedVarint(value);
     chunk.first_ts_ns = ts_us * 1000;
   } else {
     int64_t delta_ts_us = ts_us - chunk.prev_ts_us;
     // Wrapping arithmetic: counters near the int64 limits must not overflow (UB).
     int64_t delta_value = static_cast<int64_t>(static_cast<uint64_t>(value) -
                                                static_cast<uint64_t>(chunk.prev_value));
-    writer.PutSigned(delta_ts_us - chunk.prev_delta_ts_us);
-    writer.PutSigned(static_cast<int64_t>(static_cast<uint64_t>(delta_value) -
+    writer.SignedVarint(delta_ts_us - chunk.prev_delta_ts_us);
+    writer.SignedVarint(static_cast<int64_t>(static_cast<uint64_t>(delta_value) -
                                           static_cast<uint64_t>(chunk.prev_delta_value)));
     chunk.prev_delta_ts_us = delta_ts_us;
     chunk.prev_delta_value = delta_value;

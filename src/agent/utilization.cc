@@ -94,7 +94,7 @@ double Peak(const Points& points) {
   return peak;
 }
 
-UtilizationSeries ToSeries(Resource resource, std::string label, const Points& points,
+UtilizationSeries ToSeries(ResourceKind resource, std::string label, const Points& points,
                            double capacity) {
   UtilizationSeries series{resource, std::move(label), {}, {}};
   for (const auto& [ts, value] : points) {
@@ -120,11 +120,11 @@ std::optional<UtilizationSeries> CpuUtilization(const MetricsFile& file, int64_t
   }
   if (threads > 0) {
     std::string label = fmt::format("cpu: pid {}, {} active of {} threads", pid, active, threads);
-    return ToSeries(Resource::kCpu, std::move(label), sum, std::max<size_t>(active, 1));
+    return ToSeries(ResourceKind::kCpu, std::move(label), sum, std::max<size_t>(active, 1));
   }
   const MetricsSeries* process = file.Find("proc.cpu_ns", pid);
   if (process == nullptr) return std::nullopt;
-  return ToSeries(Resource::kCpu, fmt::format("cpu: pid {} (process total, one core)", pid),
+  return ToSeries(ResourceKind::kCpu, fmt::format("cpu: pid {} (process total, one core)", pid),
                   CounterRates(*process), 1e9);
 }
 
@@ -158,7 +158,7 @@ std::optional<UtilizationSeries> NetworkUtilization(const MetricsFile& file) {
     parts.push_back(link.capacity > 0 ? fmt::format("{} ({:.3g} GB/s)", name, capacity / 1e9)
                                       : fmt::format("{} (peak-normalised)", name));
   }
-  return ToSeries(Resource::kNetwork, fmt::format("network: max of {}", fmt::join(parts, ", ")),
+  return ToSeries(ResourceKind::kNetwork, fmt::format("network: max of {}", fmt::join(parts, ", ")),
                   result, 1.0);
 }
 
@@ -191,7 +191,7 @@ int64_t GpuOfProcess(const MetricsFile& file, int64_t pid) {
 }
 
 // max(a, b) of two same-kind GPU series normalised by their capacity (or peak).
-std::optional<UtilizationSeries> GpuLinkUtilization(const MetricsFile& file, Resource resource,
+std::optional<UtilizationSeries> GpuLinkUtilization(const MetricsFile& file, ResourceKind resource,
                                                     const std::string& gpu,
                                                     std::initializer_list<const char*> names) {
   Points rates;
@@ -214,17 +214,6 @@ std::optional<UtilizationSeries> GpuLinkUtilization(const MetricsFile& file, Res
 
 }  // namespace
 
-const char* ResourceName(Resource resource) {
-  switch (resource) {
-    case Resource::kCpu: return "cpu";
-    case Resource::kNetwork: return "network";
-    case Resource::kGpuSm: return "gpu_sm";
-    case Resource::kPcie: return "pcie";
-    case Resource::kNvlink: return "nvlink";
-  }
-  return "?";
-}
-
 StatusOr<std::vector<UtilizationSeries>> UtilizationForProcess(
     const MetricsFile& file, int64_t pid, const std::vector<int64_t>& tids) {
   bool known = std::any_of(file.processes.begin(), file.processes.end(),
@@ -239,13 +228,13 @@ StatusOr<std::vector<UtilizationSeries>> UtilizationForProcess(
   if (gpu_index >= 0) {
     std::string gpu = std::to_string(gpu_index);
     if (const MetricsSeries* sm = file.Find("gpu.sm_util_pct", -1, -1, gpu)) {
-      result.push_back(ToSeries(Resource::kGpuSm, fmt::format("gpu_sm: GPU {}", gpu),
+      result.push_back(ToSeries(ResourceKind::kGpuSm, fmt::format("gpu_sm: GPU {}", gpu),
                                 Readings(*sm), 100.0));
     }
-    for (auto link : {GpuLinkUtilization(file, Resource::kPcie, gpu,
+    for (auto link : {GpuLinkUtilization(file, ResourceKind::kPcie, gpu,
                                          {"gpu.pcie_tx_bytes", "gpu.pcie_rx_bytes",
                                           "gpu.pcie_tx_kbps", "gpu.pcie_rx_kbps"}),
-                      GpuLinkUtilization(file, Resource::kNvlink, gpu,
+                      GpuLinkUtilization(file, ResourceKind::kNvlink, gpu,
                                          {"gpu.nvlink_tx_kib", "gpu.nvlink_rx_kib"})}) {
       if (link) result.push_back(std::move(*link));
     }

@@ -25,6 +25,8 @@
 // torchrun LOCAL_RANK convention); else no GPU series.
 #pragma once
 
+#include "base/resource_kind.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,18 +36,16 @@
 
 namespace eroica::agent {
 
-enum class Resource { kCpu, kNetwork, kGpuSm, kPcie, kNvlink };
 
-const char* ResourceName(Resource resource);  // "cpu", "network", "gpu_sm", "pcie", "nvlink"
 
 struct UtilizationSeries {
-  Resource resource;
+  ResourceKind resource;
   std::string label;  // what it was computed from, for humans
   std::vector<int64_t> ts_unix_ns;
   std::vector<float> utilization;  // in [0, 1], same length as ts_unix_ns
 };
 
-// The series available for `pid`, in Resource order; resources without data are left out.
+// The series available for `pid`, in ResourceKind order; resources without data are left out.
 // An error when the file knows nothing of the process (no process entry, no series).
 StatusOr<std::vector<UtilizationSeries>> UtilizationForProcess(
     const MetricsFile& file, int64_t pid, const std::vector<int64_t>& tids = {});

@@ -23,7 +23,7 @@ MetricsSeries SmUtil(const std::string& gpu, std::vector<int64_t> pct) {
                 std::move(pct));
 }
 
-const UtilizationSeries* Get(const std::vector<UtilizationSeries>& all, Resource resource) {
+const UtilizationSeries* Get(const std::vector<UtilizationSeries>& all, ResourceKind resource) {
   for (const UtilizationSeries& series : all) {
     if (series.resource == resource) return &series;
   }
@@ -45,7 +45,7 @@ TEST(UtilizationTest, CpuCapsThreadsAndSkipsCounterResets) {
   };
   auto result = UtilizationForProcess(file, 9);
   ASSERT_TRUE(result.ok());
-  const UtilizationSeries* cpu = Get(*result, Resource::kCpu);
+  const UtilizationSeries* cpu = Get(*result, ResourceKind::kCpu);
   ASSERT_NE(cpu, nullptr);
   ASSERT_EQ(cpu->utilization.size(), 3u);
   EXPECT_FLOAT_EQ(cpu->utilization[0], (0.5f + 1.0f) / 2);
@@ -63,7 +63,7 @@ TEST(UtilizationTest, LateReadingsOfABusyThreadStillReadBusy) {
                         {0, 16 * kMs, 20 * kMs, 36 * kMs, 40 * kMs, 45 * kMs})};
   auto result = UtilizationForProcess(file, 9);
   ASSERT_TRUE(result.ok());
-  const UtilizationSeries* cpu = Get(*result, Resource::kCpu);
+  const UtilizationSeries* cpu = Get(*result, ResourceKind::kCpu);
   ASSERT_NE(cpu, nullptr);
   EXPECT_EQ(cpu->utilization, (std::vector<float>{1.0f, 1.0f, 1.0f, 1.0f, 0.5f}));
 }
@@ -73,7 +73,7 @@ TEST(UtilizationTest, CpuFallsBackToTheProcessTotal) {
   file.series = {Series({"proc.cpu_ns", SeriesKind::kCounter, "ns", 9}, {0, 5 * kMs, 35 * kMs})};
   auto result = UtilizationForProcess(file, 9);
   ASSERT_TRUE(result.ok());
-  const UtilizationSeries* cpu = Get(*result, Resource::kCpu);
+  const UtilizationSeries* cpu = Get(*result, ResourceKind::kCpu);
   ASSERT_NE(cpu, nullptr);
   EXPECT_EQ(cpu->utilization, (std::vector<float>{0.5f, 1.0f}));
 }
@@ -85,22 +85,22 @@ TEST(UtilizationTest, GpuOfProcessRules) {
   file.processes = {{100, 5, 2}, {101, 4, -1}, {102, 3, -1}};
   auto explicit_gpu = UtilizationForProcess(file, 100);
   ASSERT_TRUE(explicit_gpu.ok());
-  EXPECT_FLOAT_EQ(Get(*explicit_gpu, Resource::kGpuSm)->utilization[0], 0.3f);
+  EXPECT_FLOAT_EQ(Get(*explicit_gpu, ResourceKind::kGpuSm)->utilization[0], 0.3f);
   // Three ranks, three GPUs: by rank order (3 → GPU 0, 4 → GPU 1, 5 → GPU 2).
   file.processes = {{100, 5, -1}, {101, 4, -1}, {102, 3, -1}};
   auto by_rank = UtilizationForProcess(file, 101);
   ASSERT_TRUE(by_rank.ok());
-  EXPECT_FLOAT_EQ(Get(*by_rank, Resource::kGpuSm)->utilization[0], 0.2f);
+  EXPECT_FLOAT_EQ(Get(*by_rank, ResourceKind::kGpuSm)->utilization[0], 0.2f);
   // Counts differ: no guess.
   file.processes = {{100, 5, -1}, {101, 4, -1}};
   auto unknown = UtilizationForProcess(file, 101);
   ASSERT_TRUE(unknown.ok());
-  EXPECT_EQ(Get(*unknown, Resource::kGpuSm), nullptr);
+  EXPECT_EQ(Get(*unknown, ResourceKind::kGpuSm), nullptr);
   // A single GPU is everyone's.
   file.series = {SmUtil("0", {50, 70})};
   auto single = UtilizationForProcess(file, 101);
   ASSERT_TRUE(single.ok());
-  EXPECT_EQ(Get(*single, Resource::kGpuSm)->utilization, (std::vector<float>{0.5f, 0.7f}));
+  EXPECT_EQ(Get(*single, ResourceKind::kGpuSm)->utilization, (std::vector<float>{0.5f, 0.7f}));
 }
 
 TEST(UtilizationTest, PcieGaugesAndPeakNormalisation) {
@@ -113,9 +113,9 @@ TEST(UtilizationTest, PcieGaugesAndPeakNormalisation) {
   };
   auto result = UtilizationForProcess(file, 100);
   ASSERT_TRUE(result.ok());
-  EXPECT_EQ(Get(*result, Resource::kPcie)->utilization, (std::vector<float>{0.75f, 0.5f}));
+  EXPECT_EQ(Get(*result, ResourceKind::kPcie)->utilization, (std::vector<float>{0.75f, 0.5f}));
   // No NVLink capacity: scaled by its own peak (3000 KiB/s).
-  const UtilizationSeries* nvlink = Get(*result, Resource::kNvlink);
+  const UtilizationSeries* nvlink = Get(*result, ResourceKind::kNvlink);
   ASSERT_NE(nvlink, nullptr);
   EXPECT_FLOAT_EQ(nvlink->utilization[0], 1.0f / 3);
   EXPECT_FLOAT_EQ(nvlink->utilization[1], 1.0f);

@@ -19,17 +19,6 @@ namespace fs = std::filesystem;
 // Kineto's epoch timestamps are far past this; CPU-only builds count from the profiler's start.
 constexpr int64_t kAbsoluteClockNs = int64_t{100'000'000} * 1'000'000'000;  // ~1973
 
-ResourceKind KindOf(agent::Resource resource) {
-  switch (resource) {
-    case agent::Resource::kCpu: return ResourceKind::kCpu;
-    case agent::Resource::kNetwork: return ResourceKind::kNetwork;
-    case agent::Resource::kGpuSm: return ResourceKind::kGpuSm;
-    case agent::Resource::kPcie: return ResourceKind::kPcie;
-    case agent::Resource::kNvlink: return ResourceKind::kNvlink;
-  }
-  return ResourceKind::kCpu;
-}
-
 std::optional<Json> RankMeta(const Trace& trace) {
   if (trace.meta.rank < 0) return std::nullopt;
   fs::path meta = fs::path(trace.meta.path).parent_path() / fmt::format("rank-{}.meta.json", trace.meta.rank);
@@ -123,7 +112,7 @@ std::vector<ResourceSamples> HardwareSamples::ForTrace(const Trace& trace, std::
     std::vector<ResourceSamples> out;
     for (const agent::UtilizationSeries& s : *series) {
       ResourceSamples r;
-      r.kind = KindOf(s.resource);
+      r.kind = s.resource;
       r.ts_ns.reserve(s.ts_unix_ns.size());
       for (size_t i = 0; i < s.ts_unix_ns.size() && i < s.utilization.size(); ++i) {
         int64_t ts_ns = 0;  // a damaged file's timestamps can be anything: skip what overflows

@@ -4,6 +4,8 @@
 // the process's CPU. Without samples for a resource, μ and σ stay absent, never invented.
 #pragma once
 
+#include "base/resource_kind.h"
+
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -13,7 +15,6 @@
 
 namespace eroica {
 
-enum class ResourceKind { kCpu, kNetwork, kGpuSm, kPcie, kNvlink };
 
 // Utilisation in [0, 1], timestamps in the trace's clock (ns). Point i covers (ts[i-1], ts[i]].
 struct ResourceSamples {
