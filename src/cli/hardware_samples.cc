@@ -10,14 +10,12 @@
 
 #include "agent/utilization.h"
 #include "base/file_util.h"
+#include "summary/trace_clock.h"
 
 namespace eroica {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Kineto's epoch timestamps are far past this; CPU-only builds count from the profiler's start.
-constexpr int64_t kAbsoluteClockNs = int64_t{100'000'000} * 1'000'000'000;  // ~1973
 
 ResourceKind KindOf(agent::Resource resource) {
   switch (resource) {
@@ -52,33 +50,6 @@ int64_t MostCommonNumericPid(const Trace& trace) {
   return best;
 }
 
-// unix ns = trace ns + offset. Anchors: the host time each ProfilerStep#N opened, when the meta
-// file has them; else the profiler's start.
-std::optional<int64_t> ClockOffset(const Trace& trace, const std::optional<nlohmann::json>& meta) {
-  int64_t latest = 0;
-  for (const TraceEvent& e : trace.events) latest = std::max(latest, e.ts_ns);
-  if (latest > kAbsoluteClockNs) return 0;
-  if (!meta) return std::nullopt;
-  if (meta->contains("step_start_unix_ns") && (*meta)["step_start_unix_ns"].is_object()) {
-    std::vector<int64_t> offsets;
-    const nlohmann::json& anchors = (*meta)["step_start_unix_ns"];
-    for (const TraceEvent& e : trace.events) {
-      std::string_view name = trace.Str(e.name);
-      if (!name.starts_with("ProfilerStep#")) continue;
-      std::string id(name.substr(13));
-      if (anchors.contains(id) && anchors[id].is_number_integer()) offsets.push_back(anchors[id].get<int64_t>() - e.ts_ns);
-    }
-    if (!offsets.empty()) {
-      std::nth_element(offsets.begin(), offsets.begin() + static_cast<long>(offsets.size() / 2), offsets.end());
-      return offsets[offsets.size() / 2];
-    }
-  }
-  if (meta->contains("profiler_start_unix_ns") && (*meta)["profiler_start_unix_ns"].is_number_integer()) {
-    return (*meta)["profiler_start_unix_ns"].get<int64_t>();
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 HardwareSamples HardwareSamples::FromFile(const std::string& path, std::vector<std::string>* errors) {
@@ -109,7 +80,7 @@ std::vector<ResourceSamples> HardwareSamples::ForTrace(const Trace& trace, std::
   int64_t pid = meta && meta->contains("pid") && (*meta)["pid"].is_number_integer()
                     ? (*meta)["pid"].get<int64_t>()
                     : MostCommonNumericPid(trace);
-  std::optional<int64_t> offset = ClockOffset(trace, meta);
+  std::optional<int64_t> offset = UnixClockOffset(trace, meta ? &*meta : nullptr);
   if (pid <= 0 || !offset) {
     *why = fmt::format("{}: hardware samples not used: {}", trace.meta.path,
                        pid <= 0 ? "the training process's pid is unknown (no rank meta file)"

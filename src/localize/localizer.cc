@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "localize/finding_location.h"
 #include "localize/global_analysis.h"
 #include "localize/groups.h"
 #include "localize/link_analysis.h"
@@ -147,6 +148,7 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
     d.findings.insert(d.findings.end(), local.begin(), local.end());
     d.findings.insert(d.findings.end(), global.begin(), global.end());
   }
+  LocateFindings(table, &d.findings);
   std::stable_sort(d.findings.begin(), d.findings.end(), MoreUrgent);
   if (dropped > 0) d.warnings.push_back(fmt::format("... and {} more warnings", dropped));
   return d;

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <future>
 #include <memory>
@@ -80,11 +81,24 @@ void WriteWorker(const WorkerPattern& w, StringTable* strings, ByteWriter* out) 
   }
   out->Varint(w.warnings.size());
   for (const std::string& warning : w.warnings) out->Varint(strings->Id(warning));
+  size_t located = std::count_if(w.functions.begin(), w.functions.end(),
+                                 [](const FunctionPattern& f) { return !f.hot_frames.empty(); });
+  out->Varint(located);
+  for (size_t i = 0; i < w.functions.size(); ++i) {
+    const std::vector<HotFrame>& frames = w.functions[i].hot_frames;
+    if (frames.empty()) continue;
+    out->Varint(i);
+    out->Varint(frames.size());
+    for (const HotFrame& frame : frames) {
+      out->Varint(strings->Id(frame.location));
+      out->F32(frame.share);
+    }
+  }
 }
 
 // Fills every field of *w, reusing its strings' and vectors' storage: a bundle of a million
 // workers then costs no allocation per function name.
-bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, WorkerPattern* w) {
+bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, int version, WorkerPattern* w) {
   auto assign = [&](std::string* out, uint64_t id) {
     if (id < strings.size()) {
       out->assign(strings[id]);
@@ -151,6 +165,21 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, Wo
   if (!in->ok() || warnings > (1u << 16)) return false;
   w->warnings.resize(warnings);
   for (std::string& warning : w->warnings) assign(&warning, in->Varint());
+  for (FunctionPattern& f : w->functions) f.hot_frames.clear();
+  if (version < 2) return in->ok();
+  uint64_t located = in->Varint();
+  if (!in->ok() || located > functions) return false;
+  for (uint64_t i = 0; i < located; ++i) {
+    uint64_t index = in->Varint();
+    uint64_t frames = in->Varint();
+    if (!in->ok() || index >= functions || frames > 16) return false;
+    std::vector<HotFrame>& hot = w->functions[index].hot_frames;
+    hot.resize(frames);
+    for (HotFrame& frame : hot) {
+      assign(&frame.location, in->Varint());
+      frame.share = in->F32();
+    }
+  }
   return in->ok();
 }
 
@@ -217,7 +246,7 @@ bool LooksLikePatternFile(const std::string& path) {
   std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
   if (!file) return false;
   char magic[8];
-  return std::fread(magic, 1, 8, file.get()) == 8 && std::string_view(magic, 8) == kPatternMagic;
+  return std::fread(magic, 1, 8, file.get()) == 8 && std::string_view(magic, 7) == kPatternMagic.substr(0, 7);
 }
 
 namespace {
@@ -274,9 +303,10 @@ Status ForEachPattern(const std::string& path, const std::function<void(WorkerPa
   if (std::fread(magic, 1, 8, file.get()) != 8 || std::string_view(magic, 7) != kPatternMagic.substr(0, 7)) {
     return ErrorStatus("{}: not an eroica pattern file", path);
   }
-  if (magic[7] != kPatternMagic[7]) {
-    return ErrorStatus("{}: pattern format version {} is not supported (this eroica reads {})", path,
-                       static_cast<int>(magic[7]), static_cast<int>(kPatternMagic[7]));
+  int version = magic[7];
+  if (version < kOldestReadablePatternVersion || version > kPatternMagic[7]) {
+    return ErrorStatus("{}: pattern format version {} is not supported (this eroica reads {} to {})", path, version,
+                       static_cast<int>(kOldestReadablePatternVersion), static_cast<int>(kPatternMagic[7]));
   }
   RawBlock current = ReadBlock(file.get(), path, 0);
   WorkerPattern worker;
@@ -295,7 +325,7 @@ Status ForEachPattern(const std::string& path, const std::function<void(WorkerPa
     strings.reserve(string_count);
     for (uint64_t i = 0; i < string_count && in.ok(); ++i) strings.push_back(in.String());
     for (uint32_t i = 0; i < current.count; ++i) {
-      if (!ReadWorker(&in, strings, &worker)) {
+      if (!ReadWorker(&in, strings, version, &worker)) {
         return ErrorStatus("{}: corrupt worker record in block {}", path, block);
       }
       visit(std::move(worker));

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <zstd.h>
+
 #include <fstream>
+
+#include "base/byte_codec.h"
 
 #include "base/temp_dir.h"
 
@@ -39,6 +43,7 @@ WorkerPattern MakeWorker(int rank) {
   g.category = Category::kHost;
   g.host_kind = HostKind::kPython;
   g.beta = 0.5;
+  g.hot_frames = {{"train.py:57(step)", 0.75F}, {"data.py:12(load)", 0.125F}};
   w.functions.push_back(g);
   w.warnings = {"no ProfilerStep markers"};
   return w;
@@ -67,7 +72,49 @@ TEST(PatternFileTest, RoundTripsEveryField) {
   EXPECT_EQ(w.functions[0].shapes_hash, 0xdeadbeefu);
   EXPECT_FALSE(w.functions[1].mu.has_value());
   EXPECT_EQ(w.functions[1].host_kind, HostKind::kPython);
+  EXPECT_TRUE(w.functions[0].hot_frames.empty());
+  ASSERT_EQ(w.functions[1].hot_frames.size(), 2u);
+  EXPECT_EQ(w.functions[1].hot_frames[0].location, "train.py:57(step)");
+  EXPECT_FLOAT_EQ(w.functions[1].hot_frames[1].share, 0.125F);
   EXPECT_EQ(w.warnings, std::vector<std::string>{"no ProfilerStep markers"});
+}
+
+// A version-1 file: one block whose worker ends after its warnings (no located functions).
+std::string VersionOneFile(WorkerPattern w) {
+  for (FunctionPattern& f : w.functions) f.hot_frames.clear();
+  PatternWriter writer;
+  writer.Add(w);
+  std::string v2 = writer.Finish();
+  ByteReader header(std::string_view(v2).substr(8, 12));
+  uint32_t compressed = header.U32(), raw_bytes = header.U32(), count = header.U32();
+  std::string raw(raw_bytes, '\0');
+  EXPECT_EQ(ZSTD_decompress(raw.data(), raw.size(), v2.data() + 20, compressed), raw_bytes);
+  EXPECT_EQ(raw.back(), '\0');  // n_located = 0
+  raw.pop_back();
+  std::string packed(ZSTD_compressBound(raw.size()), '\0');
+  packed.resize(ZSTD_compress(packed.data(), packed.size(), raw.data(), raw.size(), 3));
+  ByteWriter out;
+  out.U32(static_cast<uint32_t>(packed.size()));
+  out.U32(static_cast<uint32_t>(raw.size()));
+  out.U32(count);
+  std::string file = "EROICAP";
+  file.push_back('\x01');
+  file += out.bytes();
+  file += packed;
+  return file;
+}
+
+TEST(PatternFileTest, ReadsVersionOneFilesWithoutHotFrames) {
+  TempDir dir;
+  std::string path = dir.Write("v1.pattern", VersionOneFile(MakeWorker(3)));
+  ASSERT_TRUE(LooksLikePatternFile(path));
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_EQ(read->size(), 1u);
+  EXPECT_EQ((*read)[0].rank, 3);
+  ASSERT_EQ((*read)[0].functions.size(), 2u);
+  EXPECT_TRUE((*read)[0].functions[1].hot_frames.empty());
+  EXPECT_EQ((*read)[0].warnings, std::vector<std::string>{"no ProfilerStep markers"});
 }
 
 TEST(PatternFileTest, BundlesSpanSeveralBlocks) {
