@@ -19,8 +19,8 @@ struct SampledFrame {
 };
 
 struct StackSample {
-  int64_t ts_ns = 0;     // on the trace's clock
-  uint32_t stack = 0;    // index into StackSamples::stacks
+  int64_t ts_ns = 0;   // on the trace's clock
+  uint32_t stack = 0;  // index into StackSamples::stacks
 };
 
 struct StackSamples {
@@ -35,7 +35,8 @@ struct StackSamples {
 
 // Parses the file's text and moves its samples onto `trace`'s clock (trace_clock.h); `path`
 // names it in errors.
-StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& trace, const std::string& path);
+StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& trace,
+                                         const std::string& path);
 
 // rank-<r>.stacks.json beside the trace (by its rank), or "" when the rank is unknown.
 std::string StackSamplesPathFor(const Trace& trace);

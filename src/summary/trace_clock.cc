@@ -1,10 +1,9 @@
 #include "summary/trace_clock.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace eroica {
 namespace {
@@ -26,14 +25,17 @@ std::optional<int64_t> UnixClockOffset(const Trace& trace, const nlohmann::json*
       std::string_view name = trace.Str(e.name);
       if (!name.starts_with("ProfilerStep#")) continue;
       std::string id(name.substr(13));
-      if (steps.contains(id) && steps[id].is_number_integer()) offsets.push_back(steps[id].get<int64_t>() - e.ts_ns);
+      if (steps.contains(id) && steps[id].is_number_integer())
+        offsets.push_back(steps[id].get<int64_t>() - e.ts_ns);
     }
     if (!offsets.empty()) {
-      std::nth_element(offsets.begin(), offsets.begin() + static_cast<long>(offsets.size() / 2), offsets.end());
+      std::nth_element(offsets.begin(), offsets.begin() + static_cast<long>(offsets.size() / 2),
+                       offsets.end());
       return offsets[offsets.size() / 2];
     }
   }
-  if (anchors->contains("profiler_start_unix_ns") && (*anchors)["profiler_start_unix_ns"].is_number_integer()) {
+  if (anchors->contains("profiler_start_unix_ns") &&
+      (*anchors)["profiler_start_unix_ns"].is_number_integer()) {
     return (*anchors)["profiler_start_unix_ns"].get<int64_t>();
   }
   return std::nullopt;

@@ -3,9 +3,8 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
-
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 
 #include "trace/trace.h"
 
