@@ -127,6 +127,7 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
   std::vector<WorkerGroup> groups = GroupWorkers(table);
   if (groups.size() > 1) {
     std::vector<size_t> sizes;
+    sizes.reserve(groups.size());
     for (const WorkerGroup& g : groups) sizes.push_back(g.size());
     d.notes.push_back(fmt::format("workers fall into {} groups of like roles (sizes {}); each is "
                                   "compared only with itself", groups.size(), fmt::join(sizes, ", ")));

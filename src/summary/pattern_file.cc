@@ -303,7 +303,7 @@ Status ForEachPattern(const std::string& path, const std::function<void(WorkerPa
   if (std::fread(magic, 1, 8, file.get()) != 8 || std::string_view(magic, 7) != kPatternMagic.substr(0, 7)) {
     return ErrorStatus("{}: not an eroica pattern file", path);
   }
-  int version = magic[7];
+  int version = static_cast<unsigned char>(magic[7]);
   if (version < kOldestReadablePatternVersion || version > kPatternMagic[7]) {
     return ErrorStatus("{}: pattern format version {} is not supported (this eroica reads {} to {})", path, version,
                        static_cast<int>(kOldestReadablePatternVersion), static_cast<int>(kPatternMagic[7]));
