@@ -11,30 +11,42 @@ namespace {
 // Kineto's epoch timestamps are far past this; CPU-only builds count from the profiler's start.
 constexpr int64_t kAbsoluteClockNs = int64_t{100'000'000} * 1'000'000'000;  // ~1973
 
+// The median over the steps of (host time ProfilerStep#N opened - its trace time), from the
+// CPU-side step ranges (a GPU trace also draws them on the device's timeline), or nullopt.
+std::optional<int64_t> StepAnchoredOffset(const Trace& trace, const nlohmann::json& anchors) {
+  if (!anchors.contains("step_start_unix_ns") || !anchors["step_start_unix_ns"].is_object()) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> offsets;
+  const nlohmann::json& steps = anchors["step_start_unix_ns"];
+  for (const TraceEvent& e : trace.events) {
+    std::string_view name = trace.Str(e.name);
+    if (!name.starts_with("ProfilerStep#") ||
+        trace.Str(e.cat).find("gpu") != std::string_view::npos) {
+      continue;
+    }
+    std::string id(name.substr(13));
+    if (steps.contains(id) && steps[id].is_number_integer()) {
+      offsets.push_back(steps[id].get<int64_t>() - e.ts_ns);
+    }
+  }
+  if (offsets.empty()) return std::nullopt;
+  std::nth_element(offsets.begin(), offsets.begin() + static_cast<long>(offsets.size() / 2),
+                   offsets.end());
+  return offsets[offsets.size() / 2];
+}
+
 }  // namespace
 
 std::optional<int64_t> UnixClockOffset(const Trace& trace, const nlohmann::json* anchors) {
+  bool anchored = anchors != nullptr && anchors->is_object();
+  if (anchored) {
+    if (std::optional<int64_t> offset = StepAnchoredOffset(trace, *anchors)) return offset;
+  }
   int64_t latest = 0;
   for (const TraceEvent& e : trace.events) latest = std::max(latest, e.ts_ns);
   if (latest > kAbsoluteClockNs) return 0;
-  if (anchors == nullptr || !anchors->is_object()) return std::nullopt;
-  if (anchors->contains("step_start_unix_ns") && (*anchors)["step_start_unix_ns"].is_object()) {
-    std::vector<int64_t> offsets;
-    const nlohmann::json& steps = (*anchors)["step_start_unix_ns"];
-    for (const TraceEvent& e : trace.events) {
-      std::string_view name = trace.Str(e.name);
-      if (!name.starts_with("ProfilerStep#")) continue;
-      std::string id(name.substr(13));
-      if (steps.contains(id) && steps[id].is_number_integer())
-        offsets.push_back(steps[id].get<int64_t>() - e.ts_ns);
-    }
-    if (!offsets.empty()) {
-      std::nth_element(offsets.begin(), offsets.begin() + static_cast<long>(offsets.size() / 2),
-                       offsets.end());
-      return offsets[offsets.size() / 2];
-    }
-  }
-  if (anchors->contains("profiler_start_unix_ns") &&
+  if (anchored && anchors->contains("profiler_start_unix_ns") &&
       (*anchors)["profiler_start_unix_ns"].is_number_integer()) {
     return (*anchors)["profiler_start_unix_ns"].get<int64_t>();
   }

@@ -10,10 +10,11 @@
 
 namespace eroica {
 
-// unix ns = trace ns + offset. Kineto's epoch timestamps need none (0). CPU-only traces count
-// from the profiler's start: `anchors` (a rank's meta or stack file) then gives the host time
-// each ProfilerStep#N opened ("step_start_unix_ns": {"N": ns}; the median over the steps), else
-// the profiler's start ("profiler_start_unix_ns"). nullopt when nothing anchors them.
+// unix ns = trace ns + offset. First from the host time each ProfilerStep#N opened, when
+// `anchors` (a rank's meta or stack file) has them ("step_start_unix_ns": {"N": ns}; the median
+// over the steps): the same clock as what was recorded beside the trace, whatever clock the
+// profiler uses. Else Kineto's epoch timestamps need none (0), and CPU-only traces, which count
+// from the profiler's start, take "profiler_start_unix_ns". nullopt when nothing anchors them.
 std::optional<int64_t> UnixClockOffset(const Trace& trace, const nlohmann::json* anchors);
 
 }  // namespace eroica
