@@ -10,7 +10,8 @@ trace's clock and names the hottest frames of the job's own code for each progra
 "profiler_start_unix_ns", "step_start_unix_ns": {"<N>": unix ns when ProfilerStep#N opened},
 "library_prefixes": [path prefixes of the interpreter's and installed packages' code],
 "frames": [[file, line, function]], "stacks": [[frame index, innermost first]],
-"samples": [[unix ns, stack index]], "dropped", "error"}.
+"samples": [[unix ns, stack index]], "dropped", "busy_ns" (the sampler thread's own CPU time,
+with the GIL held: the most it took from training), "error"}.
 
 A sample is taken when the sampler gets the GIL: a C call that holds it (gc.collect(), a
 long op that does not release it) delays the sample to its end, and the sample then stands
@@ -72,6 +73,7 @@ class StackSampler:
         self.samples: List[Tuple[int, int]] = []
         self.step_start_unix_ns: Dict[str, int] = {}
         self.dropped = 0
+        self.busy_ns = 0
         self.error = ""
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -92,12 +94,17 @@ class StackSampler:
 
     def _main(self) -> None:
         wait = self._stop.wait
+        cpu_ns = time.thread_time_ns
         while not wait(self.period_s):
+            start_ns = cpu_ns()
             try:
-                if not self.sample_once():
-                    return
+                more = self.sample_once()
             except Exception as e:  # a sampler bug costs the samples, never the training
                 self.error = "%s: %s" % (type(e).__name__, e)
+                return
+            finally:
+                self.busy_ns += cpu_ns() - start_ns
+            if not more:
                 return
 
     def sample_once(self) -> bool:
@@ -138,7 +145,8 @@ class StackSampler:
                "profiler_start_unix_ns": profiler_start_unix_ns,
                "step_start_unix_ns": dict(self.step_start_unix_ns),
                "library_prefixes": library_prefixes(), "frames": frames, "stacks": stacks,
-               "samples": [list(s) for s in self.samples], "dropped": self.dropped}
+               "samples": [list(s) for s in self.samples], "dropped": self.dropped,
+               "busy_ns": self.busy_ns}
         if self.error:
             doc["error"] = self.error
         return doc

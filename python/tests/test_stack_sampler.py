@@ -75,6 +75,7 @@ def test_no_sampler_thread_outside_a_window(tmp_path):
     cap.export()
     doc = json.load(open(stack_sampler.stacks_path(str(tmp_path), 0)))
     assert len(doc["samples"]) >= 5 and set(doc["step_start_unix_ns"]) == {"0", "1"}
+    assert 0 < doc["busy_ns"] < 0.1 * sum(cap.iteration_times_s) * 1e9
     assert doc["profiler_start_unix_ns"] == cap.start_unix_ns
     # Off (EROICA_STACK_HZ=0): no thread in the window and no file.
     off = capture.Capture(session, 1, 2, str(tmp_path), stack_hz=0)
