@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <optional>
 #include <thread>
-
-#include <filesystem>
 
 #include "base/file_util.h"
 #include "summary/stack_samples.h"
@@ -15,8 +14,8 @@ namespace eroica {
 
 namespace {
 
-// The sampler keeps at most a few MB; a bigger file is not one of ours.
-constexpr size_t kMaxStackSamplesBytes = size_t{256} << 20;
+// EROICA_STACK_MAX_SAMPLES (20000) samples write about 1 MB; far more is not the sampler's file.
+constexpr size_t kMaxStackSamplesBytes = size_t{64} << 20;
 
 // The window's Python stacks written beside the trace, when there are any; a one-line note
 // when they cannot be used.
