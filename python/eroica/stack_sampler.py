@@ -79,8 +79,13 @@ class StackSampler:
         self._thread: Optional[threading.Thread] = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._main, name="eroica-stacks", daemon=True)
-        self._thread.start()
+        """Never raises: without a thread (none left to start) the window has no samples."""
+        try:
+            thread = threading.Thread(target=self._main, name="eroica-stacks", daemon=True)
+            thread.start()
+            self._thread = thread
+        except Exception as e:
+            self.error = "sampler not started: %s: %s" % (type(e).__name__, e)
 
     def mark_step(self, iteration: int) -> None:
         """Training thread: ProfilerStep#iteration opens now (anchors the trace's clock)."""

@@ -53,6 +53,18 @@ def test_a_failing_sample_stops_the_sampler_with_a_note_and_no_exception():
     assert sampler.doc(0, 0)["error"] == "RuntimeError: no frames today"
 
 
+def test_a_sampler_that_cannot_start_says_so_and_does_not_raise(monkeypatch):
+    def no_threads(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_threads)
+    sampler = stack_sampler.StackSampler(threading.get_ident(), hz=100, max_samples=10)
+    sampler.start()
+    sampler.mark_step(0)
+    sampler.stop()
+    assert "can't start new thread" in sampler.doc(0, 0)["error"]
+
+
 def test_no_sampler_thread_outside_a_window(tmp_path):
     import torch
 
