@@ -138,7 +138,7 @@ def test_installed_version_names_formats(root, tmp_path):
     assert done.returncode == 0
     lines = done.stdout.splitlines()
     assert lines[0] == "eroica " + version()
-    for fmt in ('magic "EROICAP", format version 1', 'magic "EROICAMF", format version 1',
+    for fmt in ('magic "EROICAP", format version 2', 'magic "EROICAMF", format version 1',
                 "diagnoses  eroica.diagnosis/v1", "eroica.pattern/v1"):
         assert fmt in done.stdout, done.stdout
 
@@ -180,7 +180,7 @@ def test_installed_binary_refuses_newer_formats_in_one_line(root, tmp_path):
     made = run_without_source_tree([eroica, "summarize", trace, "-o", str(tmp_path / "r.pattern")], env, str(tmp_path))
     assert made.returncode == 0, made.stderr
     newer = bytearray((tmp_path / "r.pattern").read_bytes())
-    newer[7] = 2  # the format version byte after "EROICAP"
+    newer[7] += 1  # the format version byte after "EROICAP": one this eroica has not seen
     folder = tmp_path / "next"
     folder.mkdir()
     (folder / "r.pattern").write_bytes(bytes(newer))

@@ -19,10 +19,11 @@ import platform
 import shutil
 import socket
 import sys
+import threading
 import time
 from typing import Any, Dict, List, Optional
 
-from . import __version__, agent_link, log, safe_fs
+from . import __version__, agent_link, log, safe_fs, stack_sampler
 
 
 def trace_path(session_dir: str, rank: int) -> str:
@@ -70,13 +71,17 @@ class Capture:
     """
 
     def __init__(self, session: Dict[str, Any], rank: int, world_size: int,
-                 session_dir: str, with_stack: bool = False, record_shapes: bool = False):
+                 session_dir: str, with_stack: bool = False, record_shapes: bool = False,
+                 stack_hz: float = 0.0, stack_max_samples: int = 0):
         self.session = session
         self.rank = rank
         self.world_size = world_size
         self.session_dir = session_dir
         self._with_stack = with_stack
         self._record_shapes = record_shapes
+        self._stack_hz = stack_hz
+        self._stack_max_samples = stack_max_samples
+        self._sampler: Optional[stack_sampler.StackSampler] = None  # the window's stacks
         self.iteration_ids: List[int] = []
         self.iteration_times_s: List[float] = []
         self.stop_reason = ""
@@ -108,6 +113,10 @@ class Capture:
         self.start_unix_ns = time.time_ns()
         self.start_monotonic_ns = time.monotonic_ns()
         prof.start()
+        if self._stack_hz > 0:
+            self._sampler = stack_sampler.StackSampler(threading.get_ident(), self._stack_hz,
+                                                       self._stack_max_samples)
+            self._sampler.start()
         agent_link.announce_capture(self.session_dir, self.start_unix_ns, self.session["capture_max_s"])
         self._prof = prof
         self._end_iteration = iteration + int(self.session["capture_iters"])
@@ -119,6 +128,8 @@ class Capture:
         return True
 
     def _open_step(self, iteration: int) -> None:
+        if self._sampler is not None:
+            self._sampler.mark_step(iteration)
         self._step_range = self._record_function("ProfilerStep#%d" % iteration)
         self._step_range.__enter__()
 
@@ -152,6 +163,8 @@ class Capture:
             self._close_step()
         finally:
             prof, self._prof = self._prof, None
+            if self._sampler is not None:
+                self._sampler.stop()
             if prof is not None:
                 prof.stop()
                 self._stopped_prof = prof
@@ -188,6 +201,7 @@ class Capture:
                 if private is not None:
                     shutil.rmtree(private, ignore_errors=True)
         self._stopped_prof = None
+        self._write_stacks()
         try:
             safe_fs.write_json(meta_path(self.session_dir, self.rank), self.meta())
         except OSError as e:
@@ -196,6 +210,15 @@ class Capture:
             raise SessionNotWritten() from e
         if self.error.startswith("trace export failed"):
             log.info("rank %d: %s" % (self.rank, self.error))
+
+    def _write_stacks(self) -> None:
+        sampler, self._sampler = self._sampler, None
+        if sampler is None:
+            return
+        try:
+            sampler.write(self.session_dir, self.rank, self.start_unix_ns)
+        except Exception as e:  # the trace is still good without them
+            log.info("rank %d: no stack samples written: %s: %s" % (self.rank, type(e).__name__, e))
 
     def meta(self) -> Dict[str, Any]:
         doc = rank_identity(self.rank, self.world_size)

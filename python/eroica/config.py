@@ -39,6 +39,9 @@ class Config:
     capture_s: float = 20.0
     with_stack: bool = False
     record_shapes: bool = False
+    # The training thread's Python stack, sampled in the window only (stack_sampler.py); 0: off.
+    stack_hz: float = 150.0
+    stack_max_samples: int = 20000  # at 150 Hz: the whole 20 s window, ~1 MB of JSON at most
     series_len: int = 200
     # Where sessions go and how they are diagnosed.
     dir: str = "/tmp/eroica"
@@ -113,7 +116,8 @@ def _validate(values: Dict[str, Any]) -> Dict[str, Any]:
             log.info("ignoring %s=%r: must be > 0" % (name, values[name]))
             del values[name]
     for name in ("warmup", "margin", "hang_min_s", "noise_sigmas", "max_sessions",
-                 "outlier_clip", "exit_wait_s", "collect_timeout_s", "agent_wait_s"):
+                 "outlier_clip", "exit_wait_s", "collect_timeout_s", "agent_wait_s", "stack_hz",
+                 "stack_max_samples"):
         if name in values and values[name] < 0:
             log.info("ignoring %s=%r: must be >= 0" % (name, values[name]))
             del values[name]

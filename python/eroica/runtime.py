@@ -234,7 +234,8 @@ class Runtime:
         session = dict(session, local_detector=self._detector_state())
         cap = capture_mod.Capture(session, self.rank, self.world_size,
                                   self._session_dir(session), self.cfg.with_stack,
-                                  self.cfg.record_shapes)
+                                  self.cfg.record_shapes, self.cfg.stack_hz,
+                                  self.cfg.stack_max_samples)
         try:
             cap.start(iteration)
         except Exception as e:

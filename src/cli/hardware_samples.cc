@@ -10,14 +10,12 @@
 #include "agent/utilization.h"
 #include "base/file_util.h"
 #include "base/json_access.h"
+#include "summary/trace_clock.h"
 
 namespace eroica {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Kineto's epoch timestamps are far past this; CPU-only builds count from the profiler's start.
-constexpr int64_t kAbsoluteClockNs = int64_t{100'000'000} * 1'000'000'000;  // ~1973
 
 std::optional<Json> RankMeta(const Trace& trace) {
   if (trace.meta.rank < 0) return std::nullopt;
@@ -39,35 +37,6 @@ int64_t MostCommonNumericPid(const Trace& trace) {
     if (count > best_count) best = pid, best_count = count;
   }
   return best;
-}
-
-// unix ns = trace ns + offset. Anchors: the host time each ProfilerStep#N opened, when the meta
-// file has them; else the profiler's start.
-std::optional<int64_t> ClockOffset(const Trace& trace, const std::optional<Json>& meta) {
-  int64_t latest = 0;
-  for (const TraceEvent& e : trace.events) latest = std::max(latest, e.ts_ns);
-  if (latest > kAbsoluteClockNs) return 0;
-  if (!meta) return std::nullopt;
-  if (const Json* anchors = JsonObjectField(*meta, {"step_start_unix_ns"})) {
-    std::vector<int64_t> offsets;
-    for (const TraceEvent& e : trace.events) {
-      std::string_view name = trace.Str(e.name);
-      if (!name.starts_with("ProfilerStep#")) continue;
-      std::string id(name.substr(13));
-      // Bounded so the subtraction cannot overflow.
-      if (std::optional<int64_t> at = JsonInt(JsonField(*anchors, {id}), 0, int64_t{1} << 62)) {
-        offsets.push_back(*at - e.ts_ns);
-      }
-    }
-    if (!offsets.empty()) {
-      std::nth_element(offsets.begin(), offsets.begin() + static_cast<long>(offsets.size() / 2), offsets.end());
-      return offsets[offsets.size() / 2];
-    }
-  }
-  if (std::optional<int64_t> start = JsonInt(JsonField(*meta, {"profiler_start_unix_ns"}), 0, int64_t{1} << 62)) {
-    return start;
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -99,7 +68,7 @@ std::vector<ResourceSamples> HardwareSamples::ForTrace(const Trace& trace, std::
   std::optional<Json> meta = RankMeta(trace);
   int64_t pid = meta ? JsonIntOr(*meta, {"pid"}, -1) : -1;
   if (pid <= 0) pid = MostCommonNumericPid(trace);
-  std::optional<int64_t> offset = ClockOffset(trace, meta);
+  std::optional<int64_t> offset = UnixClockOffset(trace, meta ? &*meta : nullptr);
   if (pid <= 0 || !offset) {
     *why = fmt::format("{}: hardware samples not used: {}", trace.meta.path,
                        pid <= 0 ? "the training process's pid is unknown (no rank meta file)"

@@ -34,6 +34,9 @@ void PrintText(const WorkerPattern& w, size_t max_functions) {
     fmt::print("  {:7.4f} {:>7} {:>7} {:9.1f} {:11.1f}  {:<13} {}\n", f.beta,
                f.mu ? fmt::format("{:.3f}", *f.mu) : "-", f.sigma ? fmt::format("{:.3f}", *f.sigma) : "-",
                f.calls_per_iter, f.mean_duration_us, category, f.name);
+    for (const HotFrame& frame : f.hot_frames) {
+      fmt::print("  {:>57}  at {} ({:.0f}% of its sampled time)\n", "", frame.location, 100.0 * frame.share);
+    }
   }
   for (const std::string& warning : w.warnings) fmt::print("  warning: {}\n", warning);
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "localize/finding_location.h"
 #include "localize/global_analysis.h"
 #include "localize/groups.h"
 #include "localize/link_analysis.h"
@@ -142,6 +143,7 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
   std::vector<WorkerGroup> groups = GroupWorkers(table);
   if (groups.size() > 1) {
     std::vector<size_t> sizes;
+    sizes.reserve(groups.size());
     for (const WorkerGroup& g : groups) sizes.push_back(g.size());
     d.notes.push_back(fmt::format("workers fall into {} groups of like roles (sizes {}); each is "
                                   "compared only with itself", groups.size(), fmt::join(sizes, ", ")));
@@ -163,6 +165,7 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
     d.findings.insert(d.findings.end(), local.begin(), local.end());
     d.findings.insert(d.findings.end(), global.begin(), global.end());
   }
+  LocateFindings(table, &d.findings);
   std::stable_sort(d.findings.begin(), d.findings.end(), MoreUrgent);
   if (dropped > 0) d.warnings.push_back(fmt::format("... and {} more warnings", dropped));
   return d;

@@ -26,6 +26,10 @@ void WorkerTable::Add(const WorkerPattern& w) {
     e.mean_duration_us = static_cast<float>(f.mean_duration_us);
     e.bytes_per_iter = static_cast<float>(f.bytes_per_iter);
     e.shapes_hash = f.shapes_hash;
+    if (!f.hot_frames.empty()) {
+      e.hot_frame = names_.Intern(f.hot_frames.front().location);
+      e.hot_share = f.hot_frames.front().share;
+    }
     functions_.push_back(e);
   }
   row.functions_count = static_cast<uint32_t>(w.functions.size());

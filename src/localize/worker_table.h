@@ -26,6 +26,8 @@ struct FunctionEntry {
   float mean_duration_us = 0;
   float bytes_per_iter = 0;
   uint32_t shapes_hash = 0;
+  StringId hot_frame = Interner::kEmpty;  // the top frame stack samples found here (HotFrame)
+  float hot_share = 0;
 
   bool has_mu() const { return !std::isnan(mu); }
 };

@@ -13,6 +13,12 @@
 
 namespace eroica {
 
+// A frame of the job's own code where the window's stack samples found a function's time.
+struct HotFrame {
+  std::string location;  // "path/file.py:57(function)"
+  float share = 0;       // of the function's sampled critical-path time
+};
+
 struct FunctionPattern {
   std::string name;                 // stable across ranks (function_name.h)
   Category category = Category::kHost;
@@ -24,6 +30,7 @@ struct FunctionPattern {
   double mean_duration_us = 0;      // mean inclusive duration of one call
   int64_t bytes_per_iter = 0;       // memcpy/collective bytes, when the trace has them
   uint32_t shapes_hash = 0;         // hash of the input shapes seen, 0 when none recorded
+  std::vector<HotFrame> hot_frames; // host and dataloader functions, hottest first (stack samples)
 };
 
 // One collective call, in issue order: who arrives last at a collective waits least in it.

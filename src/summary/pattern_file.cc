@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <future>
 #include <memory>
@@ -89,11 +90,24 @@ void WriteWorker(const WorkerPattern& w, StringTable* strings, ByteWriter* out) 
   }
   out->Varint(w.warnings.size());
   for (const std::string& warning : w.warnings) out->Varint(strings->Id(warning));
+  size_t located = std::count_if(w.functions.begin(), w.functions.end(),
+                                 [](const FunctionPattern& f) { return !f.hot_frames.empty(); });
+  out->Varint(located);
+  for (size_t i = 0; i < w.functions.size(); ++i) {
+    const std::vector<HotFrame>& frames = w.functions[i].hot_frames;
+    if (frames.empty()) continue;
+    out->Varint(i);
+    out->Varint(frames.size());
+    for (const HotFrame& frame : frames) {
+      out->Varint(strings->Id(frame.location));
+      out->F32(frame.share);
+    }
+  }
 }
 
 // Fills every field of *w, reusing its strings' and vectors' storage: a bundle of a million
 // workers then costs no allocation per function name.
-bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, WorkerPattern* w) {
+bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, int version, WorkerPattern* w) {
   auto assign = [&](std::string* out, uint64_t id) {
     if (id < strings.size()) {
       out->assign(strings[id]);
@@ -160,6 +174,21 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, Wo
   if (!CountFits(*in, warnings, 1, 1u << 16)) return false;
   w->warnings.resize(warnings);
   for (std::string& warning : w->warnings) assign(&warning, in->Varint());
+  for (FunctionPattern& f : w->functions) f.hot_frames.clear();
+  if (version < 2) return in->ok();
+  uint64_t located = in->Varint();
+  if (!in->ok() || located > functions) return false;
+  for (uint64_t i = 0; i < located; ++i) {
+    uint64_t index = in->Varint();
+    uint64_t frames = in->Varint();
+    if (!in->ok() || index >= functions || frames > 16) return false;
+    std::vector<HotFrame>& hot = w->functions[index].hot_frames;
+    hot.resize(frames);
+    for (HotFrame& frame : hot) {
+      assign(&frame.location, in->Varint());
+      frame.share = in->F32();
+    }
+  }
   return in->ok();
 }
 
@@ -298,10 +327,11 @@ Status ForEachPattern(const std::string& path, const std::function<void(WorkerPa
     return ErrorStatus("{}: not an eroica pattern file", path);
   }
   const int version = static_cast<unsigned char>(magic[7]);
-  const int supported = static_cast<unsigned char>(kPatternMagic[7]);
-  if (version != supported) {
-    return ErrorStatus("{}: pattern format version {} is not supported (this eroica reads version {}{})", path,
-                       version, supported, version > supported ? "; a newer eroica wrote it" : "");
+  const int newest = static_cast<unsigned char>(kPatternMagic[7]);
+  if (version < kOldestReadablePatternVersion || version > newest) {
+    return ErrorStatus("{}: pattern format version {} is not supported (this eroica reads {} to {}{})", path,
+                       version, static_cast<int>(kOldestReadablePatternVersion), newest,
+                       version > newest ? "; a newer eroica wrote it" : "");
   }
   RawBlock current = ReadBlock(file.get(), path, 0, file_bytes);
   WorkerPattern worker;
@@ -323,7 +353,7 @@ Status ForEachPattern(const std::string& path, const std::function<void(WorkerPa
     strings.reserve(std::min<uint64_t>(string_count, 1 << 16));
     for (uint64_t i = 0; i < string_count && in.ok(); ++i) strings.push_back(in.String());
     for (uint32_t i = 0; i < current.count; ++i) {
-      if (!ReadWorker(&in, strings, &worker)) {
+      if (!ReadWorker(&in, strings, version, &worker)) {
         return ErrorStatus("{}: corrupt worker record in block {}", path, block);
       }
       visit(std::move(worker));

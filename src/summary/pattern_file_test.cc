@@ -5,7 +5,11 @@
 #include "base/byte_codec.h"
 #include <zstd.h>
 
+#include <zstd.h>
+
 #include <fstream>
+
+#include "base/byte_codec.h"
 
 #include "base/temp_dir.h"
 
@@ -42,6 +46,7 @@ WorkerPattern MakeWorker(int rank) {
   g.category = Category::kHost;
   g.host_kind = HostKind::kPython;
   g.beta = 0.5;
+  g.hot_frames = {{"train.py:57(step)", 0.75F}, {"data.py:12(load)", 0.125F}};
   w.functions.push_back(g);
   w.warnings = {"no ProfilerStep markers"};
   return w;
@@ -70,7 +75,49 @@ TEST(PatternFileTest, RoundTripsEveryField) {
   EXPECT_EQ(w.functions[0].shapes_hash, 0xdeadbeefu);
   EXPECT_FALSE(w.functions[1].mu.has_value());
   EXPECT_EQ(w.functions[1].host_kind, HostKind::kPython);
+  EXPECT_TRUE(w.functions[0].hot_frames.empty());
+  ASSERT_EQ(w.functions[1].hot_frames.size(), 2u);
+  EXPECT_EQ(w.functions[1].hot_frames[0].location, "train.py:57(step)");
+  EXPECT_FLOAT_EQ(w.functions[1].hot_frames[1].share, 0.125F);
   EXPECT_EQ(w.warnings, std::vector<std::string>{"no ProfilerStep markers"});
+}
+
+// A version-1 file: one block whose worker ends after its warnings (no located functions).
+std::string VersionOneFile(WorkerPattern w) {
+  for (FunctionPattern& f : w.functions) f.hot_frames.clear();
+  PatternWriter writer;
+  writer.Add(w);
+  std::string v2 = writer.Finish();
+  ByteReader header(std::string_view(v2).substr(8, 12));
+  uint32_t compressed = header.U32(), raw_bytes = header.U32(), count = header.U32();
+  std::string raw(raw_bytes, '\0');
+  EXPECT_EQ(ZSTD_decompress(raw.data(), raw.size(), v2.data() + 20, compressed), raw_bytes);
+  EXPECT_EQ(raw.back(), '\0');  // n_located = 0
+  raw.pop_back();
+  std::string packed(ZSTD_compressBound(raw.size()), '\0');
+  packed.resize(ZSTD_compress(packed.data(), packed.size(), raw.data(), raw.size(), 3));
+  ByteWriter out;
+  out.U32(static_cast<uint32_t>(packed.size()));
+  out.U32(static_cast<uint32_t>(raw.size()));
+  out.U32(count);
+  std::string file = "EROICAP";
+  file.push_back('\x01');
+  file += out.bytes();
+  file += packed;
+  return file;
+}
+
+TEST(PatternFileTest, ReadsVersionOneFilesWithoutHotFrames) {
+  TempDir dir;
+  std::string path = dir.Write("v1.pattern", VersionOneFile(MakeWorker(3)));
+  ASSERT_TRUE(LooksLikePatternFile(path));
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_EQ(read->size(), 1u);
+  EXPECT_EQ((*read)[0].rank, 3);
+  ASSERT_EQ((*read)[0].functions.size(), 2u);
+  EXPECT_TRUE((*read)[0].functions[1].hot_frames.empty());
+  EXPECT_EQ((*read)[0].warnings, std::vector<std::string>{"no ProfilerStep markers"});
 }
 
 TEST(PatternFileTest, BundlesSpanSeveralBlocks) {
@@ -91,13 +138,13 @@ TEST(PatternFileTest, NewerVersionIsOneLineNamingTheFile) {
   PatternWriter writer;
   writer.Add(MakeWorker(1));
   std::string newer = writer.Finish();
-  newer[7] = 2;
+  newer[7] = static_cast<char>(kPatternMagic[7] + 1);
   std::string path = dir.Write("next.pattern", newer);
   EXPECT_TRUE(LooksLikePatternFile(path));
   StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
   ASSERT_FALSE(read.ok());
   std::string message = read.status().message();
-  EXPECT_EQ(message, path + ": pattern format version 2 is not supported (this eroica reads version 1; "
+  EXPECT_EQ(message, path + ": pattern format version 3 is not supported (this eroica reads 1 to 2; "
                             "a newer eroica wrote it)");
   newer[7] = static_cast<char>(200);
   read = ReadPatternFile(dir.Write("v200.pattern", newer));

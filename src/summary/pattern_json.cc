@@ -27,6 +27,9 @@ nlohmann::json PatternToJson(const WorkerPattern& w) {
     if (f.host_kind != HostKind::kNone) j["host_kind"] = HostKindName(f.host_kind);
     if (f.bytes_per_iter > 0) j["bytes_per_iter"] = f.bytes_per_iter;
     if (f.shapes_hash != 0) j["shapes_hash"] = f.shapes_hash;
+    for (const HotFrame& frame : f.hot_frames) {
+      j["hot_frames"].push_back({{"location", frame.location}, {"share", Round(frame.share, 3)}});
+    }
     functions.push_back(std::move(j));
   }
   nlohmann::json collectives = nlohmann::json::array();

@@ -2,15 +2,40 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <optional>
 #include <thread>
 
+#include "base/file_util.h"
+#include "summary/stack_samples.h"
 #include "trace/reader.h"
 
 namespace eroica {
 
+namespace {
+
+// EROICA_STACK_MAX_SAMPLES (20000) samples write about 1 MB; far more is not the sampler's file.
+constexpr size_t kMaxStackSamplesBytes = size_t{64} << 20;
+
+// The window's Python stacks written beside the trace, when there are any; a one-line note
+// when they cannot be used.
+StackSamples StackSamplesBeside(const Trace& trace, std::string* note) {
+  std::string path = StackSamplesPathFor(trace);
+  std::error_code error;
+  if (path.empty() || !std::filesystem::exists(path, error)) return {};
+  StatusOr<std::string> text = ReadSmallFile(path, kMaxStackSamplesBytes);
+  StatusOr<StackSamples> samples = text.ok() ? ParseStackSamples(*text, trace, path) : text.status();
+  if (!samples.ok()) {
+    *note = samples.status().message();
+    return {};
+  }
+  return std::move(*samples);
+}
+
+}  // namespace
+
 bool LooksLikeTraceFile(const std::string& path) {
-  return path.ends_with(".json") || path.ends_with(".json.gz");
+  return (path.ends_with(".json") || path.ends_with(".json.gz")) && !LooksLikeStackSamplesFile(path);
 }
 
 FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads,
@@ -28,6 +53,9 @@ FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads,
       }
       SummarizeOptions trace_options = options;
       if (samples_for) trace_options.samples = samples_for(*trace, &notes[i]);
+      std::string stacks_note;
+      trace_options.stack_samples = StackSamplesBeside(*trace, &stacks_note);
+      if (!stacks_note.empty()) notes[i] += (notes[i].empty() ? "" : "; ") + stacks_note;
       StatusOr<Summary> summary = Summarize(*trace, trace_options);
       if (!summary.ok()) {
         errors[i] = summary.status().message();

@@ -12,6 +12,7 @@
 #include "summary/function_table.h"
 #include "summary/pattern_builder.h"
 #include "summary/program_points.h"
+#include "summary/stack_attribution.h"
 #include "summary/worker_window.h"
 #include "trace/reader.h"
 
@@ -275,6 +276,19 @@ std::string RoleFromProcessGroups(const TraceMetadata& meta) {
   return "";
 }
 
+// The kept functions' hottest user frames, from the window's stack samples.
+void AttachHotFrames(const StackSamples& samples, const SpanList& path, const FunctionTable& table,
+                     std::vector<FunctionPattern>* functions) {
+  if (samples.empty()) return;
+  std::unordered_map<std::string_view, std::vector<HotFrame>*> by_name;
+  std::unordered_map<uint32_t, std::vector<HotFrame>> hot = AttributeStackSamples(samples, path, table);
+  for (auto& [function, frames] : hot) by_name.emplace(table.all()[function].name, &frames);
+  for (FunctionPattern& f : *functions) {
+    auto it = by_name.find(f.name);
+    if (it != by_name.end()) f.hot_frames = std::move(*it->second);
+  }
+}
+
 }  // namespace
 
 StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options) {
@@ -325,6 +339,7 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
   pattern.iteration_category_beta = IterationCategoryBetas(summary.critical_path, window, table);
   pattern.functions = BuildFunctionPatterns(table.all(), window.length_ns(), iterations,
                                             options.max_functions, &pattern.category_beta);
+  AttachHotFrames(options.stack_samples, summary.critical_path, table, &pattern.functions);
   for (const FunctionStats& f : table.all()) summary.function_names.push_back(f.name);
   return summary;
 }

@@ -1,0 +1,163 @@
+"""The training thread's Python stack, sampled during a capture window only.
+
+CPU-only torch (1.13 and later without `with_stack`) records no Python frames, so a host or
+dataloader finding could name only its program point. A background thread reads the training
+thread's frame through `sys._current_frames()` at EROICA_STACK_HZ while the profiler runs,
+and the capture writes what it saw beside the trace; summarize maps the samples onto the
+trace's clock and names the hottest frames of the job's own code for each program point.
+
+`rank-<r>.stacks.json` = {"schema": "eroica.stack_samples/v1", "rank", "pid", "hz",
+"profiler_start_unix_ns", "step_start_unix_ns": {"<N>": unix ns when ProfilerStep#N opened},
+"library_prefixes": [path prefixes of the interpreter's and installed packages' code],
+"frames": [[file, line, function]], "stacks": [[frame index, innermost first]],
+"samples": [[unix ns, stack index]], "dropped", "busy_ns" (the sampler thread's own CPU time,
+with the GIL held: the most it took from training), "error"}.
+
+A sample is taken when the sampler gets the GIL: a C call that holds it (gc.collect(), a
+long op that does not release it) delays the sample to its end, and the sample then stands
+for the whole interval since the previous one, with the stack of the frame that made the call.
+
+Zero cost outside a window: no thread exists then. In a window, one sample costs a few µs of
+GIL time per frame of depth; the buffer is bounded (EROICA_STACK_MAX_SAMPLES), and anything
+that goes wrong stops the sampler with a note in the file, never an exception in training.
+"""
+
+import os
+import sys
+import sysconfig
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import safe_fs
+
+SCHEMA = "eroica.stack_samples/v1"
+_MAX_DEPTH = 64  # innermost frames kept per sample: the user frame is near the top
+
+
+def stacks_path(session_dir: str, rank: int) -> str:
+    return os.path.join(session_dir, safe_fs.rank_name("rank-", rank, ".stacks.json"))
+
+
+def library_prefixes() -> List[str]:
+    """Where code that is not the job's own lives: the standard library, installed packages,
+    torch and eroica (wherever they were imported from)."""
+    prefixes = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            path = sysconfig.get_paths().get(key)
+        except Exception:
+            path = None
+        if path:
+            prefixes.add(os.path.join(path, ""))
+    torch = sys.modules.get("torch")
+    torch_file = getattr(torch, "__file__", None)
+    if torch_file:
+        prefixes.add(os.path.join(os.path.dirname(os.path.abspath(torch_file)), ""))
+    prefixes.add(os.path.join(os.path.dirname(os.path.abspath(__file__)), ""))
+    return sorted(prefixes)
+
+
+class StackSampler:
+    """Samples one thread's stack until stopped, at most `max_samples` times."""
+
+    def __init__(self, thread_id: int, hz: float, max_samples: int,
+                 clock=time.time_ns, current_frames=sys._current_frames):
+        self.thread_id = thread_id
+        self.period_s = 1.0 / hz
+        self.max_samples = max(1, int(max_samples))
+        self._clock = clock
+        self._current_frames = current_frames
+        self._frames: Dict[Tuple[str, int, str], int] = {}
+        self._stacks: Dict[Tuple[int, ...], int] = {}
+        self.samples: List[Tuple[int, int]] = []
+        self.step_start_unix_ns: Dict[str, int] = {}
+        self.dropped = 0
+        self.busy_ns = 0
+        self.error = ""
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def start(self) -> None:
+        """Never raises: without a thread (none left to start) the window has no samples."""
+        try:
+            thread = threading.Thread(target=self._main, name="eroica-stacks", daemon=True)
+            thread.start()
+            self._thread = thread
+        except Exception as e:
+            self.error = "sampler not started: %s: %s" % (type(e).__name__, e)
+
+    def mark_step(self, iteration: int) -> None:
+        """Training thread: ProfilerStep#iteration opens now (anchors the trace's clock)."""
+        self.step_start_unix_ns[str(iteration)] = self._clock()
+
+    def stop(self) -> None:
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=1.0)
+
+    def _main(self) -> None:
+        wait = self._stop.wait
+        cpu_ns = time.thread_time_ns
+        while not wait(self.period_s):
+            start_ns = cpu_ns()
+            try:
+                more = self.sample_once()
+            except Exception as e:  # a sampler bug costs the samples, never the training
+                self.error = "%s: %s" % (type(e).__name__, e)
+                return
+            finally:
+                self.busy_ns += cpu_ns() - start_ns
+            if not more:
+                return
+
+    def sample_once(self) -> bool:
+        """Takes one sample; False once the buffer is full (the rest are counted dropped)."""
+        if len(self.samples) >= self.max_samples:
+            self.dropped += 1
+            return False
+        frame = self._current_frames().get(self.thread_id)
+        now_ns = self._clock()
+        if frame is None:
+            return True  # the thread is gone or not yet running Python
+        ids = []
+        frames = self._frames
+        while frame is not None and len(ids) < _MAX_DEPTH:
+            code = frame.f_code
+            key = (code.co_filename, frame.f_lineno or 0, code.co_name)
+            index = frames.get(key)
+            if index is None:
+                index = frames[key] = len(frames)
+            ids.append(index)
+            frame = frame.f_back
+        stack = tuple(ids)
+        stack_id = self._stacks.get(stack)
+        if stack_id is None:
+            stack_id = self._stacks[stack] = len(self._stacks)
+        self.samples.append((now_ns, stack_id))
+        return True
+
+    def doc(self, rank: int, profiler_start_unix_ns: int) -> Dict[str, Any]:
+        frames = [None] * len(self._frames)
+        for (file, line, function), index in self._frames.items():
+            frames[index] = [file, line, function]
+        stacks = [None] * len(self._stacks)
+        for stack, index in self._stacks.items():
+            stacks[index] = list(stack)
+        doc = {"schema": SCHEMA, "rank": rank, "pid": os.getpid(),
+               "hz": round(1.0 / self.period_s, 3),
+               "profiler_start_unix_ns": profiler_start_unix_ns,
+               "step_start_unix_ns": dict(self.step_start_unix_ns),
+               "library_prefixes": library_prefixes(), "frames": frames, "stacks": stacks,
+               "samples": [list(s) for s in self.samples], "dropped": self.dropped,
+               "busy_ns": self.busy_ns}
+        if self.error:
+            doc["error"] = self.error
+        return doc
+
+    def write(self, session_dir: str, rank: int, profiler_start_unix_ns: int) -> None:
+        import json
+
+        text = json.dumps(self.doc(rank, profiler_start_unix_ns), separators=(",", ":"))
+        safe_fs.write_atomic(stacks_path(session_dir, rank), text)

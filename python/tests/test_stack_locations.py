@@ -1,0 +1,61 @@
+"""Real 2-rank gloo jobs under `eroica run`: one rank runs pure Python (or gc.collect()) at a
+known line every iteration, and the diagnosis names that file:line from the window's stack
+samples (CPU-only torch records no Python frames of its own): in report.json, the text
+report, the HTML report and `eroica prompt`."""
+
+import glob
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import PYTHON_DIR, TORCH_PYTHON, WORKLOADS, clean_env, eroica_run, free_port
+
+HOT = os.path.join(WORKLOADS, "hot_loop_train.py")
+REAL_BIN = os.environ.get("EROICA_BIN") or os.path.join(os.path.dirname(PYTHON_DIR), "build",
+                                                         "eroica")
+needs_bin = pytest.mark.skipif(not os.access(REAL_BIN, os.X_OK),
+                               reason="the eroica binary is not built")
+
+
+def marked_line(path, mark):
+    with open(path) as f:
+        return next(i for i, line in enumerate(f, 1) if line.rstrip().endswith(mark))
+
+
+@needs_bin
+@pytest.mark.parametrize("knobs,mark", [("gc=0 hot_s=0.04", "# HOT-LINE"),
+                                        ("gc=1", "# GC-LINE")])
+def test_host_time_on_one_rank_is_named_by_file_and_line(tmp_path, knobs, mark):
+    env = clean_env(EROICA_DIR=tmp_path, EROICA_TRIGGER_AT=15, EROICA_POLL_S=0.1,
+                    EROICA_MARGIN=5, EROICA_CAPTURE_ITERS=8, EROICA_BIN=REAL_BIN)
+    done = eroica_run([TORCH_PYTHON, HOT, "world=2", "iters=45", "hot_rank=1",
+                       "port=%d" % free_port()] + knobs.split(), env, timeout_s=120)
+    assert done.returncode == 0, done.stderr
+    sessions = [d for d in glob.glob(os.path.join(str(tmp_path), "*"))
+                if os.path.isdir(d) and os.path.basename(d) != "procs"]
+    assert len(sessions) == 1, (sessions, done.stderr)
+    session = sessions[0]
+    for rank in range(2):
+        stacks = json.load(open(os.path.join(session, "rank-%d.stacks.json" % rank)))
+        assert stacks["samples"] and not stacks.get("error"), stacks.get("error")
+    report = json.load(open(os.path.join(session, "report.json")))
+    # file:line( — the function is the code object's: <genexpr> for the hot line.
+    where = "%s:%d(" % (HOT, marked_line(HOT, mark))
+    located = [f for f in report["findings"] if f["location"].startswith(where)]
+    assert located, (where, report["findings"], done.stderr)
+    finding = located[0]
+    assert finding["category"] == "host" and 1 in finding["workers"], finding
+    assert "stack samples put" in finding["evidence"]
+    # The finding's line in the text report (which finding comes first is the localizer's
+    # ranking, not this test's business).
+    text = open(os.path.join(session, "report.txt")).read()
+    assert any(line[:1].isdigit() and "ms/iter lost" in line and "at " + where in line
+               for line in text.splitlines()), text
+    html = os.path.join(str(tmp_path), "report.html")
+    subprocess.run([REAL_BIN, "report", session, "-o", html], check=True, timeout=60)
+    assert where in open(html).read()
+    prompt = subprocess.run([REAL_BIN, "prompt", session], check=True, timeout=60,
+                            stdout=subprocess.PIPE, text=True).stdout
+    assert "`%s:%d`" % (HOT, marked_line(HOT, mark)) in prompt, prompt

@@ -1,0 +1,98 @@
+"""The window's stack sampler: bounded, off outside a window, never raising into training."""
+
+import json
+import os
+import sys
+import threading
+import time
+
+from eroica import capture, stack_sampler
+
+
+def busy_until(stop: threading.Event) -> None:
+    while not stop.is_set():  # hot loop: the frame the sampler must see
+        sum(range(200))
+
+
+def test_samples_name_the_running_frame_and_stop_at_the_bound(tmp_path):
+    stop = threading.Event()
+    worker = threading.Thread(target=busy_until, args=(stop,))
+    worker.start()
+    sampler = stack_sampler.StackSampler(worker.ident, hz=500, max_samples=20)
+    sampler.start()
+    deadline = time.monotonic() + 10
+    while sampler._thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not sampler._thread.is_alive()  # the buffer filled: the thread ended by itself
+    stop.set()
+    worker.join()
+    sampler.stop()
+    assert len(sampler.samples) == 20 and sampler.dropped == 1
+    sampler.mark_step(7)
+    sampler.write(str(tmp_path), 3, 123)
+    doc = json.load(open(stack_sampler.stacks_path(str(tmp_path), 3)))
+    assert doc["schema"] == stack_sampler.SCHEMA and doc["rank"] == 3
+    assert doc["profiler_start_unix_ns"] == 123 and "7" in doc["step_start_unix_ns"]
+    times = [t for t, _ in doc["samples"]]
+    assert times == sorted(times) and len(times) == 20
+    innermost = {tuple(doc["frames"][doc["stacks"][s][0]][::2]) for _, s in doc["samples"]}
+    assert (__file__, "busy_until") in innermost, innermost
+    assert os.path.join(os.path.dirname(stack_sampler.__file__), "") in doc["library_prefixes"]
+
+
+def test_a_failing_sample_stops_the_sampler_with_a_note_and_no_exception():
+    def broken():
+        raise RuntimeError("no frames today")
+
+    sampler = stack_sampler.StackSampler(threading.get_ident(), hz=1000, max_samples=10,
+                                         current_frames=broken)
+    sampler.start()
+    sampler._thread.join(5)
+    assert not sampler._thread.is_alive() and "no frames today" in sampler.error
+    sampler.stop()
+    assert sampler.doc(0, 0)["error"] == "RuntimeError: no frames today"
+
+
+def test_a_sampler_that_cannot_start_says_so_and_does_not_raise(monkeypatch):
+    def no_threads(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_threads)
+    sampler = stack_sampler.StackSampler(threading.get_ident(), hz=100, max_samples=10)
+    sampler.start()
+    sampler.mark_step(0)
+    sampler.stop()
+    assert "can't start new thread" in sampler.doc(0, 0)["error"]
+
+
+def test_no_sampler_thread_outside_a_window(tmp_path):
+    import torch
+
+    session = {"session_id": "s", "reason": "forced", "target_iteration": 0,
+               "capture_iters": 2, "capture_max_s": 20}
+
+    def samplers():
+        return [t for t in threading.enumerate() if t.name == "eroica-stacks"]
+
+    cap = capture.Capture(session, 0, 1, str(tmp_path), stack_hz=200, stack_max_samples=100)
+    assert samplers() == []
+    cap.start(0)
+    assert len(samplers()) == 1
+    for i in range(1, 3):
+        start = time.monotonic()
+        while time.monotonic() - start < 0.05:
+            torch.ones(10).sum()
+        done = cap.on_boundary(i, 0.05)
+    assert done and samplers() == []
+    cap.export()
+    doc = json.load(open(stack_sampler.stacks_path(str(tmp_path), 0)))
+    assert len(doc["samples"]) >= 5 and set(doc["step_start_unix_ns"]) == {"0", "1"}
+    assert 0 < doc["busy_ns"] < 0.1 * sum(cap.iteration_times_s) * 1e9
+    assert doc["profiler_start_unix_ns"] == cap.start_unix_ns
+    # Off (EROICA_STACK_HZ=0): no thread in the window and no file.
+    off = capture.Capture(session, 1, 2, str(tmp_path), stack_hz=0)
+    off.start(0)
+    assert samplers() == []
+    off.stop("iterations")
+    off.export()
+    assert not os.path.exists(stack_sampler.stacks_path(str(tmp_path), 1))

@@ -1,0 +1,67 @@
+"""A small DDP job (gloo, CPU) where one rank runs pure Python at a known line every iteration.
+
+Knobs (key=value): world=2 iters=60 hot_rank=1 hot_s=0.03 gc=0 port=29512
+  hot_rank spins in `hot_loop` (the HOT-LINE below) for hot_s per iteration; gc=1 makes it
+  call gc.collect() there instead, over a heap of many small objects.
+"""
+
+import gc
+import os
+import sys
+import time
+
+
+def parse(argv):
+    opts = {"world": 2, "iters": 60, "hot_rank": 1, "hot_s": 0.03, "gc": 0, "port": 29512}
+    for arg in argv:
+        key, _, value = arg.partition("=")
+        opts[key] = type(opts[key])(value)
+    return opts
+
+
+def hot_loop(seconds):
+    end = time.perf_counter() + seconds
+    total = 0
+    while time.perf_counter() < end:
+        total += sum(i * i for i in range(100))  # HOT-LINE
+    return total
+
+
+def train(rank, opts):
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=opts["world"])
+    model = DDP(torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                    torch.nn.Linear(128, 1)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.001)
+    heap = [[i] for i in range(300000)] if opts["gc"] else []
+    for _ in range(opts["iters"]):
+        x = torch.randn(16, 64)
+        opt.zero_grad()
+        model(x).sum().backward()
+        if rank == opts["hot_rank"]:
+            if opts["gc"]:
+                gc.collect()  # GC-LINE
+            else:
+                hot_loop(opts["hot_s"])
+        opt.step()
+        time.sleep(0.005)
+    del heap
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main():
+    import torch.multiprocessing as mp
+
+    opts = parse(sys.argv[1:])
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ["MASTER_PORT"] = str(opts["port"])
+    mp.spawn(train, args=(opts,), nprocs=opts["world"], join=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+// Which line of the job's code a host or dataloader function's critical-path time comes from.
+// Each stack sample stands for the interval since the one before it (a C call that holds the
+// GIL, such as gc.collect(), delays the next sample to its end): the overlap of that interval
+// with the function's critical-path spans goes to the sample's innermost frame of the job's own
+// code, skipping the standard library, installed packages, torch and eroica.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "summary/critical_path.h"
+#include "summary/function_table.h"
+#include "summary/pattern.h"
+#include "summary/stack_samples.h"
+
+namespace eroica {
+
+// A frame shows up for a function only with at least this share of its sampled time.
+inline constexpr float kMinHotFrameShare = 0.1F;
+
+// Function index -> its hottest user frames (at most `max_frames`), for the host and
+// dataloader functions of `table` that own sampled time on `path` (sorted, disjoint).
+std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(
+    const StackSamples& samples, const SpanList& path, const FunctionTable& table,
+    size_t max_frames = 2);
+
+// Code that is not the job's own: under one of `prefixes`, in an installed package, or not a
+// file ("<frozen ...>", "<string>").
+bool IsLibraryFrame(const SampledFrame& frame, const std::vector<std::string>& prefixes);
+
+}  // namespace eroica

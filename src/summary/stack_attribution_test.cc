@@ -1,0 +1,152 @@
+#include "summary/stack_attribution.h"
+
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "summary/summary_test_util.h"
+
+namespace eroica {
+namespace {
+
+constexpr std::string_view kLoader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+constexpr std::string_view kGap =
+    "(python between enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ and aten::mm)";
+constexpr int64_t kStepZeroUnixNs = 1'700'000'000'000'000'000;
+
+// Three 1000 µs iterations of CPU training (relative clock, as CPU-only torch writes it): the
+// loader [0, 100) µs, Python [100, 500), aten::mm [500, 900), Python [900, 1000).
+std::string ThreeIterations() {
+  std::string events;
+  for (int i = 0; i < 3; ++i) {
+    int t = 1000 * i;
+    events += fmt::format(
+        R"({{"name":"ProfilerStep#{}","ph":"X","ts":{},"dur":1000,"tid":1,"pid":7}},)", i, t);
+    events +=
+        fmt::format(R"({{"name":"{}","ph":"X","ts":{},"dur":100,"tid":1,"pid":7}},)", kLoader, t);
+    events += fmt::format(R"({{"name":"aten::mm","ph":"X","ts":{},"dur":400,"tid":1,"pid":7}},)",
+                          t + 500);
+  }
+  events.pop_back();
+  return "[" + events + "]";
+}
+
+// A sample every 100 µs; each shows the code that ran in the 100 µs before it. The innermost
+// frames are library code (the standard library, torch in site-packages), the job's own below.
+std::string SamplesJson(int64_t anchor_shift_ns) {
+  std::string samples;
+  for (int i = 0; i < 3; ++i) {
+    for (int k = 1; k <= 10; ++k) {
+      int64_t unix_ns = kStepZeroUnixNs + anchor_shift_ns + (1000 * i + 100 * k) * 1000;
+      int stack = k == 1 ? 0 : k <= 5 ? 1 : k <= 9 ? 2 : 3;
+      samples += fmt::format("[{},{}],", unix_ns, stack);
+    }
+  }
+  samples.pop_back();
+  int64_t step_zero = kStepZeroUnixNs + anchor_shift_ns;
+  std::string steps = fmt::format(R"("0":{},"1":{},"2":{})", step_zero, step_zero + 1'000'000,
+                                  step_zero + 2'000'000);
+  return fmt::format(R"({{"schema":"eroica.stack_samples/v1","rank":0,"hz":10000,
+    "profiler_start_unix_ns":{},"step_start_unix_ns":{{{}}},
+    "library_prefixes":["/usr/lib/python3.11/"],
+    "frames":[["/job/train.py",80,"<module>"],["/job/data.py",12,"load"],["/job/train.py",57,"hot_loop"],
+              ["/usr/lib/python3.11/random.py",300,"random"],["/job/train.py",60,"forward"],
+              ["/x/site-packages/torch/nn/module.py",1190,"_call_impl"],["/job/train.py",70,"log"],
+              ["<frozen importlib._bootstrap>",1,"_find"]],
+    "stacks":[[1,0],[3,2,0],[5,4,0],[7,6,0]],
+    "samples":[{}],"dropped":0}})",
+                     kStepZeroUnixNs - 123'456'789 + anchor_shift_ns, steps, samples);
+}
+
+Summary SummarizeWithSamples(int64_t anchor_shift_ns) {
+  TempDir dir;
+  StatusOr<Trace> trace = ReadTrace(dir.Write("rank-0.json", ThreeIterations()));
+  EXPECT_TRUE(trace.ok());
+  StatusOr<StackSamples> samples =
+      ParseStackSamples(SamplesJson(anchor_shift_ns), *trace, "rank-0.stacks.json");
+  EXPECT_TRUE(samples.ok()) << samples.status().message();
+  SummarizeOptions options;
+  options.stack_samples = std::move(*samples);
+  StatusOr<Summary> summary = Summarize(*trace, options);
+  EXPECT_TRUE(summary.ok());
+  return std::move(*summary);
+}
+
+const FunctionPattern* Find(const WorkerPattern& p, std::string_view name) {
+  for (const FunctionPattern& f : p.functions) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+TEST(StackAttributionTest, SamplesInAProgramPointsGapsNameItsUserFrame) {
+  Summary summary = SummarizeWithSamples(0);
+  const FunctionPattern* gap = Find(summary.pattern, kGap);
+  ASSERT_NE(gap, nullptr);
+  ASSERT_EQ(gap->hot_frames.size(), 1u);
+  // The innermost frame (random.py, under a library prefix) is skipped for the job's own.
+  EXPECT_EQ(gap->hot_frames[0].location, "/job/train.py:57(hot_loop)");
+  EXPECT_FLOAT_EQ(gap->hot_frames[0].share, 1.0F);
+  const FunctionPattern* loader = nullptr;
+  for (const FunctionPattern& f : summary.pattern.functions) {
+    if (f.category == Category::kDataloader) loader = &f;
+  }
+  ASSERT_NE(loader, nullptr);
+  ASSERT_FALSE(loader->hot_frames.empty());
+  EXPECT_EQ(loader->hot_frames[0].location, "/job/data.py:12(load)");
+  // Compute is not attributed; torch in site-packages and <frozen ...> are never a location.
+  const FunctionPattern* mm = Find(summary.pattern, "aten::mm");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_TRUE(mm->hot_frames.empty());
+  for (const FunctionPattern& f : summary.pattern.functions) {
+    for (const HotFrame& h : f.hot_frames) {
+      EXPECT_EQ(h.location.find("site-packages"), std::string::npos) << f.name;
+      EXPECT_EQ(h.location.find("frozen"), std::string::npos) << f.name;
+    }
+  }
+}
+
+TEST(StackAttributionTest, SamplesAreMovedOntoTheTracesClockByTheStepAnchors) {
+  // The same samples taken 400 µs later by the host clock, with anchors that say so: the
+  // profiler-start anchor is 123 ms off, so only the step anchors can place them right.
+  Summary shifted = SummarizeWithSamples(400'000);
+  const FunctionPattern* gap = Find(shifted.pattern, kGap);
+  ASSERT_NE(gap, nullptr);
+  ASSERT_FALSE(gap->hot_frames.empty());
+  EXPECT_EQ(gap->hot_frames[0].location, "/job/train.py:57(hot_loop)");
+  EXPECT_FLOAT_EQ(gap->hot_frames[0].share, 1.0F);
+}
+
+TEST(StackAttributionTest, OneLateSampleStandsForTheWholeCallThatDelayedIt) {
+  // gc.collect() holds the GIL for the whole gap: the one sample after it covers it all.
+  FunctionTable table;
+  uint32_t gap = table.Intern(Category::kHost, HostKind::kPython, "(python between a and b)");
+  uint32_t op = table.Intern(Category::kCompute, HostKind::kNone, "aten::mm");
+  SpanList path = {{0, 1000, op}, {1000, 91'000, gap}, {91'000, 92'000, op}};
+  StackSamples samples;
+  samples.hz = 1e6;  // 1 µs period
+  samples.frames = {{"/job/train.py", 57, "step"}, {"/job/train.py", 58, "step"}};
+  samples.stacks = {{0}, {1}};
+  samples.samples = {{999, 1}, {91'000, 0}};
+  auto hot = AttributeStackSamples(samples, path, table);
+  ASSERT_EQ(hot.count(gap), 1u);
+  ASSERT_EQ(hot[gap].size(), 1u);
+  EXPECT_EQ(hot[gap][0].location, "/job/train.py:57(step)");
+  EXPECT_EQ(hot.count(op), 0u);
+}
+
+TEST(StackAttributionTest, NoAnchorForARelativeClockIsAnError) {
+  TempDir dir;
+  StatusOr<Trace> trace = ReadTrace(dir.Write("rank-0.json", ThreeIterations()));
+  ASSERT_TRUE(trace.ok());
+  std::string bare =
+      R"({"schema":"eroica.stack_samples/v1","library_prefixes":[],"frames":[],"stacks":[],"samples":[]})";
+  StatusOr<StackSamples> samples = ParseStackSamples(bare, *trace, "rank-0.stacks.json");
+  ASSERT_FALSE(samples.ok());
+  EXPECT_NE(samples.status().message().find("anchors"), std::string::npos);
+  EXPECT_FALSE(ParseStackSamples("{\"schema\":\"other\"}", *trace, "x").ok());
+}
+
+}  // namespace
+}  // namespace eroica

@@ -1,0 +1,73 @@
+#include "summary/stack_samples.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <filesystem>
+
+#include <fmt/core.h>
+
+#include "base/json_access.h"
+#include "summary/trace_clock.h"
+
+namespace eroica {
+
+StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& trace,
+                                         const std::string& path) {
+  std::optional<Json> parsed = ParseJson(text);
+  if (!parsed || !parsed->is_object() || JsonStringOr(*parsed, {"schema"}) != "eroica.stack_samples/v1") {
+    return ErrorStatus("{}: not an eroica.stack_samples/v1 file", path);
+  }
+  const Json& doc = *parsed;
+  std::optional<int64_t> offset = UnixClockOffset(trace, &doc);
+  if (!offset) return ErrorStatus("{}: stack samples not used: nothing anchors the trace's clock", path);
+  StackSamples out;
+  out.hz = JsonNumberOr(doc, {"hz"}, 0.0);
+  out.library_prefixes = JsonStrings(JsonField(doc, {"library_prefixes"}));
+  const Json* frames = JsonArrayField(doc, {"frames"});
+  const Json* stacks = JsonArrayField(doc, {"stacks"});
+  const Json* samples = JsonArrayField(doc, {"samples"});
+  if (frames == nullptr || stacks == nullptr || samples == nullptr) {
+    return ErrorStatus("{}: damaged stack samples: frames, stacks and samples must be lists", path);
+  }
+  for (const Json& f : *frames) {
+    std::optional<std::string> file = f.is_array() && f.size() == 3 ? JsonString(&f[0]) : std::nullopt;
+    std::optional<int64_t> line = f.is_array() && f.size() == 3 ? JsonInt(&f[1], 0, INT32_MAX) : std::nullopt;
+    std::optional<std::string> function = f.is_array() && f.size() == 3 ? JsonString(&f[2]) : std::nullopt;
+    if (!file || !line || !function) return ErrorStatus("{}: damaged stack samples: a frame is not [file, line, function]", path);
+    out.frames.push_back({*file, static_cast<int>(*line), *function});
+  }
+  for (const Json& s : *stacks) {
+    std::vector<uint32_t> stack;
+    for (int64_t frame : JsonInts(&s, 0, UINT32_MAX)) {
+      if (static_cast<uint64_t>(frame) >= out.frames.size()) {
+        return ErrorStatus("{}: a stack names frame {} of {}", path, frame, out.frames.size());
+      }
+      stack.push_back(static_cast<uint32_t>(frame));
+    }
+    out.stacks.push_back(std::move(stack));
+  }
+  constexpr int64_t kMaxUnixNs = int64_t{1} << 62;  // bounded: subtracting the offset cannot overflow
+  for (const Json& s : *samples) {
+    std::optional<int64_t> at = s.is_array() && s.size() == 2 ? JsonInt(&s[0], 0, kMaxUnixNs) : std::nullopt;
+    std::optional<int64_t> stack = s.is_array() && s.size() == 2 ? JsonInt(&s[1], 0, UINT32_MAX) : std::nullopt;
+    if (!at || !stack) return ErrorStatus("{}: damaged stack samples: a sample is not [unix_ns, stack]", path);
+    if (static_cast<uint64_t>(*stack) >= out.stacks.size()) {
+      return ErrorStatus("{}: a sample names stack {} of {}", path, *stack, out.stacks.size());
+    }
+    out.samples.push_back({*at - *offset, static_cast<uint32_t>(*stack)});
+  }
+  std::stable_sort(out.samples.begin(), out.samples.end(),
+                   [](const StackSample& a, const StackSample& b) { return a.ts_ns < b.ts_ns; });
+  return out;
+}
+
+std::string StackSamplesPathFor(const Trace& trace) {
+  if (trace.meta.rank < 0) return "";
+  std::filesystem::path folder = std::filesystem::path(trace.meta.path).parent_path();
+  return (folder / fmt::format("rank-{}.stacks.json", trace.meta.rank)).string();
+}
+
+bool LooksLikeStackSamplesFile(std::string_view name) { return name.ends_with(".stacks.json"); }
+
+}  // namespace eroica

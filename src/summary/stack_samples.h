@@ -1,0 +1,47 @@
+// The training thread's Python stacks sampled during the window (python/eroica/stack_sampler.py
+// writes rank-<r>.stacks.json beside rank-<r>.json.gz), read back on the trace's clock.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "trace/trace.h"
+
+namespace eroica {
+
+struct SampledFrame {
+  std::string file;
+  int line = 0;
+  std::string function;
+};
+
+struct StackSample {
+  int64_t ts_ns = 0;   // on the trace's clock
+  uint32_t stack = 0;  // index into StackSamples::stacks
+};
+
+struct StackSamples {
+  std::vector<SampledFrame> frames;
+  std::vector<std::vector<uint32_t>> stacks;  // frame indexes, innermost first
+  std::vector<StackSample> samples;           // by time
+  std::vector<std::string> library_prefixes;  // code under these is not the job's own
+  double hz = 0;
+
+  bool empty() const { return samples.empty(); }
+};
+
+// Parses the file's text and moves its samples onto `trace`'s clock (trace_clock.h); `path`
+// names it in errors.
+StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& trace,
+                                         const std::string& path);
+
+// rank-<r>.stacks.json beside the trace (by its rank), or "" when the rank is unknown.
+std::string StackSamplesPathFor(const Trace& trace);
+
+// True for the sampler's file names (diagnose reads them with their trace, not as traces).
+bool LooksLikeStackSamplesFile(std::string_view name);
+
+}  // namespace eroica
