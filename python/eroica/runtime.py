@@ -61,6 +61,9 @@ class Runtime:
         self._pending: List[Dict[str, Any]] = []  # accepted sessions, by target iteration
         self._next_target = -1  # target of _pending[0], or -1
         self._force_at = cfg.trigger_at
+        self._baseline_at = -1
+        if cfg.baseline:
+            self._baseline_at = cfg.baseline_at if cfg.baseline_at >= 0 else cfg.warmup + cfg.window
         # Cross-thread: the monitor appends, the training thread pops (deque ops are atomic).
         self._mail: collections.deque = collections.deque()
         self._detection: Optional[Dict[str, Any]] = None
@@ -192,6 +195,10 @@ class Runtime:
             self._start_capture(finished + 1)
         if finished == self._force_at:
             self._request_session(finished, "forced", self.detector.best_mean_s,
+                                  self._mean_iteration_s())
+        elif finished == self._baseline_at and self._detection is None:
+            # Every rank asks; the store's slot claim keeps it to one session.
+            self._request_session(finished, "baseline", self.detector.best_mean_s,
                                   self._mean_iteration_s())
 
     # ---- sessions (training thread) --------------------------------------------------------
@@ -426,13 +433,17 @@ class Runtime:
         target = self.iteration + trigger.margin_iters(self.cfg.margin, self.cfg.poll_s, mean_s)
         stamp = time.strftime("%Y%m%d-%H%M%S")
 
+        baseline = detection["reason"] == "baseline"
+        capture_iters = self.cfg.baseline_iters if baseline else self.cfg.capture_iters
+
         def build(slot: int) -> Dict[str, Any]:
-            session_id = "%s-%s-s%d-it%d" % (self.job_id, stamp, slot, target)
+            session_id = "%s-%s-%s%d-it%d" % (self.job_id, stamp, "baseline-s" if baseline else "s",
+                                              slot, target)
             coord.put_series(session_id, self._series())
             session = {"session_id": session_id, "job_id": self.job_id, "slot": slot,
                        "trigger_rank": self.rank, "trigger_host": self.host,
                        "target_iteration": target,
-                       "capture_iters": trigger.window_iters(self.cfg.capture_iters,
+                       "capture_iters": trigger.window_iters(capture_iters,
                                                              self.cfg.capture_s, mean_s),
                        "capture_max_s": self.cfg.capture_s,
                        "threshold": self.cfg.threshold, "detector_window": self.cfg.window,
