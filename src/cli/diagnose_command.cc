@@ -32,8 +32,8 @@ int RunDiagnose(const DiagnoseOptions& options) {
   }
   if (against_baseline) {
     // A baseline that cannot be read leaves the diagnosis by peers and boxes, said in a warning.
-    Status status = ApplyBaselineFrom(options.baseline, options.threads, &*run);
-    if (!status.ok()) run->diagnosis.warnings.push_back(status.message());
+    StatusOr<PatternDiff> diff = ApplyBaselineFrom(options.baseline, options.threads, &*run);
+    if (!diff.ok()) run->diagnosis.warnings.push_back(diff.status().message());
   }
   if (options.format == "json") {
     fmt::print("{}\n", DiagnosisToJson(run->diagnosis).dump(2));

@@ -51,11 +51,13 @@ inline StatusOr<DiagnosedRun> DiagnosePaths(const std::vector<std::string>& path
 
 // Compares the run with the job's baseline (a session, trace folder or pattern bundle) and adds
 // what that finds to its diagnosis (diff/baseline_findings.h). Needs the run's full patterns.
-inline Status ApplyBaselineFrom(const std::string& baseline_path, int threads, DiagnosedRun* run) {
+// Returns the diff it applied (reports show it).
+inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path, int threads, DiagnosedRun* run) {
   StatusOr<LocalizeInput> base = CollectDiagnoseInputs({baseline_path}, ReaderThreads(threads), /*keep_patterns=*/true);
   if (!base.ok()) return ErrorStatus("baseline {}: {}", baseline_path, base.status().message());
-  ApplyBaseline(DiffPatterns(base->workers, run->input.workers), &run->diagnosis);
-  return Status::Ok();
+  PatternDiff diff = DiffPatterns(base->workers, run->input.workers);
+  ApplyBaseline(diff, &run->diagnosis);
+  return diff;
 }
 
 }  // namespace eroica
