@@ -13,6 +13,8 @@ namespace eroica {
 namespace {
 
 constexpr double kMadToSigma = 1.4826;
+// Calls per iteration of a function that ran in every profiled iteration (float rounding).
+constexpr double kEveryIteration = 0.999;
 
 // Workers compare only with their like (docs/DESIGN.md "Compare only like with like").
 using RoleKey = std::pair<bool, std::string>;  // has_device, declared role
@@ -144,8 +146,10 @@ PatternChange Summarize(const Affected& a, const Column& now, bool grew, bool ki
 }
 
 // The grown and the shrunk changes (zero, one or both) of one function or category in a role.
+// `persistent`: a function's change must be carried by calls in every profiled iteration of the
+// side where it is larger (localization's rule too: a fault persists, noise moves around).
 std::vector<PatternChange> CompareColumns(const Column& base, const Column& now,
-                                          const DiffOptions& options) {
+                                          const DiffOptions& options, bool persistent) {
   std::vector<PatternChange> changes;
   if (base.samples.empty() || now.samples.empty()) return changes;
   const double noise = options.noise_spreads * std::max(Spread(base), Spread(now));
@@ -165,6 +169,8 @@ std::vector<PatternChange> CompareColumns(const Column& base, const Column& now,
     // A change must also leave the base's whole range of like workers by the bar.
     if (delta > 0 ? value <= base_high->ms_per_iter + bar : value >= base_low->ms_per_iter - bar)
       continue;
+    const Sample& larger = delta > 0 ? now.samples[i] : ref.sample;
+    if (persistent && larger.calls_per_iter < kEveryIteration) continue;
     Affected& side = delta > 0 ? grew : shrank;
     side.now_index.push_back(i);
     side.references.push_back(ref);
@@ -230,7 +236,8 @@ void DiffRole(const std::string& role, const RoleWorkers& base, const RoleWorker
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   for (const FunctionKey& key : keys) {
     auto of = [&](const WorkerPattern& w) { return FunctionSample(w, key); };
-    for (PatternChange& c : CompareColumns(ColumnOf(base, of), ColumnOf(now, of), options)) {
+    for (PatternChange& c :
+         CompareColumns(ColumnOf(base, of), ColumnOf(now, of), options, /*persistent=*/true)) {
       c.role = role;
       c.function = key.first;
       c.category = key.second;
@@ -240,7 +247,8 @@ void DiffRole(const std::string& role, const RoleWorkers& base, const RoleWorker
   for (int i = 0; i < kCategoryCount; ++i) {
     Category category = static_cast<Category>(i);
     auto of = [&](const WorkerPattern& w) { return CategorySample(w, category); };
-    for (PatternChange& c : CompareColumns(ColumnOf(base, of), ColumnOf(now, of), options)) {
+    for (PatternChange& c :
+         CompareColumns(ColumnOf(base, of), ColumnOf(now, of), options, /*persistent=*/false)) {
       c.role = role;
       c.category = category;
       diff->categories.push_back(std::move(c));

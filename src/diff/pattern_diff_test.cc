@@ -88,6 +88,26 @@ TEST(PatternDiff, ChangeWithinTheSpreadAcrossRanksIsNoise) {
   EXPECT_TRUE(diff.functions.empty()) << FormatDiffText(diff);
 }
 
+TEST(PatternDiff, AFunctionSeenInOnlySomeProfiledIterationsIsNoChange) {
+  // A scheduling blip at one program point: in 1 of 5 iterations at the base, 3 of 5 now, on
+  // one rank. It can clear every bar by chance; a fault persists in every iteration.
+  std::vector<WorkerPattern> base = Job(4), now = Job(4);
+  for (auto [side, calls] : {std::pair{&base, 0.2}, std::pair{&now, 0.6}}) {
+    WorkerPattern& w = (*side)[3];
+    FunctionPattern blip;
+    blip.name = "(python between aten::empty and aten::zeros)";
+    blip.calls_per_iter = calls;
+    blip.mean_duration_us = 60e3;
+    blip.beta = calls * 60 / (w.iteration_s * 1e3);
+    w.functions.push_back(blip);
+  }
+  PatternDiff diff = DiffPatterns(base, now);
+  EXPECT_TRUE(diff.functions.empty()) << FormatDiffText(diff);
+  // The same growth in every iteration is one.
+  now[3].functions.back().calls_per_iter = 1;
+  EXPECT_EQ(DiffPatterns(base, now).functions.size(), 1u);
+}
+
 TEST(PatternDiff, DifferentWorldSizeComparesWithTheBasesMedianAndSaysSo) {
   std::vector<WorkerPattern> now;
   for (int r = 0; r < 8; ++r) {
