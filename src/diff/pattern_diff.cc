@@ -35,7 +35,25 @@ struct Sample {
   double ms_per_iter = 0;
   double ms_per_call = 0;
   double calls_per_iter = 0;
+  double standard_error_ms = 0;  // of ms_per_iter, from its category's per-iteration spread
 };
+
+// How well a worker's mean time per iteration in `category` is known from its few profiled
+// iterations: the standard error of that category's per-iteration time. A loaded machine's
+// iterations vary, and two runs of it then differ by more than a quiet one's.
+double CategoryStandardError(const WorkerPattern& w, Category category) {
+  const auto& per_iteration = w.iteration_category_beta;
+  if (per_iteration.size() < 2) return 0;
+  double sum = 0, sum_sq = 0;
+  for (const auto& shares : per_iteration) {
+    double ms = shares[static_cast<size_t>(category)] * w.iteration_s * 1e3;
+    sum += ms;
+    sum_sq += ms * ms;
+  }
+  double n = static_cast<double>(per_iteration.size());
+  double variance = std::max(0.0, (sum_sq - sum * sum / n) / (n - 1));
+  return std::sqrt(variance / n);
+}
 
 struct Column {
   std::vector<int> ranks;
@@ -48,14 +66,16 @@ using FunctionKey = std::pair<std::string, Category>;
 Sample FunctionSample(const WorkerPattern& w, const FunctionKey& key) {
   for (const FunctionPattern& f : w.functions) {
     if (f.category == key.second && f.name == key.first) {
-      return {f.beta * w.iteration_s * 1e3, f.mean_duration_us / 1e3, f.calls_per_iter};
+      return {f.beta * w.iteration_s * 1e3, f.mean_duration_us / 1e3, f.calls_per_iter,
+              CategoryStandardError(w, f.category)};
     }
   }
-  return {};
+  return {0, 0, 0, CategoryStandardError(w, key.second)};
 }
 
 Sample CategorySample(const WorkerPattern& w, Category category) {
-  return {w.category_beta[static_cast<size_t>(category)] * w.iteration_s * 1e3, 0, 0};
+  return {w.category_beta[static_cast<size_t>(category)] * w.iteration_s * 1e3, 0, 0,
+          CategoryStandardError(w, category)};
 }
 
 template <typename SampleOf>
@@ -164,6 +184,8 @@ std::vector<PatternChange> CompareColumns(const Column& base, const Column& now,
     double delta = value - ref.sample.ms_per_iter;
     double bar = std::max(
         noise, options.min_iteration_share * std::max(now.iteration_ms[i], ref.iteration_ms));
+    bar = std::max(bar, options.noise_spreads * std::hypot(now.samples[i].standard_error_ms,
+                                                           ref.sample.standard_error_ms));
     if (std::abs(delta) <= bar) continue;
     // Like workers are interchangeable: which of them is slowest in a healthy run is chance.
     // A change must also leave the base's whole range of like workers by the bar.

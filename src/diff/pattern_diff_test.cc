@@ -108,6 +108,23 @@ TEST(PatternDiff, AFunctionSeenInOnlySomeProfiledIterationsIsNoChange) {
   EXPECT_EQ(DiffPatterns(base, now).functions.size(), 1u);
 }
 
+TEST(PatternDiff, AChangeWithinAWorkersOwnIterationToIterationSpreadIsNoise) {
+  // Rank 1's aten::mm grows 60 -> 80 ms per iteration; its compute share swung between 0.2
+  // and 0.9 across its 5 profiled iterations now (a loaded machine), so its mean is known only
+  // to ±22 ms (standard error), a bar of 67 ms: not a change. Steady iterations make it one.
+  std::vector<WorkerPattern> now = Job(4);
+  FunctionMs ms = Healthy();
+  std::get<2>(ms[0]) = 80;
+  now[1] = Worker(1, 4, ms);
+  std::array<float, kCategoryCount> steady{};
+  steady[0] = static_cast<float>(now[1].category_beta[0]);
+  now[1].iteration_category_beta.assign(5, steady);
+  EXPECT_EQ(DiffPatterns(Job(4), now).functions.size(), 1u);
+  for (size_t i = 0; i < 5; ++i) now[1].iteration_category_beta[i][0] = i % 2 == 0 ? 0.9F : 0.2F;
+  PatternDiff diff = DiffPatterns(Job(4), now);
+  EXPECT_TRUE(diff.functions.empty()) << FormatDiffText(diff);
+}
+
 TEST(PatternDiff, DifferentWorldSizeComparesWithTheBasesMedianAndSaysSo) {
   std::vector<WorkerPattern> now;
   for (int r = 0; r < 8; ++r) {
