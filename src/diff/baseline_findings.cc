@@ -101,15 +101,18 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
                    [&](const PatternChange& c) { return Grew(c) && OnAlmostAll(c, options); });
   if (cause == diff.functions.end()) return;
   Finding global = GlobalFinding(*cause, diff, slowdown_ms);
-  auto same = std::find_if(d->findings.begin(), d->findings.end(), [&](const Finding& f) {
-    return f.scope == FindingScope::kGlobal && f.category == global.category &&
-           f.function == global.function;
+  // An expected box found it too (per group of like workers): one finding, both reasons.
+  bool merged = false;
+  std::erase_if(d->findings, [&](const Finding& f) {
+    if (f.scope != FindingScope::kGlobal || f.category != global.category ||
+        f.function != global.function) {
+      return false;
+    }
+    if (!merged) global.evidence += "; " + f.evidence;
+    merged = true;
+    global.impact_s_per_iter = std::max(global.impact_s_per_iter, f.impact_s_per_iter);
+    return true;
   });
-  if (same != d->findings.end()) {  // an expected box found it too: one finding, both reasons
-    global.evidence += "; " + same->evidence;
-    global.impact_s_per_iter = std::max(global.impact_s_per_iter, same->impact_s_per_iter);
-    d->findings.erase(same);
-  }
   // Hangs, and local findings that explain the slowdown, stay ahead of it.
   auto ahead = [&](const Finding& f) {
     return f.category == FindingCategory::kHang ||

@@ -17,6 +17,7 @@ inline WorkerPattern Worker(int rank, int world_size, const FunctionMs& ms) {
   WorkerPattern w;
   w.rank = rank;
   w.world_size = world_size;
+  w.step_ids = {10, 11, 12, 13, 14};
   double total_ms = 0;
   for (const auto& [name, category, t] : ms) total_ms += t;
   double jitter = 1.0 + 0.01 * (rank % 3);

@@ -13,8 +13,13 @@ namespace eroica {
 namespace {
 
 constexpr double kMadToSigma = 1.4826;
-// Calls per iteration of a function that ran in every profiled iteration (float rounding).
-constexpr double kEveryIteration = 0.999;
+// A function "persists" when it ran in all but at most one of the worker's profiled
+// iterations: a Python program point is named by the ops around it, and the window's first or
+// last iteration can name it differently.
+bool Persists(double calls_per_iter, int iterations) {
+  if (iterations <= 1) return calls_per_iter > 0;
+  return calls_per_iter >= (iterations - 1.0) / iterations - 1e-3;
+}
 
 // Workers compare only with their like (docs/DESIGN.md "Compare only like with like").
 using RoleKey = std::pair<bool, std::string>;  // has_device, declared role
@@ -36,6 +41,7 @@ struct Sample {
   double ms_per_call = 0;
   double calls_per_iter = 0;
   double standard_error_ms = 0;  // of ms_per_iter, from its category's per-iteration spread
+  int iterations = 0;            // the worker's profiled iterations
 };
 
 // How well a worker's mean time per iteration in `category` is known from its few profiled
@@ -85,6 +91,7 @@ Column ColumnOf(const RoleWorkers& workers, SampleOf sample_of) {
     column.ranks.push_back(w->rank);
     column.iteration_ms.push_back(w->iteration_s * 1e3);
     column.samples.push_back(sample_of(*w));
+    column.samples.back().iterations = w->iterations();
   }
   return column;
 }
@@ -105,13 +112,17 @@ struct Reference {
 };
 
 Reference MedianReference(const Column& base) {
-  std::vector<double> ms, per_call, calls;
+  std::vector<double> ms, per_call, calls, standard_errors;
+  int iterations = 0;
   for (const Sample& s : base.samples) {
     ms.push_back(s.ms_per_iter);
     calls.push_back(s.calls_per_iter);
+    standard_errors.push_back(s.standard_error_ms);
     if (s.calls_per_iter > 0) per_call.push_back(s.ms_per_call);
+    iterations = std::max(iterations, s.iterations);
   }
-  return {{Median(ms), Median(per_call), Median(calls)}, Median(base.iteration_ms)};
+  Sample median{Median(ms), Median(per_call), Median(calls), Median(standard_errors), iterations};
+  return {median, Median(base.iteration_ms)};
 }
 
 Reference ReferenceFor(int rank, const Column& base, const Reference& median) {
@@ -192,7 +203,7 @@ std::vector<PatternChange> CompareColumns(const Column& base, const Column& now,
     if (delta > 0 ? value <= base_high->ms_per_iter + bar : value >= base_low->ms_per_iter - bar)
       continue;
     const Sample& larger = delta > 0 ? now.samples[i] : ref.sample;
-    if (persistent && larger.calls_per_iter < kEveryIteration) continue;
+    if (persistent && !Persists(larger.calls_per_iter, larger.iterations)) continue;
     Affected& side = delta > 0 ? grew : shrank;
     side.now_index.push_back(i);
     side.references.push_back(ref);

@@ -90,7 +90,8 @@ TEST(PatternDiff, ChangeWithinTheSpreadAcrossRanksIsNoise) {
 
 TEST(PatternDiff, AFunctionSeenInOnlySomeProfiledIterationsIsNoChange) {
   // A scheduling blip at one program point: in 1 of 5 iterations at the base, 3 of 5 now, on
-  // one rank. It can clear every bar by chance; a fault persists in every iteration.
+  // one rank. It can clear every bar by chance; a fault persists (in all but at most one of
+  // the profiled iterations: a program point's name can differ in the window's first).
   std::vector<WorkerPattern> base = Job(4), now = Job(4);
   for (auto [side, calls] : {std::pair{&base, 0.2}, std::pair{&now, 0.6}}) {
     WorkerPattern& w = (*side)[3];
@@ -103,8 +104,8 @@ TEST(PatternDiff, AFunctionSeenInOnlySomeProfiledIterationsIsNoChange) {
   }
   PatternDiff diff = DiffPatterns(base, now);
   EXPECT_TRUE(diff.functions.empty()) << FormatDiffText(diff);
-  // The same growth in every iteration is one.
-  now[3].functions.back().calls_per_iter = 1;
+  // The same growth in 4 of 5 iterations is one.
+  now[3].functions.back().calls_per_iter = 0.8;
   EXPECT_EQ(DiffPatterns(base, now).functions.size(), 1u);
 }
 
