@@ -95,12 +95,34 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
   }
   if (slowdown_ms <= options.min_slowdown_share * diff.base.iteration_ms) return;
   // The functions are sorted own work first, largest change first: the first grown one on almost
-  // every worker is the cause; the others' longer waits are its symptom.
+  // every worker is the cause; the others' longer waits are its symptom. A function may also
+  // stand for its category when that category grew on almost every worker and the function on
+  // most of them (a Python program point can be named differently on a rank).
+  const PatternChange* category_wide = nullptr;
+  auto wide = [&](const PatternChange& c) {
+    if (!Grew(c) || c.ranks.size() * 2 <= static_cast<size_t>(c.role_workers)) return false;
+    for (const PatternChange& total : diff.categories) {
+      if (Grew(total) && total.role == c.role && total.category == c.category &&
+          OnAlmostAll(total, options)) {
+        category_wide = &total;
+        return true;
+      }
+    }
+    return false;
+  };
   auto cause =
       std::find_if(diff.functions.begin(), diff.functions.end(),
                    [&](const PatternChange& c) { return Grew(c) && OnAlmostAll(c, options); });
+  if (cause == diff.functions.end())
+    cause = std::find_if(diff.functions.begin(), diff.functions.end(), wide);
   if (cause == diff.functions.end()) return;
   Finding global = GlobalFinding(*cause, diff, slowdown_ms);
+  if (category_wide != nullptr && !OnAlmostAll(*cause, options)) {
+    global.workers = category_wide->ranks;
+    global.evidence += fmt::format(
+        "; every rank's {} time grew {:+.1f} ms/iter ({})", CategoryName(category_wide->category),
+        category_wide->delta_ms_per_iter, RanksText(category_wide->ranks));
+  }
   // An expected box found it too (per group of like workers): one finding, both reasons.
   bool merged = false;
   std::erase_if(d->findings, [&](const Finding& f) {

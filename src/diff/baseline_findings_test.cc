@@ -35,6 +35,23 @@ TEST(BaselineFindings, EveryRankSlowerIsAGlobalFindingOfWhatGrew) {
   EXPECT_NE(f.evidence.find("% of the 40."), std::string::npos) << f.evidence;
 }
 
+TEST(BaselineFindings, AFunctionOnMostRanksStandsForItsCategoryGrownOnAll) {
+  // Every rank's host time grew 40 ms; on rank 3 the program point has another name.
+  std::vector<WorkerPattern> now;
+  for (int r = 0; r < 4; ++r) {
+    FunctionMs ms = Healthy();
+    ms.emplace_back(r == 3 ? "(python between b and c)" : "(python between a and b)", Category::kHost, 40);
+    now.push_back(Worker(r, 4, ms));
+  }
+  Diagnosis d;
+  ApplyBaseline(DiffPatterns(Job(4), now), &d);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].function, "(python between a and b)");
+  EXPECT_EQ(d.findings[0].workers, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_NE(d.findings[0].evidence.find("3 of 4 ranks'"), std::string::npos) << d.findings[0].evidence;
+  EXPECT_NE(d.findings[0].evidence.find("every rank's host time grew"), std::string::npos);
+}
+
 TEST(BaselineFindings, NoSlowdownNoFinding) {
   Diagnosis d;
   ApplyBaseline(DiffPatterns(Job(4), Job(4)), &d);
