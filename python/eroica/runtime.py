@@ -56,6 +56,9 @@ class Runtime:
         self._batches_without_step = 0
         self._iterator_id = 0  # the DataLoader iterator the loop is drawing from
         self._epoch_break = False  # the running iteration spans the end of a loop
+        # Iterations before this id are not fed to the detector: the baseline's profiled
+        # window and its export, which are slower by our own doing and no slowdown of the job.
+        self._unmeasured_until = -1
         self._pacer_id = 0
         self._pacer_ref = None
         self._pending: List[Dict[str, Any]] = []  # accepted sessions, by target iteration
@@ -182,6 +185,8 @@ class Runtime:
             finished_s = elapsed_ns * 1e-9
             if self._epoch_break:
                 self._epoch_break = False
+            elif finished < self._unmeasured_until:
+                pass
             else:
                 degradation = self.detector.add(finished_s)
                 if degradation is not None:
@@ -220,7 +225,10 @@ class Runtime:
             if kind == "disable":
                 hooks.disable(payload)  # calls on_disabled, on this (the training) thread
                 return False
-            self.detector.disarm()  # this slowdown is being captured already
+            # This slowdown is being captured already. The baseline is no slowdown: the detector
+            # keeps watching through it, or a slowdown soon after it would become the new best.
+            if payload.get("reason") != "baseline":
+                self.detector.disarm()
             if payload["target_iteration"] < next_iteration:
                 self._write_missed(payload, "seen at iteration %d" % next_iteration)
                 continue
@@ -251,6 +259,9 @@ class Runtime:
             self._spawn(self._finisher().capture_done, cap)
             return
         self.capture = cap
+        if session.get("reason") == "baseline":
+            n = int(session.get("capture_iters", 0))
+            self._unmeasured_until = iteration + 2 * n
 
     def _capture_boundary(self, iteration: int, finished_s: float) -> None:
         cap = self.capture
@@ -263,7 +274,8 @@ class Runtime:
             done = True
         if done:
             self.capture = None
-            self.detector.rebaseline()  # cool-down ends with a new baseline
+            if cap.session.get("reason") != "baseline":
+                self.detector.rebaseline()  # cool-down ends with a new baseline
             self._captured.append((cap.session, cap.session_dir))
             self._spawn(self._finisher().capture_done, cap)
 
@@ -453,10 +465,12 @@ class Runtime:
 
         session = coord.sessions.try_publish(build)
         if session is None:
-            self._mail.append(("rebaseline", None))  # another rank's session covers it
+            if not baseline:  # every rank asks for the baseline; only the winner's counts
+                self._mail.append(("rebaseline", None))  # another rank's session covers it
             return
         if not self._usable(session):
-            self._mail.append(("rebaseline", None))
+            if not baseline:
+                self._mail.append(("rebaseline", None))
             return
         self._mail.append(("session", session))
         log.debug("rank %d proposed %s (%s at iteration %d)" % (
