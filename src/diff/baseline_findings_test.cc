@@ -40,7 +40,8 @@ TEST(BaselineFindings, AFunctionOnMostRanksStandsForItsCategoryGrownOnAll) {
   std::vector<WorkerPattern> now;
   for (int r = 0; r < 4; ++r) {
     FunctionMs ms = Healthy();
-    ms.emplace_back(r == 3 ? "(python between b and c)" : "(python between a and b)", Category::kHost, 40);
+    ms.emplace_back(r == 3 ? "(python between b and c)" : "(python between a and b)",
+                    Category::kHost, 40);
     now.push_back(Worker(r, 4, ms));
   }
   Diagnosis d;
@@ -48,7 +49,8 @@ TEST(BaselineFindings, AFunctionOnMostRanksStandsForItsCategoryGrownOnAll) {
   ASSERT_EQ(d.findings.size(), 1u);
   EXPECT_EQ(d.findings[0].function, "(python between a and b)");
   EXPECT_EQ(d.findings[0].workers, (std::vector<int>{0, 1, 2, 3}));
-  EXPECT_NE(d.findings[0].evidence.find("3 of 4 ranks'"), std::string::npos) << d.findings[0].evidence;
+  EXPECT_NE(d.findings[0].evidence.find("3 of 4 ranks'"), std::string::npos)
+      << d.findings[0].evidence;
   EXPECT_NE(d.findings[0].evidence.find("every rank's host time grew"), std::string::npos);
 }
 
