@@ -75,6 +75,11 @@ def main():
         f"loader slows down from iteration {args.slow_from}. Nobody tells eroica.\n")
     code, seconds = run_job(args, eroica_dir)
     sessions = sorted(p for p in eroica_dir.glob("*") if (p / "session.json").exists())
+    # The job's baseline (one short window after warm-up) is a session too; show the slowdown's.
+    baselines = [p for p in sessions if json.loads((p / "session.json").read_text()).get("reason") == "baseline"]
+    if baselines:
+        say(f"(Baseline kept after warm-up: {baselines[0].name}; the slowdown's session is diagnosed against it.)")
+    sessions = [p for p in sessions if p not in baselines]
     if code != 0 or not sessions or not (sessions[0] / "report.txt").exists():
         say(f"\nThe job exited with {code} after {seconds:.0f} s and left no complete session in {eroica_dir}.")
         return 1

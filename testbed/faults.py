@@ -223,18 +223,24 @@ class GcStorm(NoFault):
 class PythonHotLoop(NoFault):
     """A pure-Python loop in the training step (bookkeeping gone quadratic) costing `loop_ms`
     of CPU time; its iteration count is calibrated on CPU time at start-up, so the work is fixed
-    whatever the machine's load."""
+    whatever the machine's load. `sleep_ms` adds a sleep in the step (a blocking call): wall
+    time that, unlike the loop, a loaded machine does not stretch."""
 
     name = "python_hot_loop"
     category = "host"
 
     def prepare(self, request_external):
         super().prepare(request_external)
-        self.loop_count = calibrate_loop_count(float(self.params.get("loop_ms", 40)))
+        loop_ms = float(self.params.get("loop_ms", 40))
+        self.loop_count = calibrate_loop_count(loop_ms) if loop_ms > 0 else 0
+        self.sleep_s = float(self.params.get("sleep_ms", 0)) / 1e3
 
     def in_step(self, iteration):
         if self.active:
-            python_busy_loop(self.loop_count)
+            if self.loop_count:
+                python_busy_loop(self.loop_count)
+            if self.sleep_s > 0:
+                time.sleep(self.sleep_s)
 
 
 def python_busy_loop(count: int) -> int:

@@ -43,6 +43,12 @@ class Config:
     stack_hz: float = 150.0
     stack_max_samples: int = 20000  # at 150 Hz: the whole 20 s window, ~1 MB of JSON at most
     series_len: int = 200
+    # The job's baseline: once per job, every rank profiles `baseline_iters` iterations at
+    # iteration `baseline_at` (-1: right after the detector's warm-up and first window), kept
+    # as <dir>/<job>.baseline.pattern; later sessions are also diagnosed against it.
+    baseline: bool = True
+    baseline_at: int = -1
+    baseline_iters: int = 3
     # Where sessions go and how they are diagnosed.
     dir: str = "/tmp/eroica"
     bin: str = ""
@@ -110,7 +116,8 @@ def _read_file(path: str) -> Dict[str, Any]:
 
 
 def _validate(values: Dict[str, Any]) -> Dict[str, Any]:
-    positive = ("window", "threshold", "capture_iters", "capture_s", "poll_s", "hang_factor")
+    positive = ("window", "threshold", "capture_iters", "capture_s", "poll_s", "hang_factor",
+                "baseline_iters")
     for name in positive:
         if name in values and values[name] <= 0:
             log.info("ignoring %s=%r: must be > 0" % (name, values[name]))

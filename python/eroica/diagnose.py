@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import log, safe_fs
 from .binary import find_binary
@@ -50,25 +50,76 @@ def first_finding(doc: Dict[str, Any]) -> str:
     return text
 
 
-def _command(binary: str, session_dir: str, fmt: str) -> List[str]:
-    cmd = [binary, "diagnose", session_dir, "--format", fmt]
+def _niced(cmd: List[str]) -> List[str]:
     nice = shutil.which("nice")
     return [nice, "-n", "10"] + cmd if nice else cmd
 
 
-def run(session_dir: str, configured_bin: str, timeout_s: float, note: str = "") -> str:
-    """Diagnoses the session folder; returns (and logs) the one-line verdict.
+def _command(binary: str, session_dir: str, fmt: str, baseline: str = "") -> List[str]:
+    cmd = [binary, "diagnose", session_dir, "--format", fmt]
+    if baseline:
+        cmd += ["--baseline", baseline]
+    return _niced(cmd)
+
+
+def session_reason_and_job(session_dir: str) -> Tuple[str, str]:
+    """The session's reason and job id from its session.json ("" when unreadable)."""
+    try:
+        with open(os.path.join(session_dir, "session.json"), "rb") as f:
+            doc = json.loads(f.read(1 << 20).decode("utf-8"))
+        return str(doc.get("reason", "")), str(doc.get("job_id", ""))
+    except (OSError, ValueError, AttributeError):
+        return "", ""
+
+
+def baseline_bundle_path(session_dir: str, job_id: str) -> str:
+    """The job's baseline bundle, beside its sessions in the central folder."""
+    name = safe_fs.component((job_id or "job") + ".baseline.pattern")
+    return os.path.join(os.path.dirname(os.path.abspath(session_dir)), name)
+
+
+def keep_baseline(session_dir: str, world_size: int, bundle: str, configured_bin: str,
+                  timeout_s: float) -> bool:
+    """Summarizes the baseline session's traces into one pattern bundle (a few KB per rank)
+    and keeps it as the job's baseline; one line either way."""
+    binary = find_binary(configured_bin)
+    traces = [p for p in (os.path.join(session_dir, "rank-%d.json.gz" % r) for r in range(world_size))
+              if os.path.isfile(p)]
+    if binary is None or not traces:
+        log.info("no baseline kept from %s: %s" % (
+            session_dir, "no eroica binary" if binary is None else "no traces"))
+        return False
+    scratch = os.path.join(session_dir, "baseline.pattern")
+    try:
+        done = subprocess.run(_niced([binary, "summarize", *traces, "-o", scratch]),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              timeout=timeout_s, check=False)
+        if done.returncode != 0:
+            raise OSError(done.stderr.decode("utf-8", "replace").strip()[-200:])
+        with open(scratch, "rb") as f:
+            safe_fs.write_atomic(bundle, f.read())
+    except (OSError, subprocess.TimeoutExpired) as e:
+        log.info("no baseline kept from %s: %s" % (session_dir, e))
+        return False
+    log.info("baseline of %d ranks kept: %s" % (len(traces), bundle))
+    return True
+
+
+def run(session_dir: str, configured_bin: str, timeout_s: float, note: str = "",
+        baseline: str = "") -> str:
+    """Diagnoses the session folder (against the job's baseline bundle when given); returns
+    (and logs) the one-line verdict.
 
     `note` (e.g. which ranks' files are missing) is appended to that same line.
     """
-    line = _run(session_dir, configured_bin, timeout_s)
+    line = _run(session_dir, configured_bin, timeout_s, baseline)
     if note:
         line += " (%s)" % note
     log.info(line)
     return line
 
 
-def _run(session_dir: str, configured_bin: str, timeout_s: float) -> str:
+def _run(session_dir: str, configured_bin: str, timeout_s: float, baseline: str = "") -> str:
     binary = find_binary(configured_bin)
     if binary is None:
         why = ("EROICA_BIN=%s is not an executable file" % configured_bin if configured_bin
@@ -76,7 +127,7 @@ def _run(session_dir: str, configured_bin: str, timeout_s: float) -> str:
         return "session captured in %s; diagnose skipped: %s" % (session_dir, why)
     report_json = os.path.join(session_dir, "report.json")
     try:
-        done = subprocess.run(_command(binary, session_dir, "json"), stdout=subprocess.PIPE,
+        done = subprocess.run(_command(binary, session_dir, "json", baseline), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, timeout=timeout_s, check=False)
         if done.returncode != 0:
             err = done.stderr.decode("utf-8", "replace").strip().splitlines()
@@ -84,7 +135,7 @@ def _run(session_dir: str, configured_bin: str, timeout_s: float) -> str:
                 done.returncode, err[-1] if err else "no message", session_dir)
         safe_fs.write_atomic(report_json, done.stdout)
         verdict = first_finding(json.loads(done.stdout.decode("utf-8")))
-        text = subprocess.run(_command(binary, session_dir, "text"), stdout=subprocess.PIPE,
+        text = subprocess.run(_command(binary, session_dir, "text", baseline), stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, timeout=timeout_s, check=False)
         if text.returncode == 0:
             safe_fs.write_atomic(os.path.join(session_dir, "report.txt"), text.stdout)

@@ -136,7 +136,14 @@ def collect_and_diagnose(cfg: Config, session_dir: str, world_size: int, kind: R
             ", ".join(os.path.basename(p) for p in missing[:4]))
     if os.path.exists(os.path.join(session_dir, "capture.start")):
         agent_link.wait_for_metrics(session_dir, cfg.agent_wait_s)
-    return diagnose.run(session_dir, cfg.bin, cfg.diagnose_timeout_s, note)
+    reason, job_id = diagnose.session_reason_and_job(session_dir)
+    bundle = diagnose.baseline_bundle_path(session_dir, job_id)
+    if reason == "baseline":
+        line = diagnose.run(session_dir, cfg.bin, cfg.diagnose_timeout_s, note)
+        diagnose.keep_baseline(session_dir, world_size, bundle, cfg.bin, cfg.diagnose_timeout_s)
+        return line
+    return diagnose.run(session_dir, cfg.bin, cfg.diagnose_timeout_s, note,
+                        baseline=bundle if os.path.isfile(bundle) else "")
 
 
 def wait_at_exit(tasks: List[Tuple[threading.Thread, Finisher]], deadline_s: float) -> None:

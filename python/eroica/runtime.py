@@ -56,11 +56,17 @@ class Runtime:
         self._batches_without_step = 0
         self._iterator_id = 0  # the DataLoader iterator the loop is drawing from
         self._epoch_break = False  # the running iteration spans the end of a loop
+        # Iterations before this id are not fed to the detector: the baseline's profiled
+        # window and its export, which are slower by our own doing and no slowdown of the job.
+        self._unmeasured_until = -1
         self._pacer_id = 0
         self._pacer_ref = None
         self._pending: List[Dict[str, Any]] = []  # accepted sessions, by target iteration
         self._next_target = -1  # target of _pending[0], or -1
         self._force_at = cfg.trigger_at
+        self._baseline_at = -1
+        if cfg.baseline:
+            self._baseline_at = cfg.baseline_at if cfg.baseline_at >= 0 else cfg.warmup + cfg.window
         # Cross-thread: the monitor appends, the training thread pops (deque ops are atomic).
         self._mail: collections.deque = collections.deque()
         self._detection: Optional[Dict[str, Any]] = None
@@ -179,6 +185,8 @@ class Runtime:
             finished_s = elapsed_ns * 1e-9
             if self._epoch_break:
                 self._epoch_break = False
+            elif finished < self._unmeasured_until:
+                pass
             else:
                 degradation = self.detector.add(finished_s)
                 if degradation is not None:
@@ -192,6 +200,10 @@ class Runtime:
             self._start_capture(finished + 1)
         if finished == self._force_at:
             self._request_session(finished, "forced", self.detector.best_mean_s,
+                                  self._mean_iteration_s())
+        elif finished == self._baseline_at and self._detection is None:
+            # Every rank asks; the store's slot claim keeps it to one session.
+            self._request_session(finished, "baseline", self.detector.best_mean_s,
                                   self._mean_iteration_s())
 
     # ---- sessions (training thread) --------------------------------------------------------
@@ -213,7 +225,10 @@ class Runtime:
             if kind == "disable":
                 hooks.disable(payload)  # calls on_disabled, on this (the training) thread
                 return False
-            self.detector.disarm()  # this slowdown is being captured already
+            # This slowdown is being captured already. The baseline is no slowdown: the detector
+            # keeps watching through it, or a slowdown soon after it would become the new best.
+            if payload.get("reason") != "baseline":
+                self.detector.disarm()
             if payload["target_iteration"] < next_iteration:
                 self._write_missed(payload, "seen at iteration %d" % next_iteration)
                 continue
@@ -245,6 +260,9 @@ class Runtime:
             self._spawn(self._finisher().capture_done, cap)
             return
         self.capture = cap
+        if session.get("reason") == "baseline":
+            n = int(session.get("capture_iters", 0))
+            self._unmeasured_until = iteration + 2 * n
 
     def _capture_boundary(self, iteration: int, finished_s: float) -> None:
         cap = self.capture
@@ -257,7 +275,8 @@ class Runtime:
             done = True
         if done:
             self.capture = None
-            self.detector.rebaseline()  # cool-down ends with a new baseline
+            if cap.session.get("reason") != "baseline":
+                self.detector.rebaseline()  # cool-down ends with a new baseline
             self._captured.append((cap.session, cap.session_dir))
             self._spawn(self._finisher().capture_done, cap)
 
@@ -427,13 +446,17 @@ class Runtime:
         target = self.iteration + trigger.margin_iters(self.cfg.margin, self.cfg.poll_s, mean_s)
         stamp = time.strftime("%Y%m%d-%H%M%S")
 
+        baseline = detection["reason"] == "baseline"
+        capture_iters = self.cfg.baseline_iters if baseline else self.cfg.capture_iters
+
         def build(slot: int) -> Dict[str, Any]:
-            session_id = "%s-%s-s%d-it%d" % (self.job_id, stamp, slot, target)
+            session_id = "%s-%s-%s%d-it%d" % (self.job_id, stamp, "baseline-s" if baseline else "s",
+                                              slot, target)
             coord.put_series(session_id, self._series())
             session = {"session_id": session_id, "job_id": self.job_id, "slot": slot,
                        "trigger_rank": self.rank, "trigger_host": self.host,
                        "target_iteration": target,
-                       "capture_iters": trigger.window_iters(self.cfg.capture_iters,
+                       "capture_iters": trigger.window_iters(capture_iters,
                                                              self.cfg.capture_s, mean_s),
                        "capture_max_s": self.cfg.capture_s,
                        "threshold": self.cfg.threshold, "detector_window": self.cfg.window,
@@ -443,10 +466,12 @@ class Runtime:
 
         session = coord.sessions.try_publish(build)
         if session is None:
-            self._mail.append(("rebaseline", None))  # another rank's session covers it
+            if not baseline:  # every rank asks for the baseline; only the winner's counts
+                self._mail.append(("rebaseline", None))  # another rank's session covers it
             return
         if not self._usable(session):
-            self._mail.append(("rebaseline", None))
+            if not baseline:
+                self._mail.append(("rebaseline", None))
             return
         self._mail.append(("session", session))
         log.debug("rank %d proposed %s (%s at iteration %d)" % (

@@ -23,9 +23,11 @@ def free_port() -> int:
 
 
 def clean_env(**overrides) -> dict:
-    """The environment for a child: no EROICA_* from the caller, PYTHONPATH=python/."""
+    """The environment for a child: no EROICA_* from the caller, PYTHONPATH=python/, no
+    baseline capture unless asked for."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("EROICA_")}
     env["PYTHONPATH"] = PYTHON_DIR
+    env["EROICA_BASELINE"] = "0"  # its extra session would change what the others count
     env.update({k: str(v) for k, v in overrides.items()})
     return env
 

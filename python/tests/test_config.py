@@ -52,5 +52,13 @@ def test_unreadable_file_is_ignored(capsys):
 def test_every_setting_has_an_environment_variable():
     names = config.env_names()
     for expected in ("EROICA_WINDOW", "EROICA_THRESHOLD", "EROICA_WARMUP",
-                     "EROICA_HANG_FACTOR", "EROICA_CONFIG", "EROICA_BIN", "EROICA_STORE"):
+                     "EROICA_HANG_FACTOR", "EROICA_CONFIG", "EROICA_BIN", "EROICA_STORE",
+                     "EROICA_BASELINE", "EROICA_BASELINE_AT", "EROICA_BASELINE_ITERS"):
         assert expected in names
+
+
+def test_baseline_is_on_by_default_and_turned_off_by_zero():
+    assert config.load({}).baseline
+    cfg = config.load({"EROICA_BASELINE": "0", "EROICA_BASELINE_AT": "80", "EROICA_BASELINE_ITERS": "0"})
+    assert not cfg.baseline and cfg.baseline_at == 80
+    assert cfg.baseline_iters == config.Config.baseline_iters  # must be > 0: default kept

@@ -181,3 +181,22 @@ def test_store_probe_at_exit_is_bounded():
     assert time.monotonic() - start < 1.0
     rt.coord, rt._store_failures = None, 1  # the monitor saw it fail
     assert rt._store_lost(0.5) is True
+
+
+def test_the_baseline_window_leaves_the_detector_watching(tmp_path):
+    """The baseline is no slowdown: a slowdown soon after it must still be measured against the
+    best mean from before it (a rebaseline would make the slowdown the new best)."""
+    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=2, EROICA_WINDOW=3)
+    opt = make_optimizer()
+    for _ in range(10):
+        rt.on_step_end(opt)
+    best = rt.detector.best_mean_s
+    assert best is not None and rt.detector.armed
+    rt._mail.append(("session", {"session_id": "s-base", "reason": "baseline", "target_iteration": 11,
+                                 "capture_iters": 2, "capture_max_s": 20.0}))
+    for _ in range(5):
+        rt.on_step_end(opt)  # 11 and 12 traced
+    assert rt.capture is None and (tmp_path / "s-base").is_dir()
+    assert rt.detector.armed and rt.detector.best_mean_s is not None
+    for t, _ in rt._finishers:
+        t.join(30)

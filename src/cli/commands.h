@@ -14,6 +14,7 @@ using CommandRegistrar = void (*)(CLI::App& app, int* exit_code);
 void RegisterSummarizeCommand(CLI::App& app, int* exit_code);
 void RegisterShowCommand(CLI::App& app, int* exit_code);
 void RegisterDiagnoseCommand(CLI::App& app, int* exit_code);
+void RegisterDiffCommand(CLI::App& app, int* exit_code);
 void RegisterRunCommand(CLI::App& app, int* exit_code);
 void RegisterAgentCommand(CLI::App& app, int* exit_code);
 void RegisterReportCommand(CLI::App& app, int* exit_code);
@@ -26,6 +27,7 @@ inline std::vector<CommandRegistrar> AllCommands() {
   return {
       RegisterRunCommand,
       RegisterDiagnoseCommand,
+      RegisterDiffCommand,
       RegisterReportCommand,
       RegisterPromptCommand,
       RegisterAnnotateCommand,

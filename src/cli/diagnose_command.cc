@@ -14,6 +14,7 @@ struct DiagnoseOptions {
   std::vector<std::string> paths;
   std::string format = "text";
   std::string expect;
+  std::string baseline;
   int threads = 0;
 };
 
@@ -23,10 +24,16 @@ int RunDiagnose(const DiagnoseOptions& options) {
     fmt::print(stderr, "eroica: {}\n", expectations.status().message());
     return 2;
   }
-  StatusOr<DiagnosedRun> run = DiagnosePaths(options.paths, *expectations, options.threads, /*keep_patterns=*/false);
+  const bool against_baseline = !options.baseline.empty();
+  StatusOr<DiagnosedRun> run = DiagnosePaths(options.paths, *expectations, options.threads, against_baseline);
   if (!run.ok()) {
     fmt::print(stderr, "eroica: {}\n", run.status().message());
     return 1;
+  }
+  if (against_baseline) {
+    // A baseline that cannot be read leaves the diagnosis by peers and boxes, said in a warning.
+    StatusOr<PatternDiff> diff = ApplyBaselineFrom(options.baseline, options.threads, &*run);
+    if (!diff.ok()) run->diagnosis.warnings.push_back(diff.status().message());
   }
   if (options.format == "json") {
     fmt::print("{}\n", DiagnosisToJson(run->diagnosis).dump(2));
@@ -46,6 +53,8 @@ void RegisterDiagnoseCommand(CLI::App& app, int* exit_code) {
       ->required();
   cmd->add_option("--format", options->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--expect", options->expect, "Expected boxes (default: built in; the same as /usr/share/eroica/expectations.json)");
+  cmd->add_option("--baseline", options->baseline,
+                  "The job's baseline (session, trace folder or pattern bundle): also say what changed since");
   cmd->add_option("-j,--threads", options->threads, "Parallel trace readers (default: all cores)");
   cmd->callback([options, exit_code] { *exit_code = RunDiagnose(*options); });
 }

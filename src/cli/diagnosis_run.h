@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "cli/diagnose_inputs.h"
+#include "diff/baseline_findings.h"
 #include "localize/localizer.h"
 
 namespace eroica {
@@ -46,6 +47,17 @@ inline StatusOr<DiagnosedRun> DiagnosePaths(const std::vector<std::string>& path
   StatusOr<Expectations> expectations = ExpectationsFrom(expect_path);
   if (!expectations.ok()) return expectations.status();
   return DiagnosePaths(paths, *expectations, threads, /*keep_patterns=*/true);
+}
+
+// Compares the run with the job's baseline (a session, trace folder or pattern bundle) and adds
+// what that finds to its diagnosis (diff/baseline_findings.h). Needs the run's full patterns.
+// Returns the diff it applied (reports show it).
+inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path, int threads, DiagnosedRun* run) {
+  StatusOr<LocalizeInput> base = CollectDiagnoseInputs({baseline_path}, ReaderThreads(threads), /*keep_patterns=*/true);
+  if (!base.ok()) return ErrorStatus("baseline {}: {}", baseline_path, base.status().message());
+  PatternDiff diff = DiffPatterns(base->workers, run->input.workers);
+  ApplyBaseline(diff, &run->diagnosis);
+  return diff;
 }
 
 }  // namespace eroica

@@ -1,6 +1,7 @@
 // eroica report PATH... -o report.html: the diagnosis as one self-contained HTML page.
 #include <chrono>
 #include <ctime>
+#include <optional>
 
 #include <fmt/core.h>
 
@@ -18,6 +19,7 @@ struct ReportOptions {
   std::vector<std::string> paths;
   std::string output;
   std::string expect;
+  std::string baseline;
   int threads = 0;
 };
 
@@ -36,10 +38,20 @@ int RunReport(const ReportOptions& options) {
     fmt::print(stderr, "eroica: {}\n", run.status().message());
     return 1;
   }
+  std::optional<PatternDiff> baseline;
+  if (!options.baseline.empty()) {
+    StatusOr<PatternDiff> diff = ApplyBaselineFrom(options.baseline, options.threads, &*run);
+    if (diff.ok()) {
+      baseline = std::move(*diff);
+    } else {
+      run->diagnosis.warnings.push_back(diff.status().message());
+    }
+  }
   SessionInfo session = ReadSessionInfo(options.paths);
   std::string source;
   for (const std::string& p : options.paths) source += (source.empty() ? "" : " ") + p;
-  std::string html = RenderHtmlReport(run->diagnosis, run->input.workers, session, {source, UtcNow()});
+  std::string html = RenderHtmlReport(run->diagnosis, run->input.workers, session,
+                                      {source, UtcNow(), baseline ? &*baseline : nullptr});
   if (Status written = WriteFileAtomically(options.output, html); !written.ok()) {
     fmt::print(stderr, "eroica: {}\n", written.message());
     return 1;
@@ -57,6 +69,8 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       ->required();
   cmd->add_option("-o,--output", options->output, "The HTML file to write")->required();
   cmd->add_option("--expect", options->expect, "Expected boxes (default: built in; the same as /usr/share/eroica/expectations.json)");
+  cmd->add_option("--baseline", options->baseline,
+                  "The job's baseline (session, trace folder or pattern bundle): diagnose and show what changed since");
   cmd->add_option("-j,--threads", options->threads, "Parallel trace readers (default: all cores)");
   cmd->callback([options, exit_code] { *exit_code = RunReport(*options); });
 }

@@ -1,3 +1,4 @@
+#include "report/baseline_section.h"
 #include "report/html_report.h"
 
 #include <algorithm>
@@ -162,6 +163,7 @@ std::string RenderHtmlReport(const Diagnosis& d, const std::vector<WorkerPattern
   out += Verdict(d);
   for (size_t i = 0; i < d.findings.size(); ++i) out += FindingSection(d.findings[i], i, d, workers);
   out += HeatmapSection(d, workers);
+  out += BaselineSectionHtml(context.baseline);
   out += SessionSection(session);
   out += QualitySection(d, session);
   out += "<footer>eroica — differential observability for distributed training";

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "diff/pattern_diff.h"
 #include "localize/finding.h"
 #include "report/session_info.h"
 #include "summary/pattern.h"
@@ -17,6 +18,7 @@ namespace eroica {
 struct HtmlReportContext {
   std::string source;        // what was diagnosed (paths), shown in the header
   std::string generated_at;  // "2025-01-31 12:00 UTC"; empty leaves it out (tests)
+  const PatternDiff* baseline = nullptr;  // `report --baseline`: what changed since
 };
 
 std::string RenderHtmlReport(const Diagnosis& diagnosis, const std::vector<WorkerPattern>& workers,

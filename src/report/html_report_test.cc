@@ -6,6 +6,7 @@
 #include "report/html_escape.h"
 #include "report/report_test_util.h"
 #include "report/verdict.h"
+#include "diff/pattern_diff.h"
 
 namespace eroica {
 namespace {
@@ -91,6 +92,28 @@ TEST(HtmlReportTest, HealthyRunSaysSo) {
   std::string html = RenderHtmlReport(d, TestWorkers(8, -1), SessionInfo{}, {"/runs/ok", ""});
   EXPECT_NE(html.find("Healthy: no problem found on 8 workers."), std::string::npos);
   EXPECT_NE(html.find("No warnings"), std::string::npos);
+}
+
+TEST(HtmlReportTest, BaselineSectionListsWhatChangedEscaped) {
+  std::vector<WorkerPattern> base = TestWorkers(4, -1), now = TestWorkers(4, -1);
+  for (WorkerPattern& w : now) {
+    FunctionPattern f;
+    f.name = "<decode>";
+    f.category = Category::kDataloader;
+    f.beta = 0.5;
+    f.calls_per_iter = 1;
+    f.mean_duration_us = w.iteration_s * 1e6;
+    w.iteration_s *= 2;
+    w.functions.push_back(f);
+  }
+  PatternDiff diff = DiffPatterns(base, now);
+  ASSERT_FALSE(diff.functions.empty());
+  std::string html = RenderHtmlReport(Diagnosis{}, now, SessionInfo{}, {"/runs/b", "", &diff});
+  EXPECT_NE(html.find("<h2>Against the baseline</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td>&lt;decode&gt;</td><td>dataloader</td><td>appeared</td><td>ranks 0-3</td>"),
+            std::string::npos);
+  EXPECT_EQ(RenderHtmlReport(Diagnosis{}, now, SessionInfo{}, {"/runs/b", ""}).find("Against the baseline"),
+            std::string::npos);
 }
 
 TEST(HtmlReportTest, OnlineSessionShowsIterationTimesAroundTheTrigger) {

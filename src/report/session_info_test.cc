@@ -42,6 +42,27 @@ TEST(SessionInfoTest, ReadsTheOnlinePackagesFiles) {
   EXPECT_EQ(chart.ranges[0].x_high, 135);
 }
 
+TEST(SessionInfoTest, WarmUpIterationsAreClippedAndTheChartSaysSo) {
+  SessionInfo s;
+  s.iteration_times_s = {2.4, 0.9, 0.11, 0.10, 0.10, 0.11, 0.10, 0.10, 0.12, 0.14, 0.15, 0.15};
+  s.iteration_times_first_id = 0;
+  s.best_mean_s = 0.10;
+  s.threshold = 1.05;
+  s.current_mean_s = 0.14;
+  LineChart chart = IterationTimeChart(s);
+  EXPECT_NEAR(chart.y_clip, 210, 1e-6);  // 1.5 x the detector's current mean, its highest level
+  EXPECT_EQ(chart.clip_note, "2 early iterations above 210 ms clipped (warm-up; the slowest 2400 ms at 0)");
+  std::string svg = RenderLineChartSvg(chart);
+  EXPECT_NE(svg.find("clipped (warm-up"), std::string::npos);
+  // The slowdown itself is never clipped: a later time above the level raises the ceiling.
+  s.iteration_times_s.back() = 0.5;
+  EXPECT_NEAR(IterationTimeChart(s).y_clip, 500, 1e-6);
+  // A series without outliers is drawn whole.
+  s.iteration_times_s = {0.10, 0.11, 0.10, 0.14};
+  EXPECT_EQ(IterationTimeChart(s).y_clip, 0);
+  EXPECT_TRUE(IterationTimeChart(s).clip_note.empty());
+}
+
 TEST(SessionInfoTest, ToleratesOtherKeysAndTypes) {
   SessionInfo s;
   ParseSessionJson(R"({"reason": 7, "trigger_rank": 1.0, "series": {"times_s": [0.2, "x", 0.3], "first_id": 9},

@@ -36,6 +36,7 @@ Bounds DataBounds(const LineChart& chart) {
   for (const LineRange& r : chart.ranges) b.x_low = std::min(b.x_low, r.x_low), b.x_high = std::max(b.x_high, r.x_high);
   bool has_points = b.y_low <= b.y_high;
   if (!has_points) return Bounds{};  // markers alone make no chart
+  if (chart.y_clip > 0) b.y_high = std::min(b.y_high, chart.y_clip);
   if (chart.y_from_zero) b.y_low = std::min(0.0, b.y_low);
   if (b.x_high <= b.x_low) b.x_high = b.x_low + 1;
   if (b.y_high <= b.y_low) b.y_high = b.y_low + 1;
@@ -85,7 +86,8 @@ std::string RenderLineChartSvg(const LineChart& chart, int width, int height) {
   if (b.empty()) return "";
   int bottom = height - kBottom;
   LinearScale x{b.x_low, b.x_high, static_cast<double>(kLeft), static_cast<double>(width - kRight)};
-  LinearScale y{b.y_low, b.y_high * 1.08, static_cast<double>(bottom), static_cast<double>(kTop)};
+  LinearScale plain_y{b.y_low, b.y_high * 1.08, static_cast<double>(bottom), static_cast<double>(kTop)};
+  auto y = [&](double value) { return plain_y(chart.y_clip > 0 ? std::min(value, chart.y_clip) : value); };
   std::string out = fmt::format(
       "<svg class=\"linechart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
       "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"{2}\">\n",
@@ -96,7 +98,11 @@ std::string RenderLineChartSvg(const LineChart& chart, int width, int height) {
                        SvgNumber(x(r.x_low)), kTop, SvgNumber(std::max(2.0, x(r.x_high) - x(r.x_low))),
                        bottom - kTop, EscapeHtml(r.label), SvgNumber(x(r.x_low) + 3), kTop + 11, EscapeHtml(r.label));
   }
-  out += Axes(x, y, chart, width, height);
+  out += Axes(x, plain_y, chart, width, height);
+  if (!chart.clip_note.empty()) {
+    out += fmt::format("<text class=\"rangelabel\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
+                       width - kRight, kTop - 4, EscapeHtml(chart.clip_note));
+  }
   for (const LineMarker& m : chart.markers) {
     out += fmt::format("<line class=\"marker\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>"
                        "<text class=\"markerlabel\" x=\"{3}\" y=\"{4}\">{5}</text>\n",

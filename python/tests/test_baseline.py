@@ -1,0 +1,77 @@
+"""The job's baseline under `python -m eroica run`: a real 4-rank DDP job (gloo, CPU) profiles
+one short window after warm-up, keeps it as <dir>/<job>.baseline.pattern, and a later slowdown
+of every rank alike is diagnosed against it."""
+
+import glob
+import json
+import os
+import statistics
+
+import pytest
+
+from conftest import TORCH_PYTHON, WORKLOADS, clean_env, eroica_run, free_port
+
+DDP = os.path.join(WORKLOADS, "ddp_train.py")
+EROICA_BIN = os.environ.get("EROICA_BIN") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build", "eroica")
+WORLD = 4
+
+
+def run_job(tmp_path, *args):
+    # Threshold 1.3 as in test_e2e_ddp.py: this shared machine's own noise is not a slowdown.
+    env = clean_env(EROICA_DIR=tmp_path, EROICA_POLL_S=0.2, EROICA_BIN=EROICA_BIN, EROICA_BASELINE=1,
+                    EROICA_WARMUP=10, EROICA_WINDOW=20, EROICA_THRESHOLD=1.3, EROICA_JOB_ID="bjob")
+    done = eroica_run([TORCH_PYTHON, DDP, "world=%d" % WORLD, "iters=220", "out=%s/out" % tmp_path,
+                       "port=%d" % free_port(), *args], env, timeout_s=240)
+    assert done.returncode == 0, done.stderr
+    sessions = {}
+    for d in glob.glob(os.path.join(str(tmp_path), "bjob-*")):
+        if os.path.isdir(d):
+            sessions[d] = json.load(open(os.path.join(d, "session.json")))
+    return done, sessions
+
+
+def baseline_cost(session_dir, doc):
+    """Wall time the baseline window added: its iterations against the detector's median before
+    it (rank 0's, like every rank's, as the job runs in lock-step)."""
+    meta = json.load(open(os.path.join(session_dir, "rank-0.meta.json")))
+    before = statistics.median(doc["iteration_times_s"][-20:])
+    window = meta["iteration_times_s"]
+    return sum(window) - before * len(window), before, window
+
+
+@pytest.mark.skipif(not os.access(EROICA_BIN, os.X_OK), reason="needs the built eroica binary")
+def test_every_rank_slower_is_a_global_finding_against_the_baseline(tmp_path):
+    done, sessions = run_job(tmp_path, "all_slow_from=120", "all_slow_s=0.04")
+    bundle = tmp_path / "bjob.baseline.pattern"
+    assert bundle.is_file(), done.stderr
+    baseline = [d for d, doc in sessions.items() if doc["reason"] == "baseline"]
+    assert len(baseline) == 1, sessions
+    added_s, before_s, window = baseline_cost(baseline[0], sessions[baseline[0]])
+    print("\nbaseline: %d KB bundle; window of %d iterations %s s, median before %.4f s: +%.3f s"
+          % (bundle.stat().st_size // 1024, len(window), window, before_s, added_s))
+    slowed = [d for d, doc in sessions.items() if doc["reason"] == "degradation"]
+    assert slowed, (sessions, done.stderr)
+    report = json.load(open(os.path.join(slowed[-1], "report.json")))
+    first = report["findings"][0]
+    assert first["scope"] == "global" and sorted(first["workers"]) == list(range(WORLD)), first
+    assert first["category"] == "host", first
+    assert "against the baseline" in first["evidence"], first
+    print("finding: %s %s: %s\n%s" % (first["scope"], first["category"], first["function"],
+                                      first["evidence"]))
+
+
+@pytest.mark.skipif(not os.access(EROICA_BIN, os.X_OK), reason="needs the built eroica binary")
+def test_healthy_control_has_a_baseline_and_no_finding(tmp_path):
+    done, sessions = run_job(tmp_path)
+    assert (tmp_path / "bjob.baseline.pattern").is_file(), done.stderr
+    for d, doc in sessions.items():
+        path = os.path.join(d, "report.json")
+        if doc["reason"] != "baseline" and not os.path.exists(path):
+            continue  # proposed for an iteration past the job's end: never captured
+        report = json.load(open(path))
+        # On this loaded machine a session (the baseline's own included) can still get a
+        # finding from peers or boxes (README, "Healthy runs on a busy host"); the comparison
+        # with the baseline adds none.
+        against = [f for f in report["findings"] if "against the baseline" in f["evidence"]]
+        assert against == [], (doc["reason"], report["findings"])

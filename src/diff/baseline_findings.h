@@ -1,0 +1,26 @@
+// Diagnosis against the job's own past (`diagnose --baseline`): comparing workers with each
+// other cannot see a job that got slower everywhere at once; comparing each with the baseline
+// can. A change on (almost) every worker of a role that explains the slowdown becomes a global
+// finding of the category of what grew; local findings from peers keep their priority when they
+// explain the slowdown, and a baseline change on their ranks is added to their evidence.
+#pragma once
+
+#include "diff/pattern_diff.h"
+#include "localize/finding.h"
+
+namespace eroica {
+
+struct BaselineOptions {
+  // "Almost all": at most this share of a role's workers may lack the change (⌊n·share⌋; all
+  // of them in groups under 10).
+  double missing_share = 0.1;
+  // A local finding explains the slowdown when it costs at least this share of it.
+  double explains_share = 0.5;
+  // The slowdown must exceed this share of the baseline's iteration (the detector's 1.05).
+  double min_slowdown_share = 0.05;
+};
+
+void ApplyBaseline(const PatternDiff& diff, Diagnosis* diagnosis,
+                   const BaselineOptions& options = {});
+
+}  // namespace eroica

@@ -1,0 +1,112 @@
+#include "diff/baseline_findings.h"
+
+#include <gtest/gtest.h>
+
+#include "diff/diff_test_util.h"
+
+namespace eroica {
+namespace {
+
+std::vector<WorkerPattern> EveryRanksMmSlower(double mm_ms) {
+  std::vector<WorkerPattern> now;
+  for (int r = 0; r < 4; ++r) {
+    FunctionMs ms = Healthy();
+    std::get<2>(ms[0]) = mm_ms;
+    now.push_back(Worker(r, 4, ms));
+  }
+  return now;
+}
+
+TEST(BaselineFindings, EveryRankSlowerIsAGlobalFindingOfWhatGrew) {
+  Diagnosis d;  // peers look alike: healthy by comparison
+  ApplyBaseline(DiffPatterns(Job(4), EveryRanksMmSlower(100)), &d);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.scope, FindingScope::kGlobal);
+  EXPECT_EQ(f.category, FindingCategory::kCompute);
+  EXPECT_EQ(f.function, "aten::mm");
+  EXPECT_EQ(f.workers, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_NEAR(f.impact_s_per_iter, 0.040, 0.003);
+  // Per call: 100 and 60 ms over 10 calls, times the median rank jitter (1.005).
+  EXPECT_NE(
+      f.evidence.find("every rank's aten::mm takes 10.05 ms per call, 6.03 ms at the baseline"),
+      std::string::npos)
+      << f.evidence;
+  EXPECT_NE(f.evidence.find("% of the 40."), std::string::npos) << f.evidence;
+}
+
+TEST(BaselineFindings, AFunctionOnMostRanksStandsForItsCategoryGrownOnAll) {
+  // Every rank's host time grew 40 ms; on rank 3 the program point has another name.
+  std::vector<WorkerPattern> now;
+  for (int r = 0; r < 4; ++r) {
+    FunctionMs ms = Healthy();
+    ms.emplace_back(r == 3 ? "(python between b and c)" : "(python between a and b)",
+                    Category::kHost, 40);
+    now.push_back(Worker(r, 4, ms));
+  }
+  Diagnosis d;
+  ApplyBaseline(DiffPatterns(Job(4), now), &d);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].function, "(python between a and b)");
+  EXPECT_EQ(d.findings[0].workers, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_NE(d.findings[0].evidence.find("3 of 4 ranks'"), std::string::npos)
+      << d.findings[0].evidence;
+  EXPECT_NE(d.findings[0].evidence.find("every rank's host time grew"), std::string::npos);
+}
+
+TEST(BaselineFindings, NoSlowdownNoFinding) {
+  Diagnosis d;
+  ApplyBaseline(DiffPatterns(Job(4), Job(4)), &d);
+  EXPECT_TRUE(d.findings.empty());
+  ASSERT_FALSE(d.notes.empty());
+  EXPECT_NE(d.notes[0].find("against the baseline"), std::string::npos);
+}
+
+TEST(BaselineFindings, AChangeOnOneRankIsNotGlobal) {
+  std::vector<WorkerPattern> now = Job(4);
+  FunctionMs slow = Healthy();
+  std::get<2>(slow[0]) = 100;
+  now[1] = Worker(1, 4, slow);
+  Diagnosis d;
+  ApplyBaseline(DiffPatterns(Job(4), now), &d);
+  EXPECT_TRUE(d.findings.empty());
+}
+
+TEST(BaselineFindings, LocalFindingThatExplainsTheSlowdownKeepsPriorityAndIsConfirmed) {
+  std::vector<WorkerPattern> now = EveryRanksMmSlower(100);
+  FunctionMs storm = Healthy();
+  std::get<2>(storm[0]) = 100;
+  storm.emplace_back("gc.collect", Category::kHost, 60);
+  now[2] = Worker(2, 4, storm);
+  Diagnosis d;
+  Finding local;
+  local.scope = FindingScope::kLocal;
+  local.category = FindingCategory::kHost;
+  local.workers = {2};
+  local.function = "gc.collect";
+  local.impact_s_per_iter = 0.060;
+  d.findings.push_back(local);
+  ApplyBaseline(DiffPatterns(Job(4), now), &d);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].function, "gc.collect");
+  EXPECT_NE(d.findings[0].evidence.find("against the baseline its gc.collect grew"),
+            std::string::npos);
+  EXPECT_EQ(d.findings[1].function, "aten::mm");
+  EXPECT_EQ(d.findings[1].scope, FindingScope::kGlobal);
+}
+
+TEST(BaselineFindings, GlobalChangeGoesAheadOfALocalFindingThatExplainsLittle) {
+  Diagnosis d;
+  Finding local;
+  local.scope = FindingScope::kLocal;
+  local.workers = {1};
+  local.function = "(python)";
+  local.impact_s_per_iter = 0.004;
+  d.findings.push_back(local);
+  ApplyBaseline(DiffPatterns(Job(4), EveryRanksMmSlower(100)), &d);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].function, "aten::mm");
+}
+
+}  // namespace
+}  // namespace eroica

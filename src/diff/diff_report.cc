@@ -1,0 +1,122 @@
+#include "diff/diff_report.h"
+
+#include <fmt/core.h>
+
+#include <cmath>
+
+namespace eroica {
+namespace {
+
+double Round(double value, int digits) {
+  if (!std::isfinite(value)) return 0;
+  double scale = std::pow(10.0, digits);
+  return std::round(value * scale) / scale;
+}
+
+std::string WhatChanged(const PatternChange& c) {
+  std::string what = c.function.empty()
+                         ? fmt::format("all {}", CategoryName(c.category))
+                         : fmt::format("{} ({})", c.function, CategoryName(c.category));
+  return c.role.empty() ? what : fmt::format("[{}] {}", c.role, what);
+}
+
+std::string SideText(const char* label, const DiffSide& side) {
+  std::string world = side.world_size > 0 ? fmt::format("world size {}", side.world_size)
+                                          : "world size not declared";
+  return fmt::format("{}: {} workers ({}), iteration {:.1f} ms (median; {:.1f}-{:.1f})", label,
+                     side.workers, world, side.iteration_ms, side.min_iteration_ms,
+                     side.max_iteration_ms);
+}
+
+nlohmann::json ChangeJson(const PatternChange& c) {
+  return {
+      {"role", c.role},
+      {"function", c.function},
+      {"category", CategoryName(c.category)},
+      {"kind", Name(c.kind)},
+      {"ranks", c.ranks},
+      {"role_workers", c.role_workers},
+      {"base_ms_per_iter", Round(c.base_ms_per_iter, 3)},
+      {"now_ms_per_iter", Round(c.now_ms_per_iter, 3)},
+      {"delta_ms_per_iter", Round(c.delta_ms_per_iter, 3)},
+      {"largest_delta_ms_per_iter", Round(c.largest_delta_ms_per_iter, 3)},
+      {"base_ms_per_call", Round(c.base_ms_per_call, 4)},
+      {"now_ms_per_call", Round(c.now_ms_per_call, 4)},
+      {"base_calls_per_iter", Round(c.base_calls_per_iter, 2)},
+      {"now_calls_per_iter", Round(c.now_calls_per_iter, 2)},
+      {"noise_ms_per_iter", Round(c.noise_ms_per_iter, 3)},
+  };
+}
+
+nlohmann::json SideJson(const DiffSide& side) {
+  return {{"workers", side.workers},
+          {"world_size", side.world_size},
+          {"iteration_ms", Round(side.iteration_ms, 3)},
+          {"min_iteration_ms", Round(side.min_iteration_ms, 3)},
+          {"max_iteration_ms", Round(side.max_iteration_ms, 3)}};
+}
+
+}  // namespace
+
+std::string RanksText(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
+    i = j + 1;
+  }
+  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", out);
+}
+
+std::string ChangeSentence(const PatternChange& c) {
+  std::string text = fmt::format("{} {} on {}{}: {:.1f} -> {:.1f} ms/iter ({:+.1f}", WhatChanged(c),
+                                 Name(c.kind), RanksText(c.ranks),
+                                 static_cast<int>(c.ranks.size()) == c.role_workers ? " (all)" : "",
+                                 c.base_ms_per_iter, c.now_ms_per_iter, c.delta_ms_per_iter);
+  if (c.ranks.size() > 1 && std::abs(c.largest_delta_ms_per_iter - c.delta_ms_per_iter) > 0.05) {
+    text += fmt::format(", largest {:+.1f}", c.largest_delta_ms_per_iter);
+  }
+  text += fmt::format("; noise bar {:.1f})", c.noise_ms_per_iter);
+  if (!c.function.empty() && (c.base_calls_per_iter > 0 || c.now_calls_per_iter > 0)) {
+    text += fmt::format("; per call {:.3f} -> {:.3f} ms, calls/iter {:.1f} -> {:.1f}",
+                        c.base_ms_per_call, c.now_ms_per_call, c.base_calls_per_iter,
+                        c.now_calls_per_iter);
+  }
+  return text;
+}
+
+std::string FormatDiffText(const PatternDiff& diff) {
+  std::string out =
+      fmt::format("eroica diff: {}\n",
+                  diff.same() ? "no difference above noise"
+                              : fmt::format("{} function changes, {} category changes above noise",
+                                            diff.functions.size(), diff.categories.size()));
+  out += SideText("base", diff.base) + "\n" + SideText("now ", diff.now) + "\n";
+  out += fmt::format(
+      "iteration: {:+.1f} ms ({:+.1f} %)\n", diff.now.iteration_ms - diff.base.iteration_ms,
+      diff.base.iteration_ms > 0 ? 100 * (diff.now.iteration_ms / diff.base.iteration_ms - 1)
+                                 : 0.0);
+  if (!diff.functions.empty()) out += "\nfunctions:\n";
+  for (size_t i = 0; i < diff.functions.size(); ++i) {
+    out += fmt::format("{}. {}\n", i + 1, ChangeSentence(diff.functions[i]));
+  }
+  if (!diff.categories.empty()) out += "\ncategories:\n";
+  for (const PatternChange& c : diff.categories) out += fmt::format("- {}\n", ChangeSentence(c));
+  for (const std::string& note : diff.notes) out += fmt::format("\nnote: {}\n", note);
+  return out;
+}
+
+nlohmann::json DiffToJson(const PatternDiff& diff) {
+  nlohmann::json functions = nlohmann::json::array(), categories = nlohmann::json::array();
+  for (const PatternChange& c : diff.functions) functions.push_back(ChangeJson(c));
+  for (const PatternChange& c : diff.categories) categories.push_back(ChangeJson(c));
+  return {
+      {"schema", "eroica.diff/v1"}, {"same", diff.same()},    {"base", SideJson(diff.base)},
+      {"now", SideJson(diff.now)},  {"functions", functions}, {"categories", categories},
+      {"notes", diff.notes},
+  };
+}
+
+}  // namespace eroica

@@ -1,0 +1,51 @@
+// Small synthetic data-parallel jobs for the diff tests.
+#pragma once
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "summary/pattern.h"
+
+namespace eroica {
+
+using FunctionMs = std::vector<std::tuple<std::string, Category, double>>;
+
+// A data-parallel worker: `ms` per iteration in each function, with a rank-dependent jitter
+// (a few percent) so that the spread across ranks is not zero.
+inline WorkerPattern Worker(int rank, int world_size, const FunctionMs& ms) {
+  WorkerPattern w;
+  w.rank = rank;
+  w.world_size = world_size;
+  w.step_ids = {10, 11, 12, 13, 14};
+  double total_ms = 0;
+  for (const auto& [name, category, t] : ms) total_ms += t;
+  double jitter = 1.0 + 0.01 * (rank % 3);
+  w.iteration_s = total_ms * jitter / 1e3;
+  for (const auto& [name, category, t] : ms) {
+    FunctionPattern f;
+    f.name = name;
+    f.category = category;
+    f.beta = t / total_ms;
+    f.calls_per_iter = 10;
+    f.mean_duration_us = t * jitter * 1e3 / 10;
+    w.functions.push_back(f);
+    w.category_beta[static_cast<size_t>(category)] += f.beta;
+  }
+  return w;
+}
+
+inline FunctionMs Healthy() {
+  return {{"aten::mm", Category::kCompute, 60},
+          {"aten::relu", Category::kCompute, 10},
+          {"gloo:all_reduce", Category::kCommunication, 20},
+          {"(python)", Category::kHost, 10}};
+}
+
+inline std::vector<WorkerPattern> Job(int world_size) {
+  std::vector<WorkerPattern> job;
+  for (int r = 0; r < world_size; ++r) job.push_back(Worker(r, world_size, Healthy()));
+  return job;
+}
+
+}  // namespace eroica
