@@ -61,8 +61,7 @@ std::string ReadAll(const std::string& path) {
   std::string out(isize, '\0');
   libdeflate_decompressor* d = libdeflate_alloc_decompressor();
   size_t got = 0;
-  if (libdeflate_gzip_decompress(d, bytes.data(), bytes.size(), out.data(), out.size(), &got) !=
-      LIBDEFLATE_SUCCESS) {
+  if (libdeflate_gzip_decompress(d, bytes.data(), bytes.size(), out.data(), out.size(), &got) != LIBDEFLATE_SUCCESS) {
     Die(path + ": cannot inflate (sources over 4 GB are not supported)");
   }
   libdeflate_free_decompressor(d);
@@ -157,8 +156,7 @@ void ScanEvents(Template* t) {
       t->max_end_us = std::max(t->max_end_us, ts + dur);
     }
   }
-  std::sort(t->patches.begin(), t->patches.end(),
-            [](const Patch& a, const Patch& b) { return a.offset < b.offset; });
+  std::sort(t->patches.begin(), t->patches.end(), [](const Patch& a, const Patch& b) { return a.offset < b.offset; });
 }
 
 Template MakeTemplate(std::string text) {
@@ -250,8 +248,12 @@ void WriteCopy(const Template& t, int64_t copy, Sink* sink, std::string* scratch
     scratch->append(t.events, cursor, p.offset - cursor);
     std::string_view token(t.events.data() + p.offset, p.length);
     switch (p.kind) {
-      case Kind::kTs: AppendShifted(token, ts_delta, scratch); break;
-      case Kind::kId: AppendShifted(token, id_delta, scratch); break;
+      case Kind::kTs:
+        AppendShifted(token, ts_delta, scratch);
+        break;
+      case Kind::kId:
+        AppendShifted(token, id_delta, scratch);
+        break;
       case Kind::kStep: {
         constexpr size_t kQuotedPrefix = 14;  // "ProfilerStep#
         scratch->append(token.substr(0, kQuotedPrefix));

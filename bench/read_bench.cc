@@ -9,6 +9,7 @@
 //
 // Figures: wall seconds, CPU seconds (all threads), MB/s of uncompressed JSON per wall second
 // and per CPU second, and the process's peak RSS (getrusage ru_maxrss).
+#include <fmt/core.h>
 #include <libdeflate.h>
 #include <sys/resource.h>
 #include <zlib.h>
@@ -20,8 +21,6 @@
 #include <iterator>
 #include <string>
 #include <vector>
-
-#include <fmt/core.h>
 
 #include "summary/summarize_files.h"
 #include "summary/summarizer.h"
@@ -45,9 +44,7 @@ struct Clock {
     auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
     return seconds(usage.ru_utime) + seconds(usage.ru_stime);
   }
-  double WallSince() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
-  }
+  double WallSince() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count(); }
   double CpuSince() const { return CpuSeconds() - cpu; }
 };
 
@@ -92,9 +89,9 @@ int RunRead(const std::string& path, bool summarize) {
       "\"functions\": {}, \"read_s\": {:.4f}, \"read_cpu_s\": {:.4f}, \"summarize_s\": {:.4f}, "
       "\"total_s\": {:.4f}, \"total_cpu_s\": {:.4f}, \"mb_per_s\": {:.1f}, \"mb_per_cpu_s\": {:.1f}, "
       "\"read_mb_per_s\": {:.1f}, \"peak_rss_kb\": {}, \"event_bytes\": {}, \"minor_faults\": {}}}\n",
-      path, bytes, trace->stats.events_seen, trace->events.size(), functions, read_s, read_cpu_s,
-      summarize_s, total_s, total_cpu_s, MbPerS(bytes, total_s), MbPerS(bytes, total_cpu_s),
-      MbPerS(bytes, read_s), PeakRssKb(), trace->events.size() * sizeof(TraceEvent), MinorFaults());
+      path, bytes, trace->stats.events_seen, trace->events.size(), functions, read_s, read_cpu_s, summarize_s, total_s,
+      total_cpu_s, MbPerS(bytes, total_s), MbPerS(bytes, total_cpu_s), MbPerS(bytes, read_s), PeakRssKb(),
+      trace->events.size() * sizeof(TraceEvent), MinorFaults());
   return 0;
 }
 
@@ -113,11 +110,12 @@ int RunBest(const std::string& path, int repeats) {
     best_summary = std::min(best_summary, summary_clock.WallSince());
     bytes = trace->stats.input_bytes;
   }
-  fmt::print("{{\"mode\": \"best\", \"file\": \"{}\", \"repeats\": {}, \"input_bytes\": {}, "
-             "\"read_s\": {:.4f}, \"summarize_s\": {:.4f}, \"read_mb_per_s\": {:.1f}, "
-             "\"summarize_mb_per_s\": {:.1f}, \"mb_per_s\": {:.1f}}}\n",
-             path, repeats, bytes, best_read, best_summary, MbPerS(bytes, best_read),
-             MbPerS(bytes, best_summary), MbPerS(bytes, best_read + best_summary));
+  fmt::print(
+      "{{\"mode\": \"best\", \"file\": \"{}\", \"repeats\": {}, \"input_bytes\": {}, "
+      "\"read_s\": {:.4f}, \"summarize_s\": {:.4f}, \"read_mb_per_s\": {:.1f}, "
+      "\"summarize_mb_per_s\": {:.1f}, \"mb_per_s\": {:.1f}}}\n",
+      path, repeats, bytes, best_read, best_summary, MbPerS(bytes, best_read), MbPerS(bytes, best_summary),
+      MbPerS(bytes, best_read + best_summary));
   return 0;
 }
 
@@ -130,10 +128,10 @@ int RunFiles(const std::vector<std::string>& paths, int threads) {
   Clock clock;
   FileSummaries result = SummarizeFiles(paths, threads);
   double wall_s = clock.WallSince(), cpu_s = clock.CpuSince();
-  fmt::print("{{\"mode\": \"files\", \"files\": {}, \"threads\": {}, \"patterns\": {}, \"input_bytes\": {}, "
-             "\"total_s\": {:.4f}, \"total_cpu_s\": {:.4f}, \"mb_per_s\": {:.1f}, \"mb_per_cpu_s\": {:.1f}}}\n",
-             paths.size(), threads, result.patterns.size(), bytes, wall_s, cpu_s, MbPerS(bytes, wall_s),
-             MbPerS(bytes, cpu_s));
+  fmt::print(
+      "{{\"mode\": \"files\", \"files\": {}, \"threads\": {}, \"patterns\": {}, \"input_bytes\": {}, "
+      "\"total_s\": {:.4f}, \"total_cpu_s\": {:.4f}, \"mb_per_s\": {:.1f}, \"mb_per_cpu_s\": {:.1f}}}\n",
+      paths.size(), threads, result.patterns.size(), bytes, wall_s, cpu_s, MbPerS(bytes, wall_s), MbPerS(bytes, cpu_s));
   return result.errors.empty() ? 0 : 1;
 }
 
@@ -204,20 +202,20 @@ int RunBound(const std::string& path) {
     });
   }
   size_t found = 0;
-  double memchr_s = BestOf(3, [&] {
-    found += std::memchr(json.data(), '\x01', json.size()) != nullptr;
-  });
+  double memchr_s = BestOf(3, [&] { found += std::memchr(json.data(), '\x01', json.size()) != nullptr; });
   int64_t bytes = static_cast<int64_t>(json.size());
   json.resize(json.size() + 256);  // simdjson's padding
   size_t checksum = 0;
-  double simdjson_s = BestOf(3, [&] { checksum += SimdjsonWalk(json.data(), static_cast<size_t>(bytes), json.size()); });
-  fmt::print("{{\"mode\": \"bound\", \"file\": \"{}\", \"input_bytes\": {}, \"gzip\": {}, "
-             "\"memchr_mb_per_s\": {:.1f}, \"simdjson_walk_mb_per_s\": {:.1f}, "
-             "\"libdeflate_mb_per_s\": {:.1f}, \"zlib_mb_per_s\": {:.1f}, \"fread_mb_per_s\": {:.1f}, "
-             "\"checksum\": {}}}\n",
-             path, bytes, gzip ? "true" : "false", MbPerS(bytes, memchr_s), MbPerS(bytes, simdjson_s),
-             gzip ? MbPerS(bytes, libdeflate_s) : 0.0, gzip ? MbPerS(bytes, zlib_s) : 0.0,
-             gzip ? 0.0 : MbPerS(bytes, fread_s), checksum + found);
+  double simdjson_s =
+      BestOf(3, [&] { checksum += SimdjsonWalk(json.data(), static_cast<size_t>(bytes), json.size()); });
+  fmt::print(
+      "{{\"mode\": \"bound\", \"file\": \"{}\", \"input_bytes\": {}, \"gzip\": {}, "
+      "\"memchr_mb_per_s\": {:.1f}, \"simdjson_walk_mb_per_s\": {:.1f}, "
+      "\"libdeflate_mb_per_s\": {:.1f}, \"zlib_mb_per_s\": {:.1f}, \"fread_mb_per_s\": {:.1f}, "
+      "\"checksum\": {}}}\n",
+      path, bytes, gzip ? "true" : "false", MbPerS(bytes, memchr_s), MbPerS(bytes, simdjson_s),
+      gzip ? MbPerS(bytes, libdeflate_s) : 0.0, gzip ? MbPerS(bytes, zlib_s) : 0.0, gzip ? 0.0 : MbPerS(bytes, fread_s),
+      checksum + found);
   return checksum > 0 ? 0 : 1;
 }
 

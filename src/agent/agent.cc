@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 
+#include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -7,8 +8,6 @@
 #include <cmath>
 #include <map>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "agent/clock.h"
 #include "agent/error_log.h"
@@ -48,9 +47,7 @@ void RaiseFileLimit() {
   }
 }
 
-int EveryN(double base_hz, double hz) {
-  return std::max(1, static_cast<int>(std::lround(base_hz / hz)));
-}
+int EveryN(double base_hz, double hz) { return std::max(1, static_cast<int>(std::lround(base_hz / hz))); }
 
 }  // namespace
 
@@ -164,11 +161,9 @@ Agent::Agent(const AgentOptions& options)
       sessions_(options.dir, MetricsFileName(options.host), &log_),
       processes_(MakeProcessOptions(options, clock_ticks_per_s_), &log_),
       host_(options.root, clock_ticks_per_s_, &log_),
-      net_({options.root, EveryN(options.rate_hz, 1.0), 64,
-            EveryN(options.rate_hz, options.host_rate_hz)}, &log_),
+      net_({options.root, EveryN(options.rate_hz, 1.0), 64, EveryN(options.rate_hz, options.host_rate_hz)}, &log_),
       rdma_(options.root, EveryN(options.rate_hz, 1.0), &log_),
-      host_sampler_("eroica-sampler",
-                    static_cast<int64_t>(kNsPerSecond / options.rate_hz), &store_) {
+      host_sampler_("eroica-sampler", static_cast<int64_t>(kNsPerSecond / options.rate_hz), &store_) {
   for (int64_t pid : options.pids) registry_.AddManual(pid);
 }
 
@@ -181,8 +176,7 @@ Status Agent::Start() {
   if (options_.prometheus_port > 0) {
     prometheus_ = std::make_unique<PrometheusServer>([this] { return RenderMetrics(); });
     EROICA_RETURN_IF_ERROR(prometheus_->Start(options_.prometheus_bind, options_.prometheus_port));
-    log_.Info(fmt::format("Prometheus metrics on http://{}:{}/metrics", options_.prometheus_bind,
-                          prometheus_->port()));
+    log_.Info(fmt::format("Prometheus metrics on http://{}:{}/metrics", options_.prometheus_bind, prometheus_->port()));
   }
   if (options_.gpu) {
     StatusOr<NvmlApi> nvml = options_.load_nvml ? options_.load_nvml() : LoadNvml();
@@ -199,13 +193,13 @@ Status Agent::Start() {
   host_sampler_.Add(&host_, EveryN(options_.rate_hz, options_.host_rate_hz));
   host_sampler_.Start();
   if (gpu_ != nullptr) {
-    gpu_sampler_ = std::make_unique<Sampler>(
-        "eroica-gpu", static_cast<int64_t>(kNsPerSecond / options_.gpu_rate_hz), &store_);
+    gpu_sampler_ =
+        std::make_unique<Sampler>("eroica-gpu", static_cast<int64_t>(kNsPerSecond / options_.gpu_rate_hz), &store_);
     gpu_sampler_->Add(gpu_.get());
     gpu_sampler_->Start();
   }
-  log_.Info(fmt::format("sampling at {} Hz, keeping {} s; shared folder: {}", options_.rate_hz,
-                        options_.buffer_s, options_.dir.empty() ? "(none)" : options_.dir));
+  log_.Info(fmt::format("sampling at {} Hz, keeping {} s; shared folder: {}", options_.rate_hz, options_.buffer_s,
+                        options_.dir.empty() ? "(none)" : options_.dir));
   return Status::Ok();
 }
 
@@ -239,16 +233,14 @@ void Agent::WriteSession(const CaptureSession& session) {
   file.sample_interval_ns = static_cast<int64_t>(kNsPerSecond / options_.rate_hz);
   std::map<int64_t, int> gpu_of = gpu_ ? gpu_->GpuOfProcess() : std::map<int64_t, int>();
   for (const Registration& process : registry_.SeenSince(file.window_start_unix_ns)) {
-    int64_t gpu = process.gpu >= 0 ? process.gpu
-                  : gpu_of.count(process.pid) > 0 ? gpu_of[process.pid] : -1;
+    int64_t gpu = process.gpu >= 0 ? process.gpu : gpu_of.count(process.pid) > 0 ? gpu_of[process.pid] : -1;
     file.processes.push_back({process.pid, process.rank, gpu});
   }
   int64_t oldest_ns = store_.OldestSampleNs();
   if (oldest_ns > file.window_start_unix_ns + kNsPerSecond) {
-    log_.Report("window-" + session.dir,
-                fmt::format("session {} starts before the oldest sample kept; its file covers "
-                            "only the last {:.1f} s (raise --buffer-s)", session.dir,
-                            (file.window_end_unix_ns - oldest_ns) / 1e9));
+    log_.Report("window-" + session.dir, fmt::format("session {} starts before the oldest sample kept; its file covers "
+                                                     "only the last {:.1f} s (raise --buffer-s)",
+                                                     session.dir, (file.window_end_unix_ns - oldest_ns) / 1e9));
   }
   file.series = store_.Snapshot(file.window_start_unix_ns, file.window_end_unix_ns);
   std::string path = session.dir + "/" + MetricsFileName(options_.host);
@@ -302,8 +294,8 @@ Status RunAgent(const AgentOptions& given, const std::atomic<bool>& stop) {
   EROICA_RETURN_IF_ERROR(agent.Start());
   if (manual) {
     int64_t now_ns = RealtimeNs();
-    agent.AddSession({options.session_dir, now_ns,
-                      now_ns + static_cast<int64_t>(options.duration_s * kNsPerSecond), true});
+    agent.AddSession(
+        {options.session_dir, now_ns, now_ns + static_cast<int64_t>(options.duration_s * kNsPerSecond), true});
   }
   int64_t next_housekeeping_ns = MonotonicNs() + kNsPerSecond;
   while (!stop.load() && !(manual && agent.sessions_finished() > 0)) {

@@ -14,14 +14,14 @@
 namespace eroica::agent {
 
 struct AgentOptions {
-  std::string dir;            // the shared folder: DIR/procs/*.json, DIR/<session>/capture.start
-  std::string session_dir;    // by hand: sample duration_s, write this session's file, exit
+  std::string dir;          // the shared folder: DIR/procs/*.json, DIR/<session>/capture.start
+  std::string session_dir;  // by hand: sample duration_s, write this session's file, exit
   double duration_s = 0;
-  double rate_hz = 100;       // processes and threads, NICs, RDMA ports
-  double host_rate_hz = 10;   // per-core CPU and memory (/proc/stat is costly on big hosts)
-  double gpu_rate_hz = 10;    // NVML
-  double buffer_s = 120;      // history kept in memory; a session's window must fit in it
-  int prometheus_port = 0;    // 0: no Prometheus endpoint
+  double rate_hz = 100;      // processes and threads, NICs, RDMA ports
+  double host_rate_hz = 10;  // per-core CPU and memory (/proc/stat is costly on big hosts)
+  double gpu_rate_hz = 10;   // NVML
+  double buffer_s = 120;     // history kept in memory; a session's window must fit in it
+  int prometheus_port = 0;   // 0: no Prometheus endpoint
   std::string prometheus_bind = "127.0.0.1";
   std::string host;           // default: gethostname()
   std::vector<int64_t> pids;  // watched without a registration file
@@ -29,7 +29,7 @@ struct AgentOptions {
   bool gpu = true;            // try NVML
   size_t max_threads_per_process = 256;
   size_t max_series = 8192;
-  bool quiet = false;         // no log lines (tests)
+  bool quiet = false;  // no log lines (tests)
   // Where NVML comes from; empty: LoadNvml(). Tests inject a fake table.
   std::function<StatusOr<NvmlApi>()> load_nvml;
 };

@@ -3,20 +3,18 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "agent/clock.h"
 #include "agent/metrics_file.h"
@@ -89,17 +87,21 @@ TEST(AgentTest, DaemonWritesTheSessionFileOfARegisteredProcess) {
   TempDir dir;
   WriteInPlace(dir.path() + fmt::format("/procs/{}.json", ::getpid()),
                fmt::format(R"({{"pid": {}, "rank": 5, "session_dir": null, "host": "h",
-                               "last_iteration_s": 0.3}})", ::getpid()));
+                               "last_iteration_s": 0.3}})",
+                           ::getpid()));
   AgentOptions options = TestOptions(dir.path());
   options.prometheus_port = FreePort();
   std::atomic<bool> stop{false};
   Status status;
   std::thread agent([&] { status = RunAgent(options, stop); });
   std::string page;
-  ASSERT_TRUE(WaitFor([&] {
-    page = HttpGet(options.prometheus_port, "/metrics");
-    return page.find("eroica_agent_registered_processes 1\n") != std::string::npos;
-  }, 5)) << page;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        page = HttpGet(options.prometheus_port, "/metrics");
+        return page.find("eroica_agent_registered_processes 1\n") != std::string::npos;
+      },
+      5))
+      << page;
   EXPECT_NE(page.find("eroica_training_last_iteration_seconds{rank=\"5\""), std::string::npos);
 
   int64_t start_ns = RealtimeNs();
@@ -184,18 +186,22 @@ TEST(AgentTest, FullDiskDropsTheFileAndKeepsRunning) {
   WriteCaptureStart(disk + "/s1", RealtimeNs(), 0.2);
   int filler = ::open((disk + "/filler").c_str(), O_WRONLY | O_CREAT, 0644);  // fill the disk
   std::string block(4096, 'x');
-  for (int i = 0; i < 64 && ::write(filler, block.data(), block.size()) > 0; ++i) {}
-  while (::write(filler, "x", 1) == 1) {}
+  for (int i = 0; i < 64 && ::write(filler, block.data(), block.size()) > 0; ++i) {
+  }
+  while (::write(filler, "x", 1) == 1) {
+  }
   ::close(filler);
   AgentOptions options = TestOptions(disk);
   options.prometheus_port = FreePort();
   std::atomic<bool> stop{false};
   Status status;
   std::thread agent([&] { status = RunAgent(options, stop); });
-  bool dropped = WaitFor([&] {
-    return HttpGet(options.prometheus_port, "/metrics")
-               .find("eroica_agent_sessions_dropped_total 1\n") != std::string::npos;
-  }, 6);
+  bool dropped = WaitFor(
+      [&] {
+        return HttpGet(options.prometheus_port, "/metrics").find("eroica_agent_sessions_dropped_total 1\n") !=
+               std::string::npos;
+      },
+      6);
   std::string page = HttpGet(options.prometheus_port, "/metrics");
   stop.store(true);
   agent.join();
@@ -240,8 +246,7 @@ TEST(AgentTest, WritesOnlyIntoSessionsInsideItsFolder) {
   TempDir elsewhere;
   WriteCaptureStart(elsewhere.path(), RealtimeNs(), 0.2);
   WriteInPlace(dir.path() + fmt::format("/procs/{}.json", ::getpid()),
-               fmt::format(R"({{"pid": {}, "rank": 0, "session_dir": "{}"}})", ::getpid(),
-                           elsewhere.path()));
+               fmt::format(R"({{"pid": {}, "rank": 0, "session_dir": "{}"}})", ::getpid(), elsewhere.path()));
   AgentOptions options = TestOptions(dir.path());
   std::atomic<bool> stop{false};
   Status status;

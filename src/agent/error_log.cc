@@ -15,8 +15,7 @@ void ErrorLog::Report(std::string_view key, std::string_view message) {
   if (counts_.size() >= kMaxKeys) return;
   counts_.emplace(std::string(key), 1);
   if (!quiet_ && !message.empty()) {
-    fmt::print(stderr, "eroica agent: {}\n",
-               message);
+    fmt::print(stderr, "eroica agent: {}\n", message);
   }
 }
 

@@ -3,13 +3,13 @@
 // "eroica agent: ".
 #pragma once
 
+#include <fmt/core.h>
+
 #include <cstdint>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
-
-#include <fmt/core.h>
 
 namespace eroica::agent {
 

@@ -12,14 +12,10 @@ struct SeriesSpec {
 };
 
 constexpr SeriesSpec kGaugeSpecs[GpuCollector::kGaugeCount] = {
-    {"gpu.sm_util_pct", SeriesKind::kGauge, "pct"},
-    {"gpu.mem_util_pct", SeriesKind::kGauge, "pct"},
-    {"gpu.sm_clock_mhz", SeriesKind::kGauge, "MHz"},
-    {"gpu.mem_clock_mhz", SeriesKind::kGauge, "MHz"},
-    {"gpu.power_mw", SeriesKind::kGauge, "mW"},
-    {"gpu.temperature_c", SeriesKind::kGauge, "C"},
-    {"gpu.throttle_reasons", SeriesKind::kGauge, "mask"},
-    {"gpu.pcie_tx_kbps", SeriesKind::kGauge, "KiB/s"},
+    {"gpu.sm_util_pct", SeriesKind::kGauge, "pct"},       {"gpu.mem_util_pct", SeriesKind::kGauge, "pct"},
+    {"gpu.sm_clock_mhz", SeriesKind::kGauge, "MHz"},      {"gpu.mem_clock_mhz", SeriesKind::kGauge, "MHz"},
+    {"gpu.power_mw", SeriesKind::kGauge, "mW"},           {"gpu.temperature_c", SeriesKind::kGauge, "C"},
+    {"gpu.throttle_reasons", SeriesKind::kGauge, "mask"}, {"gpu.pcie_tx_kbps", SeriesKind::kGauge, "KiB/s"},
     {"gpu.pcie_rx_kbps", SeriesKind::kGauge, "KiB/s"},
 };
 
@@ -31,19 +27,26 @@ constexpr SeriesSpec kCounterSpecs[GpuCollector::kCounterCount] = {
 };
 
 constexpr unsigned kCounterFields[GpuCollector::kCounterCount] = {
-    kNvmlFiPcieCountTxBytes, kNvmlFiPcieCountRxBytes, kNvmlFiNvlinkThroughputDataTx,
-    kNvmlFiNvlinkThroughputDataRx};
+    kNvmlFiPcieCountTxBytes, kNvmlFiPcieCountRxBytes, kNvmlFiNvlinkThroughputDataTx, kNvmlFiNvlinkThroughputDataRx};
 
 // A field's value as an unsigned 64-bit number, and whether NVML keeps it in 32 bits.
 uint64_t FieldRaw(const NvmlFieldValue& field, bool* is_32_bit) {
   *is_32_bit = false;
   switch (field.value_type) {
-    case kNvmlValueDouble: return static_cast<uint64_t>(field.value.d);
-    case kNvmlValueUnsignedInt: *is_32_bit = true; return field.value.ui;
-    case kNvmlValueSignedInt: *is_32_bit = true; return static_cast<uint32_t>(field.value.si);
-    case kNvmlValueUnsignedLong: return field.value.ul;
-    case kNvmlValueSignedLongLong: return static_cast<uint64_t>(field.value.sll);
-    default: return field.value.ull;
+    case kNvmlValueDouble:
+      return static_cast<uint64_t>(field.value.d);
+    case kNvmlValueUnsignedInt:
+      *is_32_bit = true;
+      return field.value.ui;
+    case kNvmlValueSignedInt:
+      *is_32_bit = true;
+      return static_cast<uint32_t>(field.value.si);
+    case kNvmlValueUnsignedLong:
+      return field.value.ul;
+    case kNvmlValueSignedLongLong:
+      return static_cast<uint64_t>(field.value.sll);
+    default:
+      return field.value.ull;
   }
 }
 
@@ -58,15 +61,13 @@ NvmlFieldValue Field(unsigned id, unsigned scope) {
 
 int64_t PcieBytesPerSecond(unsigned generation, unsigned width) {
   // Per lane and direction: 2.5/5 GT/s with 8b/10b, then 8/16/32/64 GT/s with 128b/130b.
-  static constexpr int64_t kLaneBytesPerSecond[] = {0, 250'000'000, 500'000'000,
-                                                   984'615'384, 1'969'230'769, 3'938'461'538,
-                                                   7'876'923'076};
+  static constexpr int64_t kLaneBytesPerSecond[] = {
+      0, 250'000'000, 500'000'000, 984'615'384, 1'969'230'769, 3'938'461'538, 7'876'923'076};
   if (generation == 0 || generation > 6) return 0;
   return kLaneBytesPerSecond[generation] * static_cast<int64_t>(width);
 }
 
-std::unique_ptr<GpuCollector> GpuCollector::Create(NvmlApi api, int samples_per_second,
-                                                   ErrorLog* log) {
+std::unique_ptr<GpuCollector> GpuCollector::Create(NvmlApi api, int samples_per_second, ErrorLog* log) {
   NvmlReturn code = api.init ? api.init() : kNvmlErrorNotSupported;
   if (code != kNvmlSuccess) {
     log->Info(fmt::format("no GPU monitoring: nvmlInit failed: {}", NvmlErrorText(api, code)));
@@ -80,14 +81,12 @@ std::unique_ptr<GpuCollector> GpuCollector::Create(NvmlApi api, int samples_per_
     if (api.shutdown) api.shutdown();
     return nullptr;
   }
-  std::unique_ptr<GpuCollector> collector(new GpuCollector(std::move(api), samples_per_second,
-                                                           log));
+  std::unique_ptr<GpuCollector> collector(new GpuCollector(std::move(api), samples_per_second, log));
   for (unsigned index = 0; index < count && index < 64; ++index) {
     Device device;
     device.index = index;
     if (collector->api_.device_get_handle_by_index(index, &device.handle) != kNvmlSuccess) {
-      log->Report(fmt::format("gpu{}-handle", index),
-                  fmt::format("GPU {}: no NVML handle; skipping it", index));
+      log->Report(fmt::format("gpu{}-handle", index), fmt::format("GPU {}: no NVML handle; skipping it", index));
       continue;
     }
     collector->Probe(&device);
@@ -98,8 +97,7 @@ std::unique_ptr<GpuCollector> GpuCollector::Create(NvmlApi api, int samples_per_
 }
 
 GpuCollector::GpuCollector(NvmlApi api, int samples_per_second, ErrorLog* log)
-    : api_(std::move(api)), samples_per_second_(samples_per_second < 1 ? 1 : samples_per_second),
-      log_(log) {}
+    : api_(std::move(api)), samples_per_second_(samples_per_second < 1 ? 1 : samples_per_second), log_(log) {}
 
 GpuCollector::~GpuCollector() {
   if (api_.shutdown) api_.shutdown();
@@ -112,8 +110,7 @@ void GpuCollector::Probe(Device* device) {
   device->counter_supported.fill(false);
   device->counter_ids.fill(kNoSeries);
   char model[96] = {0};
-  if (api_.device_get_name && api_.device_get_name(device->handle, model, sizeof(model) - 1) ==
-                                  kNvmlSuccess) {
+  if (api_.device_get_name && api_.device_get_name(device->handle, model, sizeof(model) - 1) == kNvmlSuccess) {
     device->model = model;
   }
   device->gauge_capacity[kSmUtil] = device->gauge_capacity[kMemUtil] = 100;
@@ -143,11 +140,12 @@ void GpuCollector::ProbeLinks(Device* device) {
         static_cast<bool>(api_.device_get_pcie_throughput);
     return;
   }
-  NvmlFieldValue fields[] = {
-      Field(kNvmlFiPcieCountTxBytes, 0), Field(kNvmlFiPcieCountRxBytes, 0),
-      Field(kNvmlFiNvlinkThroughputDataTx, kNvmlScopeAllLinks),
-      Field(kNvmlFiNvlinkThroughputDataRx, kNvmlScopeAllLinks),
-      Field(kNvmlFiNvlinkSpeedMbpsCommon, 0), Field(kNvmlFiNvlinkLinkCount, 0)};
+  NvmlFieldValue fields[] = {Field(kNvmlFiPcieCountTxBytes, 0),
+                             Field(kNvmlFiPcieCountRxBytes, 0),
+                             Field(kNvmlFiNvlinkThroughputDataTx, kNvmlScopeAllLinks),
+                             Field(kNvmlFiNvlinkThroughputDataRx, kNvmlScopeAllLinks),
+                             Field(kNvmlFiNvlinkSpeedMbpsCommon, 0),
+                             Field(kNvmlFiNvlinkLinkCount, 0)};
   bool called = api_.device_get_field_values(device->handle, 6, fields) == kNvmlSuccess;
   for (int c = 0; c < kCounterCount; ++c) {
     device->counter_supported[c] = called && fields[c].nvml_return == kNvmlSuccess;
@@ -170,9 +168,9 @@ bool GpuCollector::Check(Device* device, Gauge gauge, NvmlReturn code) {
     device->gauge_supported[gauge] = false;
     return false;
   }
-  log_->Report(fmt::format("gpu{}-{}-{}", device->index, static_cast<int>(gauge), code),
-               fmt::format("GPU {}: reading {} failed: {}", device->index,
-                           kGaugeSpecs[gauge].name, NvmlErrorText(api_, code)));
+  log_->Report(
+      fmt::format("gpu{}-{}-{}", device->index, static_cast<int>(gauge), code),
+      fmt::format("GPU {}: reading {} failed: {}", device->index, kGaugeSpecs[gauge].name, NvmlErrorText(api_, code)));
   return false;
 }
 
@@ -271,8 +269,7 @@ void GpuCollector::RefreshProcesses() {
   std::vector<NvmlProcessInfoV1> infos(256);
   for (const Device& device : devices_) {
     unsigned count = static_cast<unsigned>(infos.size());
-    if (api_.device_get_compute_running_processes(device.handle, &count, infos.data()) !=
-        kNvmlSuccess) {
+    if (api_.device_get_compute_running_processes(device.handle, &count, infos.data()) != kNvmlSuccess) {
       continue;
     }
     for (unsigned i = 0; i < count && i < infos.size(); ++i) {
@@ -294,9 +291,8 @@ void GpuCollector::Emit(MetricSink& sink) {
     for (int g = 0; g < kGaugeCount; ++g) {
       if (!device.gauges[g]) continue;
       if (device.gauge_ids[g] == kNoSeries) {
-        device.gauge_ids[g] = sink.Register({kGaugeSpecs[g].name, kGaugeSpecs[g].kind,
-                                             kGaugeSpecs[g].unit, -1, -1, instance,
-                                             device.model, device.gauge_capacity[g]});
+        device.gauge_ids[g] = sink.Register({kGaugeSpecs[g].name, kGaugeSpecs[g].kind, kGaugeSpecs[g].unit, -1, -1,
+                                             instance, device.model, device.gauge_capacity[g]});
       }
       sink.Record(device.gauge_ids[g], last_now_ns_, *device.gauges[g]);
       if (g == kPcieTxKbps || g == kPcieRxKbps) device.gauges[g].reset();  // once per read
@@ -304,9 +300,8 @@ void GpuCollector::Emit(MetricSink& sink) {
     for (int c = 0; c < kCounterCount; ++c) {
       if (!device.counters[c]) continue;
       if (device.counter_ids[c] == kNoSeries) {
-        device.counter_ids[c] = sink.Register({kCounterSpecs[c].name, kCounterSpecs[c].kind,
-                                               kCounterSpecs[c].unit, -1, -1, instance,
-                                               device.model, device.counter_capacity[c]});
+        device.counter_ids[c] = sink.Register({kCounterSpecs[c].name, kCounterSpecs[c].kind, kCounterSpecs[c].unit, -1,
+                                               -1, instance, device.model, device.counter_capacity[c]});
       }
       sink.Record(device.counter_ids[c], last_now_ns_, *device.counters[c]);
     }

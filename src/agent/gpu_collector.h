@@ -34,8 +34,7 @@ class GpuCollector : public Collector {
  public:
   // Initializes NVML and lists the GPUs; null (after one log line) when NVML fails or there
   // is no GPU. samples_per_second paces the once-a-second readings.
-  static std::unique_ptr<GpuCollector> Create(NvmlApi api, int samples_per_second,
-                                              ErrorLog* log);
+  static std::unique_ptr<GpuCollector> Create(NvmlApi api, int samples_per_second, ErrorLog* log);
   ~GpuCollector() override;
 
   std::string_view name() const override { return "gpu"; }
@@ -47,8 +46,18 @@ class GpuCollector : public Collector {
   // Thread-safe. NVML lists host pids; inside a container they may not match.
   std::map<int64_t, int> GpuOfProcess() const;
 
-  enum Gauge { kSmUtil, kMemUtil, kSmClock, kMemClock, kPower, kTemperature, kThrottle,
-               kPcieTxKbps, kPcieRxKbps, kGaugeCount };
+  enum Gauge {
+    kSmUtil,
+    kMemUtil,
+    kSmClock,
+    kMemClock,
+    kPower,
+    kTemperature,
+    kThrottle,
+    kPcieTxKbps,
+    kPcieRxKbps,
+    kGaugeCount
+  };
   enum Counter { kPcieTx, kPcieRx, kNvlinkTx, kNvlinkRx, kCounterCount };
 
  private:
@@ -72,8 +81,7 @@ class GpuCollector : public Collector {
   void Probe(Device* device);
   void ProbeLinks(Device* device);  // PCIe and NVLink capacities, which counters exist
   void SampleDevice(Device* device, bool once_a_second);
-  void ReadUnsigned(Device* device, Gauge gauge, bool available,
-                    const std::function<NvmlReturn(unsigned*)>& read);
+  void ReadUnsigned(Device* device, Gauge gauge, bool available, const std::function<NvmlReturn(unsigned*)>& read);
   void ReadFields(Device* device);
   void ReadPcieThroughput(Device* device);
   bool Check(Device* device, Gauge gauge, NvmlReturn code);

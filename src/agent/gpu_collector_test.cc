@@ -40,7 +40,10 @@ struct FakeNvml {
   NvmlApi Table() {
     NvmlApi api;
     api.init = [this] { return init_result; };
-    api.shutdown = [this] { ++shutdowns; return kNvmlSuccess; };
+    api.shutdown = [this] {
+      ++shutdowns;
+      return kNvmlSuccess;
+    };
     api.device_get_count = [this](unsigned* count) {
       *count = static_cast<unsigned>(gpus.size());
       return kNvmlSuccess;
@@ -92,8 +95,7 @@ struct FakeNvml {
       for (int i = 0; i < count; ++i) FillField(*Gpu(device), &values[i]);
       return kNvmlSuccess;
     };
-    api.device_get_compute_running_processes = [](NvmlDevice device, unsigned* count,
-                                                  NvmlProcessInfoV1* infos) {
+    api.device_get_compute_running_processes = [](NvmlDevice device, unsigned* count, NvmlProcessInfoV1* infos) {
       const std::vector<unsigned>& pids = Gpu(device)->pids;
       for (size_t i = 0; i < pids.size() && i < *count; ++i) infos[i] = {pids[i], 1 << 30};
       *count = static_cast<unsigned>(pids.size());
@@ -153,8 +155,8 @@ TEST(GpuCollectorTest, ReadsGaugesCountersAndUnwraps32BitFields) {
   nvml.gpus[1].nvlink_tx_kib = 1000;
   testing::Tick(&store, {collector.get()}, kT0);
   nvml.gpus[1].sm_util = 90;
-  nvml.gpus[1].throttle = 0x4;  // a power cap
-  nvml.gpus[1].pcie_tx_counter = 0x100u;  // wrapped: 0x200 bytes later
+  nvml.gpus[1].throttle = 0x4;                      // a power cap
+  nvml.gpus[1].pcie_tx_counter = 0x100u;            // wrapped: 0x200 bytes later
   nvml.gpus[1].nvlink_tx_kib = 1000 + 219'726'562;  // half of 18 × 25 GB/s for one second
   testing::Tick(&store, {collector.get()}, kT0 + kSecond);
 

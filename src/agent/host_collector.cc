@@ -26,12 +26,10 @@ void HostCollector::Emit(MetricSink& sink) {
     for (const CpuTimes& cpu : cpus_) {
       auto [it, inserted] = core_ids_.try_emplace(cpu.core, kNoSeries);
       if (it->second == kNoSeries) {
-        it->second =
-            cpu.core < 0
-                ? sink.Register({"host.cpu_busy_ns", SeriesKind::kCounter, "ns", -1, -1, "cpu",
-                                 "", cores * 1'000'000'000})
-                : sink.Register({"core.busy_ns", SeriesKind::kCounter, "ns", -1, -1,
-                                 fmt::format("cpu{}", cpu.core), "", 1'000'000'000});
+        it->second = cpu.core < 0 ? sink.Register({"host.cpu_busy_ns", SeriesKind::kCounter, "ns", -1, -1, "cpu", "",
+                                                   cores * 1'000'000'000})
+                                  : sink.Register({"core.busy_ns", SeriesKind::kCounter, "ns", -1, -1,
+                                                   fmt::format("cpu{}", cpu.core), "", 1'000'000'000});
       }
       sink.Record(it->second, last_now_ns_, TicksToNs(cpu.busy_ticks));
     }
@@ -39,8 +37,7 @@ void HostCollector::Emit(MetricSink& sink) {
   if (mem_ok_) {
     if (mem_total_id_ == kNoSeries) {
       mem_total_id_ = sink.Register({"mem.total_bytes", SeriesKind::kGauge, "bytes", -1, -1});
-      mem_available_id_ =
-          sink.Register({"mem.available_bytes", SeriesKind::kGauge, "bytes", -1, -1});
+      mem_available_id_ = sink.Register({"mem.available_bytes", SeriesKind::kGauge, "bytes", -1, -1});
     }
     sink.Record(mem_total_id_, last_now_ns_, mem_.total_bytes);
     if (mem_.available_bytes >= 0) sink.Record(mem_available_id_, last_now_ns_, mem_.available_bytes);

@@ -33,7 +33,7 @@ struct MetricsFile {
   int64_t window_end_unix_ns = 0;    // the session's end + 1 s
   int64_t clock_ticks_per_s = 0;     // sysconf(_SC_CLK_TCK): the resolution of tick counters
   int64_t num_cpus = 0;
-  int64_t sample_interval_ns = 0;    // the agent's base sampling period (1 / --rate-hz)
+  int64_t sample_interval_ns = 0;  // the agent's base sampling period (1 / --rate-hz)
   std::vector<MetricsProcess> processes;
   std::vector<MetricsSeries> series;
 

@@ -3,9 +3,9 @@
 
 #include <cstring>
 
-#include "base/byte_codec.h"
 #include "agent/metrics_file.h"
 #include "agent/metrics_file_writer.h"
+#include "base/byte_codec.h"
 #include "base/file_util.h"
 #include "base/zstd_inflate.h"
 
@@ -26,9 +26,9 @@ bool DecodeSeries(ByteReader* in, int64_t unit_ns, MetricsSeries* series) {
   SeriesInfo& info = series->info;
   uint8_t kind = 0;
   uint64_t count = 0;
-  if (!in->GetString(&info.name) || !in->GetU8(&kind) || !in->GetString(&info.unit) ||
-      !in->GetSigned(&info.pid) || !in->GetSigned(&info.tid) || !in->GetString(&info.instance) ||
-      !in->GetString(&info.label) || !in->GetSigned(&info.capacity) || !in->GetVarint(&count)) {
+  if (!in->GetString(&info.name) || !in->GetU8(&kind) || !in->GetString(&info.unit) || !in->GetSigned(&info.pid) ||
+      !in->GetSigned(&info.tid) || !in->GetString(&info.instance) || !in->GetString(&info.label) ||
+      !in->GetSigned(&info.capacity) || !in->GetVarint(&count)) {
     return false;
   }
   if (kind > 1) return false;
@@ -41,8 +41,7 @@ bool DecodeSeries(ByteReader* in, int64_t unit_ns, MetricsSeries* series) {
     int64_t delta = 0;
     if (!in->GetSigned(&delta)) return false;
     units = WrappingAdd(units, delta);
-    series->ts_unix_ns[i] = static_cast<int64_t>(static_cast<uint64_t>(units) *
-                                                 static_cast<uint64_t>(unit_ns));
+    series->ts_unix_ns[i] = static_cast<int64_t>(static_cast<uint64_t>(units) * static_cast<uint64_t>(unit_ns));
   }
   int64_t value = 0;
   for (uint64_t i = 0; i < count; ++i) {
@@ -58,10 +57,9 @@ Status DecodeBody(std::string_view body, MetricsFile* file) {
   ByteReader in(body);
   uint64_t ticks = 0, cpus = 0, interval_ns = 0, unit_ns = 0, processes = 0, series = 0;
   if (!in.GetString(&file->host) || !in.GetSigned(&file->created_unix_ns) ||
-      !in.GetSigned(&file->realtime_minus_monotonic_ns) ||
-      !in.GetSigned(&file->window_start_unix_ns) || !in.GetSigned(&file->window_end_unix_ns) ||
-      !in.GetVarint(&ticks) || !in.GetVarint(&cpus) || !in.GetVarint(&interval_ns) ||
-      !in.GetVarint(&unit_ns) || !in.GetVarint(&processes)) {
+      !in.GetSigned(&file->realtime_minus_monotonic_ns) || !in.GetSigned(&file->window_start_unix_ns) ||
+      !in.GetSigned(&file->window_end_unix_ns) || !in.GetVarint(&ticks) || !in.GetVarint(&cpus) ||
+      !in.GetVarint(&interval_ns) || !in.GetVarint(&unit_ns) || !in.GetVarint(&processes)) {
     return ErrorStatus("header cut short");
   }
   if (unit_ns == 0 || unit_ns > 1'000'000'000) return ErrorStatus("bad timestamp unit");
@@ -76,8 +74,7 @@ Status DecodeBody(std::string_view body, MetricsFile* file) {
   file->processes.reserve(std::min<uint64_t>(processes, 4096));
   for (uint64_t i = 0; i < processes; ++i) {
     MetricsProcess process;
-    if (!in.GetSigned(&process.pid) || !in.GetSigned(&process.rank) ||
-        !in.GetSigned(&process.gpu_index)) {
+    if (!in.GetSigned(&process.pid) || !in.GetSigned(&process.rank) || !in.GetSigned(&process.gpu_index)) {
       return ErrorStatus("process table cut short");
     }
     file->processes.push_back(process);
@@ -117,13 +114,12 @@ StatusOr<MetricsFile> DecodeMetricsFile(std::string_view bytes) {
   ByteReader header(bytes.substr(sizeof(kMetricsFileMagic)));
   uint32_t version = 0, compression = 0;
   uint64_t body_size = 0;
-  if (!header.GetFixed32(&version) || !header.GetFixed32(&compression) ||
-      !header.GetFixed64(&body_size)) {
+  if (!header.GetFixed32(&version) || !header.GetFixed32(&compression) || !header.GetFixed64(&body_size)) {
     return ErrorStatus("header cut short");
   }
   if (version == 0 || version > kMetricsFileVersion) {
-    return ErrorStatus("metrics format version {} is not supported (this eroica reads up to version {}{})",
-                       version, kMetricsFileVersion, version > kMetricsFileVersion ? "; a newer eroica wrote it" : "");
+    return ErrorStatus("metrics format version {} is not supported (this eroica reads up to version {}{})", version,
+                       kMetricsFileVersion, version > kMetricsFileVersion ? "; a newer eroica wrote it" : "");
   }
   if (compression != 1) return ErrorStatus("unknown compression {}", compression);
   if (body_size > kMaxBodyBytes) return ErrorStatus("body of {} bytes is too large", body_size);

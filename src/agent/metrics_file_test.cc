@@ -1,12 +1,13 @@
 #include "agent/metrics_file.h"
 
 #include <gtest/gtest.h>
-#include "base/peak_rss.h"
-#include <cstring>
-#include <zstd.h>
 #include <sys/stat.h>
+#include <zstd.h>
+
+#include <cstring>
 
 #include "agent/metrics_file_writer.h"
+#include "base/peak_rss.h"
 #include "base/temp_dir.h"
 
 namespace eroica::agent {
@@ -26,8 +27,7 @@ MetricsFile SampleFile() {
   file.sample_interval_ns = 10'000'000;
   file.processes = {{1234, 3, 1}, {1235, 4, -1}};
   MetricsSeries thread;
-  thread.info = {"thread.cpu_ns", SeriesKind::kCounter, "ns", 1234, 1240, "", "pt_autograd_0",
-                 1'000'000'000};
+  thread.info = {"thread.cpu_ns", SeriesKind::kCounter, "ns", 1234, 1240, "", "pt_autograd_0", 1'000'000'000};
   MetricsSeries link;
   link.info = {"net.rx_bytes", SeriesKind::kCounter, "bytes", -1, -1, "eth0", "", 12'500'000'000};
   MetricsSeries gauge;
@@ -132,8 +132,9 @@ TEST(MetricsFileTest, NewerVersionIsOneLineNamingTheFile) {
   std::string path = dir.Write("metrics-next.eroica-metrics", newer);
   StatusOr<MetricsFile> read = ReadMetricsFile(path);
   ASSERT_FALSE(read.ok());
-  EXPECT_EQ(read.status().message(), path + ": metrics format version 2 is not supported (this eroica reads up "
-                                            "to version 1; a newer eroica wrote it)");
+  EXPECT_EQ(read.status().message(), path +
+                                         ": metrics format version 2 is not supported (this eroica reads up "
+                                         "to version 1; a newer eroica wrote it)");
 }
 
 TEST(MetricsFileTest, WriteFailureIsAnError) {
@@ -156,8 +157,11 @@ TEST(MetricsFileTest, ACountOfSeriesBeyondTheMaximumIsRefusedBeforeAllocating) {
   }
   body.pop_back();  // the series count 0
   uint64_t series = 1'860'000;
-  for (uint64_t v = series; ; v >>= 7) {
-    if (v < 0x80) { body.push_back(static_cast<char>(v)); break; }
+  for (uint64_t v = series;; v >>= 7) {
+    if (v < 0x80) {
+      body.push_back(static_cast<char>(v));
+      break;
+    }
     body.push_back(static_cast<char>((v & 0x7f) | 0x80));
   }
   body.append(series * 9, '\0');

@@ -77,8 +77,8 @@ StatusOr<std::string> EncodeMetricsFile(const MetricsFile& file) {
   header.U64(body.size());
   size_t header_size = bytes.size();
   bytes.resize(header_size + ZSTD_compressBound(body.size()));
-  size_t compressed = ZSTD_compress(bytes.data() + header_size, bytes.size() - header_size,
-                                    body.data(), body.size(), 3);
+  size_t compressed =
+      ZSTD_compress(bytes.data() + header_size, bytes.size() - header_size, body.data(), body.size(), 3);
   if (ZSTD_isError(compressed)) {
     return ErrorStatus("zstd compression failed: {}", ZSTD_getErrorName(compressed));
   }

@@ -7,14 +7,10 @@ namespace {
 
 nlohmann::json SeriesToJson(const MetricsSeries& s) {
   nlohmann::json j = {
-      {"name", s.info.name},
-      {"kind", s.info.kind == SeriesKind::kCounter ? "counter" : "gauge"},
-      {"unit", s.info.unit},
-      {"pid", s.info.pid},
-      {"tid", s.info.tid},
-      {"instance", s.info.instance},
-      {"label", s.info.label},
-      {"capacity", s.info.capacity},
+      {"name", s.info.name},        {"kind", s.info.kind == SeriesKind::kCounter ? "counter" : "gauge"},
+      {"unit", s.info.unit},        {"pid", s.info.pid},
+      {"tid", s.info.tid},          {"instance", s.info.instance},
+      {"label", s.info.label},      {"capacity", s.info.capacity},
       {"samples", s.values.size()},
   };
   if (s.values.empty()) return j;
@@ -32,8 +28,7 @@ nlohmann::json SeriesToJson(const MetricsSeries& s) {
     // given when the counter never went down.
     bool monotone = std::is_sorted(s.values.begin(), s.values.end());
     if (monotone) {
-      j["rate_per_s"] = static_cast<double>(s.values.back() - s.values.front()) * 1e9 /
-                        static_cast<double>(span_ns);
+      j["rate_per_s"] = static_cast<double>(s.values.back() - s.values.front()) * 1e9 / static_cast<double>(span_ns);
     }
   }
   return j;

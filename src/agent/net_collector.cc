@@ -1,10 +1,9 @@
 #include "agent/net_collector.h"
 
 #include <dirent.h>
+#include <fmt/format.h>
 
 #include <algorithm>
-
-#include <fmt/format.h>
 
 #include "agent/proc_parsers.h"
 
@@ -12,8 +11,7 @@ namespace eroica::agent {
 namespace {
 
 constexpr const char* kCounterFiles[] = {"rx_bytes", "tx_bytes", "rx_packets", "tx_packets"};
-constexpr const char* kSeriesNames[] = {"net.rx_bytes", "net.tx_bytes", "net.rx_packets",
-                                        "net.tx_packets"};
+constexpr const char* kSeriesNames[] = {"net.rx_bytes", "net.tx_bytes", "net.rx_packets", "net.tx_packets"};
 
 }  // namespace
 
@@ -30,8 +28,7 @@ std::vector<std::string> ListDirectory(const std::string& path) {
   return names;
 }
 
-NetCollector::NetCollector(const NetCollectorOptions& options, ErrorLog* log)
-    : options_(options), log_(log) {
+NetCollector::NetCollector(const NetCollectorOptions& options, ErrorLog* log) : options_(options), log_(log) {
   options_.rescan_every_n = std::max(options_.rescan_every_n, 1);
   options_.packets_every_n = std::max(options_.packets_every_n, 1);
 }
@@ -43,8 +40,8 @@ void NetCollector::Rescan() {
     if (name == "lo") continue;
     if (kept.size() >= options_.max_interfaces) {
       log_->Report("net-cap", fmt::format("more than {} network interfaces; following the "
-                                          "first {}", options_.max_interfaces,
-                                          options_.max_interfaces));
+                                          "first {}",
+                                          options_.max_interfaces, options_.max_interfaces));
       break;
     }
     auto it = interfaces_.find(name);
@@ -105,16 +102,15 @@ void NetCollector::Emit(MetricSink& sink) {
     for (int i = 0; i < kCounters; ++i) {
       if (interface.ids[i] == kNoSeries || (interface.capacity_changed && i < 2)) {
         std::string unit = i < 2 ? "bytes" : "packets";
-        interface.ids[i] = sink.Register({kSeriesNames[i], SeriesKind::kCounter, unit, -1, -1,
-                                          name, "", i < 2 ? capacity : 0});
+        interface.ids[i] =
+            sink.Register({kSeriesNames[i], SeriesKind::kCounter, unit, -1, -1, name, "", i < 2 ? capacity : 0});
       }
       if (interface.values[i]) sink.Record(interface.ids[i], last_now_ns_, *interface.values[i]);
     }
     interface.capacity_changed = false;
     if (interface.speed_fresh) {
       if (interface.speed_id == kNoSeries) {
-        interface.speed_id =
-            sink.Register({"net.speed_mbps", SeriesKind::kGauge, "Mbit/s", -1, -1, name});
+        interface.speed_id = sink.Register({"net.speed_mbps", SeriesKind::kGauge, "Mbit/s", -1, -1, name});
       }
       sink.Record(interface.speed_id, last_now_ns_, interface.speed_mbps);
       interface.speed_fresh = false;

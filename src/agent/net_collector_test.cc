@@ -19,8 +19,8 @@ constexpr int64_t kT0 = 1'718'000'000'000'000'000;
 
 class NetCollectorTest : public ::testing::Test {
  protected:
-  void WriteCounters(const std::string& interface, int64_t rx_bytes, int64_t tx_bytes,
-                     int64_t rx_packets, int64_t tx_packets) {
+  void WriteCounters(const std::string& interface, int64_t rx_bytes, int64_t tx_bytes, int64_t rx_packets,
+                     int64_t tx_packets) {
     std::string dir = root_.path() + "/sys/class/net/" + interface + "/statistics/";
     WriteInPlace(dir + "rx_bytes", std::to_string(rx_bytes) + "\n");
     WriteInPlace(dir + "tx_bytes", std::to_string(tx_bytes) + "\n");

@@ -2,15 +2,13 @@
 // is configured in the host's own namespace). The collector reads namespace A's sysfs through
 // /proc/<pid>/root of a process living in it (`ip netns exec` remounts /sys there), which is
 // what the collector's root-directory parameter is for.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "agent/clock.h"
 #include "agent/net_collector.h"
@@ -71,8 +69,8 @@ class NetnsTest : public ::testing::Test {
     veth_a_ = fmt::format("erva{}", id);
     std::string veth_b = fmt::format("ervb{}", id);
     bool ok = Shell("ip netns add " + ns_a_) == 0 && Shell("ip netns add " + ns_b_) == 0 &&
-              Shell(fmt::format("ip link add {} netns {} type veth peer name {} netns {}", veth_a_,
-                                ns_a_, veth_b, ns_b_)) == 0 &&
+              Shell(fmt::format("ip link add {} netns {} type veth peer name {} netns {}", veth_a_, ns_a_, veth_b,
+                                ns_b_)) == 0 &&
               Shell(fmt::format("ip -n {} addr add 10.213.0.1/24 dev {}", ns_a_, veth_a_)) == 0 &&
               Shell(fmt::format("ip -n {} link set {} up", ns_a_, veth_a_)) == 0 &&
               Shell(fmt::format("ip -n {} addr add 10.213.0.2/24 dev {}", ns_b_, veth_b)) == 0 &&
@@ -109,8 +107,8 @@ class NetnsTest : public ::testing::Test {
     sampler.Add(&collector);
     int64_t start_ns = RealtimeNs();
     sampler.Start();
-    pid_t sender = SpawnArgs({"ip", "netns", "exec", ns_a_, EROICA_PYTHON, "-c", kSender,
-                              std::to_string(bytes), std::to_string(seconds)});
+    pid_t sender = SpawnArgs(
+        {"ip", "netns", "exec", ns_a_, EROICA_PYTHON, "-c", kSender, std::to_string(bytes), std::to_string(seconds)});
     ::waitpid(sender, nullptr, 0);
     ::usleep(200'000);
     sampler.Stop();
@@ -124,8 +122,7 @@ class NetnsTest : public ::testing::Test {
         moved = true;
         last = i;
       }
-      return {series.values.back() - series.values.front(),
-              (series.ts_unix_ns[last] - series.ts_unix_ns[first]) / 1e9};
+      return {series.values.back() - series.values.front(), (series.ts_unix_ns[last] - series.ts_unix_ns[first]) / 1e9};
     }
     return {-1, 0};
   }
@@ -138,12 +135,14 @@ TEST_F(NetnsTest, CountersFollowTrafficAndTbfCapsTheRate) {
   auto [free_bytes, free_s] = SendAndMeasure(20'000'000, 5);
   EXPECT_GE(free_bytes, 20'000'000) << "the veth did not count the transfer";
   ASSERT_EQ(Shell(fmt::format("ip netns exec {} tc qdisc add dev {} root tbf rate 1mbit "
-                              "burst 16kb latency 100ms", ns_a_, veth_a_)), 0);
+                              "burst 16kb latency 100ms",
+                              ns_a_, veth_a_)),
+            0);
   auto [capped_bytes, capped_s] = SendAndMeasure(100'000'000, 2);
   ASSERT_GT(capped_s, 1.0);
   double rate = capped_bytes / capped_s;  // bytes/s while traffic flowed
-  fmt::print(stderr, "uncapped: {} bytes in {:.3f} s; tbf 1mbit: {} bytes in {:.3f} s = {:.0f} B/s\n",
-             free_bytes, free_s, capped_bytes, capped_s, rate);
+  fmt::print(stderr, "uncapped: {} bytes in {:.3f} s; tbf 1mbit: {} bytes in {:.3f} s = {:.0f} B/s\n", free_bytes,
+             free_s, capped_bytes, capped_s, rate);
   EXPECT_GT(capped_bytes, 50'000);
   // 1 Mbit/s is 125,000 bytes/s; allow the 16 kB burst and framing overhead.
   EXPECT_LT(rate, 125'000 * 1.4) << capped_bytes << " bytes in " << capped_s << " s";

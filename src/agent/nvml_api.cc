@@ -7,8 +7,7 @@ namespace {
 
 // Binds table member `slot` to the first of `names` the library exports.
 template <typename R, typename... Args>
-void Bind(void* library, std::function<R(Args...)>* slot,
-          std::initializer_list<const char*> names) {
+void Bind(void* library, std::function<R(Args...)>* slot, std::initializer_list<const char*> names) {
   for (const char* name : names) {
     if (void* symbol = ::dlsym(library, name)) {
       *slot = reinterpret_cast<R (*)(Args...)>(symbol);
@@ -31,8 +30,7 @@ StatusOr<NvmlApi> LoadNvml(const std::string& library_name) {
   Bind(library, &api.shutdown, {"nvmlShutdown"});
   Bind(library, &api.error_string, {"nvmlErrorString"});
   Bind(library, &api.device_get_count, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
-  Bind(library, &api.device_get_handle_by_index,
-       {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
+  Bind(library, &api.device_get_handle_by_index, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
   Bind(library, &api.device_get_name, {"nvmlDeviceGetName"});
   Bind(library, &api.device_get_utilization_rates, {"nvmlDeviceGetUtilizationRates"});
   Bind(library, &api.device_get_clock_info, {"nvmlDeviceGetClockInfo"});
@@ -42,16 +40,13 @@ StatusOr<NvmlApi> LoadNvml(const std::string& library_name) {
   Bind(library, &api.device_get_throttle_reasons,
        {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
   Bind(library, &api.device_get_pcie_throughput, {"nvmlDeviceGetPcieThroughput"});
-  Bind(library, &api.device_get_max_pcie_link_generation,
-       {"nvmlDeviceGetMaxPcieLinkGeneration"});
+  Bind(library, &api.device_get_max_pcie_link_generation, {"nvmlDeviceGetMaxPcieLinkGeneration"});
   Bind(library, &api.device_get_max_pcie_link_width, {"nvmlDeviceGetMaxPcieLinkWidth"});
   Bind(library, &api.device_get_field_values, {"nvmlDeviceGetFieldValues"});
   // The unversioned symbol keeps the v1 struct layout for old binaries.
-  Bind(library, &api.device_get_compute_running_processes,
-       {"nvmlDeviceGetComputeRunningProcesses"});
+  Bind(library, &api.device_get_compute_running_processes, {"nvmlDeviceGetComputeRunningProcesses"});
   if (!api.init || !api.device_get_count || !api.device_get_handle_by_index) {
-    return ErrorStatus("{} lacks nvmlInit/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex",
-                       library_name);
+    return ErrorStatus("{} lacks nvmlInit/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex", library_name);
   }
   return api;
 }

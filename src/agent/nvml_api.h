@@ -89,8 +89,7 @@ struct NvmlApi {
   std::function<NvmlReturn(NvmlDevice, unsigned*)> device_get_max_pcie_link_generation;
   std::function<NvmlReturn(NvmlDevice, unsigned*)> device_get_max_pcie_link_width;
   std::function<NvmlReturn(NvmlDevice, int, NvmlFieldValue*)> device_get_field_values;
-  std::function<NvmlReturn(NvmlDevice, unsigned*, NvmlProcessInfoV1*)>
-      device_get_compute_running_processes;
+  std::function<NvmlReturn(NvmlDevice, unsigned*, NvmlProcessInfoV1*)> device_get_compute_running_processes;
   std::shared_ptr<void> library;  // keeps the dlopen()ed library loaded
 };
 

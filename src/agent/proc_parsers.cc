@@ -50,16 +50,12 @@ bool ParseProcStat(std::string_view text, ProcStat* stat) {
   // Field 3 (state) is the first after ')'; field n is fields[n - 3].
   std::vector<std::string_view> fields = SplitFields(text.substr(close + 1), 22);
   if (fields.size() < 22) return false;
-  return ParseInt64(fields[11], &stat->utime_ticks) &&
-         ParseInt64(fields[12], &stat->stime_ticks) &&
-         ParseInt64(fields[17], &stat->num_threads) &&
-         ParseInt64(fields[19], &stat->start_time_ticks) &&
+  return ParseInt64(fields[11], &stat->utime_ticks) && ParseInt64(fields[12], &stat->stime_ticks) &&
+         ParseInt64(fields[17], &stat->num_threads) && ParseInt64(fields[19], &stat->start_time_ticks) &&
          ParseInt64(fields[21], &stat->rss_pages);
 }
 
-bool ParseSchedstat(std::string_view text, int64_t* on_cpu_ns) {
-  return ParseInt64(text, on_cpu_ns);
-}
+bool ParseSchedstat(std::string_view text, int64_t* on_cpu_ns) { return ParseInt64(text, on_cpu_ns); }
 
 bool ParseProcStatCpus(std::string_view text, std::vector<CpuTimes>* cpus) {
   cpus->clear();

@@ -16,11 +16,11 @@ bool ParseInt64(std::string_view text, int64_t* value);
 // parentheses and may itself contain spaces and ')', so fields are counted from the last ')'.
 struct ProcStat {
   std::string comm;
-  int64_t utime_ticks = 0;      // field 14
-  int64_t stime_ticks = 0;      // field 15
-  int64_t num_threads = 0;      // field 20
-  int64_t start_time_ticks = 0; // field 22, since boot
-  int64_t rss_pages = 0;        // field 24
+  int64_t utime_ticks = 0;       // field 14
+  int64_t stime_ticks = 0;       // field 15
+  int64_t num_threads = 0;       // field 20
+  int64_t start_time_ticks = 0;  // field 22, since boot
+  int64_t rss_pages = 0;         // field 24
 };
 bool ParseProcStat(std::string_view text, ProcStat* stat);
 

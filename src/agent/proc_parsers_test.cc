@@ -43,8 +43,7 @@ TEST(ProcParsersTest, ProcStatCpuLinesAndBootTime) {
 
 TEST(ProcParsersTest, MeminfoAndSchedstat) {
   MemInfo info;
-  ASSERT_TRUE(ParseMeminfo("MemTotal:       16384 kB\nMemFree: 1 kB\nMemAvailable:    8192 kB\n",
-                           &info));
+  ASSERT_TRUE(ParseMeminfo("MemTotal:       16384 kB\nMemFree: 1 kB\nMemAvailable:    8192 kB\n", &info));
   EXPECT_EQ(info.total_bytes, 16384 * 1024);
   EXPECT_EQ(info.available_bytes, 8192 * 1024);
   int64_t on_cpu_ns = 0;

@@ -1,10 +1,9 @@
 #include "agent/process_collector.h"
 
 #include <dirent.h>
+#include <fmt/format.h>
 
 #include <algorithm>
-
-#include <fmt/format.h>
 
 #include "agent/proc_parsers.h"
 
@@ -44,9 +43,7 @@ void ProcessCollector::SetProcesses(std::vector<TrackedProcess> processes) {
 
 size_t ProcessCollector::tracked_threads() const { return tracked_threads_.load(); }
 
-std::string ProcessCollector::ProcPath(int64_t pid) const {
-  return fmt::format("{}/proc/{}", options_.root, pid);
-}
+std::string ProcessCollector::ProcPath(int64_t pid) const { return fmt::format("{}/proc/{}", options_.root, pid); }
 
 void ProcessCollector::ApplyPending() {
   std::optional<std::vector<TrackedProcess>> pending;
@@ -135,9 +132,8 @@ bool ProcessCollector::RescanThreads(Process* process) {
       if (AddThread(process, tid)) kept.insert(process->threads.extract(tid));
     } else {
       log_->Report(fmt::format("threads-cap-{}", process->tracked.pid),
-                   fmt::format("pid {} has more than {} threads; following the first {}",
-                               process->tracked.pid, options_.max_threads_per_process,
-                               options_.max_threads_per_process));
+                   fmt::format("pid {} has more than {} threads; following the first {}", process->tracked.pid,
+                               options_.max_threads_per_process, options_.max_threads_per_process));
     }
   }
   for (const auto& [tid, thread] : process->threads) to_release_.push_back(thread.id);
@@ -196,10 +192,8 @@ void ProcessCollector::Emit(MetricSink& sink) {
   to_release_.clear();
   for (auto& [pid, process] : processes_) {
     if (process.cpu_id == kNoSeries) {
-      process.cpu_id = sink.Register(
-          {"proc.cpu_ns", SeriesKind::kCounter, "ns", pid, -1, "", "", 0});
-      process.rss_id = sink.Register(
-          {"proc.rss_bytes", SeriesKind::kGauge, "bytes", pid, -1, "", "", 0});
+      process.cpu_id = sink.Register({"proc.cpu_ns", SeriesKind::kCounter, "ns", pid, -1, "", "", 0});
+      process.rss_id = sink.Register({"proc.rss_bytes", SeriesKind::kGauge, "bytes", pid, -1, "", "", 0});
     }
     if (process.fresh) {
       sink.Record(process.cpu_id, last_now_ns_, process.cpu_ns);
@@ -208,8 +202,8 @@ void ProcessCollector::Emit(MetricSink& sink) {
     for (auto& [tid, thread] : process.threads) {
       if (!thread.fresh) continue;
       if (thread.id == kNoSeries) {
-        thread.id = sink.Register({"thread.cpu_ns", SeriesKind::kCounter, "ns", pid, tid, "",
-                                   thread.comm, 1'000'000'000});
+        thread.id =
+            sink.Register({"thread.cpu_ns", SeriesKind::kCounter, "ns", pid, tid, "", thread.comm, 1'000'000'000});
       }
       sink.Record(thread.id, last_now_ns_, thread.cpu_ns);
     }

@@ -23,8 +23,7 @@ class ProcessCollectorTest : public ::testing::Test {
     WriteInPlace(root_.path() + "/proc/100/stat", StatLine(100, "python", utime, stime, 5, rss_pages));
   }
   void WriteThread(int64_t tid, const std::string& comm, int64_t utime, int64_t stime) {
-    WriteInPlace(root_.path() + "/proc/100/task/" + std::to_string(tid) + "/stat",
-                 StatLine(tid, comm, utime, stime));
+    WriteInPlace(root_.path() + "/proc/100/task/" + std::to_string(tid) + "/stat", StatLine(tid, comm, utime, stime));
   }
   ProcessCollectorOptions Options() {
     ProcessCollectorOptions options;

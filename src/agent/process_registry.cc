@@ -1,9 +1,8 @@
 #include "agent/process_registry.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include "agent/net_collector.h"
 #include "agent/proc_file.h"
@@ -28,8 +27,7 @@ bool ParseRegistration(std::string_view json, int64_t fallback_pid, Registration
   return true;
 }
 
-ProcessRegistry::ProcessRegistry(const RegistryOptions& options, ErrorLog* log)
-    : options_(options), log_(log) {
+ProcessRegistry::ProcessRegistry(const RegistryOptions& options, ErrorLog* log) : options_(options), log_(log) {
   if (options_.clock_ticks_per_s <= 0) options_.clock_ticks_per_s = 100;
   ProcFile stat(options_.root + "/proc/stat");
   if (stat.Read()) {
@@ -57,8 +55,8 @@ bool ProcessRegistry::IsAlive(const Registration& registration) const {
   return start_ns < 0 || start_ns <= registration.file_mtime_ns + 2'000'000'000;
 }
 
-std::optional<Registration> ProcessRegistry::ReadFile(const std::string& name, int64_t mtime_ns,
-                                                      int64_t size, int64_t now_ns) {
+std::optional<Registration> ProcessRegistry::ReadFile(const std::string& name, int64_t mtime_ns, int64_t size,
+                                                      int64_t now_ns) {
   CachedFile& cached = files_[name];
   if (cached.mtime_ns == mtime_ns && cached.size == size && mtime_ns != 0) {
     return cached.registration;
@@ -71,9 +69,9 @@ std::optional<Registration> ProcessRegistry::ReadFile(const std::string& name, i
     // A file being written is normal for a moment: retry it at the next scan, and only
     // complain (once) about one that stays broken.
     if (now_ns - mtime_ns < 2'000'000'000) return std::nullopt;
-    log_->Report("registration-" + name,
-                 text.ok() ? fmt::format("cannot parse {}/{}; ignoring it", options_.procs_dir, name)
-                           : fmt::format("{}; ignoring it", text.status().message()));
+    log_->Report("registration-" + name, text.ok()
+                                             ? fmt::format("cannot parse {}/{}; ignoring it", options_.procs_dir, name)
+                                             : fmt::format("{}; ignoring it", text.status().message()));
     cached = CachedFile{mtime_ns, size, std::nullopt};
     return std::nullopt;
   }
@@ -91,8 +89,7 @@ void ProcessRegistry::Scan(int64_t now_ns) {
       struct stat info {};
       // lstat: a symlink or FIFO is refused by the reader with a message, never followed.
       if (::lstat((options_.procs_dir + "/" + name).c_str(), &info) != 0) continue;
-      int64_t mtime_ns = static_cast<int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 +
-                         info.st_mtim.tv_nsec;
+      int64_t mtime_ns = static_cast<int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec;
       std::optional<Registration> registration = ReadFile(name, mtime_ns, info.st_size, now_ns);
       if (files_.count(name) > 0) listed.insert(files_.extract(name));
       if (registration) candidates[registration->pid] = *registration;
@@ -110,8 +107,7 @@ void ProcessRegistry::Scan(int64_t now_ns) {
     if (live.count(pid) == 0) departed_[pid] = {registration, now_ns};
   }
   for (auto it = departed_.begin(); it != departed_.end();) {
-    bool forget = live.count(it->first) > 0 ||
-                  it->second.second < now_ns - options_.forget_after_ns;
+    bool forget = live.count(it->first) > 0 || it->second.second < now_ns - options_.forget_after_ns;
     it = forget ? departed_.erase(it) : std::next(it);
   }
   live_ = std::move(live);

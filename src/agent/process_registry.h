@@ -59,8 +59,7 @@ class ProcessRegistry {
     std::optional<Registration> registration;  // empty: the file did not parse
   };
 
-  std::optional<Registration> ReadFile(const std::string& name, int64_t mtime_ns, int64_t size,
-                                       int64_t now_ns);
+  std::optional<Registration> ReadFile(const std::string& name, int64_t mtime_ns, int64_t size, int64_t now_ns);
   bool IsAlive(const Registration& registration) const;
   int64_t ProcessStartNs(int64_t pid) const;
 

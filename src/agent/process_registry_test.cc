@@ -17,7 +17,8 @@ TEST(RegistrationTest, ParsesRegistrations) {
   Registration registration;
   ASSERT_TRUE(ParseRegistration(
       R"({"pid": 12, "rank": 3, "session_dir": null, "host": "n1", "last_iteration_s": 0.25,
-          "gpu": 2, "future_field": [1, 2]})", -1, &registration));
+          "gpu": 2, "future_field": [1, 2]})",
+      -1, &registration));
   EXPECT_EQ(registration.pid, 12);
   EXPECT_EQ(registration.rank, 3);
   EXPECT_EQ(registration.session_dir, "");
@@ -43,8 +44,7 @@ class ProcessRegistryTest : public ::testing::Test {
     options_.forget_after_ns = 10'000'000'000;
   }
   void StartProcess(int64_t pid, int64_t start_ticks) {
-    WriteInPlace(root_.path() + "/proc/" + std::to_string(pid) + "/stat",
-                 StatLine(pid, "python", 1, 1, start_ticks));
+    WriteInPlace(root_.path() + "/proc/" + std::to_string(pid) + "/stat", StatLine(pid, "python", 1, 1, start_ticks));
   }
 
   TempDir root_;
@@ -80,11 +80,11 @@ TEST_F(ProcessRegistryTest, IgnoresAReusedPid) {
   // The file was written long before the process now holding pid 11 started.
   WriteInPlace(options_.procs_dir + "/11.json", R"({"pid": 11})");
   std::filesystem::last_write_time(options_.procs_dir + "/11.json",
-                                   std::filesystem::file_time_type::clock::now() -
-                                       std::chrono::hours(1));
+                                   std::filesystem::file_time_type::clock::now() - std::chrono::hours(1));
   auto mtime = std::filesystem::last_write_time(options_.procs_dir + "/11.json");
-  auto mtime_s = std::chrono::duration_cast<std::chrono::seconds>(
-      std::chrono::file_clock::to_sys(mtime).time_since_epoch()).count();
+  auto mtime_s =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::file_clock::to_sys(mtime).time_since_epoch())
+          .count();
   StartProcess(11, (mtime_s - 1000 + 60) * 100);  // started a minute after the file
   ProcessRegistry registry(options_, &log_);
   registry.Scan(0);
@@ -104,8 +104,7 @@ TEST_F(ProcessRegistryTest, BrokenFilesAreSkipped) {
   EXPECT_EQ(log_.count("registration-11.json"), 1u);
   WriteInPlace(options_.procs_dir + "/11.json", R"({"pid": 11, "rank": 4})");
   std::filesystem::last_write_time(options_.procs_dir + "/11.json",
-                                   std::filesystem::file_time_type::clock::now() +
-                                       std::chrono::seconds(5));
+                                   std::filesystem::file_time_type::clock::now() + std::chrono::seconds(5));
   registry.Scan(INT64_MAX / 2);
   ASSERT_EQ(registry.Live().size(), 1u);
   EXPECT_EQ(registry.Live()[0].rank, 4);

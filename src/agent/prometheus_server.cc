@@ -1,6 +1,7 @@
 #include "agent/prometheus_server.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,8 +11,6 @@
 #include <cerrno>
 #include <cstring>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "agent/clock.h"
 
@@ -23,11 +22,16 @@ constexpr int64_t kConnectionDeadlineNs = 2'000'000'000;
 
 const char* StatusText(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    default: return "Error";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    default:
+      return "Error";
   }
 }
 
@@ -74,8 +78,7 @@ Status PrometheusServer::Start(const std::string& bind_address, int port) {
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
       ::listen(listen_fd_, 128) != 0) {
-    Status error = ErrorStatus("cannot listen on {}:{}: {}", bind_address, port,
-                               std::strerror(errno));
+    Status error = ErrorStatus("cannot listen on {}:{}: {}", bind_address, port, std::strerror(errno));
     ::close(listen_fd_);
     listen_fd_ = -1;
     return error;

@@ -1,15 +1,13 @@
-#include "agent/prometheus_server.h"
-
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <vector>
 
+#include "agent/prometheus_server.h"
 #include "agent/prometheus_text.h"
 
 namespace eroica::agent {

@@ -5,15 +5,12 @@
 namespace eroica::agent {
 namespace {
 
-void Metric(std::string* out, const char* name, const char* type, const char* help,
-            double value) {
-  fmt::format_to(std::back_inserter(*out), "# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help,
-                 name, type, name, value);
+void Metric(std::string* out, const char* name, const char* type, const char* help, double value) {
+  fmt::format_to(std::back_inserter(*out), "# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, value);
 }
 
 // A counter with one value per sampling loop.
-void LoopMetric(std::string* out, const char* name, const char* help, uint64_t host,
-                uint64_t gpu) {
+void LoopMetric(std::string* out, const char* name, const char* help, uint64_t host, uint64_t gpu) {
   fmt::format_to(std::back_inserter(*out),
                  "# HELP {0} {1}\n# TYPE {0} counter\n{0}{{loop=\"host\"}} {2}\n"
                  "{0}{{loop=\"gpu\"}} {3}\n",
@@ -25,10 +22,14 @@ void LoopMetric(std::string* out, const char* name, const char* help, uint64_t h
 std::string EscapeLabelValue(std::string_view value) {
   std::string escaped;
   for (char c : value) {
-    if (c == '\\') escaped += "\\\\";
-    else if (c == '"') escaped += "\\\"";
-    else if (c == '\n') escaped += "\\n";
-    else escaped += c;
+    if (c == '\\')
+      escaped += "\\\\";
+    else if (c == '"')
+      escaped += "\\\"";
+    else if (c == '\n')
+      escaped += "\\n";
+    else
+      escaped += c;
   }
   return escaped;
 }
@@ -46,37 +47,32 @@ std::string RenderPrometheusText(const AgentHealth& h, const std::vector<Registr
       {"eroica_agent_uptime_seconds", "gauge", "Time since the agent started.", h.uptime_s},
       {"eroica_agent_cpu_seconds_total", "counter", "CPU time the agent used.", h.cpu_s},
       {"eroica_agent_samples_total", "counter", "Samples stored.", n(h.samples)},
-      {"eroica_agent_dropped_samples_total", "counter",
-       "Samples dropped (store full, clock stepped back).", n(h.dropped_samples)},
+      {"eroica_agent_dropped_samples_total", "counter", "Samples dropped (store full, clock stepped back).",
+       n(h.dropped_samples)},
       {"eroica_agent_series", "gauge", "Series held.", n(h.series)},
       {"eroica_agent_buffer_bytes", "gauge", "Memory the sample buffer uses.", n(h.buffer_bytes)},
-      {"eroica_agent_registered_processes", "gauge", "Training processes watched.",
-       n(processes.size())},
-      {"eroica_agent_tracked_threads", "gauge", "Threads of those processes followed.",
-       n(h.tracked_threads)},
+      {"eroica_agent_registered_processes", "gauge", "Training processes watched.", n(processes.size())},
+      {"eroica_agent_tracked_threads", "gauge", "Threads of those processes followed.", n(h.tracked_threads)},
       {"eroica_agent_gpus", "gauge", "GPUs monitored through NVML.", n(h.gpus)},
       {"eroica_agent_errors_total", "counter", "Problems met (each logged once).", n(h.errors)},
-      {"eroica_agent_sessions_started_total", "counter", "Capture sessions seen.",
-       n(h.sessions_started)},
-      {"eroica_agent_sessions_written_total", "counter", "Metrics files written.",
-       n(h.sessions_written)},
-      {"eroica_agent_sessions_dropped_total", "counter",
-       "Metrics files that could not be written (disk full, ...).", n(h.sessions_dropped)},
+      {"eroica_agent_sessions_started_total", "counter", "Capture sessions seen.", n(h.sessions_started)},
+      {"eroica_agent_sessions_written_total", "counter", "Metrics files written.", n(h.sessions_written)},
+      {"eroica_agent_sessions_dropped_total", "counter", "Metrics files that could not be written (disk full, ...).",
+       n(h.sessions_dropped)},
   };
   std::string out;
   for (const Row& row : rows) Metric(&out, row.name, row.type, row.help, row.value);
-  LoopMetric(&out, "eroica_agent_ticks_total", "Sampling loop iterations.", h.host_ticks,
-             h.gpu_ticks);
-  LoopMetric(&out, "eroica_agent_missed_ticks_total", "Ticks skipped because sampling ran late.",
-             h.host_missed_ticks, h.gpu_missed_ticks);
-  out += "# HELP eroica_training_last_iteration_seconds Latest iteration time a rank reported.\n"
-         "# TYPE eroica_training_last_iteration_seconds gauge\n";
+  LoopMetric(&out, "eroica_agent_ticks_total", "Sampling loop iterations.", h.host_ticks, h.gpu_ticks);
+  LoopMetric(&out, "eroica_agent_missed_ticks_total", "Ticks skipped because sampling ran late.", h.host_missed_ticks,
+             h.gpu_missed_ticks);
+  out +=
+      "# HELP eroica_training_last_iteration_seconds Latest iteration time a rank reported.\n"
+      "# TYPE eroica_training_last_iteration_seconds gauge\n";
   for (const Registration& process : processes) {
     if (!process.last_iteration_s) continue;
     fmt::format_to(std::back_inserter(out),
-                   "eroica_training_last_iteration_seconds{{rank=\"{}\",pid=\"{}\",host=\"{}\"}} {}\n",
-                   process.rank, process.pid, EscapeLabelValue(process.host),
-                   *process.last_iteration_s);
+                   "eroica_training_last_iteration_seconds{{rank=\"{}\",pid=\"{}\",host=\"{}\"}} {}\n", process.rank,
+                   process.pid, EscapeLabelValue(process.host), *process.last_iteration_s);
   }
   return out;
 }

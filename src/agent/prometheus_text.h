@@ -29,8 +29,7 @@ struct AgentHealth {
   uint64_t sessions_dropped = 0;
 };
 
-std::string RenderPrometheusText(const AgentHealth& health,
-                                 const std::vector<Registration>& processes);
+std::string RenderPrometheusText(const AgentHealth& health, const std::vector<Registration>& processes);
 
 // Escapes a label value (backslash, double quote, newline).
 std::string EscapeLabelValue(std::string_view value);

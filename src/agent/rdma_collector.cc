@@ -62,8 +62,7 @@ void RdmaCollector::Sample(int64_t now_ns) {
       if (port.files[i].Read(256) && ParseInt64(port.files[i].contents(), &words)) {
         port.bytes[i] = words * 4;
       } else {
-        log_->Report("rdma-read-" + port.files[i].path(),
-                     fmt::format("cannot read {}", port.files[i].path()));
+        log_->Report("rdma-read-" + port.files[i].path(), fmt::format("cannot read {}", port.files[i].path()));
       }
     }
   }
@@ -78,8 +77,8 @@ void RdmaCollector::Emit(MetricSink& sink) {
   for (auto& [key, port] : ports_) {
     for (int i = 0; i < 2; ++i) {
       if (port.ids[i] == kNoSeries || port.capacity_changed) {
-        port.ids[i] = sink.Register({kNames[i], SeriesKind::kCounter, "bytes", -1, -1, key, "",
-                                     port.capacity_bytes_per_s});
+        port.ids[i] =
+            sink.Register({kNames[i], SeriesKind::kCounter, "bytes", -1, -1, key, "", port.capacity_bytes_per_s});
       }
       if (port.bytes[i]) sink.Record(port.ids[i], last_now_ns_, *port.bytes[i]);
     }

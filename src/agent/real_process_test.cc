@@ -1,9 +1,8 @@
 // Samples real processes through the real /proc: a busy one and a sleeping one must read apart.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <numeric>
 

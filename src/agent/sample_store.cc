@@ -30,8 +30,8 @@ SeriesId SampleStore::RegisterLocked(const SeriesInfo& info) {
     id = static_cast<SeriesId>(entries_.size());
     entries_.emplace_back();
   }
-  entries_[id] = std::make_unique<Entry>(
-      Entry{info, SeriesBuffer(options_.window_ns, options_.max_samples_per_series), key});
+  entries_[id] =
+      std::make_unique<Entry>(Entry{info, SeriesBuffer(options_.window_ns, options_.max_samples_per_series), key});
   ids_by_key_.emplace(std::move(key), id);
   ++live_series_;
   return id;
@@ -114,4 +114,3 @@ int64_t SampleStore::OldestSampleNs() {
 }
 
 }  // namespace eroica::agent
-

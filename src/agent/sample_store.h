@@ -38,9 +38,7 @@ class SampleStore {
    public:
     explicit Writer(SampleStore* store) : store_(store), lock_(store->mu_) {}
     SeriesId Register(const SeriesInfo& info) override { return store_->RegisterLocked(info); }
-    void Record(SeriesId id, int64_t ts_ns, int64_t value) override {
-      store_->RecordLocked(id, ts_ns, value);
-    }
+    void Record(SeriesId id, int64_t ts_ns, int64_t value) override { store_->RecordLocked(id, ts_ns, value); }
     void Release(SeriesId id) override { store_->ReleaseLocked(id); }
 
    private:

@@ -7,14 +7,11 @@
 namespace eroica::agent {
 
 Sampler::Sampler(std::string name, int64_t interval_ns, SampleStore* store)
-    : name_(std::move(name)), interval_ns_(interval_ns > 0 ? interval_ns : 10'000'000),
-      store_(store) {}
+    : name_(std::move(name)), interval_ns_(interval_ns > 0 ? interval_ns : 10'000'000), store_(store) {}
 
 Sampler::~Sampler() { Stop(); }
 
-void Sampler::Add(Collector* collector, int every_n) {
-  entries_.push_back({collector, every_n < 1 ? 1 : every_n});
-}
+void Sampler::Add(Collector* collector, int every_n) { entries_.push_back({collector, every_n < 1 ? 1 : every_n}); }
 
 void Sampler::Start() {
   stop_.store(false);

@@ -17,11 +17,11 @@ enum class SeriesKind : uint8_t {
 struct SeriesInfo {
   std::string name = {};  // "thread.cpu_ns", "net.rx_bytes", ... (see README.md)
   SeriesKind kind = SeriesKind::kGauge;
-  std::string unit = {};  // "ns", "bytes", "packets", "pct", "MHz", "mW", "C", "KiB", "mask"
-  int64_t pid = -1;       // the process it belongs to, or -1
-  int64_t tid = -1;       // the thread it belongs to, or -1
+  std::string unit = {};      // "ns", "bytes", "packets", "pct", "MHz", "mW", "C", "KiB", "mask"
+  int64_t pid = -1;           // the process it belongs to, or -1
+  int64_t tid = -1;           // the thread it belongs to, or -1
   std::string instance = {};  // interface, RDMA port ("mlx5_0/1"), core ("cpu3"), GPU index ("0")
-  std::string label = {};  // free text, not part of the identity: thread name, GPU model
+  std::string label = {};     // free text, not part of the identity: thread name, GPU model
   // The most the series can do: for a counter, units per second (a link's bytes/s); for a
   // gauge, the largest value (100 for a %). 0 when unknown.
   int64_t capacity = 0;

@@ -32,11 +32,10 @@ bool SeriesBuffer::Append(int64_t ts_ns, int64_t value) {
   } else {
     int64_t delta_ts_us = ts_us - chunk.prev_ts_us;
     // Wrapping arithmetic: counters near the int64 limits must not overflow (UB).
-    int64_t delta_value = static_cast<int64_t>(static_cast<uint64_t>(value) -
-                                               static_cast<uint64_t>(chunk.prev_value));
+    int64_t delta_value = static_cast<int64_t>(static_cast<uint64_t>(value) - static_cast<uint64_t>(chunk.prev_value));
     writer.SignedVarint(delta_ts_us - chunk.prev_delta_ts_us);
-    writer.SignedVarint(static_cast<int64_t>(static_cast<uint64_t>(delta_value) -
-                                          static_cast<uint64_t>(chunk.prev_delta_value)));
+    writer.SignedVarint(
+        static_cast<int64_t>(static_cast<uint64_t>(delta_value) - static_cast<uint64_t>(chunk.prev_delta_value)));
     chunk.prev_delta_ts_us = delta_ts_us;
     chunk.prev_delta_value = delta_value;
   }
@@ -68,8 +67,7 @@ void SeriesBuffer::CopyRange(int64_t from_ns, int64_t to_ns, std::vector<Sample>
   }
 }
 
-void SeriesBuffer::Decode(const Chunk& chunk, int64_t from_ns, int64_t to_ns,
-                          std::vector<Sample>* out) {
+void SeriesBuffer::Decode(const Chunk& chunk, int64_t from_ns, int64_t to_ns, std::vector<Sample>* out) {
   ByteReader reader(chunk.bytes);
   int64_t ts_us = 0, value = 0, delta_ts_us = 0, delta_value = 0;
   for (uint32_t i = 0; i < chunk.count; ++i) {
@@ -80,11 +78,9 @@ void SeriesBuffer::Decode(const Chunk& chunk, int64_t from_ns, int64_t to_ns,
       value = b;
     } else {
       delta_ts_us += a;
-      delta_value = static_cast<int64_t>(static_cast<uint64_t>(delta_value) +
-                                         static_cast<uint64_t>(b));
+      delta_value = static_cast<int64_t>(static_cast<uint64_t>(delta_value) + static_cast<uint64_t>(b));
       ts_us += delta_ts_us;
-      value = static_cast<int64_t>(static_cast<uint64_t>(value) +
-                                   static_cast<uint64_t>(delta_value));
+      value = static_cast<int64_t>(static_cast<uint64_t>(value) + static_cast<uint64_t>(delta_value));
     }
     int64_t ts_ns = ts_us * 1000;
     if (ts_ns >= from_ns && ts_ns <= to_ns) out->push_back({ts_ns, value});

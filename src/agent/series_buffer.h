@@ -49,8 +49,7 @@ class SeriesBuffer {
   };
 
   void DropOld();
-  static void Decode(const Chunk& chunk, int64_t from_ns, int64_t to_ns,
-                     std::vector<Sample>* out);
+  static void Decode(const Chunk& chunk, int64_t from_ns, int64_t to_ns, std::vector<Sample>* out);
 
   int64_t window_ns_;
   size_t max_samples_;

@@ -1,13 +1,12 @@
 #include "agent/session_tracker.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cmath>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 #include "agent/net_collector.h"
 #include "base/file_util.h"
@@ -34,8 +33,7 @@ bool IsRealFolder(const std::string& path) {
 
 }  // namespace
 
-std::optional<std::string> SessionFolderInside(const std::string& shared_dir,
-                                               const std::string& session_dir) {
+std::optional<std::string> SessionFolderInside(const std::string& shared_dir, const std::string& session_dir) {
   if (shared_dir.empty() || session_dir.empty()) return std::nullopt;
   std::string trimmed = session_dir;
   while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
@@ -44,8 +42,7 @@ std::optional<std::string> SessionFolderInside(const std::string& shared_dir,
   std::string parent = slash == std::string::npos ? "." : trimmed.substr(0, std::max<size_t>(slash, 1));
   if (name.empty() || name == "." || name == ".." || name == "procs") return std::nullopt;
   char shared_real[PATH_MAX], parent_real[PATH_MAX];
-  if (::realpath(shared_dir.c_str(), shared_real) == nullptr ||
-      ::realpath(parent.c_str(), parent_real) == nullptr ||
+  if (::realpath(shared_dir.c_str(), shared_real) == nullptr || ::realpath(parent.c_str(), parent_real) == nullptr ||
       std::string_view(shared_real) != std::string_view(parent_real)) {
     return std::nullopt;
   }
@@ -69,10 +66,8 @@ bool ParseCaptureStart(std::string_view json, int64_t file_mtime_ns, CaptureSess
   return true;
 }
 
-SessionTracker::SessionTracker(std::string shared_dir, std::string metrics_file_name,
-                               ErrorLog* log)
-    : shared_dir_(std::move(shared_dir)), metrics_file_name_(std::move(metrics_file_name)),
-      log_(log) {}
+SessionTracker::SessionTracker(std::string shared_dir, std::string metrics_file_name, ErrorLog* log)
+    : shared_dir_(std::move(shared_dir)), metrics_file_name_(std::move(metrics_file_name)), log_(log) {}
 
 void SessionTracker::Add(const CaptureSession& session) {
   active_[session.dir] = session;
@@ -94,8 +89,7 @@ void SessionTracker::Consider(const std::string& dir, int64_t now_ns) {
   int64_t mtime_ns = MtimeNs(start_path);
   if (!text.ok() || !ParseCaptureStart(*text, mtime_ns, &session)) {
     if (now_ns - mtime_ns < 2'000'000'000) return;  // may be half-written; look again
-    log_->Report("capture-start-" + dir, fmt::format("cannot parse {}; ignoring the session",
-                                                     start_path));
+    log_->Report("capture-start-" + dir, fmt::format("cannot parse {}; ignoring the session", start_path));
     finished_.insert(dir);
     return;
   }
@@ -125,8 +119,8 @@ void SessionTracker::Poll(int64_t now_ns, const std::vector<std::string>& extra_
     std::optional<std::string> inside = SessionFolderInside(shared_dir_, dir);
     if (!inside) {
       log_->Report("outside-" + dir, fmt::format("a registration names session folder {}, which is "
-                                                 "not a folder inside {}; ignoring it", dir,
-                                                 shared_dir_.empty() ? "(no --dir)" : shared_dir_));
+                                                 "not a folder inside {}; ignoring it",
+                                                 dir, shared_dir_.empty() ? "(no --dir)" : shared_dir_));
       continue;
     }
     Consider(*inside, now_ns);

@@ -30,8 +30,7 @@ struct CaptureSession {
 
 // SESSION_DIR when it names a real folder (not a symlink) directly inside SHARED_DIR, as the
 // canonical SHARED_DIR/<name>; else nullopt. A registration can only name a session there.
-std::optional<std::string> SessionFolderInside(const std::string& shared_dir,
-                                               const std::string& session_dir);
+std::optional<std::string> SessionFolderInside(const std::string& shared_dir, const std::string& session_dir);
 
 // Reads capture.start; missing fields: start = the file's mtime, duration = 20 s.
 bool ParseCaptureStart(std::string_view json, int64_t file_mtime_ns, CaptureSession* session);

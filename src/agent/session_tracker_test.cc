@@ -19,8 +19,7 @@ constexpr int64_t kT0 = 1'718'000'000'000'000'000;
 
 TEST(SessionTrackerTest, ParsesCaptureStart) {
   CaptureSession session;
-  ASSERT_TRUE(ParseCaptureStart(R"({"start_unix_ns": 1718000000000000000, "duration_s": 2.5})",
-                                0, &session));
+  ASSERT_TRUE(ParseCaptureStart(R"({"start_unix_ns": 1718000000000000000, "duration_s": 2.5})", 0, &session));
   EXPECT_EQ(session.start_unix_ns, kT0);
   EXPECT_EQ(session.end_unix_ns, kT0 + 2'500'000'000);
   EXPECT_EQ(session.window_start_ns(), kT0 - kSecond);
@@ -31,17 +30,15 @@ TEST(SessionTrackerTest, ParsesCaptureStart) {
 
 TEST(SessionTrackerTest, FindsSessionsAndWritesThemWhenDue) {
   TempDir dir;
-  WriteInPlace(dir.path() + "/s1/capture.start",
-               R"({"start_unix_ns": 1718000000000000000, "duration_s": 10})");
-  WriteInPlace(dir.path() + "/s2/capture.start",
-               R"({"start_unix_ns": 1718000000000000000, "duration_s": 10})");
+  WriteInPlace(dir.path() + "/s1/capture.start", R"({"start_unix_ns": 1718000000000000000, "duration_s": 10})");
+  WriteInPlace(dir.path() + "/s2/capture.start", R"({"start_unix_ns": 1718000000000000000, "duration_s": 10})");
   WriteInPlace(dir.path() + "/s2/metrics-h.eroica-metrics", "already written");
   WriteInPlace(dir.path() + "/s3/trace.json", "{}");  // not a session (yet)
   WriteInPlace(dir.path() + "/elsewhere/capture.start", R"({"start_unix_ns": 1718000000000000000})");
   ErrorLog log(true);
   SessionTracker tracker(dir.path(), "metrics-h.eroica-metrics", &log);
   tracker.Poll(kT0 + kSecond, {dir.path() + "/elsewhere", ""});
-  EXPECT_EQ(tracker.active(), 2u);  // s1 and elsewhere
+  EXPECT_EQ(tracker.active(), 2u);                           // s1 and elsewhere
   EXPECT_TRUE(tracker.TakeDue(kT0 + 10 * kSecond).empty());  // needs end + 1 s
   std::vector<CaptureSession> due = tracker.TakeDue(kT0 + 11 * kSecond);
   ASSERT_EQ(due.size(), 1u);
@@ -52,10 +49,8 @@ TEST(SessionTrackerTest, FindsSessionsAndWritesThemWhenDue) {
 
 TEST(SessionTrackerTest, CaptureStopEndsEarlyAndShutdownCutsAll) {
   TempDir dir;
-  WriteInPlace(dir.path() + "/s1/capture.start",
-               R"({"start_unix_ns": 1718000000000000000, "duration_s": 60})");
-  WriteInPlace(dir.path() + "/s2/capture.start",
-               R"({"start_unix_ns": 1718000000000000000, "duration_s": 60})");
+  WriteInPlace(dir.path() + "/s1/capture.start", R"({"start_unix_ns": 1718000000000000000, "duration_s": 60})");
+  WriteInPlace(dir.path() + "/s2/capture.start", R"({"start_unix_ns": 1718000000000000000, "duration_s": 60})");
   ErrorLog log(true);
   SessionTracker tracker(dir.path(), "metrics-h.eroica-metrics", &log);
   tracker.Poll(kT0, {});

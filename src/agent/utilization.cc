@@ -1,13 +1,13 @@
 #include "agent/utilization.h"
 
-#include <algorithm>
-#include <charconv>
-#include <optional>
-#include <map>
-#include <set>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <optional>
+#include <set>
 
 namespace eroica::agent {
 namespace {
@@ -94,8 +94,7 @@ double Peak(const Points& points) {
   return peak;
 }
 
-UtilizationSeries ToSeries(ResourceKind resource, std::string label, const Points& points,
-                           double capacity) {
+UtilizationSeries ToSeries(ResourceKind resource, std::string label, const Points& points, double capacity) {
   UtilizationSeries series{resource, std::move(label), {}, {}};
   for (const auto& [ts, value] : points) {
     double share = capacity > 0 ? value / capacity : 0.0;
@@ -124,8 +123,8 @@ std::optional<UtilizationSeries> CpuUtilization(const MetricsFile& file, int64_t
   }
   const MetricsSeries* process = file.Find("proc.cpu_ns", pid);
   if (process == nullptr) return std::nullopt;
-  return ToSeries(ResourceKind::kCpu, fmt::format("cpu: pid {} (process total, one core)", pid),
-                  CounterRates(*process), 1e9);
+  return ToSeries(ResourceKind::kCpu, fmt::format("cpu: pid {} (process total, one core)", pid), CounterRates(*process),
+                  1e9);
 }
 
 std::optional<UtilizationSeries> NetworkUtilization(const MetricsFile& file) {
@@ -158,8 +157,7 @@ std::optional<UtilizationSeries> NetworkUtilization(const MetricsFile& file) {
     parts.push_back(link.capacity > 0 ? fmt::format("{} ({:.3g} GB/s)", name, capacity / 1e9)
                                       : fmt::format("{} (peak-normalised)", name));
   }
-  return ToSeries(ResourceKind::kNetwork, fmt::format("network: max of {}", fmt::join(parts, ", ")),
-                  result, 1.0);
+  return ToSeries(ResourceKind::kNetwork, fmt::format("network: max of {}", fmt::join(parts, ", ")), result, 1.0);
 }
 
 // The GPU index of `pid` as explained in utilization.h, or -1.
@@ -168,9 +166,8 @@ int64_t GpuOfProcess(const MetricsFile& file, int64_t pid) {
   for (const MetricsSeries& series : file.series) {
     if (series.info.name.rfind("gpu.", 0) != 0) continue;
     int64_t index = -1;
-    auto [ptr, error] = std::from_chars(series.info.instance.data(),
-                                        series.info.instance.data() + series.info.instance.size(),
-                                        index);
+    auto [ptr, error] =
+        std::from_chars(series.info.instance.data(), series.info.instance.data() + series.info.instance.size(), index);
     if (error == std::errc() && index >= 0) gpus.insert(index);
   }
   if (gpus.empty()) return -1;
@@ -192,8 +189,7 @@ int64_t GpuOfProcess(const MetricsFile& file, int64_t pid) {
 
 // max(a, b) of two same-kind GPU series normalised by their capacity (or peak).
 std::optional<UtilizationSeries> GpuLinkUtilization(const MetricsFile& file, ResourceKind resource,
-                                                    const std::string& gpu,
-                                                    std::initializer_list<const char*> names) {
+                                                    const std::string& gpu, std::initializer_list<const char*> names) {
   Points rates;
   int64_t capacity = 0;
   std::vector<std::string> used;
@@ -206,16 +202,15 @@ std::optional<UtilizationSeries> GpuLinkUtilization(const MetricsFile& file, Res
   }
   if (used.empty()) return std::nullopt;
   double scale = capacity > 0 ? static_cast<double>(capacity) : Peak(rates);
-  std::string label = fmt::format("{}: GPU {}, max of {}{}", ResourceName(resource), gpu,
-                                  fmt::join(used, ", "),
+  std::string label = fmt::format("{}: GPU {}, max of {}{}", ResourceName(resource), gpu, fmt::join(used, ", "),
                                   capacity > 0 ? "" : " (peak-normalised)");
   return ToSeries(resource, std::move(label), rates, scale);
 }
 
 }  // namespace
 
-StatusOr<std::vector<UtilizationSeries>> UtilizationForProcess(
-    const MetricsFile& file, int64_t pid, const std::vector<int64_t>& tids) {
+StatusOr<std::vector<UtilizationSeries>> UtilizationForProcess(const MetricsFile& file, int64_t pid,
+                                                               const std::vector<int64_t>& tids) {
   bool known = std::any_of(file.processes.begin(), file.processes.end(),
                            [&](const MetricsProcess& process) { return process.pid == pid; }) ||
                std::any_of(file.series.begin(), file.series.end(),
@@ -228,14 +223,12 @@ StatusOr<std::vector<UtilizationSeries>> UtilizationForProcess(
   if (gpu_index >= 0) {
     std::string gpu = std::to_string(gpu_index);
     if (const MetricsSeries* sm = file.Find("gpu.sm_util_pct", -1, -1, gpu)) {
-      result.push_back(ToSeries(ResourceKind::kGpuSm, fmt::format("gpu_sm: GPU {}", gpu),
-                                Readings(*sm), 100.0));
+      result.push_back(ToSeries(ResourceKind::kGpuSm, fmt::format("gpu_sm: GPU {}", gpu), Readings(*sm), 100.0));
     }
-    for (auto link : {GpuLinkUtilization(file, ResourceKind::kPcie, gpu,
-                                         {"gpu.pcie_tx_bytes", "gpu.pcie_rx_bytes",
-                                          "gpu.pcie_tx_kbps", "gpu.pcie_rx_kbps"}),
-                      GpuLinkUtilization(file, ResourceKind::kNvlink, gpu,
-                                         {"gpu.nvlink_tx_kib", "gpu.nvlink_rx_kib"})}) {
+    for (auto link :
+         {GpuLinkUtilization(file, ResourceKind::kPcie, gpu,
+                             {"gpu.pcie_tx_bytes", "gpu.pcie_rx_bytes", "gpu.pcie_tx_kbps", "gpu.pcie_rx_kbps"}),
+          GpuLinkUtilization(file, ResourceKind::kNvlink, gpu, {"gpu.nvlink_tx_kib", "gpu.nvlink_rx_kib"})}) {
       if (link) result.push_back(std::move(*link));
     }
   }

@@ -25,18 +25,15 @@
 // torchrun LOCAL_RANK convention); else no GPU series.
 #pragma once
 
-#include "base/resource_kind.h"
-
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "agent/metrics_file.h"
+#include "base/resource_kind.h"
 #include "base/status.h"
 
 namespace eroica::agent {
-
-
 
 struct UtilizationSeries {
   ResourceKind resource;
@@ -47,7 +44,7 @@ struct UtilizationSeries {
 
 // The series available for `pid`, in ResourceKind order; resources without data are left out.
 // An error when the file knows nothing of the process (no process entry, no series).
-StatusOr<std::vector<UtilizationSeries>> UtilizationForProcess(
-    const MetricsFile& file, int64_t pid, const std::vector<int64_t>& tids = {});
+StatusOr<std::vector<UtilizationSeries>> UtilizationForProcess(const MetricsFile& file, int64_t pid,
+                                                               const std::vector<int64_t>& tids = {});
 
 }  // namespace eroica::agent

@@ -19,8 +19,7 @@ MetricsSeries Series(SeriesInfo info, std::vector<int64_t> values, int64_t step_
 }
 
 MetricsSeries SmUtil(const std::string& gpu, std::vector<int64_t> pct) {
-  return Series({"gpu.sm_util_pct", SeriesKind::kGauge, "pct", -1, -1, gpu, "", 100},
-                std::move(pct));
+  return Series({"gpu.sm_util_pct", SeriesKind::kGauge, "pct", -1, -1, gpu, "", 100}, std::move(pct));
 }
 
 const UtilizationSeries* Get(const std::vector<UtilizationSeries>& all, ResourceKind resource) {
@@ -126,11 +125,11 @@ TEST(UtilizationTest, PcieGaugesAndPeakNormalisation) {
 // UBSan). A step that does not fit is a reset.
 TEST(UtilizationTest, CounterStepsThatOverflowAreResets) {
   MetricsFile file;
-  MetricsSeries thread = Series({"thread.cpu_ns", SeriesKind::kCounter, "ns", 9, 1},
-                                {INT64_MIN + 5, INT64_MAX - 5, 0, 10 * kMs});
+  MetricsSeries thread =
+      Series({"thread.cpu_ns", SeriesKind::kCounter, "ns", 9, 1}, {INT64_MIN + 5, INT64_MAX - 5, 0, 10 * kMs});
   thread.ts_unix_ns = {INT64_MIN + 1, INT64_MAX - 1, INT64_MAX, INT64_MIN};
-  MetricsSeries process = Series({"proc.cpu_ns", SeriesKind::kCounter, "ns", 9, -1},
-                                 {INT64_MIN, INT64_MAX, INT64_MIN, INT64_MAX});
+  MetricsSeries process =
+      Series({"proc.cpu_ns", SeriesKind::kCounter, "ns", 9, -1}, {INT64_MIN, INT64_MAX, INT64_MIN, INT64_MAX});
   file.series = {thread, process};
   auto result = UtilizationForProcess(file, 9);
   ASSERT_TRUE(result.ok());

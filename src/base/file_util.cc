@@ -65,16 +65,14 @@ StatusOr<OpenedFile> OpenForReading(const std::string& path, uint64_t max_bytes)
   }
   if (!S_ISREG(info.st_mode)) return ErrorStatus("{}: {}; not read", path, KindOf(info.st_mode));
   if (static_cast<uint64_t>(info.st_size) > max_bytes) {
-    return ErrorStatus("{}: {} bytes, more than the {} this reader accepts", path, info.st_size,
-                       max_bytes);
+    return ErrorStatus("{}: {} bytes, more than the {} this reader accepts", path, info.st_size, max_bytes);
   }
   int flags = ::fcntl(fd.get(), F_GETFL);
   if (flags >= 0) ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
   return OpenedFile{std::move(fd), static_cast<int64_t>(info.st_size)};
 }
 
-StatusOr<FILE*> OpenStreamForReading(const std::string& path, uint64_t max_bytes,
-                                     int64_t* size_bytes) {
+StatusOr<FILE*> OpenStreamForReading(const std::string& path, uint64_t max_bytes, int64_t* size_bytes) {
   StatusOr<OpenedFile> opened = OpenForReading(path, max_bytes);
   if (!opened.ok()) return opened.status();
   FILE* stream = ::fdopen(opened->fd.get(), "rb");
@@ -118,8 +116,7 @@ StatusOr<AtomicFileWriter> AtomicFileWriter::Create(const std::string& path, uns
 }
 
 AtomicFileWriter::AtomicFileWriter(AtomicFileWriter&& other) noexcept
-    : path_(std::move(other.path_)), temp_path_(std::move(other.temp_path_)),
-      stream_(other.stream_) {
+    : path_(std::move(other.path_)), temp_path_(std::move(other.temp_path_)), stream_(other.stream_) {
   other.stream_ = nullptr;
 }
 
@@ -178,12 +175,16 @@ Status EnsureOwnDirectory(const std::string& path) {
   }
   if (!S_ISDIR(info.st_mode)) return ErrorStatus("{}: exists and is not a folder", path);
   if (info.st_uid != ::geteuid()) {
-    return ErrorStatus("{}: owned by uid {}, not by this user (uid {}); refusing to write into "
-                       "it (use a folder of your own)", path, info.st_uid, ::geteuid());
+    return ErrorStatus(
+        "{}: owned by uid {}, not by this user (uid {}); refusing to write into "
+        "it (use a folder of your own)",
+        path, info.st_uid, ::geteuid());
   }
   if ((info.st_mode & S_IWOTH) != 0 && (info.st_mode & S_ISVTX) == 0) {
-    return ErrorStatus("{}: writable by every user and not sticky (mode {:o}); refusing to "
-                       "write into it (chmod o-w or +t)", path, info.st_mode & 07777);
+    return ErrorStatus(
+        "{}: writable by every user and not sticky (mode {:o}); refusing to "
+        "write into it (chmod o-w or +t)",
+        path, info.st_mode & 07777);
   }
   return Status::Ok();
 }

@@ -44,8 +44,7 @@ struct OpenedFile {
 StatusOr<OpenedFile> OpenForReading(const std::string& path, uint64_t max_bytes);
 
 // The same, as a stdio stream (the caller fcloses it); size_bytes gets the file's size.
-StatusOr<FILE*> OpenStreamForReading(const std::string& path, uint64_t max_bytes,
-                                     int64_t* size_bytes);
+StatusOr<FILE*> OpenStreamForReading(const std::string& path, uint64_t max_bytes, int64_t* size_bytes);
 
 // Reads a whole (small) file through OpenForReading; for traces use trace/byte_source.h,
 // which streams.
@@ -78,8 +77,7 @@ class AtomicFileWriter {
   FILE* stream_ = nullptr;
 };
 
-Status WriteFileAtomically(const std::string& path, std::string_view contents,
-                           unsigned mode = 0600);
+Status WriteFileAtomically(const std::string& path, std::string_view contents, unsigned mode = 0600);
 
 // A folder this process writes into: created 0700 when missing; when it exists it must be a
 // folder owned by this user and not writable by others unless sticky (like /tmp), else the

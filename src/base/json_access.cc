@@ -5,8 +5,7 @@
 namespace eroica {
 
 std::optional<Json> ParseJson(std::string_view text, bool allow_comments) {
-  Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false,
-                       allow_comments);
+  Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false, allow_comments);
   if (j.is_discarded()) return std::nullopt;
   return j;
 }
@@ -91,9 +90,7 @@ std::string JsonTextOr(const Json& j, JsonKeys keys) {
   return "";
 }
 
-bool JsonBoolOr(const Json& j, JsonKeys keys, bool fallback) {
-  return JsonBool(JsonField(j, keys)).value_or(fallback);
-}
+bool JsonBoolOr(const Json& j, JsonKeys keys, bool fallback) { return JsonBool(JsonField(j, keys)).value_or(fallback); }
 
 std::vector<double> JsonNumbers(const Json* v) {
   std::vector<double> out;

@@ -7,12 +7,11 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace eroica {
 
@@ -25,8 +24,8 @@ std::optional<Json> ParseJson(std::string_view text, bool allow_comments = false
 
 // The field of an object, or null when J is not an object or has none of KEYS.
 const Json* JsonField(const Json& j, JsonKeys keys);
-const Json* JsonArrayField(const Json& j, JsonKeys keys);    // only when an array
-const Json* JsonObjectField(const Json& j, JsonKeys keys);   // only when an object
+const Json* JsonArrayField(const Json& j, JsonKeys keys);   // only when an array
+const Json* JsonObjectField(const Json& j, JsonKeys keys);  // only when an object
 
 // Values: an integer (or an integral float) within [min, max]; any number; a string; a bool.
 std::optional<int64_t> JsonInt(const Json* v, int64_t min = INT64_MIN, int64_t max = INT64_MAX);
@@ -34,8 +33,7 @@ std::optional<double> JsonNumber(const Json* v);
 std::optional<std::string> JsonString(const Json* v);
 std::optional<bool> JsonBool(const Json* v);
 
-int64_t JsonIntOr(const Json& j, JsonKeys keys, int64_t fallback, int64_t min = INT64_MIN,
-                  int64_t max = INT64_MAX);
+int64_t JsonIntOr(const Json& j, JsonKeys keys, int64_t fallback, int64_t min = INT64_MIN, int64_t max = INT64_MAX);
 // An int-sized integer field (fallback outside int's range).
 int JsonSmallIntOr(const Json& j, JsonKeys keys, int fallback);
 double JsonNumberOr(const Json& j, JsonKeys keys, double fallback);

@@ -9,7 +9,7 @@
 namespace eroica {
 
 inline int64_t PeakRssBytes() {
-  rusage usage {};
+  rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;
 }

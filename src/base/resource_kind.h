@@ -9,11 +9,16 @@ enum class ResourceKind { kCpu, kNetwork, kGpuSm, kPcie, kNvlink };
 // "cpu", "network", "gpu_sm", "pcie", "nvlink".
 constexpr const char* ResourceName(ResourceKind resource) {
   switch (resource) {
-    case ResourceKind::kCpu: return "cpu";
-    case ResourceKind::kNetwork: return "network";
-    case ResourceKind::kGpuSm: return "gpu_sm";
-    case ResourceKind::kPcie: return "pcie";
-    case ResourceKind::kNvlink: return "nvlink";
+    case ResourceKind::kCpu:
+      return "cpu";
+    case ResourceKind::kNetwork:
+      return "network";
+    case ResourceKind::kGpuSm:
+      return "gpu_sm";
+    case ResourceKind::kPcie:
+      return "pcie";
+    case ResourceKind::kNvlink:
+      return "nvlink";
   }
   return "?";
 }

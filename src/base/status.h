@@ -1,13 +1,13 @@
 // Errors as values at module boundaries (after absl::Status / perfetto::base::Status).
 #pragma once
 
+#include <fmt/core.h>
+
 #include <cstdlib>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
-
-#include <fmt/core.h>
 
 namespace eroica {
 
@@ -36,9 +36,9 @@ Status ErrorStatus(fmt::format_string<Args...> format, Args&&... args) {
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}                 // NOLINT: implicit by design
-  StatusOr(Status status) : value_(std::move(status)) {           // NOLINT: implicit by design
-    if (std::get<Status>(value_).ok()) std::abort();              // an error must carry a message
+  StatusOr(T value) : value_(std::move(value)) {}        // NOLINT: implicit by design
+  StatusOr(Status status) : value_(std::move(status)) {  // NOLINT: implicit by design
+    if (std::get<Status>(value_).ok()) std::abort();     // an error must carry a message
   }
 
   bool ok() const { return std::holds_alternative<T>(value_); }
@@ -58,18 +58,17 @@ class [[nodiscard]] StatusOr {
 
 }  // namespace eroica
 
-#define EROICA_RETURN_IF_ERROR(expr)        \
-  do {                                      \
-    ::eroica::Status status_ = (expr);      \
-    if (!status_.ok()) return status_;     \
+#define EROICA_RETURN_IF_ERROR(expr)   \
+  do {                                 \
+    ::eroica::Status status_ = (expr); \
+    if (!status_.ok()) return status_; \
   } while (0)
 
 // Checks for programmer bugs: abort with a message, never for bad input.
-#define EROICA_CHECK(cond)                                                           \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      fmt::print(stderr, "eroica: internal check failed: {} ({}:{})\n", #cond, __FILE__, \
-                 __LINE__);                                                          \
-      std::abort();                                                                  \
-    }                                                                                \
+#define EROICA_CHECK(cond)                                                                          \
+  do {                                                                                              \
+    if (!(cond)) {                                                                                  \
+      fmt::print(stderr, "eroica: internal check failed: {} ({}:{})\n", #cond, __FILE__, __LINE__); \
+      std::abort();                                                                                 \
+    }                                                                                               \
   } while (0)

@@ -27,8 +27,7 @@ StatusOr<std::string> InflateZstd(std::string_view compressed, uint64_t claimed_
     }
     size_t room = out.size() - produced;
     char probe;  // when full: one byte more would mean the size was a lie
-    ZSTD_outBuffer buffer = room > 0 ? ZSTD_outBuffer{out.data(), out.size(), produced}
-                                     : ZSTD_outBuffer{&probe, 1, 0};
+    ZSTD_outBuffer buffer = room > 0 ? ZSTD_outBuffer{out.data(), out.size(), produced} : ZSTD_outBuffer{&probe, 1, 0};
     size_t in_before = in.pos;
     size_t r = ZSTD_decompressStream(dctx.get(), &buffer, &in);
     if (ZSTD_isError(r)) return ErrorStatus("compressed data is damaged: {}", ZSTD_getErrorName(r));

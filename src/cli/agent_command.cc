@@ -1,11 +1,10 @@
 // `eroica agent`: the node daemon (see src/agent/README.md).
+#include <fmt/core.h>
 #include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
 #include <thread>
-
-#include <fmt/core.h>
 
 #include "agent/agent.h"
 #include "cli/commands.h"
@@ -67,32 +66,28 @@ void RegisterAgentCommand(CLI::App& app, int* exit_code) {
   };
   auto flags = std::make_shared<Flags>();
   agent::AgentOptions* options = &flags->agent;
-  CLI::App* command = app.add_subcommand(
-      "agent", "Node agent: sample CPU, memory, NICs, RDMA and GPUs; write each capture "
-               "session's metrics file");
+  CLI::App* command = app.add_subcommand("agent",
+                                         "Node agent: sample CPU, memory, NICs, RDMA and GPUs; write each capture "
+                                         "session's metrics file");
   command->add_option("--dir", options->dir,
                       "Shared folder: DIR/procs/<pid>.json registrations, DIR/<id>/capture.start");
   command->add_option("--session", options->session_dir,
                       "By hand: sample this session folder for --duration seconds, write, exit");
   command->add_option("--duration", options->duration_s, "Seconds to sample with --session");
-  command->add_option("--rate-hz", options->rate_hz, "Samples per second (processes, NICs)")
+  command->add_option("--rate-hz", options->rate_hz, "Samples per second (processes, NICs)")->capture_default_str();
+  command->add_option("--host-rate-hz", options->host_rate_hz, "Samples per second of per-core CPU and memory")
       ->capture_default_str();
-  command->add_option("--host-rate-hz", options->host_rate_hz,
-                      "Samples per second of per-core CPU and memory")->capture_default_str();
-  command->add_option("--gpu-rate-hz", options->gpu_rate_hz, "Samples per second of NVML")
+  command->add_option("--gpu-rate-hz", options->gpu_rate_hz, "Samples per second of NVML")->capture_default_str();
+  command->add_option("--buffer-s", options->buffer_s, "Seconds of history kept in memory")->capture_default_str();
+  command->add_option("--prometheus-port", options->prometheus_port, "Serve GET /metrics on this port (0: off)")
       ->capture_default_str();
-  command->add_option("--buffer-s", options->buffer_s, "Seconds of history kept in memory")
+  command->add_option("--prometheus-bind", options->prometheus_bind, "Address the Prometheus endpoint binds")
       ->capture_default_str();
-  command->add_option("--prometheus-port", options->prometheus_port,
-                      "Serve GET /metrics on this port (0: off)")->capture_default_str();
-  command->add_option("--prometheus-bind", options->prometheus_bind,
-                      "Address the Prometheus endpoint binds")->capture_default_str();
   command->add_option("--host", options->host, "Host name in file names (default: hostname)");
   command->add_option("--pid", options->pids, "Also watch this process (repeatable)");
-  command->add_option("--max-threads-per-process", options->max_threads_per_process,
-                      "Threads followed per process")->capture_default_str();
-  command->add_option("--root", options->root,
-                      "Read /proc and /sys under this prefix (tests, chroots)");
+  command->add_option("--max-threads-per-process", options->max_threads_per_process, "Threads followed per process")
+      ->capture_default_str();
+  command->add_option("--root", options->root, "Read /proc and /sys under this prefix (tests, chroots)");
   command->add_flag("--no-gpu", flags->no_gpu, "Do not load NVML");
   command->callback([flags, exit_code] {
     flags->agent.gpu = !flags->no_gpu;

@@ -1,8 +1,8 @@
 // eroica annotate TRACE -o OUT.json: the trace with eroica's findings added as a track, for
 // Perfetto UI or chrome://tracing.
-#include <filesystem>
-
 #include <fmt/core.h>
+
+#include <filesystem>
 
 #include "cli/commands.h"
 #include "cli/diagnosis_run.h"
@@ -16,8 +16,8 @@ namespace {
 struct AnnotateOptions {
   std::string trace;
   std::string output;
-  std::string diagnosis;   // a saved `diagnose --format json`
-  std::string from;        // a folder to diagnose; default: the trace's own folder
+  std::string diagnosis;  // a saved `diagnose --format json`
+  std::string from;       // a folder to diagnose; default: the trace's own folder
   std::string expect;
   int threads = 0;
 };
@@ -61,8 +61,10 @@ int RunAnnotate(const AnnotateOptions& options) {
   fs::path out_dir = fs::absolute(options.output, error).parent_path();
   if (out_dir == fs::absolute(options.trace, error).parent_path() &&
       !fs::path(options.output).filename().string().starts_with("report.")) {
-    fmt::print(stderr, "eroica: note: {} sits beside the traces; `eroica diagnose` of that folder will read it as "
-               "another trace (name it report.*.json or write it elsewhere)\n", options.output);
+    fmt::print(stderr,
+               "eroica: note: {} sits beside the traces; `eroica diagnose` of that folder will read it as "
+               "another trace (name it report.*.json or write it elsewhere)\n",
+               options.output);
   }
   size_t marks = 0;
   for (const FindingMarks& m : plan->findings) marks += m.marks.size();
@@ -76,8 +78,11 @@ int RunAnnotate(const AnnotateOptions& options) {
 
 void RegisterAnnotateCommand(CLI::App& app, int* exit_code) {
   auto options = std::make_shared<AnnotateOptions>();
-  CLI::App* cmd = app.add_subcommand("annotate", "Write a trace with the findings marked, for Perfetto or chrome://tracing");
-  cmd->add_option("trace", options->trace, "One rank's trace (.json or .json.gz)")->required()->check(CLI::ExistingFile);
+  CLI::App* cmd =
+      app.add_subcommand("annotate", "Write a trace with the findings marked, for Perfetto or chrome://tracing");
+  cmd->add_option("trace", options->trace, "One rank's trace (.json or .json.gz)")
+      ->required()
+      ->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", options->output, "The annotated trace to write (.json, or .json.gz)")->required();
   auto* diagnosis = cmd->add_option("--diagnosis", options->diagnosis, "A saved `eroica diagnose --format json`");
   cmd->add_option("--from", options->from, "Diagnose this folder (default: the trace's folder)")->excludes(diagnosis);

@@ -2,10 +2,9 @@
 // options struct, and on run stores the exit code in *exit_code.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 namespace eroica {
 
@@ -25,16 +24,9 @@ void RegisterSynthCommand(CLI::App& app, int* exit_code);
 // The table of subcommands, in the order `eroica --help` lists them.
 inline std::vector<CommandRegistrar> AllCommands() {
   return {
-      RegisterRunCommand,
-      RegisterDiagnoseCommand,
-      RegisterDiffCommand,
-      RegisterReportCommand,
-      RegisterPromptCommand,
-      RegisterAnnotateCommand,
-      RegisterSummarizeCommand,
-      RegisterShowCommand,
-      RegisterSynthCommand,
-      RegisterAgentCommand,
+      RegisterRunCommand,    RegisterDiagnoseCommand, RegisterDiffCommand,      RegisterReportCommand,
+      RegisterPromptCommand, RegisterAnnotateCommand, RegisterSummarizeCommand, RegisterShowCommand,
+      RegisterSynthCommand,  RegisterAgentCommand,
   };
 }
 

@@ -52,7 +52,8 @@ void RegisterDiagnoseCommand(CLI::App& app, int* exit_code) {
                   "Folders or files: per-rank traces (.json, .json.gz), pattern files, session folders")
       ->required();
   cmd->add_option("--format", options->format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  cmd->add_option("--expect", options->expect, "Expected boxes (default: built in; the same as /usr/share/eroica/expectations.json)");
+  cmd->add_option("--expect", options->expect,
+                  "Expected boxes (default: built in; the same as /usr/share/eroica/expectations.json)");
   cmd->add_option("--baseline", options->baseline,
                   "The job's baseline (session, trace folder or pattern bundle): also say what changed since");
   cmd->add_option("-j,--threads", options->threads, "Parallel trace readers (default: all cores)");

@@ -4,9 +4,8 @@
 #include <filesystem>
 #include <map>
 
-#include "base/json_access.h"
-
 #include "base/file_util.h"
+#include "base/json_access.h"
 #include "cli/hardware_samples.h"
 #include "summary/pattern_file.h"
 #include "summary/summarize_files.h"
@@ -43,8 +42,7 @@ void ReadSessionMeta(const std::string& path, LocalizeInput* input) {
 
 }  // namespace
 
-StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& paths, int threads,
-                                              bool keep_patterns) {
+StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& paths, int threads, bool keep_patterns) {
   std::vector<fs::path> files;
   std::vector<std::string> not_read;
   for (const std::string& p : paths) {
@@ -74,7 +72,8 @@ StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& pa
         traces.push_back(file.string());
         break;
       case InputKind::kPattern: {
-        Status status = ForEachPattern(file.string(), [&](WorkerPattern&& w) { input.AddWorker(std::move(w), keep_patterns); });
+        Status status =
+            ForEachPattern(file.string(), [&](WorkerPattern&& w) { input.AddWorker(std::move(w), keep_patterns); });
         if (!status.ok()) input.input_errors.push_back(status.message());
         break;
       }
@@ -109,8 +108,8 @@ StatusOr<LocalizeInput> CollectDiagnoseInputs(const std::vector<std::string>& pa
   for (WorkerPattern& w : summaries.patterns) input.AddWorker(std::move(w), keep_patterns);
   for (std::string& e : summaries.errors) input.input_errors.push_back(std::move(e));
   if (input.table.empty() && input.stacks.empty()) {
-    std::string why = input.input_errors.empty() ? "no traces, pattern files or stack dumps found"
-                                                 : input.input_errors.front();
+    std::string why =
+        input.input_errors.empty() ? "no traces, pattern files or stack dumps found" : input.input_errors.front();
     std::string where = paths.size() == 1 ? paths[0] : fmt::format("{} paths", paths.size());
     return ErrorStatus("{}: nothing to diagnose: {}", where, why);
   }

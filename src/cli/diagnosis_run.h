@@ -3,8 +3,8 @@
 // self-contained.
 #pragma once
 
-#include <string>
 #include <algorithm>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -16,7 +16,7 @@
 namespace eroica {
 
 struct DiagnosedRun {
-  LocalizeInput input;   // every worker's pattern (kept for charts), stacks, input errors
+  LocalizeInput input;  // every worker's pattern (kept for charts), stacks, input errors
   Diagnosis diagnosis;
 };
 

@@ -1,11 +1,11 @@
 #include "cli/hardware_samples.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
-
-#include <fmt/core.h>
 
 #include "agent/utilization.h"
 #include "base/file_util.h"

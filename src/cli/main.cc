@@ -1,8 +1,7 @@
 // The eroica command line: one table of subcommands; each lives in its own *_command.cc.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
-
-#include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "cli/version_text.h"
@@ -12,7 +11,8 @@ namespace {
 int Run(int argc, char** argv) {
   CLI::App app{"eroica: find why a distributed training job got slow"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", eroica::VersionText(), "Print the version and the file formats it reads and writes");
+  app.set_version_flag("--version", eroica::VersionText(),
+                       "Print the version and the file formats it reads and writes");
   int exit_code = 0;
   for (const eroica::CommandRegistrar& registrar : eroica::AllCommands()) {
     registrar(app, &exit_code);

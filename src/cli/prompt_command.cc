@@ -1,7 +1,7 @@
 // eroica prompt PATH...: the diagnosis as a Markdown prompt for an AI coding assistant.
-#include <filesystem>
-
 #include <fmt/core.h>
+
+#include <filesystem>
 
 #include "base/file_util.h"
 #include "cli/commands.h"
@@ -66,7 +66,8 @@ void RegisterPromptCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--context", options->context_lines, "Source lines shown on each side of a location")
       ->check(CLI::Range(0, 50));
   cmd->add_option("-o,--output", options->output, "Write to this file instead of stdout");
-  cmd->add_option("--expect", options->expect, "Expected boxes (default: built in; the same as /usr/share/eroica/expectations.json)");
+  cmd->add_option("--expect", options->expect,
+                  "Expected boxes (default: built in; the same as /usr/share/eroica/expectations.json)");
   cmd->add_option("-j,--threads", options->threads, "Parallel trace readers (default: all cores)");
   cmd->callback([options, exit_code] { *exit_code = RunPrompt(*options); });
 }

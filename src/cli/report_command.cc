@@ -1,9 +1,9 @@
 // eroica report PATH... -o report.html: the diagnosis as one self-contained HTML page.
+#include <fmt/core.h>
+
 #include <chrono>
 #include <ctime>
 #include <optional>
-
-#include <fmt/core.h>
 
 #include "base/file_util.h"
 #include "cli/commands.h"
@@ -68,7 +68,8 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("paths", options->paths, "Folders or files, as for diagnose (traces, patterns, session folders)")
       ->required();
   cmd->add_option("-o,--output", options->output, "The HTML file to write")->required();
-  cmd->add_option("--expect", options->expect, "Expected boxes (default: built in; the same as /usr/share/eroica/expectations.json)");
+  cmd->add_option("--expect", options->expect,
+                  "Expected boxes (default: built in; the same as /usr/share/eroica/expectations.json)");
   cmd->add_option("--baseline", options->baseline,
                   "The job's baseline (session, trace folder or pattern bundle): diagnose and show what changed since");
   cmd->add_option("-j,--threads", options->threads, "Parallel trace readers (default: all cores)");

@@ -2,14 +2,13 @@
 // Python process it starts (no code change). The work is done by the Python package
 // (`python -m eroica run`; run_package.h says where it is found); this puts it on PYTHONPATH,
 // points it at this binary for the diagnosis, and replaces itself with it.
+#include <fmt/core.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/core.h>
 
 #include "cli/commands.h"
 #include "cli/run_package.h"
@@ -53,8 +52,8 @@ int RunRun(const RunOptions& options) {
 
 void RegisterRunCommand(CLI::App& app, int* exit_code) {
   auto options = std::make_shared<RunOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "run", "Run a training command with eroica watching it: eroica run -- torchrun ... train.py");
+  CLI::App* cmd =
+      app.add_subcommand("run", "Run a training command with eroica watching it: eroica run -- torchrun ... train.py");
   cmd->add_option("--dir", options->dir, "Where sessions go (default: $EROICA_DIR or /tmp/eroica)");
   cmd->add_option("--python", options->python, "The interpreter that runs the package");
   cmd->add_option("command", options->command, "The training command, after --")->required();

@@ -1,10 +1,10 @@
 #include "cli/run_package.h"
 
+#include <fmt/core.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <vector>
-
-#include <fmt/core.h>
 
 namespace eroica {
 namespace {
@@ -27,8 +27,7 @@ StatusOr<std::string> FindPythonPackage(const PackageSearch& search) {
   // An explicit folder is the only candidate: silently using another would hide the mistake.
   if (!search.env_dir.empty()) {
     if (HoldsPackage(search.env_dir)) return search.env_dir;
-    return ErrorStatus("the Python package is not in EROICA_PYTHON_DIR={} (no eroica/__main__.py)",
-                       search.env_dir);
+    return ErrorStatus("the Python package is not in EROICA_PYTHON_DIR={} (no eroica/__main__.py)", search.env_dir);
   }
   std::vector<std::string> looked;
   if (!search.self_exe.empty()) {

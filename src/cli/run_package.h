@@ -14,10 +14,10 @@
 namespace eroica {
 
 struct PackageSearch {
-  std::string env_dir;       // $EROICA_PYTHON_DIR ("" when unset)
-  std::string self_exe;      // this binary, resolved (/proc/self/exe)
-  std::string build_exe;     // the binary the build tree makes
-  std::string source_python; // the source tree's python/
+  std::string env_dir;        // $EROICA_PYTHON_DIR ("" when unset)
+  std::string self_exe;       // this binary, resolved (/proc/self/exe)
+  std::string build_exe;      // the binary the build tree makes
+  std::string source_python;  // the source tree's python/
 };
 
 // The first candidate that holds the package; else an error listing where it looked.

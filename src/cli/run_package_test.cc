@@ -1,8 +1,8 @@
 #include "cli/run_package.h"
 
-#include <filesystem>
-
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "base/temp_dir.h"
 

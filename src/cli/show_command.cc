@@ -16,24 +16,23 @@ struct ShowOptions {
 };
 
 void PrintText(const WorkerPattern& w, size_t max_functions) {
-  fmt::print("rank {} of {}  {}  {} iterations (steps {}..{})  {:.3f} s/iteration  window {:.3f} s\n",
-             w.rank, w.world_size, w.has_device ? (w.device_name.empty() ? "GPU" : w.device_name) : "CPU",
-             w.iterations(), w.step_ids.empty() ? -1 : w.step_ids.front(),
-             w.step_ids.empty() ? -1 : w.step_ids.back(), w.iteration_s, w.window_ns / 1e9);
+  fmt::print("rank {} of {}  {}  {} iterations (steps {}..{})  {:.3f} s/iteration  window {:.3f} s\n", w.rank,
+             w.world_size, w.has_device ? (w.device_name.empty() ? "GPU" : w.device_name) : "CPU", w.iterations(),
+             w.step_ids.empty() ? -1 : w.step_ids.front(), w.step_ids.empty() ? -1 : w.step_ids.back(), w.iteration_s,
+             w.window_ns / 1e9);
   fmt::print("  by category:");
   for (int c = 0; c < kCategoryCount; ++c) {
     fmt::print(" {} {:.3f}", CategoryName(static_cast<Category>(c)), w.category_beta[c]);
   }
-  fmt::print("\n  {:>7} {:>7} {:>7} {:>9} {:>11}  {:<13} {}\n", "beta", "mu", "sigma", "calls/it",
-             "mean_us", "category", "function");
+  fmt::print("\n  {:>7} {:>7} {:>7} {:>9} {:>11}  {:<13} {}\n", "beta", "mu", "sigma", "calls/it", "mean_us",
+             "category", "function");
   size_t shown = 0;
   for (const FunctionPattern& f : w.functions) {
     if (shown++ >= max_functions) break;
     std::string category(CategoryName(f.category));
     if (f.host_kind != HostKind::kNone) category += "/" + std::string(HostKindName(f.host_kind));
-    fmt::print("  {:7.4f} {:>7} {:>7} {:9.1f} {:11.1f}  {:<13} {}\n", f.beta,
-               f.mu ? fmt::format("{:.3f}", *f.mu) : "-", f.sigma ? fmt::format("{:.3f}", *f.sigma) : "-",
-               f.calls_per_iter, f.mean_duration_us, category, f.name);
+    fmt::print("  {:7.4f} {:>7} {:>7} {:9.1f} {:11.1f}  {:<13} {}\n", f.beta, f.mu ? fmt::format("{:.3f}", *f.mu) : "-",
+               f.sigma ? fmt::format("{:.3f}", *f.sigma) : "-", f.calls_per_iter, f.mean_duration_us, category, f.name);
     for (const HotFrame& frame : f.hot_frames) {
       fmt::print("  {:>57}  at {} ({:.0f}% of its sampled time)\n", "", frame.location, 100.0 * frame.share);
     }
@@ -45,8 +44,8 @@ void PrintMetricsText(const nlohmann::json& j) {
   fmt::print("metrics of {}  {} processes  {} series  window {:.3f} s\n", j["host"].get<std::string>(),
              j["processes"].size(), j["series"].size(),
              (j["window_end_unix_ns"].get<int64_t>() - j["window_start_unix_ns"].get<int64_t>()) / 1e9);
-  fmt::print("  {:<22} {:>8} {:>8} {:>6} {:>8} {:>14} {:>14} {:>14}  {}\n", "series", "instance", "pid",
-             "unit", "samples", "min", "mean", "max", "label");
+  fmt::print("  {:<22} {:>8} {:>8} {:>6} {:>8} {:>14} {:>14} {:>14}  {}\n", "series", "instance", "pid", "unit",
+             "samples", "min", "mean", "max", "label");
   for (const nlohmann::json& s : j["series"]) {
     bool any = s["samples"].get<size_t>() > 0;
     fmt::print("  {:<22} {:>8} {:>8} {:>6} {:>8} {:>14} {:>14} {:>14}  {}\n", s["name"].get<std::string>(),
@@ -94,8 +93,7 @@ int RunShow(const ShowOptions& options) {
 void RegisterShowCommand(CLI::App& app, int* exit_code) {
   auto options = std::make_shared<ShowOptions>();
   CLI::App* cmd = app.add_subcommand("show", "Print a pattern or metrics file for humans or as JSON");
-  cmd->add_option("file", options->path,
-                  "A pattern file from `eroica summarize`, or an agent's *.eroica-metrics file")
+  cmd->add_option("file", options->path, "A pattern file from `eroica summarize`, or an agent's *.eroica-metrics file")
       ->required();
   cmd->add_option("--format", options->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("-n,--functions", options->max_functions, "Functions to list per worker (text)");

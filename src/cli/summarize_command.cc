@@ -1,9 +1,9 @@
 // eroica summarize TRACE... -o PATTERN: traces to a pattern file (a bundle when several).
+#include <fmt/core.h>
+
 #include <filesystem>
 #include <map>
 #include <thread>
-
-#include <fmt/core.h>
 
 #include "cli/commands.h"
 #include "cli/hardware_samples.h"
@@ -55,8 +55,8 @@ int RunSummarize(const SummarizeCommandOptions& options) {
 
 void RegisterSummarizeCommand(CLI::App& app, int* exit_code) {
   auto options = std::make_shared<SummarizeCommandOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "summarize", "Reduce trace(s) to a behaviour pattern file (several traces: one bundle)");
+  CLI::App* cmd =
+      app.add_subcommand("summarize", "Reduce trace(s) to a behaviour pattern file (several traces: one bundle)");
   cmd->add_option("traces", options->traces, "PyTorch profiler traces (.json, .json.gz)")->required();
   cmd->add_option("-o,--output", options->output, "The pattern file to write")->required();
   cmd->add_option("--metrics", options->metrics, "Hardware samples from `eroica agent` (for μ, σ)");

@@ -40,11 +40,10 @@ int RunSynth(SynthCommandOptions options) {
     return 1;
   }
   fmt::print("{}: {} workers, {} bytes ({:.0f} per worker); truth in {}\n", options.output, result->workers,
-             result->bytes, static_cast<double>(result->bytes) / static_cast<double>(result->workers),
-             options.truth);
+             result->bytes, static_cast<double>(result->bytes) / static_cast<double>(result->workers), options.truth);
   for (const PlantedFault& p : result->planted) {
-    fmt::print("  planted {} {} in {} (+{:.0f}% of the iteration){}\n", p.global ? "global" : "local", CategoryName(p.category), p.function,
-               p.excess_share * 100,
+    fmt::print("  planted {} {} in {} (+{:.0f}% of the iteration){}\n", p.global ? "global" : "local",
+               CategoryName(p.category), p.function, p.excess_share * 100,
                p.ranks.empty() ? std::string() : fmt::format(" on ranks {}", fmt::join(p.ranks, ", ")));
   }
   return 0;

@@ -30,9 +30,8 @@ std::string VersionText() {
       "  diagnoses  {} (diagnose --format json)\n"
       "  metrics    format version {} (agent)\n"
       "A file of a newer format version is refused with one line naming it.",
-      kEroicaVersion, pattern_magic, pattern_version, metrics_magic, agent::kMetricsFileVersion,
-      kDiagnosisSchema, pattern_version, kPatternJsonSchema, kDiagnosisSchema,
-      agent::kMetricsFileVersion);
+      kEroicaVersion, pattern_magic, pattern_version, metrics_magic, agent::kMetricsFileVersion, kDiagnosisSchema,
+      pattern_version, kPatternJsonSchema, kDiagnosisSchema, agent::kMetricsFileVersion);
 }
 
 }  // namespace eroica

@@ -10,9 +10,7 @@
 namespace eroica {
 namespace {
 
-bool Grew(const PatternChange& c) {
-  return c.kind == ChangeKind::kGrew || c.kind == ChangeKind::kAppeared;
-}
+bool Grew(const PatternChange& c) { return c.kind == ChangeKind::kGrew || c.kind == ChangeKind::kAppeared; }
 
 bool OnAlmostAll(const PatternChange& c, const BaselineOptions& options) {
   int may_miss = static_cast<int>(std::floor(c.role_workers * options.missing_share));
@@ -21,9 +19,8 @@ bool OnAlmostAll(const PatternChange& c, const BaselineOptions& options) {
 
 std::string StepsText(const DiffSide& side) {
   if (side.first_step < 0) return "";
-  return side.first_step == side.last_step
-             ? fmt::format(" (iteration {})", side.first_step)
-             : fmt::format(" (iterations {}-{})", side.first_step, side.last_step);
+  return side.first_step == side.last_step ? fmt::format(" (iteration {})", side.first_step)
+                                           : fmt::format(" (iterations {}-{})", side.first_step, side.last_step);
 }
 
 std::string WhatGrew(const PatternChange& c, const DiffSide& base) {
@@ -31,20 +28,19 @@ std::string WhatGrew(const PatternChange& c, const DiffSide& base) {
                         ? "every rank's"
                         : fmt::format("{} of {} ranks'", c.ranks.size(), c.role_workers);
   if (c.kind == ChangeKind::kAppeared) {
-    return fmt::format("{} {} owns {:.1f} ms per iteration, absent at the baseline{}", who,
-                       c.function, c.now_ms_per_iter, StepsText(base));
+    return fmt::format("{} {} owns {:.1f} ms per iteration, absent at the baseline{}", who, c.function,
+                       c.now_ms_per_iter, StepsText(base));
   }
-  if (c.base_ms_per_call > 0 && c.now_ms_per_call > 0 &&
-      std::abs(c.now_ms_per_call / c.base_ms_per_call - 1) > 0.1) {
-    return fmt::format("{} {} takes {:.2f} ms per call, {:.2f} ms at the baseline{}", who,
-                       c.function, c.now_ms_per_call, c.base_ms_per_call, StepsText(base));
+  if (c.base_ms_per_call > 0 && c.now_ms_per_call > 0 && std::abs(c.now_ms_per_call / c.base_ms_per_call - 1) > 0.1) {
+    return fmt::format("{} {} takes {:.2f} ms per call, {:.2f} ms at the baseline{}", who, c.function,
+                       c.now_ms_per_call, c.base_ms_per_call, StepsText(base));
   }
   if (c.base_calls_per_iter > 0 && c.now_calls_per_iter > c.base_calls_per_iter * 1.1) {
-    return fmt::format("{} {} runs {:.1f} calls per iteration, {:.1f} at the baseline{}", who,
-                       c.function, c.now_calls_per_iter, c.base_calls_per_iter, StepsText(base));
+    return fmt::format("{} {} runs {:.1f} calls per iteration, {:.1f} at the baseline{}", who, c.function,
+                       c.now_calls_per_iter, c.base_calls_per_iter, StepsText(base));
   }
-  return fmt::format("{} {} owns {:.1f} ms per iteration, {:.1f} ms at the baseline{}", who,
-                     c.function, c.now_ms_per_iter, c.base_ms_per_iter, StepsText(base));
+  return fmt::format("{} {} owns {:.1f} ms per iteration, {:.1f} ms at the baseline{}", who, c.function,
+                     c.now_ms_per_iter, c.base_ms_per_iter, StepsText(base));
 }
 
 Finding GlobalFinding(const PatternChange& c, const PatternDiff& diff, double slowdown_ms) {
@@ -73,10 +69,9 @@ Finding GlobalFinding(const PatternChange& c, const PatternDiff& diff, double sl
 void ConfirmLocal(const PatternDiff& diff, Finding* local) {
   for (const PatternChange& c : diff.functions) {
     if (!Grew(c) || c.function != local->function || local->workers.empty()) continue;
-    if (std::find(c.ranks.begin(), c.ranks.end(), local->workers.front()) == c.ranks.end())
-      continue;
-    local->evidence += fmt::format("; against the baseline its {} grew {:+.1f} ms/iter on {}",
-                                   c.function, c.largest_delta_ms_per_iter, RanksText(c.ranks));
+    if (std::find(c.ranks.begin(), c.ranks.end(), local->workers.front()) == c.ranks.end()) continue;
+    local->evidence += fmt::format("; against the baseline its {} grew {:+.1f} ms/iter on {}", c.function,
+                                   c.largest_delta_ms_per_iter, RanksText(c.ranks));
     return;
   }
 }
@@ -85,10 +80,9 @@ void ConfirmLocal(const PatternDiff& diff, Finding* local) {
 
 void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions& options) {
   const double slowdown_ms = diff.now.iteration_ms - diff.base.iteration_ms;
-  d->notes.push_back(
-      fmt::format("against the baseline{}: iteration {:.1f} ms then, {:.1f} ms now ({:+.1f}%)",
-                  StepsText(diff.base), diff.base.iteration_ms, diff.now.iteration_ms,
-                  diff.base.iteration_ms > 0 ? 100 * slowdown_ms / diff.base.iteration_ms : 0.0));
+  d->notes.push_back(fmt::format("against the baseline{}: iteration {:.1f} ms then, {:.1f} ms now ({:+.1f}%)",
+                                 StepsText(diff.base), diff.base.iteration_ms, diff.now.iteration_ms,
+                                 diff.base.iteration_ms > 0 ? 100 * slowdown_ms / diff.base.iteration_ms : 0.0));
   for (const std::string& note : diff.notes) d->notes.push_back("against the baseline: " + note);
   for (Finding& f : d->findings) {
     if (f.scope == FindingScope::kLocal) ConfirmLocal(diff, &f);
@@ -102,32 +96,28 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
   auto wide = [&](const PatternChange& c) {
     if (!Grew(c) || c.ranks.size() * 2 <= static_cast<size_t>(c.role_workers)) return false;
     for (const PatternChange& total : diff.categories) {
-      if (Grew(total) && total.role == c.role && total.category == c.category &&
-          OnAlmostAll(total, options)) {
+      if (Grew(total) && total.role == c.role && total.category == c.category && OnAlmostAll(total, options)) {
         category_wide = &total;
         return true;
       }
     }
     return false;
   };
-  auto cause =
-      std::find_if(diff.functions.begin(), diff.functions.end(),
-                   [&](const PatternChange& c) { return Grew(c) && OnAlmostAll(c, options); });
-  if (cause == diff.functions.end())
-    cause = std::find_if(diff.functions.begin(), diff.functions.end(), wide);
+  auto cause = std::find_if(diff.functions.begin(), diff.functions.end(),
+                            [&](const PatternChange& c) { return Grew(c) && OnAlmostAll(c, options); });
+  if (cause == diff.functions.end()) cause = std::find_if(diff.functions.begin(), diff.functions.end(), wide);
   if (cause == diff.functions.end()) return;
   Finding global = GlobalFinding(*cause, diff, slowdown_ms);
   if (category_wide != nullptr && !OnAlmostAll(*cause, options)) {
     global.workers = category_wide->ranks;
-    global.evidence += fmt::format(
-        "; every rank's {} time grew {:+.1f} ms/iter ({})", CategoryName(category_wide->category),
-        category_wide->delta_ms_per_iter, RanksText(category_wide->ranks));
+    global.evidence +=
+        fmt::format("; every rank's {} time grew {:+.1f} ms/iter ({})", CategoryName(category_wide->category),
+                    category_wide->delta_ms_per_iter, RanksText(category_wide->ranks));
   }
   // An expected box found it too (per group of like workers): one finding, both reasons.
   bool merged = false;
   std::erase_if(d->findings, [&](const Finding& f) {
-    if (f.scope != FindingScope::kGlobal || f.category != global.category ||
-        f.function != global.function) {
+    if (f.scope != FindingScope::kGlobal || f.category != global.category || f.function != global.function) {
       return false;
     }
     if (!merged) global.evidence += "; " + f.evidence;
@@ -138,8 +128,7 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
   // Hangs, and local findings that explain the slowdown, stay ahead of it.
   auto ahead = [&](const Finding& f) {
     return f.category == FindingCategory::kHang ||
-           (f.scope == FindingScope::kLocal &&
-            f.impact_s_per_iter * 1e3 >= options.explains_share * slowdown_ms);
+           (f.scope == FindingScope::kLocal && f.impact_s_per_iter * 1e3 >= options.explains_share * slowdown_ms);
   };
   auto last_ahead = std::find_if(d->findings.rbegin(), d->findings.rend(), ahead);
   d->findings.insert(last_ahead.base(), std::move(global));

@@ -20,7 +20,6 @@ struct BaselineOptions {
   double min_slowdown_share = 0.05;
 };
 
-void ApplyBaseline(const PatternDiff& diff, Diagnosis* diagnosis,
-                   const BaselineOptions& options = {});
+void ApplyBaseline(const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options = {});
 
 }  // namespace eroica

@@ -28,9 +28,8 @@ TEST(BaselineFindings, EveryRankSlowerIsAGlobalFindingOfWhatGrew) {
   EXPECT_EQ(f.workers, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_NEAR(f.impact_s_per_iter, 0.040, 0.003);
   // Per call: 100 and 60 ms over 10 calls, times the median rank jitter (1.005).
-  EXPECT_NE(
-      f.evidence.find("every rank's aten::mm takes 10.05 ms per call, 6.03 ms at the baseline"),
-      std::string::npos)
+  EXPECT_NE(f.evidence.find("every rank's aten::mm takes 10.05 ms per call, 6.03 ms at the baseline"),
+            std::string::npos)
       << f.evidence;
   EXPECT_NE(f.evidence.find("% of the 40."), std::string::npos) << f.evidence;
 }
@@ -40,8 +39,7 @@ TEST(BaselineFindings, AFunctionOnMostRanksStandsForItsCategoryGrownOnAll) {
   std::vector<WorkerPattern> now;
   for (int r = 0; r < 4; ++r) {
     FunctionMs ms = Healthy();
-    ms.emplace_back(r == 3 ? "(python between b and c)" : "(python between a and b)",
-                    Category::kHost, 40);
+    ms.emplace_back(r == 3 ? "(python between b and c)" : "(python between a and b)", Category::kHost, 40);
     now.push_back(Worker(r, 4, ms));
   }
   Diagnosis d;
@@ -49,8 +47,7 @@ TEST(BaselineFindings, AFunctionOnMostRanksStandsForItsCategoryGrownOnAll) {
   ASSERT_EQ(d.findings.size(), 1u);
   EXPECT_EQ(d.findings[0].function, "(python between a and b)");
   EXPECT_EQ(d.findings[0].workers, (std::vector<int>{0, 1, 2, 3}));
-  EXPECT_NE(d.findings[0].evidence.find("3 of 4 ranks'"), std::string::npos)
-      << d.findings[0].evidence;
+  EXPECT_NE(d.findings[0].evidence.find("3 of 4 ranks'"), std::string::npos) << d.findings[0].evidence;
   EXPECT_NE(d.findings[0].evidence.find("every rank's host time grew"), std::string::npos);
 }
 
@@ -89,8 +86,7 @@ TEST(BaselineFindings, LocalFindingThatExplainsTheSlowdownKeepsPriorityAndIsConf
   ApplyBaseline(DiffPatterns(Job(4), now), &d);
   ASSERT_EQ(d.findings.size(), 2u);
   EXPECT_EQ(d.findings[0].function, "gc.collect");
-  EXPECT_NE(d.findings[0].evidence.find("against the baseline its gc.collect grew"),
-            std::string::npos);
+  EXPECT_NE(d.findings[0].evidence.find("against the baseline its gc.collect grew"), std::string::npos);
   EXPECT_EQ(d.findings[1].function, "aten::mm");
   EXPECT_EQ(d.findings[1].scope, FindingScope::kGlobal);
 }

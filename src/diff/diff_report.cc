@@ -14,18 +14,15 @@ double Round(double value, int digits) {
 }
 
 std::string WhatChanged(const PatternChange& c) {
-  std::string what = c.function.empty()
-                         ? fmt::format("all {}", CategoryName(c.category))
-                         : fmt::format("{} ({})", c.function, CategoryName(c.category));
+  std::string what = c.function.empty() ? fmt::format("all {}", CategoryName(c.category))
+                                        : fmt::format("{} ({})", c.function, CategoryName(c.category));
   return c.role.empty() ? what : fmt::format("[{}] {}", c.role, what);
 }
 
 std::string SideText(const char* label, const DiffSide& side) {
-  std::string world = side.world_size > 0 ? fmt::format("world size {}", side.world_size)
-                                          : "world size not declared";
-  return fmt::format("{}: {} workers ({}), iteration {:.1f} ms (median; {:.1f}-{:.1f})", label,
-                     side.workers, world, side.iteration_ms, side.min_iteration_ms,
-                     side.max_iteration_ms);
+  std::string world = side.world_size > 0 ? fmt::format("world size {}", side.world_size) : "world size not declared";
+  return fmt::format("{}: {} workers ({}), iteration {:.1f} ms (median; {:.1f}-{:.1f})", label, side.workers, world,
+                     side.iteration_ms, side.min_iteration_ms, side.max_iteration_ms);
 }
 
 nlohmann::json ChangeJson(const PatternChange& c) {
@@ -71,33 +68,28 @@ std::string RanksText(const std::vector<int>& ranks) {
 }
 
 std::string ChangeSentence(const PatternChange& c) {
-  std::string text = fmt::format("{} {} on {}{}: {:.1f} -> {:.1f} ms/iter ({:+.1f}", WhatChanged(c),
-                                 Name(c.kind), RanksText(c.ranks),
-                                 static_cast<int>(c.ranks.size()) == c.role_workers ? " (all)" : "",
+  std::string text = fmt::format("{} {} on {}{}: {:.1f} -> {:.1f} ms/iter ({:+.1f}", WhatChanged(c), Name(c.kind),
+                                 RanksText(c.ranks), static_cast<int>(c.ranks.size()) == c.role_workers ? " (all)" : "",
                                  c.base_ms_per_iter, c.now_ms_per_iter, c.delta_ms_per_iter);
   if (c.ranks.size() > 1 && std::abs(c.largest_delta_ms_per_iter - c.delta_ms_per_iter) > 0.05) {
     text += fmt::format(", largest {:+.1f}", c.largest_delta_ms_per_iter);
   }
   text += fmt::format("; noise bar {:.1f})", c.noise_ms_per_iter);
   if (!c.function.empty() && (c.base_calls_per_iter > 0 || c.now_calls_per_iter > 0)) {
-    text += fmt::format("; per call {:.3f} -> {:.3f} ms, calls/iter {:.1f} -> {:.1f}",
-                        c.base_ms_per_call, c.now_ms_per_call, c.base_calls_per_iter,
-                        c.now_calls_per_iter);
+    text += fmt::format("; per call {:.3f} -> {:.3f} ms, calls/iter {:.1f} -> {:.1f}", c.base_ms_per_call,
+                        c.now_ms_per_call, c.base_calls_per_iter, c.now_calls_per_iter);
   }
   return text;
 }
 
 std::string FormatDiffText(const PatternDiff& diff) {
   std::string out =
-      fmt::format("eroica diff: {}\n",
-                  diff.same() ? "no difference above noise"
-                              : fmt::format("{} function changes, {} category changes above noise",
-                                            diff.functions.size(), diff.categories.size()));
+      fmt::format("eroica diff: {}\n", diff.same() ? "no difference above noise"
+                                                   : fmt::format("{} function changes, {} category changes above noise",
+                                                                 diff.functions.size(), diff.categories.size()));
   out += SideText("base", diff.base) + "\n" + SideText("now ", diff.now) + "\n";
-  out += fmt::format(
-      "iteration: {:+.1f} ms ({:+.1f} %)\n", diff.now.iteration_ms - diff.base.iteration_ms,
-      diff.base.iteration_ms > 0 ? 100 * (diff.now.iteration_ms / diff.base.iteration_ms - 1)
-                                 : 0.0);
+  out += fmt::format("iteration: {:+.1f} ms ({:+.1f} %)\n", diff.now.iteration_ms - diff.base.iteration_ms,
+                     diff.base.iteration_ms > 0 ? 100 * (diff.now.iteration_ms / diff.base.iteration_ms - 1) : 0.0);
   if (!diff.functions.empty()) out += "\nfunctions:\n";
   for (size_t i = 0; i < diff.functions.size(); ++i) {
     out += fmt::format("{}. {}\n", i + 1, ChangeSentence(diff.functions[i]));

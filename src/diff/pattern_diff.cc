@@ -144,8 +144,7 @@ struct Affected {
   std::vector<double> bars;
 };
 
-PatternChange Summarize(const Affected& a, const Column& now, bool grew, bool kind_new,
-                        int role_workers) {
+PatternChange Summarize(const Affected& a, const Column& now, bool grew, bool kind_new, int role_workers) {
   PatternChange c;
   c.kind = grew ? (kind_new ? ChangeKind::kAppeared : ChangeKind::kGrew)
                 : (kind_new ? ChangeKind::kVanished : ChangeKind::kShrank);
@@ -160,8 +159,7 @@ PatternChange Summarize(const Affected& a, const Column& now, bool grew, bool ki
     if (b.calls_per_iter > 0) base_call.push_back(b.ms_per_call);
     if (n.calls_per_iter > 0) now_call.push_back(n.ms_per_call);
     c.ranks.push_back(now.ranks[a.now_index[k]]);
-    if (std::abs(a.deltas[k]) > std::abs(c.largest_delta_ms_per_iter))
-      c.largest_delta_ms_per_iter = a.deltas[k];
+    if (std::abs(a.deltas[k]) > std::abs(c.largest_delta_ms_per_iter)) c.largest_delta_ms_per_iter = a.deltas[k];
   }
   c.base_ms_per_iter = Median(base_ms);
   c.now_ms_per_iter = Median(now_ms);
@@ -179,29 +177,27 @@ PatternChange Summarize(const Affected& a, const Column& now, bool grew, bool ki
 // The grown and the shrunk changes (zero, one or both) of one function or category in a role.
 // `persistent`: a function's change must be carried by calls in every profiled iteration of the
 // side where it is larger (localization's rule too: a fault persists, noise moves around).
-std::vector<PatternChange> CompareColumns(const Column& base, const Column& now,
-                                          const DiffOptions& options, bool persistent) {
+std::vector<PatternChange> CompareColumns(const Column& base, const Column& now, const DiffOptions& options,
+                                          bool persistent) {
   std::vector<PatternChange> changes;
   if (base.samples.empty() || now.samples.empty()) return changes;
   const double noise = options.noise_spreads * std::max(Spread(base), Spread(now));
   const Reference median = MedianReference(base);
-  auto [base_low, base_high] = std::minmax_element(
-      base.samples.begin(), base.samples.end(),
-      [](const Sample& a, const Sample& b) { return a.ms_per_iter < b.ms_per_iter; });
+  auto [base_low, base_high] =
+      std::minmax_element(base.samples.begin(), base.samples.end(),
+                          [](const Sample& a, const Sample& b) { return a.ms_per_iter < b.ms_per_iter; });
   Affected grew, shrank;
   for (size_t i = 0; i < now.samples.size(); ++i) {
     Reference ref = ReferenceFor(now.ranks[i], base, median);
     const double value = now.samples[i].ms_per_iter;
     double delta = value - ref.sample.ms_per_iter;
-    double bar = std::max(
-        noise, options.min_iteration_share * std::max(now.iteration_ms[i], ref.iteration_ms));
-    bar = std::max(bar, options.noise_spreads * std::hypot(now.samples[i].standard_error_ms,
-                                                           ref.sample.standard_error_ms));
+    double bar = std::max(noise, options.min_iteration_share * std::max(now.iteration_ms[i], ref.iteration_ms));
+    bar = std::max(bar,
+                   options.noise_spreads * std::hypot(now.samples[i].standard_error_ms, ref.sample.standard_error_ms));
     if (std::abs(delta) <= bar) continue;
     // Like workers are interchangeable: which of them is slowest in a healthy run is chance.
     // A change must also leave the base's whole range of like workers by the bar.
-    if (delta > 0 ? value <= base_high->ms_per_iter + bar : value >= base_low->ms_per_iter - bar)
-      continue;
+    if (delta > 0 ? value <= base_high->ms_per_iter + bar : value >= base_low->ms_per_iter - bar) continue;
     const Sample& larger = delta > 0 ? now.samples[i] : ref.sample;
     if (persistent && !Persists(larger.calls_per_iter, larger.iterations)) continue;
     Affected& side = delta > 0 ? grew : shrank;
@@ -211,26 +207,20 @@ std::vector<PatternChange> CompareColumns(const Column& base, const Column& now,
     side.bars.push_back(bar);
   }
   int role_workers = static_cast<int>(now.samples.size());
-  if (!grew.deltas.empty())
-    changes.push_back(Summarize(grew, now, true, AllZero(base), role_workers));
-  if (!shrank.deltas.empty())
-    changes.push_back(Summarize(shrank, now, false, AllZero(now), role_workers));
+  if (!grew.deltas.empty()) changes.push_back(Summarize(grew, now, true, AllZero(base), role_workers));
+  if (!shrank.deltas.empty()) changes.push_back(Summarize(shrank, now, false, AllZero(now), role_workers));
   return changes;
 }
 
-bool Grew(const PatternChange& c) {
-  return c.kind == ChangeKind::kGrew || c.kind == ChangeKind::kAppeared;
-}
+bool Grew(const PatternChange& c) { return c.kind == ChangeKind::kGrew || c.kind == ChangeKind::kAppeared; }
 
 void SortChanges(std::vector<PatternChange>* changes) {
-  std::stable_sort(changes->begin(), changes->end(),
-                   [](const PatternChange& a, const PatternChange& b) {
-                     auto key = [](const PatternChange& c) {
-                       return std::make_tuple(!Grew(c), c.category == Category::kCommunication,
-                                              -std::abs(c.largest_delta_ms_per_iter));
-                     };
-                     return key(a) < key(b);
-                   });
+  std::stable_sort(changes->begin(), changes->end(), [](const PatternChange& a, const PatternChange& b) {
+    auto key = [](const PatternChange& c) {
+      return std::make_tuple(!Grew(c), c.category == Category::kCommunication, -std::abs(c.largest_delta_ms_per_iter));
+    };
+    return key(a) < key(b);
+  });
 }
 
 DiffSide SideOf(const std::vector<WorkerPattern>& workers) {
@@ -241,8 +231,7 @@ DiffSide SideOf(const std::vector<WorkerPattern>& workers) {
     side.world_size = std::max(side.world_size, w.world_size);
     iteration_ms.push_back(w.iteration_s * 1e3);
     if (w.step_ids.empty()) continue;
-    if (side.first_step < 0 || w.step_ids.front() < side.first_step)
-      side.first_step = w.step_ids.front();
+    if (side.first_step < 0 || w.step_ids.front() < side.first_step) side.first_step = w.step_ids.front();
     side.last_step = std::max(side.last_step, w.step_ids.back());
   }
   if (iteration_ms.empty()) return side;
@@ -257,8 +246,8 @@ std::string RoleName(const RoleKey& key) {
   return key.second.empty() ? std::string(key.first ? "GPU workers" : "CPU workers") : key.second;
 }
 
-void DiffRole(const std::string& role, const RoleWorkers& base, const RoleWorkers& now,
-              const DiffOptions& options, PatternDiff* diff) {
+void DiffRole(const std::string& role, const RoleWorkers& base, const RoleWorkers& now, const DiffOptions& options,
+              PatternDiff* diff) {
   std::vector<FunctionKey> keys;
   for (const RoleWorkers* side : {&base, &now}) {
     for (const WorkerPattern* w : *side) {
@@ -269,8 +258,7 @@ void DiffRole(const std::string& role, const RoleWorkers& base, const RoleWorker
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   for (const FunctionKey& key : keys) {
     auto of = [&](const WorkerPattern& w) { return FunctionSample(w, key); };
-    for (PatternChange& c :
-         CompareColumns(ColumnOf(base, of), ColumnOf(now, of), options, /*persistent=*/true)) {
+    for (PatternChange& c : CompareColumns(ColumnOf(base, of), ColumnOf(now, of), options, /*persistent=*/true)) {
       c.role = role;
       c.function = key.first;
       c.category = key.second;
@@ -280,8 +268,7 @@ void DiffRole(const std::string& role, const RoleWorkers& base, const RoleWorker
   for (int i = 0; i < kCategoryCount; ++i) {
     Category category = static_cast<Category>(i);
     auto of = [&](const WorkerPattern& w) { return CategorySample(w, category); };
-    for (PatternChange& c :
-         CompareColumns(ColumnOf(base, of), ColumnOf(now, of), options, /*persistent=*/false)) {
+    for (PatternChange& c : CompareColumns(ColumnOf(base, of), ColumnOf(now, of), options, /*persistent=*/false)) {
       c.role = role;
       c.category = category;
       diff->categories.push_back(std::move(c));
@@ -305,8 +292,8 @@ std::string_view Name(ChangeKind kind) {
   return "?";
 }
 
-PatternDiff DiffPatterns(const std::vector<WorkerPattern>& base,
-                         const std::vector<WorkerPattern>& now, const DiffOptions& options) {
+PatternDiff DiffPatterns(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
+                         const DiffOptions& options) {
   PatternDiff diff;
   diff.base = SideOf(base);
   diff.now = SideOf(now);
@@ -324,16 +311,16 @@ PatternDiff DiffPatterns(const std::vector<WorkerPattern>& base,
     // One role on each side is the same job's workers even when its signature changed.
     auto it = one_role ? base_roles.begin() : base_roles.find(key);
     if (it == base_roles.end()) {
-      diff.notes.push_back(fmt::format("{}: {} workers now, none at the base: not compared",
-                                       RoleName(key), workers.size()));
+      diff.notes.push_back(
+          fmt::format("{}: {} workers now, none at the base: not compared", RoleName(key), workers.size()));
       continue;
     }
     DiffRole(role, it->second, workers, options, &diff);
   }
   for (const auto& [key, workers] : base_roles) {
     if (!one_role && !now_roles.count(key)) {
-      diff.notes.push_back(fmt::format("{}: {} workers at the base, none now: not compared",
-                                       RoleName(key), workers.size()));
+      diff.notes.push_back(
+          fmt::format("{}: {} workers at the base, none now: not compared", RoleName(key), workers.size()));
     }
   }
   SortChanges(&diff.functions);

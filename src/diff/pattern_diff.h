@@ -66,7 +66,7 @@ struct PatternDiff {
   bool same() const { return functions.empty() && categories.empty(); }
 };
 
-PatternDiff DiffPatterns(const std::vector<WorkerPattern>& base,
-                         const std::vector<WorkerPattern>& now, const DiffOptions& options = {});
+PatternDiff DiffPatterns(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
+                         const DiffOptions& options = {});
 
 }  // namespace eroica

@@ -32,8 +32,7 @@ TEST(PatternDiff, GrownFunctionOnEveryRankComesFirstWithItsPerCallTime) {
   EXPECT_NEAR(first.now_ms_per_call, 10, 0.3);
   EXPECT_GT(diff.now.iteration_ms, diff.base.iteration_ms + 35);
   // Only aten::mm changed by more than the bar (the others keep their ms per iteration).
-  for (const PatternChange& c : diff.functions)
-    EXPECT_EQ(c.function, "aten::mm") << ChangeSentence(c);
+  for (const PatternChange& c : diff.functions) EXPECT_EQ(c.function, "aten::mm") << ChangeSentence(c);
   ASSERT_FALSE(diff.categories.empty());
   EXPECT_EQ(diff.categories.front().category, Category::kCompute);
 }

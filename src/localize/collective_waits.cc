@@ -69,9 +69,9 @@ std::optional<LastArriver> FindLastArriver(const WorkerGroup& group, const Expec
   for (double w : waited_us) total_wait_us += w;
   double wait_share = total_wait_us > 0 ? waited_us[best] / total_wait_us : 0;
   const WorkerRow& w = group.row(best);
-  bool persistent = w.iterations >= 3 ? call_share >= kPersistentShare
-                                      : call_share >= kSingleIterationCallShare &&
-                                            wait_share >= kSingleIterationWaitShare;
+  bool persistent = w.iterations >= 3
+                        ? call_share >= kPersistentShare
+                        : call_share >= kSingleIterationCallShare && wait_share >= kSingleIterationWaitShare;
   double per_iter_s = waited_us[best] / 1e6 / std::max(1, w.iterations);
   if (!persistent || per_iter_s < e.small_group_min_excess_beta * MedianIterationS(group)) return std::nullopt;
   size_t first = static_cast<size_t>(std::find(last_at.begin(), last_at.end(), best) - last_at.begin());

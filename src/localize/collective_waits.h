@@ -13,10 +13,10 @@
 namespace eroica {
 
 struct LastArriver {
-  size_t member = 0;              // index into group.members
+  size_t member = 0;  // index into group.members
   int calls_compared = 0;
-  int calls_last = 0;             // calls where it arrived last
-  double waited_s_per_iter = 0;   // the others' median wait for it, per iteration
+  int calls_last = 0;            // calls where it arrived last
+  double waited_s_per_iter = 0;  // the others' median wait for it, per iteration
   std::string evidence;
 };
 

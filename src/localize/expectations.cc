@@ -1,9 +1,8 @@
 #include "localize/expectations.h"
 
-#include <cmath>
-
 #include <fmt/core.h>
 
+#include <cmath>
 
 #include "base/file_util.h"
 #include "base/json_access.h"
@@ -12,13 +11,10 @@
 namespace eroica {
 namespace {
 
-bool Applies(const Box& box, bool has_device) {
-  return has_device ? box.gpu_training : box.cpu_training;
-}
+bool Applies(const Box& box, bool has_device) { return has_device ? box.gpu_training : box.cpu_training; }
 
 Status ParseRange(const Json* j, Range* range) {
-  if (j == nullptr || !j->is_array() || j->size() != 2 || !(*j)[0].is_number() ||
-      !(*j)[1].is_number()) {
+  if (j == nullptr || !j->is_array() || j->size() != 2 || !(*j)[0].is_number() || !(*j)[1].is_number()) {
     return Status::Error("a range must be [low, high]");
   }
   range->low = (*j)[0].get<double>();
@@ -64,8 +60,8 @@ double Expectations::Distance(const FunctionPattern& f, bool has_device) const {
   return Distance(f.category, f.host_kind, f.beta, f.mu.value_or(NAN), f.sigma.value_or(NAN), has_device);
 }
 
-double Expectations::Distance(Category category, HostKind host_kind, double beta, double mu,
-                              double sigma, bool has_device) const {
+double Expectations::Distance(Category category, HostKind host_kind, double beta, double mu, double sigma,
+                              bool has_device) const {
   double worst = 0;
   for (const Box& box : boxes) {
     if (box.target != Box::Target::kFunction || box.category != category || !Applies(box, has_device)) continue;
@@ -88,8 +84,8 @@ double Expectations::CategoryDistance(Category category, double beta, bool has_d
   return worst;
 }
 
-std::optional<double> Expectations::BetaHigh(Box::Target target, Category category,
-                                             std::optional<HostKind> host_kind, bool has_device) const {
+std::optional<double> Expectations::BetaHigh(Box::Target target, Category category, std::optional<HostKind> host_kind,
+                                             bool has_device) const {
   std::optional<double> high;
   for (const Box& box : boxes) {
     if (box.target != target || box.category != category || !Applies(box, has_device)) continue;

@@ -36,12 +36,12 @@ struct Box {
 struct Expectations {
   std::vector<Box> boxes;
   // Localization thresholds (docs/DESIGN.md "Localization").
-  double min_beta = 0.01;          // a (f,w) below this is never abnormal
-  double outlier_z = 5.0;          // Δ outlier: robust z beyond this (the paper's k = 5)
-  double min_excess_beta = 0.03;   // noise floor: β excess over the peers worth reporting
-  double min_scale_beta = 0.01;    // floor of the robust spread, in β
-  double global_fraction = 0.5;    // "most workers": share of a group over a box for global
-  double imbalance_ratio = 1.3;    // work (calls, items, bytes) this much above peers = imbalance
+  double min_beta = 0.01;         // a (f,w) below this is never abnormal
+  double outlier_z = 5.0;         // Δ outlier: robust z beyond this (the paper's k = 5)
+  double min_excess_beta = 0.03;  // noise floor: β excess over the peers worth reporting
+  double min_scale_beta = 0.01;   // floor of the robust spread, in β
+  double global_fraction = 0.5;   // "most workers": share of a group over a box for global
+  double imbalance_ratio = 1.3;   // work (calls, items, bytes) this much above peers = imbalance
   // Small groups (fewer than `small_group` workers) have no usable spread: an outlier there is
   // a worker above all its peers in every iteration (a fault persists, noise moves around) by
   // at least `small_group_min_excess_beta`; without per-iteration data, by `fallback_excess_beta`.
@@ -60,12 +60,11 @@ struct Expectations {
   // D(f,w) for a function (or, with `category_total`, for a category's Σβ).
   double Distance(const FunctionPattern& f, bool has_device) const;
   // The same from raw fields; NaN μ/σ mean "no hardware samples".
-  double Distance(Category category, HostKind host_kind, double beta, double mu, double sigma,
-                  bool has_device) const;
+  double Distance(Category category, HostKind host_kind, double beta, double mu, double sigma, bool has_device) const;
   double CategoryDistance(Category category, double beta, bool has_device) const;
   // The box's upper β bound that applies, for messages; nullopt when none applies.
-  std::optional<double> BetaHigh(Box::Target target, Category category,
-                                 std::optional<HostKind> host_kind, bool has_device) const;
+  std::optional<double> BetaHigh(Box::Target target, Category category, std::optional<HostKind> host_kind,
+                                 bool has_device) const;
 };
 
 StatusOr<Expectations> LoadExpectations(const std::string& path);

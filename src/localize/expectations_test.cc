@@ -36,7 +36,8 @@ TEST(ExpectationsTest, MuCountsInTheDistanceWhenPresent) {
 TEST(ExpectationsTest, OverridesAndErrors) {
   StatusOr<Expectations> e = ParseExpectations(
       R"({"boxes": [{"target": "category", "category": "dataloader", "beta": [0, 0.5], "why": "x"}],
-          "thresholds": {"outlier_z": 3}})", "mine.json");
+          "thresholds": {"outlier_z": 3}})",
+      "mine.json");
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_DOUBLE_EQ(e->outlier_z, 3);
   EXPECT_DOUBLE_EQ(e->CategoryDistance(Category::kDataloader, 0.7, false), 0.2);
@@ -49,21 +50,21 @@ TEST(ExpectationsTest, OverridesAndErrors) {
 
 // Wrong-typed fields used to abort the process (an uncaught nlohmann type_error, exit 134).
 TEST(ExpectationsTest, WrongTypesAreErrorsNotAborts) {
-  for (const char* text : {R"({"boxes": [1]})",
-                           R"({"boxes": [{"category": 5, "beta": [0, 1]}]})",
-                           R"({"boxes": [{"category": "host", "host_kind": 3, "beta": [0, 1]}]})",
-                           R"({"boxes": [{"category": "host", "target": [], "beta": [0, 1]}]})",
-                           R"({"boxes": [{"category": "host", "beta": ["a", 1]}]})",
-                           R"({"boxes": [{"category": "host", "beta": [0, 1], "mu": 3}]})",
-                           R"({"boxes": [{"category": "host", "beta": [0, 1], "why": 3}]})",
-                           R"({"boxes": {"a": 1}})"}) {
+  for (const char* text :
+       {R"({"boxes": [1]})", R"({"boxes": [{"category": 5, "beta": [0, 1]}]})",
+        R"({"boxes": [{"category": "host", "host_kind": 3, "beta": [0, 1]}]})",
+        R"({"boxes": [{"category": "host", "target": [], "beta": [0, 1]}]})",
+        R"({"boxes": [{"category": "host", "beta": ["a", 1]}]})",
+        R"({"boxes": [{"category": "host", "beta": [0, 1], "mu": 3}]})",
+        R"({"boxes": [{"category": "host", "beta": [0, 1], "why": 3}]})", R"({"boxes": {"a": 1}})"}) {
     StatusOr<Expectations> e = ParseExpectations(text, "mine.json");
     ASSERT_FALSE(e.ok()) << text;
     EXPECT_NE(e.status().message().find("mine.json"), std::string::npos);
   }
   StatusOr<Expectations> e = ParseExpectations(
       R"({"boxes": [{"category": "host", "beta": [0, 1], "why": "w", "training": null}],
-          "thresholds": {"outlier_z": "high", "min_beta": 0.5}, "other": null})", "mine.json");
+          "thresholds": {"outlier_z": "high", "min_beta": 0.5}, "other": null})",
+      "mine.json");
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_DOUBLE_EQ(e->min_beta, 0.5);
   EXPECT_DOUBLE_EQ(e->outlier_z, DefaultExpectations().outlier_z);

@@ -12,24 +12,24 @@ namespace eroica {
 struct Finding {
   FindingScope scope = FindingScope::kLocal;
   FindingCategory category = FindingCategory::kHost;
-  std::vector<int> workers;       // the ranks to look at (local: the culprits; global: all affected)
-  std::string function;           // the culprit's own excess function
-  double impact_s_per_iter = 0;   // seconds lost per iteration: β excess × iteration time
-  double beta = 0;                // the function's β on the culprit (median over workers if global)
-  double peer_beta = 0;           // the peers' median β for it (global: the expected upper bound)
+  std::vector<int> workers;          // the ranks to look at (local: the culprits; global: all affected)
+  std::string function;              // the culprit's own excess function
+  double impact_s_per_iter = 0;      // seconds lost per iteration: β excess × iteration time
+  double beta = 0;                   // the function's β on the culprit (median over workers if global)
+  double peer_beta = 0;              // the peers' median β for it (global: the expected upper bound)
   double expectation_distance = 0;   // D(f,w)
   double differential_distance = 0;  // Δ(f,w): robust z-score against the peers
-  std::string evidence;           // one or two sentences with the numbers
-  std::string location;           // file:line when known (Python frames, hang stacks)
-  std::string action;             // what to do next, one sentence
+  std::string evidence;              // one or two sentences with the numbers
+  std::string location;              // file:line when known (Python frames, hang stacks)
+  std::string action;                // what to do next, one sentence
 };
 
 struct Diagnosis {
-  int workers = 0;                  // workers diagnosed
-  int world_size = 0;               // as the traces declare it (0 when unknown)
-  std::vector<Finding> findings;    // most impactful first
+  int workers = 0;                // workers diagnosed
+  int world_size = 0;             // as the traces declare it (0 when unknown)
+  std::vector<Finding> findings;  // most impactful first
   std::vector<std::string> warnings;
-  std::vector<std::string> notes;   // context that is not a problem (e.g. groups compared)
+  std::vector<std::string> notes;  // context that is not a problem (e.g. groups compared)
 
   bool healthy() const { return findings.empty(); }
 };

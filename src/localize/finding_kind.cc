@@ -1,8 +1,8 @@
 #include "localize/finding_kind.h"
 
-#include <array>
-
 #include <fmt/core.h>
+
+#include <array>
 
 #include "summary/function_name.h"
 
@@ -13,7 +13,8 @@ namespace {
 constexpr FindingCategoryInfo Entry(FindingCategory category) {
   switch (category) {
     case FindingCategory::kCompute:
-      return {"compute", "compute",
+      return {"compute",
+              "compute",
               "Rank {0} runs the same work slower: check its device or CPU (clocks, thermal or power throttling, a "
               "CPU quota, noisy neighbours).",
               "Compute itself is slow everywhere: check kernels' efficiency and device settings.",
@@ -26,7 +27,8 @@ constexpr FindingCategoryInfo Entry(FindingCategory category) {
               "cheaper (mixed precision, fused or compiled kernels, larger kernels instead of many small ones).",
               Category::kCompute};
     case FindingCategory::kMemory:
-      return {"memory", "host-device copies",
+      return {"memory",
+              "host-device copies",
               "Rank {0} copies more or slower between host and device: check its PCIe link and pinned memory.",
               "Copies sit on the critical path: pin memory, use non_blocking copies, prefetch.",
               "Rank {0} spends {1} more per iteration in host-device copies than its peers. Check whether the code "
@@ -37,7 +39,8 @@ constexpr FindingCategoryInfo Entry(FindingCategory category) {
               "inside the step), starting from {2}.",
               Category::kMemory};
     case FindingCategory::kCommunication:
-      return {"communication", "exposed communication",
+      return {"communication",
+              "exposed communication",
               "Rank {0}'s link moves less data than its peers': check its NIC, cable and switch port.",
               "Exposed communication is high on every rank: overlap it with compute (bucket sizes), check the "
               "network and collective configuration.",
@@ -49,7 +52,8 @@ constexpr FindingCategoryInfo Entry(FindingCategory category) {
               "accumulation, fewer and larger collectives).",
               Category::kCommunication};
     case FindingCategory::kDataloader:
-      return {"dataloader", "the data loader",
+      return {"dataloader",
+              "the data loader",
               "Check rank {0}'s input pipeline: its storage and I/O, its collate_fn, DataLoader "
               "num_workers/prefetch on its host.",
               "Every rank waits for input: add DataLoader workers and prefetching, or move decoding off the "
@@ -65,7 +69,8 @@ constexpr FindingCategoryInfo Entry(FindingCategory category) {
               "decoding or collate (start from {2}).",
               Category::kDataloader};
     case FindingCategory::kHost:
-      return {"host", "host (Python) code",
+      return {"host",
+              "host (Python) code",
               "Rank {0} spends time in Python/host code its peers do not (GC, a hot loop, logging): profile it "
               "with with_stack=True.",
               "Every rank spends this time in Python on the critical path: move the work out of the step, batch "
@@ -120,8 +125,10 @@ std::string_view Name(FindingCategory category) { return InfoOf(category).name; 
 
 std::string_view Name(FindingScope scope) {
   switch (scope) {
-    case FindingScope::kLocal: return "local";
-    case FindingScope::kGlobal: return "global";
+    case FindingScope::kLocal:
+      return "local";
+    case FindingScope::kGlobal:
+      return "global";
   }
   return "";
 }
@@ -151,8 +158,7 @@ std::string AdviceFor(FindingCategory category, FindingScope scope, int rank) {
 std::string RequestFor(FindingCategory category, FindingScope scope, const RequestArguments& a) {
   const FindingCategoryInfo& info = InfoOf(category);
   std::string_view text = scope == FindingScope::kLocal ? info.local_request : info.global_request;
-  return fmt::format(fmt::runtime(text), a.rank, a.cost, a.start, a.function, InParentheses(a.function),
-                     a.waiting_at);
+  return fmt::format(fmt::runtime(text), a.rank, a.cost, a.start, a.function, InParentheses(a.function), a.waiting_at);
 }
 
 }  // namespace eroica

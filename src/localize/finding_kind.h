@@ -34,12 +34,12 @@ static_assert(static_cast<int>(FindingCategory::kHost) == static_cast<int>(Categ
 // The words and requests of one category. Templates are fmt format strings over the arguments
 // of `AdviceFor` and `RequestFor` (finding_kind.cc), which every template may use or skip.
 struct FindingCategoryInfo {
-  std::string_view name;            // its spelling in eroica.diagnosis/v1 and the text report
-  std::string_view phrase;          // "Rank 3 loses 5 ms per iteration in <phrase>"
-  std::string_view local_advice;    // {0}: the rank
+  std::string_view name;          // its spelling in eroica.diagnosis/v1 and the text report
+  std::string_view phrase;        // "Rank 3 loses 5 ms per iteration in <phrase>"
+  std::string_view local_advice;  // {0}: the rank
   std::string_view global_advice;
-  std::string_view local_request;   // {0} rank, {1} cost, {2} where to start, {3} function,
-  std::string_view global_request;  // {4} the function in parentheses, {5} where the others wait
+  std::string_view local_request;    // {0} rank, {1} cost, {2} where to start, {3} function,
+  std::string_view global_request;   // {4} the function in parentheses, {5} where the others wait
   std::optional<Category> resource;  // the resource it stands for, when it is one
 };
 
@@ -56,10 +56,10 @@ std::string AdviceFor(FindingCategory category, FindingScope scope, int rank);
 // The AI prompt's request for a finding (see FindingCategoryInfo for the arguments).
 struct RequestArguments {
   int rank = -1;
-  std::string cost;           // "5.20 ms"
-  std::string start;          // "`train.py:57`"
+  std::string cost;   // "5.20 ms"
+  std::string start;  // "`train.py:57`"
   std::string function;
-  std::string waiting_at;     // a hang: where the others wait ("the collective the other ranks wait in (`x`)")
+  std::string waiting_at;  // a hang: where the others wait ("the collective the other ranks wait in (`x`)")
 };
 std::string RequestFor(FindingCategory category, FindingScope scope, const RequestArguments& args);
 

@@ -16,8 +16,7 @@ bool Located(FindingCategory category) {
 // The function's entry on the worker (by name, in a host or dataloader category), or nullptr.
 const FunctionEntry* EntryOf(const WorkerTable& table, size_t worker, std::string_view function) {
   for (const FunctionEntry& f : table.functions(worker)) {
-    if ((f.category == Category::kHost || f.category == Category::kDataloader) &&
-        table.name(f.name) == function) {
+    if ((f.category == Category::kHost || f.category == Category::kDataloader) && table.name(f.name) == function) {
       return &f;
     }
   }
@@ -44,16 +43,14 @@ void LocateFindings(const WorkerTable& table, std::vector<Finding>* findings) {
     }
     if (votes.empty()) continue;
     auto best = std::max_element(votes.begin(), votes.end(), [](const auto& a, const auto& b) {
-      return a.second.first != b.second.first ? a.second.first < b.second.first
-                                              : a.second.second < b.second.second;
+      return a.second.first != b.second.first ? a.second.first < b.second.first : a.second.second < b.second.second;
     });
     const auto& [count, share] = best->second;
     f.location = std::string(table.name(best->first));
-    std::string who =
-        count == 1 ? "its rank" : fmt::format("{} of its {} ranks", count, f.workers.size());
+    std::string who = count == 1 ? "its rank" : fmt::format("{} of its {} ranks", count, f.workers.size());
     bool closed = f.evidence.empty() || f.evidence.back() == '.';
-    f.evidence += fmt::format("{}Python stack samples put {:.0f}% of this time at {} ({}).",
-                              closed ? " " : ". ", 100.0 * share / count, f.location, who);
+    f.evidence += fmt::format("{}Python stack samples put {:.0f}% of this time at {} ({}).", closed ? " " : ". ",
+                              100.0 * share / count, f.location, who);
   }
 }
 

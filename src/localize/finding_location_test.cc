@@ -24,8 +24,7 @@ WorkerPattern Worker(int rank, const std::string& hot_frame) {
   return w;
 }
 
-Finding MakeFinding(FindingScope scope, FindingCategory category, std::vector<int> workers,
-                    std::string function) {
+Finding MakeFinding(FindingScope scope, FindingCategory category, std::vector<int> workers, std::string function) {
   Finding f;
   f.scope = scope;
   f.category = category;
@@ -40,12 +39,10 @@ TEST(FindingLocationTest, LocalFindingTakesTheCulpritsHotFrame) {
   table.Add(Worker(0, "train.py:40(log)"));
   table.Add(Worker(1, "train.py:57(hot_loop)"));
   table.Add(Worker(2, ""));
-  std::vector<Finding> findings = {
-      MakeFinding(FindingScope::kLocal, FindingCategory::kHost, {1}, kPoint)};
+  std::vector<Finding> findings = {MakeFinding(FindingScope::kLocal, FindingCategory::kHost, {1}, kPoint)};
   LocateFindings(table, &findings);
   EXPECT_EQ(findings[0].location, "train.py:57(hot_loop)");
-  EXPECT_NE(findings[0].evidence.find("80% of this time at train.py:57(hot_loop)"),
-            std::string::npos)
+  EXPECT_NE(findings[0].evidence.find("80% of this time at train.py:57(hot_loop)"), std::string::npos)
       << findings[0].evidence;
 }
 
@@ -54,12 +51,10 @@ TEST(FindingLocationTest, GlobalFindingTakesTheFrameMostRanksName) {
   table.Add(Worker(0, "train.py:40(log)"));
   table.Add(Worker(1, "train.py:57(gc_every_step)"));
   table.Add(Worker(2, "train.py:57(gc_every_step)"));
-  std::vector<Finding> findings = {
-      MakeFinding(FindingScope::kGlobal, FindingCategory::kHost, {0, 1, 2}, kPoint)};
+  std::vector<Finding> findings = {MakeFinding(FindingScope::kGlobal, FindingCategory::kHost, {0, 1, 2}, kPoint)};
   LocateFindings(table, &findings);
   EXPECT_EQ(findings[0].location, "train.py:57(gc_every_step)");
-  EXPECT_NE(findings[0].evidence.find("2 of its 3 ranks"), std::string::npos)
-      << findings[0].evidence;
+  EXPECT_NE(findings[0].evidence.find("2 of its 3 ranks"), std::string::npos) << findings[0].evidence;
 }
 
 TEST(FindingLocationTest, OnlyHostAndDataloaderFindingsWithoutALocationAreLocated) {

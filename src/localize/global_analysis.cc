@@ -49,8 +49,8 @@ std::pair<std::string, double> TopFunctionOf(const WorkerGroup& group, Category 
   return best;
 }
 
-Finding MakeGlobal(const WorkerGroup& group, Category category, const std::string& function,
-                   double level, double bound, std::vector<int> ranks) {
+Finding MakeGlobal(const WorkerGroup& group, Category category, const std::string& function, double level, double bound,
+                   std::vector<int> ranks) {
   Finding f;
   f.scope = FindingScope::kGlobal;
   f.category = FindingCategoryOf(category);
@@ -77,15 +77,15 @@ std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectatio
       if (e.CategoryDistance(category, betas[k], has_device) > 0) over.push_back(group.row(k).rank);
     }
     if (!MostWorkers(over.size(), n, e)) continue;
-    double level = category == Category::kCommunication ? UnavoidableCommunication(group)
-                                                        : MedianInPlace(betas);
+    double level = category == Category::kCommunication ? UnavoidableCommunication(group) : MedianInPlace(betas);
     if (level - *high < e.min_excess_beta) continue;
     auto [function, function_beta] = TopFunctionOf(group, category);
     size_t count = over.size();
     Finding f = MakeGlobal(group, category, function, level, *high, std::move(over));
-    f.evidence = fmt::format("{} of {} workers spend β {:.2f} of each iteration in {} (expected at "
-                             "most {:.2f}); top function {} (median β {:.3f})",
-                             count, n, level, CategoryName(category), *high, function, function_beta);
+    f.evidence = fmt::format(
+        "{} of {} workers spend β {:.2f} of each iteration in {} (expected at "
+        "most {:.2f}); top function {} (median β {:.3f})",
+        count, n, level, CategoryName(category), *high, function, function_beta);
     if (category == Category::kCommunication) {
       f.evidence += "; even the least-waiting rank pays it, so no straggler explains it";
     }
@@ -125,10 +125,9 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
     if (median_distance < e.min_excess_beta) continue;
     std::string name(group.table->name(key.second));
     size_t count = o.ranks.size();
-    Finding f = MakeGlobal(group, key.first, name, median_beta, median_beta - median_distance,
-                           std::move(o.ranks));
-    f.evidence = fmt::format("{} of {} workers spend β {:.3f} in {} (expected at most {:.3f})", count,
-                             n, median_beta, name, median_beta - median_distance);
+    Finding f = MakeGlobal(group, key.first, name, median_beta, median_beta - median_distance, std::move(o.ranks));
+    f.evidence = fmt::format("{} of {} workers spend β {:.3f} in {} (expected at most {:.3f})", count, n, median_beta,
+                             name, median_beta - median_distance);
     auto it = best.find(key.first);
     if (it == best.end() || f.impact_s_per_iter > it->second.impact_s_per_iter) best[key.first] = f;
   }

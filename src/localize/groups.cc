@@ -88,8 +88,8 @@ std::vector<double> CategoryBetas(const WorkerGroup& group, Category category) {
   return betas;
 }
 
-std::vector<std::vector<double>> FunctionBetaColumns(
-    const WorkerGroup& group, const std::vector<std::pair<StringId, Category>>& functions) {
+std::vector<std::vector<double>> FunctionBetaColumns(const WorkerGroup& group,
+                                                     const std::vector<std::pair<StringId, Category>>& functions) {
   std::vector<std::vector<double>> columns(functions.size(), std::vector<double>(group.size(), 0.0));
   for (size_t k = 0; k < group.size(); ++k) {
     for (const FunctionEntry& f : group.functions(k)) {

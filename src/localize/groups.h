@@ -27,7 +27,7 @@ double MedianIterationS(const WorkerGroup& group);
 std::vector<double> CategoryBetas(const WorkerGroup& group, Category category);
 // β of each requested function on every worker of the group (0 where a worker does not run
 // it), gathered in one pass over the group.
-std::vector<std::vector<double>> FunctionBetaColumns(
-    const WorkerGroup& group, const std::vector<std::pair<StringId, Category>>& functions);
+std::vector<std::vector<double>> FunctionBetaColumns(const WorkerGroup& group,
+                                                     const std::vector<std::pair<StringId, Category>>& functions);
 
 }  // namespace eroica

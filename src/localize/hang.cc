@@ -14,8 +14,8 @@ namespace eroica {
 namespace {
 
 bool IsLibraryFile(const std::string& file) {
-  for (const char* marker : {"/torch/", "/lib/python3", "/eroica/", "<frozen", "threading.py",
-                             "/site-packages/", "/dist-packages/"}) {
+  for (const char* marker :
+       {"/torch/", "/lib/python3", "/eroica/", "<frozen", "threading.py", "/site-packages/", "/dist-packages/"}) {
     if (file.find(marker) != std::string::npos) return true;
   }
   return false;
@@ -29,8 +29,7 @@ std::string FrameKey(const StackFrame* frame) {
 std::string ListedRanks(const std::vector<int>& ranks) {
   constexpr size_t kListed = 16;
   if (ranks.size() <= kListed) return fmt::format("{}", fmt::join(ranks, ", "));
-  return fmt::format("{} and {} more", fmt::join(ranks.begin(), ranks.begin() + kListed, ", "),
-                     ranks.size() - kListed);
+  return fmt::format("{} and {} more", fmt::join(ranks.begin(), ranks.begin() + kListed, ", "), ranks.size() - kListed);
 }
 
 }  // namespace
@@ -82,8 +81,7 @@ std::vector<Finding> FindHang(const std::vector<StackDump>& dumps, int world_siz
   const std::vector<const StackDump*>* majority = nullptr;
   for (const auto& [key, ranks] : at) {
     bool waiting = !ranks.front()->waiting_in.empty();
-    if (majority == nullptr || ranks.size() > majority->size() ||
-        (ranks.size() == majority->size() && waiting)) {
+    if (majority == nullptr || ranks.size() > majority->size() || (ranks.size() == majority->size() && waiting)) {
       majority = &ranks;
     }
   }
@@ -96,10 +94,10 @@ std::vector<Finding> FindHang(const std::vector<StackDump>& dumps, int world_siz
   f.category = FindingCategory::kHang;
   const StackDump* waiter = majority->front();
   const StackFrame* waiter_frame = InnermostUserFrame(*waiter);
-  std::string waiter_text = fmt::format("{} wait{} at {}{}", majority->size() == 1 ? "1 rank" :
-                                        fmt::format("{} ranks", majority->size()),
-                                        majority->size() == 1 ? "s" : "", FrameKey(waiter_frame),
-                                        waiter->waiting_in.empty() ? "" : " in " + waiter->waiting_in);
+  std::string waiter_text =
+      fmt::format("{} wait{} at {}{}", majority->size() == 1 ? "1 rank" : fmt::format("{} ranks", majority->size()),
+                  majority->size() == 1 ? "s" : "", FrameKey(waiter_frame),
+                  waiter->waiting_in.empty() ? "" : " in " + waiter->waiting_in);
   if (suspects.empty()) {
     // Every dump agrees: the missing ranks are the suspects.
     std::vector<int> present;
@@ -111,8 +109,8 @@ std::vector<Finding> FindHang(const std::vector<StackDump>& dumps, int world_siz
     f.location = FrameKey(waiter_frame);
     f.evidence = f.workers.empty()
                      ? fmt::format("all {} ranks are stuck at the same place: {}", dumps.size(), waiter_text)
-                     : fmt::format("{}; ranks {} wrote no stacks (crashed or stuck outside Python?)",
-                                   waiter_text, ListedRanks(f.workers));
+                     : fmt::format("{}; ranks {} wrote no stacks (crashed or stuck outside Python?)", waiter_text,
+                                   ListedRanks(f.workers));
   } else {
     std::sort(suspects.begin(), suspects.end(),
               [](const StackDump* a, const StackDump* b) { return a->rank < b->rank; });
@@ -120,10 +118,10 @@ std::vector<Finding> FindHang(const std::vector<StackDump>& dumps, int world_siz
     const StackFrame* frame = InnermostUserFrame(*suspects.front());
     f.function = frame ? frame->function : "";
     f.location = FrameKey(frame);
-    f.evidence = fmt::format("rank {} is at {} ({}){}; {}", suspects.front()->rank, f.location,
-                             frame && !frame->code.empty() ? frame->code : f.function,
-                             suspects.size() > 1 ? fmt::format(" with {} others", suspects.size() - 1) : "",
-                             waiter_text);
+    f.evidence =
+        fmt::format("rank {} is at {} ({}){}; {}", suspects.front()->rank, f.location,
+                    frame && !frame->code.empty() ? frame->code : f.function,
+                    suspects.size() > 1 ? fmt::format(" with {} others", suspects.size() - 1) : "", waiter_text);
   }
   f.action = AdviceFor(FindingCategory::kHang, FindingScope::kLocal, f.workers.empty() ? -1 : f.workers.front());
   f.impact_s_per_iter = 0;

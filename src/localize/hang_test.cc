@@ -1,9 +1,9 @@
 #include "localize/hang.h"
 
 #include <gtest/gtest.h>
-#include "localize/localizer.h"
 
 #include "base/temp_dir.h"
+#include "localize/localizer.h"
 
 namespace eroica {
 namespace {
@@ -15,7 +15,8 @@ std::string Dump(int rank, const std::string& file, int line, const std::string&
       {{"file": "/app/train.py", "line": 200, "function": "main", "code": "train()"}},
       {{"file": "{}", "line": {}, "function": "step", "code": "lock.acquire()"}},
       {{"file": "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", "line": 1500, "function": "all_reduce", "code": ""}}
-    ]}}]}})json", rank, waiting.empty() ? "null" : "\"" + waiting + "\"", file, line);
+    ]}}]}})json",
+                     rank, waiting.empty() ? "null" : "\"" + waiting + "\"", file, line);
 }
 
 TEST(HangTest, TheMinorityStackIsTheSuspect) {
@@ -56,8 +57,9 @@ TEST(HangTest, BadDumpIsAnError) {
 // Wrong-typed fields used to abort the process (an uncaught nlohmann type_error, exit 134).
 TEST(HangTest, WrongTypedFieldsAreSkippedNotAnAbort) {
   TempDir dir;
-  StatusOr<StackDump> d = ReadStackDump(dir.Write("stacks-rank-1.json",
-      R"({"rank": 3.0, "world_size": 1e300, "iteration": [1], "waiting_in": 5,
+  StatusOr<StackDump> d =
+      ReadStackDump(dir.Write("stacks-rank-1.json",
+                              R"({"rank": 3.0, "world_size": 1e300, "iteration": [1], "waiting_in": 5,
           "threads": [{"is_main": "yes", "frames": [{"file": 1, "line": "x", "function": null}, 3]},
                       7]})"));
   ASSERT_TRUE(d.ok()) << d.status().message();

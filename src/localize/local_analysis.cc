@@ -17,8 +17,7 @@ namespace {
 
 // The categories that are a worker's own work. Communication is excluded: in a synchronous job
 // a rank's exposed collective time is mostly waiting for the slowest peer.
-constexpr Category kOwnWork[] = {Category::kCompute, Category::kMemory, Category::kDataloader,
-                                 Category::kHost};
+constexpr Category kOwnWork[] = {Category::kCompute, Category::kMemory, Category::kDataloader, Category::kHost};
 constexpr size_t kOwnCount = std::size(kOwnWork);
 constexpr size_t kMaxLocalFindings = 16;
 
@@ -36,7 +35,7 @@ struct Excess {
   double category_excess = 0;  // the excess in `category` alone
   double peer_share = 0;       // the peers' median share in `category`
   double z = 0;
-  std::vector<AlsoUp> also;    // other categories up on this worker
+  std::vector<AlsoUp> also;      // other categories up on this worker
   std::string uniform_slowdown;  // evidence when compute and host are up alike
 };
 
@@ -83,8 +82,9 @@ Excess LargestCategoryExcess(const CategoryShares& s, size_t k, const Expectatio
     if (considered && !(*considered)[c][k]) continue;
     double excess = s.shares[c][k] - s.centers[c].median;
     if (!found || excess > best.category_excess) {
-      best = {k, kOwnWork[c], excess, excess, s.centers[c].median,
-              RobustZ(s.shares[c][k], s.centers[c], e.min_scale_beta), {}, {}};
+      best = {
+          k,  kOwnWork[c], excess, excess, s.centers[c].median, RobustZ(s.shares[c][k], s.centers[c], e.min_scale_beta),
+          {}, {}};
       found = true;
     }
   }
@@ -145,8 +145,8 @@ class IterationLeaders {
 // outlier at any group size, by a small floor when there are enough iterations to make chance
 // unlikely (4+), by a larger one with 2-3. Large groups also accept a robust z-score beyond k
 // (the paper's k = 5). Without per-iteration data only a large excess counts.
-bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, size_t index, double excess,
-               double z, const Expectations& e) {
+bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, size_t index, double excess, double z,
+               const Expectations& e) {
   if (excess < e.min_excess_beta) return false;
   if (static_cast<double>(group.size()) >= e.small_group && z >= e.outlier_z) return true;
   if (leaders.iterations() < 2) return excess >= e.fallback_excess_beta;
@@ -161,8 +161,7 @@ bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, size_t
 // alike) is the slow worker's too. What is left over is host's own only when it is larger than
 // the compute excess and sits at one program point far above every peer: a CFS quota freezes
 // the rank for most of a period wherever it wakes next, which spreads over several points.
-void PreferUniformSlowdown(const std::vector<std::vector<double>>& shares,
-                           const std::vector<RobustCenter>& centers,
+void PreferUniformSlowdown(const std::vector<std::vector<double>>& shares, const std::vector<RobustCenter>& centers,
                            const std::vector<std::vector<bool>>& outlier, size_t k, double host_lead,
                            const Expectations& e, Excess* best) {
   constexpr size_t kCompute = 0, kHost = 3;
@@ -181,9 +180,10 @@ void PreferUniformSlowdown(const std::vector<std::vector<double>>& shares,
   best->excess = best->category_excess = compute_excess;
   best->peer_share = compute_peers;
   best->z = RobustZ(shares[kCompute][k], centers[kCompute], e.min_scale_beta);
-  best->uniform_slowdown = fmt::format("; its compute ops take {:.1f}x its peers' time and its host time "
-                                       "{:.1f}x: the worker itself is slower, not its code",
-                                       compute_ratio, host_ratio);
+  best->uniform_slowdown = fmt::format(
+      "; its compute ops take {:.1f}x its peers' time and its host time "
+      "{:.1f}x: the worker itself is slower, not its code",
+      compute_ratio, host_ratio);
 }
 
 // Every worker whose own work stands out from the group, one Excess each. A worker stands out
@@ -220,8 +220,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   std::vector<Excess> out;
   for (size_t k = 0; k < n; ++k) {
     double own_excess = own[k] - own_center.median;
-    bool own_outlier = IsOutlier(group, own_leaders, k, own_excess,
-                                 RobustZ(own[k], own_center, e.min_scale_beta), e);
+    bool own_outlier = IsOutlier(group, own_leaders, k, own_excess, RobustZ(own[k], own_center, e.min_scale_beta), e);
     bool any_category = false;
     for (size_t c = 0; c < kOwnCount; ++c) any_category = any_category || outlier[c][k];
     if (!own_outlier && !any_category) continue;
@@ -279,9 +278,10 @@ std::string WaitingEvidence(const WorkerGroup& group, size_t suspect) {
   double theirs = MedianInPlace(others);
   double mine = group.row(suspect).beta(Category::kCommunication);
   if (theirs <= mine + 0.01) return "";
-  return fmt::format("; the other {} workers wait on it in collectives (exposed communication β {:.2f} "
-                     "vs {:.2f} on rank {})",
-                     group.size() - 1, theirs, mine, group.row(suspect).rank);
+  return fmt::format(
+      "; the other {} workers wait on it in collectives (exposed communication β {:.2f} "
+      "vs {:.2f} on rank {})",
+      group.size() - 1, theirs, mine, group.row(suspect).rank);
 }
 
 double ExpectationDistance(const Expectations& e, const FunctionEntry& f, bool has_device) {
@@ -304,14 +304,14 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
   f.impact_s_per_iter = x.excess * iteration_ms / 1e3;
   std::string also;
   for (const AlsoUp& other : x.also) {
-    also += fmt::format("; its {} is also up ({:.2f} vs {:.2f})", CategoryName(other.category),
-                        other.share, other.peer_share);
+    also += fmt::format("; its {} is also up ({:.2f} vs {:.2f})", CategoryName(other.category), other.share,
+                        other.peer_share);
   }
-  f.evidence = fmt::format("rank {}: {} takes {:.3f} of an iteration vs peer median {:.3f} (+{:.1f} ms; "
-                           "its own work in all +{:.1f} ms per {:.1f} ms iteration)",
-                           w.rank, CategoryName(x.category), x.peer_share + x.category_excess,
-                           x.peer_share, x.category_excess * iteration_ms, x.excess * iteration_ms,
-                           iteration_ms) +
+  f.evidence = fmt::format(
+                   "rank {}: {} takes {:.3f} of an iteration vs peer median {:.3f} (+{:.1f} ms; "
+                   "its own work in all +{:.1f} ms per {:.1f} ms iteration)",
+                   w.rank, CategoryName(x.category), x.peer_share + x.category_excess, x.peer_share,
+                   x.category_excess * iteration_ms, x.excess * iteration_ms, iteration_ms) +
                also + x.uniform_slowdown + WaitingEvidence(group, x.member);
   WorkComparison work = CompareWork(group, x.member, e.imbalance_ratio);
   if (work.more_work) {
@@ -346,11 +346,15 @@ void AddLastArriver(const WorkerGroup& group, const Expectations& e, std::vector
   Finding f = MakeFinding(group, best, e);
   double own_ms = std::max(0.0, best.excess) * MedianIterationS(group) * 1e3;
   f.impact_s_per_iter = last->waited_s_per_iter;
-  f.evidence = last->evidence + fmt::format(
-      "; its own work in the window is only {:.1f} ms above its peers' (largest: {}), so most of the "
-      "delay began before the profiled window", own_ms, CategoryName(best.category));
-  f.action = fmt::format("Rank {} starts its collectives late: look at what it does between iterations "
-                         "(data loading, checkpoints, logging) and profile a longer window.", rank);
+  f.evidence = last->evidence +
+               fmt::format(
+                   "; its own work in the window is only {:.1f} ms above its peers' (largest: {}), so most of the "
+                   "delay began before the profiled window",
+                   own_ms, CategoryName(best.category));
+  f.action = fmt::format(
+      "Rank {} starts its collectives late: look at what it does between iterations "
+      "(data loading, checkpoints, logging) and profile a longer window.",
+      rank);
   findings->push_back(std::move(f));
 }
 
@@ -402,8 +406,8 @@ std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectati
   size_t shown = std::min(excesses.size(), kMaxLocalFindings);
   for (size_t i = 0; i < shown; ++i) findings.push_back(MakeFinding(group, excesses[i], e));
   if (excesses.size() > shown) {
-    findings.back().evidence += fmt::format("; {} more ranks of this group stand out less (not listed)",
-                                            excesses.size() - shown);
+    findings.back().evidence +=
+        fmt::format("; {} more ranks of this group stand out less (not listed)", excesses.size() - shown);
   }
   AddLastArriver(group, e, &findings);
   return findings;

@@ -57,20 +57,27 @@ void CheckRanks(const LocalizeInput& input, const WorkerTable& table, Diagnosis*
   }
   for (const StackDump& s : input.stacks) world_size = std::max(world_size, s.world_size);
   if (world_size > kMaxWorldSize) {
-    AddWarning(d, fmt::format("a world size of {} is declared, above the {} eroica believes; "
-                              "missing ranks are counted up to {} only", world_size, kMaxWorldSize,
-                              kMaxWorldSize), dropped);
+    AddWarning(d,
+               fmt::format("a world size of {} is declared, above the {} eroica believes; "
+                           "missing ranks are counted up to {} only",
+                           world_size, kMaxWorldSize, kMaxWorldSize),
+               dropped);
     world_size = kMaxWorldSize;
   }
   if (out_of_range_rank >= 0) {
-    AddWarning(d, fmt::format("rank {} is above the largest world size eroica believes ({}); "
-                              "such ranks are not checked for gaps", out_of_range_rank,
-                              kMaxWorldSize), dropped);
+    AddWarning(d,
+               fmt::format("rank {} is above the largest world size eroica believes ({}); "
+                           "such ranks are not checked for gaps",
+                           out_of_range_rank, kMaxWorldSize),
+               dropped);
   }
   d->world_size = world_size;
   if (!duplicates.empty()) {
-    AddWarning(d, fmt::format("rank(s) {} appear in more than one file; each file is diagnosed as its "
-                              "own worker", RangesText(duplicates)), dropped);
+    AddWarning(d,
+               fmt::format("rank(s) {} appear in more than one file; each file is diagnosed as its "
+                           "own worker",
+                           RangesText(duplicates)),
+               dropped);
   }
   if (world_size <= 0 || table.empty()) return;
   std::vector<int> missing;
@@ -78,8 +85,10 @@ void CheckRanks(const LocalizeInput& input, const WorkerTable& table, Diagnosis*
     if (static_cast<size_t>(r) >= seen.size() || !seen[static_cast<size_t>(r)]) missing.push_back(r);
   }
   if (!missing.empty()) {
-    AddWarning(d, fmt::format("{} of {} ranks have no usable trace: {} (crashed or hung? they are "
-                              "suspects themselves)", missing.size(), world_size, RangesText(missing)),
+    AddWarning(d,
+               fmt::format("{} of {} ranks have no usable trace: {} (crashed or hung? they are "
+                           "suspects themselves)",
+                           missing.size(), world_size, RangesText(missing)),
                dropped);
   }
 }
@@ -97,8 +106,8 @@ void FoldLocalIntoGlobal(std::vector<Finding>* local, std::vector<Finding>* glob
   std::erase_if(*local, [&](const Finding& l) {
     for (Finding& g : *global) {
       if (g.category == l.category && g.function == l.function) {
-        g.evidence += fmt::format("; rank {} is the worst (+{:.1f} ms per iteration over its peers)",
-                                  l.workers.front(), l.impact_s_per_iter * 1e3);
+        g.evidence += fmt::format("; rank {} is the worst (+{:.1f} ms per iteration over its peers)", l.workers.front(),
+                                  l.impact_s_per_iter * 1e3);
         return true;
       }
     }
@@ -134,7 +143,8 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
   for (const std::string& warning : input.worker_warnings) AddWarning(&d, warning, &dropped);
   if (input.table.empty()) {
     for (const WorkerPattern& w : input.workers) {
-      for (const std::string& warning : w.warnings) AddWarning(&d, fmt::format("rank {}: {}", w.rank, warning), &dropped);
+      for (const std::string& warning : w.warnings)
+        AddWarning(&d, fmt::format("rank {}: {}", w.rank, warning), &dropped);
     }
   }
   std::vector<Finding> hang = FindHang(input.stacks, d.world_size);
@@ -145,13 +155,15 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
     std::vector<size_t> sizes;
     sizes.reserve(groups.size());
     for (const WorkerGroup& g : groups) sizes.push_back(g.size());
-    d.notes.push_back(fmt::format("workers fall into {} groups of like roles (sizes {}); each is "
-                                  "compared only with itself", groups.size(), fmt::join(sizes, ", ")));
+    d.notes.push_back(
+        fmt::format("workers fall into {} groups of like roles (sizes {}); each is "
+                    "compared only with itself",
+                    groups.size(), fmt::join(sizes, ", ")));
   }
   for (const WorkerGroup& group : groups) {
     if (group.size() < 2) {
-      d.notes.push_back(fmt::format("rank {} has no peer with the same role: compared with expectations only",
-                                    group.row(0).rank));
+      d.notes.push_back(
+          fmt::format("rank {} has no peer with the same role: compared with expectations only", group.row(0).rank));
     }
     std::vector<Finding> local = FindLocalProblems(group, expectations);
     std::vector<Finding> links = FindDegradedLinks(group, expectations);

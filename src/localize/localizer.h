@@ -18,12 +18,12 @@ namespace eroica {
 inline constexpr int kMaxWorldSize = 1 << 20;
 
 struct LocalizeInput {
-  WorkerTable table;                          // what localization compares
-  std::vector<WorkerPattern> workers;         // full patterns, when the caller keeps them (reports)
-  std::vector<std::string> worker_warnings;   // "rank R: ..." data-quality notes, capped
+  WorkerTable table;                         // what localization compares
+  std::vector<WorkerPattern> workers;        // full patterns, when the caller keeps them (reports)
+  std::vector<std::string> worker_warnings;  // "rank R: ..." data-quality notes, capped
   std::vector<StackDump> stacks;
-  std::vector<std::string> input_errors;      // unusable files, one line each
-  int declared_world_size = 0;                // from session metadata, when known
+  std::vector<std::string> input_errors;  // unusable files, one line each
+  int declared_world_size = 0;            // from session metadata, when known
 
   // Adds a worker to the table (and keeps the full pattern when asked).
   void AddWorker(WorkerPattern&& worker, bool keep_pattern);

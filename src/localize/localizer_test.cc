@@ -7,8 +7,7 @@ namespace {
 
 // A synchronous data-parallel worker: own work per category plus waiting in collectives that
 // fills the iteration up to the slowest rank's.
-WorkerPattern Worker(int rank, double compute, double dataloader, double host, double comm,
-                     double iteration_s = 0.1) {
+WorkerPattern Worker(int rank, double compute, double dataloader, double host, double comm, double iteration_s = 0.1) {
   WorkerPattern w;
   w.rank = rank;
   w.world_size = 8;
@@ -28,7 +27,8 @@ WorkerPattern Worker(int rank, double compute, double dataloader, double host, d
     w.category_beta[static_cast<int>(c)] += beta;
   };
   add("aten::addmm", Category::kCompute, HostKind::kNone, compute);
-  add("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", Category::kDataloader, HostKind::kNone, dataloader);
+  add("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", Category::kDataloader, HostKind::kNone,
+      dataloader);
   add("(python, unattributed)", Category::kHost, HostKind::kPython, host);
   add("allreduce", Category::kCommunication, HostKind::kNone, comm);
   return w;
@@ -242,8 +242,7 @@ TEST(LocalizerTest, MoreWorkCountsEvenWhenTimingsAreNoisy) {
 // Four ranks with 5 iterations. Rank 2 runs the given host functions at their β, its peers at
 // `peer_point_beta` each; rank 0 has one noisy iteration with more host time than rank 2's, so
 // rank 2 is not above every peer in every iteration.
-LocalizeInput NoisyHostRun(const std::vector<std::pair<const char*, double>>& rank2_points,
-                           double peer_point_beta) {
+LocalizeInput NoisyHostRun(const std::vector<std::pair<const char*, double>>& rank2_points, double peer_point_beta) {
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
     double host = 0.05;

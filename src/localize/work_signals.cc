@@ -59,8 +59,8 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, double rati
     double mine = signal.read(group.row(suspect));
     if (median > 0 && mine >= ratio * median && mine - median >= 2) {
       out.more_work = true;
-      out.evidence = fmt::format("{} {:.0f} vs {:.0f} on its peers ({:.1f}x)", signal.label, mine,
-                                 median, mine / median);
+      out.evidence =
+          fmt::format("{} {:.0f} vs {:.0f} on its peers ({:.1f}x)", signal.label, mine, median, mine / median);
       return out;
     }
   }
@@ -73,8 +73,8 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, double rati
     });
     if (median > 0 && f.bytes_per_iter >= ratio * median) {
       out.more_work = true;
-      out.evidence = fmt::format("{} moves {:.0f} bytes per iteration vs {:.0f} on its peers",
-                                 table.name(f.name), f.bytes_per_iter, median);
+      out.evidence = fmt::format("{} moves {:.0f} bytes per iteration vs {:.0f} on its peers", table.name(f.name),
+                                 f.bytes_per_iter, median);
       return out;
     }
   }

@@ -34,8 +34,7 @@ void WorkerTable::Add(const WorkerPattern& w) {
   }
   row.functions_count = static_cast<uint32_t>(w.functions.size());
   row.iterations_begin = static_cast<uint32_t>(iteration_betas_.size());
-  iteration_betas_.insert(iteration_betas_.end(), w.iteration_category_beta.begin(),
-                          w.iteration_category_beta.end());
+  iteration_betas_.insert(iteration_betas_.end(), w.iteration_category_beta.begin(), w.iteration_category_beta.end());
   row.iterations_count = static_cast<uint32_t>(w.iteration_category_beta.size());
   row.collectives_begin = static_cast<uint32_t>(collectives_.size());
   for (const CollectiveCall& c : w.collectives) collectives_.push_back({names_.Intern(c.name), c.duration_us});

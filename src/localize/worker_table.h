@@ -20,7 +20,7 @@ struct FunctionEntry {
   Category category = Category::kHost;
   HostKind host_kind = HostKind::kNone;
   float beta = 0;
-  float mu = NAN;     // NaN: no hardware samples
+  float mu = NAN;  // NaN: no hardware samples
   float sigma = NAN;
   float calls_per_iter = 0;
   float mean_duration_us = 0;

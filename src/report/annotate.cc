@@ -1,14 +1,13 @@
 #include "report/annotate.h"
 
+#include <fmt/core.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstdio>
 #include <memory>
-#include <utility>
-
-#include <fmt/core.h>
 #include <nlohmann/json.hpp>
-#include <zlib.h>
+#include <utility>
 
 #include "base/file_util.h"
 #include "report/verdict.h"
@@ -66,8 +65,9 @@ class Output {
   }
   void Write(std::string_view text) {
     if (failed_ || text.empty()) return;
-    size_t written = gz_ != nullptr ? static_cast<size_t>(std::max(0, gzwrite(gz_, text.data(), static_cast<unsigned>(text.size()))))
-                                    : std::fwrite(text.data(), 1, text.size(), writer_.stream());
+    size_t written =
+        gz_ != nullptr ? static_cast<size_t>(std::max(0, gzwrite(gz_, text.data(), static_cast<unsigned>(text.size()))))
+                       : std::fwrite(text.data(), 1, text.size(), writer_.stream());
     failed_ = written != text.size();
   }
   Status Commit() {
@@ -113,25 +113,39 @@ class CopySink : public TraceChunkSink {
 
 std::string AnnotationEventsJson(const AnnotationPlan& plan, int total_workers, int64_t* count) {
   std::vector<std::string> events;
-  events.push_back(Dump({{"ph", "M"}, {"name", "process_name"}, {"pid", kEroicaPid}, {"tid", 0}, {"args", {{"name", "eroica"}}}}));
-  events.push_back(Dump({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", kEroicaPid}, {"tid", 0},
-                         {"args", {{"sort_index", -1}}}}));
+  events.push_back(
+      Dump({{"ph", "M"}, {"name", "process_name"}, {"pid", kEroicaPid}, {"tid", 0}, {"args", {{"name", "eroica"}}}}));
+  events.push_back(Dump(
+      {{"ph", "M"}, {"name", "process_sort_index"}, {"pid", kEroicaPid}, {"tid", 0}, {"args", {{"sort_index", -1}}}}));
   int64_t window_ns = plan.window_end_ns - plan.window_start_ns;
   for (const FindingMarks& m : plan.findings) {
     const Finding& f = m.finding;
     std::string track = TrackName(m, total_workers);
-    events.push_back(Dump({{"ph", "M"}, {"name", "thread_name"}, {"pid", kEroicaPid}, {"tid", m.index}, {"args", {{"name", track}}}}));
+    events.push_back(Dump(
+        {{"ph", "M"}, {"name", "thread_name"}, {"pid", kEroicaPid}, {"tid", m.index}, {"args", {{"name", track}}}}));
     std::string text = "eroica: " + FindingSentence(f, total_workers);
-    if (!m.names_this_rank) text += fmt::format(" (this trace is rank {}; the finding is about other ranks)", plan.rank);
-    json instant = {{"ph", "i"}, {"s", "g"}, {"cat", "eroica"}, {"name", text}, {"pid", kEroicaPid}, {"tid", m.index},
-                    {"args", {{"evidence", f.evidence}, {"next", f.action}, {"function", f.function},
-                              {"impact_ms_per_iter", f.impact_s_per_iter * 1e3}, {"workers", f.workers},
-                              {"critical_path_share_here", window_ns > 0 ? static_cast<double>(m.owned_ns) / window_ns : 0.0},
-                              {"marked_by", m.by_function ? "function" : "category"}}}};
+    if (!m.names_this_rank)
+      text += fmt::format(" (this trace is rank {}; the finding is about other ranks)", plan.rank);
+    json instant = {{"ph", "i"},
+                    {"s", "g"},
+                    {"cat", "eroica"},
+                    {"name", text},
+                    {"pid", kEroicaPid},
+                    {"tid", m.index},
+                    {"args",
+                     {{"evidence", f.evidence},
+                      {"next", f.action},
+                      {"function", f.function},
+                      {"impact_ms_per_iter", f.impact_s_per_iter * 1e3},
+                      {"workers", f.workers},
+                      {"critical_path_share_here", window_ns > 0 ? static_cast<double>(m.owned_ns) / window_ns : 0.0},
+                      {"marked_by", m.by_function ? "function" : "category"}}}};
     events.push_back(TimedEvent(instant, plan.window_start_ns - plan.base_time_ns, 0, false));
     std::string name = m.by_function ? f.function : std::string(Name(f.category)) + " " + InParentheses(f.function);
-    json mark = {{"ph", "X"}, {"cat", "eroica"}, {"name", name}, {"pid", kEroicaPid}, {"tid", m.index},
-                 {"args", {{"finding", m.index}, {"scope", Name(f.scope)}, {"category", Name(f.category)}}}};
+    json mark = {
+        {"ph", "X"},      {"cat", "eroica"},
+        {"name", name},   {"pid", kEroicaPid},
+        {"tid", m.index}, {"args", {{"finding", m.index}, {"scope", Name(f.scope)}, {"category", Name(f.category)}}}};
     for (const Span& s : m.marks) {
       events.push_back(TimedEvent(mark, s.start_ns - plan.base_time_ns, s.end_ns - s.start_ns, true));
     }

@@ -6,9 +6,9 @@
 
 #include "base/file_util.h"
 #include "base/temp_dir.h"
+#include "report/diagnosis_json.h"
 #include "report/diagnosis_json_reader.h"
 #include "report/report_test_util.h"
-#include "report/diagnosis_json.h"
 #include "trace/byte_source.h"
 
 namespace eroica {
@@ -69,7 +69,8 @@ TEST(AnnotateTest, CopiesEveryEventAndMarksTheCulpritsCriticalPath) {
   bool instant = false, named = false;
   for (const auto& e : added) {
     if (e["ph"] == "X") marks.push_back({e["ts"].get<double>(), e["dur"].get<double>()});
-    if (e["ph"] == "i") instant = e["s"] == "g" && e["name"].get<std::string>().find("Rank 3 loses 50.0 ms") != std::string::npos;
+    if (e["ph"] == "i")
+      instant = e["s"] == "g" && e["name"].get<std::string>().find("Rank 3 loses 50.0 ms") != std::string::npos;
     if (e["ph"] == "M" && e["name"] == "process_name") named = e["args"]["name"] == "eroica";
   }
   EXPECT_TRUE(instant);
@@ -95,7 +96,8 @@ TEST(AnnotateTest, KeepsKinetoMetadataAndItsTimeBase) {
   EXPECT_EQ(doc["baseTimeNanoseconds"], 1700000000000000000);
   EXPECT_EQ(doc["traceName"], "x");
   bool mark = false;
-  for (const auto& e : Added(doc)) mark = mark || (e["ph"] == "X" && e["ts"].get<double>() == 10.5 && e["dur"] == 500.0);
+  for (const auto& e : Added(doc))
+    mark = mark || (e["ph"] == "X" && e["ts"].get<double>() == 10.5 && e["dur"] == 500.0);
   EXPECT_TRUE(mark);
 }
 
@@ -155,8 +157,9 @@ TEST(DiagnosisJsonReaderTest, NewerSchemaIsOneLineNamingTheFile) {
   std::string path = dir.Write("next.json", doc.dump());
   StatusOr<Diagnosis> read = ReadDiagnosisFile(path);
   ASSERT_FALSE(read.ok());
-  EXPECT_EQ(read.status().message(), path + ": diagnosis format \"eroica.diagnosis/v2\" is not one this eroica "
-                                            "reads (eroica.diagnosis/v1); a newer eroica may read it");
+  EXPECT_EQ(read.status().message(), path +
+                                         ": diagnosis format \"eroica.diagnosis/v2\" is not one this eroica "
+                                         "reads (eroica.diagnosis/v1); a newer eroica may read it");
   doc["schema"] = "eroica.diagnosis/v1\nforged line";
   read = DiagnosisFromJsonText(doc.dump());
   ASSERT_FALSE(read.ok());

@@ -84,7 +84,8 @@ AnnotationPlan PlanAnnotation(const Summary& summary, int rank, int64_t base_tim
   plan.window_end_ns = summary.window_start_ns + summary.pattern.window_ns;
   for (size_t i = 0; i < diagnosis.findings.size() && plan.findings.size() < options.max_findings; ++i) {
     const Finding& f = diagnosis.findings[i];
-    bool names_rank = f.scope == FindingScope::kGlobal || std::find(f.workers.begin(), f.workers.end(), rank) != f.workers.end();
+    bool names_rank =
+        f.scope == FindingScope::kGlobal || std::find(f.workers.begin(), f.workers.end(), rank) != f.workers.end();
     if (names_rank && f.category != FindingCategory::kHang) {
       plan.findings.push_back(MarksFor(summary, f, static_cast<int>(i) + 1, true, options.max_marks_per_finding));
     }

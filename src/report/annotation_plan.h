@@ -17,16 +17,16 @@ namespace eroica {
 
 struct FindingMarks {
   Finding finding;
-  int index = 0;                 // 1-based, as in the diagnosis
-  bool names_this_rank = true;   // false when the finding is about other ranks
-  bool by_function = true;       // false: marked by category (the function was not in this trace)
-  std::vector<Span> marks;       // merged, sorted; Span::function unused
-  int64_t owned_ns = 0;          // critical-path time marked, before merging gaps
+  int index = 0;                // 1-based, as in the diagnosis
+  bool names_this_rank = true;  // false when the finding is about other ranks
+  bool by_function = true;      // false: marked by category (the function was not in this trace)
+  std::vector<Span> marks;      // merged, sorted; Span::function unused
+  int64_t owned_ns = 0;         // critical-path time marked, before merging gaps
 };
 
 struct AnnotationPlan {
   int rank = -1;
-  int64_t base_time_ns = 0;      // subtract to get back to the file's own timestamps
+  int64_t base_time_ns = 0;  // subtract to get back to the file's own timestamps
   int64_t window_start_ns = 0;
   int64_t window_end_ns = 0;
   std::vector<FindingMarks> findings;

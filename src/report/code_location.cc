@@ -1,11 +1,11 @@
 #include "report/code_location.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <charconv>
 #include <unordered_map>
 #include <unordered_set>
-
-#include <fmt/core.h>
 
 #include "report/source_excerpt.h"
 #include "report/verdict.h"
@@ -93,8 +93,10 @@ std::vector<CodeLocation> PythonFrameLocations(const Finding& f, const std::vect
     if (score <= 0.001) break;
     std::optional<CodeLocation> loc = ParseCodeLocation(name);
     if (!IsUserFile(loc->file)) continue;
-    loc->why = local ? fmt::format("Python frame that owns {} more of rank {}'s critical path per iteration than its "
-                                   "peers'", FormatDuration(score * iteration_s), f.workers.front())
+    loc->why = local ? fmt::format(
+                           "Python frame that owns {} more of rank {}'s critical path per iteration than its "
+                           "peers'",
+                           FormatDuration(score * iteration_s), f.workers.front())
                      : fmt::format("Python frame on every rank's critical path (median β {:.3f})", score);
     out.push_back(std::move(*loc));
   }
@@ -121,7 +123,8 @@ std::optional<CodeLocation> ParseCodeLocation(std::string_view text) {
   std::optional<int> line = ParseLine(rest.substr(0, paren));
   if (!line) return std::nullopt;
   std::string function;
-  if (paren != std::string_view::npos && rest.ends_with(")")) function = rest.substr(paren + 1, rest.size() - paren - 2);
+  if (paren != std::string_view::npos && rest.ends_with(")"))
+    function = rest.substr(paren + 1, rest.size() - paren - 2);
   return CodeLocation{std::string(text.substr(0, colon + 3)), *line, function, "", ""};
 }
 

@@ -18,8 +18,8 @@ struct CodeLocation {
   std::string file;
   int line = 0;
   std::string function;
-  std::string code;   // the line's text as the stack captured it, when it did
-  std::string why;    // "where rank 1 is stuck", "Python frame on rank 1's critical path ..."
+  std::string code;  // the line's text as the stack captured it, when it did
+  std::string why;   // "where rank 1 is stuck", "Python frame on rank 1's critical path ..."
 };
 
 // "file.py:123", "file.py:123(func)" and Kineto's "file.py(123): func".

@@ -32,13 +32,8 @@ nlohmann::json DiagnosisToJson(const Diagnosis& d) {
     });
   }
   return {
-      {"schema", kDiagnosisSchema},
-      {"workers", d.workers},
-      {"world_size", d.world_size},
-      {"healthy", d.healthy()},
-      {"findings", findings},
-      {"warnings", d.warnings},
-      {"notes", d.notes},
+      {"schema", kDiagnosisSchema}, {"workers", d.workers},   {"world_size", d.world_size}, {"healthy", d.healthy()},
+      {"findings", findings},       {"warnings", d.warnings}, {"notes", d.notes},
   };
 }
 

@@ -1,9 +1,8 @@
 // The "eroica.diagnosis/v1" JSON document (docs/DESIGN.md "Interfaces"); field names are a contract.
 #pragma once
 
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "localize/finding.h"
 

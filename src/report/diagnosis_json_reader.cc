@@ -1,9 +1,9 @@
 #include "report/diagnosis_json_reader.h"
 
+#include <fmt/core.h>
+
 #include <climits>
 #include <optional>
-
-#include <fmt/core.h>
 
 #include "base/file_util.h"
 #include "base/json_access.h"
@@ -44,8 +44,8 @@ StatusOr<Diagnosis> DiagnosisFromJsonText(const std::string& text) {
   std::string schema = JsonStringOr(j, {"schema"});
   // Only the schema this eroica writes: a later one may give the same field names other meanings.
   if (schema.starts_with("eroica.diagnosis/") && schema != kDiagnosisSchema) {
-    return ErrorStatus("diagnosis format {:?} is not one this eroica reads ({}); a newer eroica may read it",
-                       schema, kDiagnosisSchema);
+    return ErrorStatus("diagnosis format {:?} is not one this eroica reads ({}); a newer eroica may read it", schema,
+                       kDiagnosisSchema);
   }
   if (schema != kDiagnosisSchema) return ErrorStatus("not an eroica diagnosis (schema {:?})", schema);
   Diagnosis d;
@@ -57,8 +57,8 @@ StatusOr<Diagnosis> DiagnosisFromJsonText(const std::string& text) {
       if (finding) {
         d.findings.push_back(std::move(*finding));
       } else {
-        d.warnings.push_back(fmt::format("finding {} skipped: not an object with a known scope and category",
-                                         d.findings.size() + 1));
+        d.warnings.push_back(
+            fmt::format("finding {} skipped: not an object with a known scope and category", d.findings.size() + 1));
       }
     }
   }

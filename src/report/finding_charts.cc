@@ -1,9 +1,9 @@
 #include "report/finding_charts.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <unordered_set>
-
-#include <fmt/core.h>
 
 namespace eroica {
 namespace {
@@ -47,8 +47,9 @@ StripPlot BetaDistribution(const Finding& finding, const std::vector<WorkerPatte
   bool by_function = AnyWorkerHas(workers, finding.function);
   std::optional<Category> category = ResourceOf(finding, workers);
   if (!by_function && !category) return plot;
-  plot.axis_label = by_function ? "β of this function: share of the profiled window it owns the critical path"
-                                : fmt::format("β of all {} work: share of the profiled window", CategoryName(*category));
+  plot.axis_label = by_function
+                        ? "β of this function: share of the profiled window it owns the critical path"
+                        : fmt::format("β of all {} work: share of the profiled window", CategoryName(*category));
   std::vector<double> peers;
   for (const WorkerPattern& w : workers) {
     double beta = 0;
@@ -129,7 +130,8 @@ LineChart PersistenceChart(const Finding& finding, const std::vector<WorkerPatte
   chart.series.push_back(std::move(median));
   if (suspect != nullptr) {
     LineSeries s{fmt::format("rank {}", suspect->rank), {}, "suspect"};
-    for (size_t i = 0; i < iterations; ++i) s.points.push_back({x_of(suspect, i), suspect->iteration_category_beta[i][c] * 100.0});
+    for (size_t i = 0; i < iterations; ++i)
+      s.points.push_back({x_of(suspect, i), suspect->iteration_category_beta[i][c] * 100.0});
     chart.series.push_back(std::move(s));
   }
   return chart;

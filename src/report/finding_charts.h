@@ -20,8 +20,7 @@ namespace eroica {
 StripPlot BetaDistribution(const Finding& finding, const std::vector<WorkerPattern>& workers);
 
 // μ (with σ) of the finding's function, when at least one worker has it.
-std::optional<StripPlot> UtilisationDistribution(const Finding& finding,
-                                                 const std::vector<WorkerPattern>& workers);
+std::optional<StripPlot> UtilisationDistribution(const Finding& finding, const std::vector<WorkerPattern>& workers);
 
 // Share of the finding's category in each profiled iteration: the first suspect against the
 // median and the maximum of the other workers. Empty series when there is no such data.

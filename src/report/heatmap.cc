@@ -1,11 +1,11 @@
 #include "report/heatmap.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
 #include <unordered_set>
-
-#include <fmt/core.h>
 
 namespace eroica {
 namespace {
@@ -25,8 +25,8 @@ double Median(std::vector<float> values) {
 
 // Finding functions first, then the functions whose largest worker sits furthest above the
 // mean (an outlier at any scale), with a nudge towards functions that matter on everyone.
-std::vector<HeatmapColumn> ChooseColumns(const std::vector<WorkerPattern>& workers,
-                                         const Diagnosis& diagnosis, size_t max_columns) {
+std::vector<HeatmapColumn> ChooseColumns(const std::vector<WorkerPattern>& workers, const Diagnosis& diagnosis,
+                                         size_t max_columns) {
   std::unordered_map<std::string, NameStats> stats;
   for (const WorkerPattern& w : workers) {
     for (const FunctionPattern& f : w.functions) {
@@ -51,9 +51,8 @@ std::vector<HeatmapColumn> ChooseColumns(const std::vector<WorkerPattern>& worke
     double mean = s.sum / n;
     scored.push_back({(s.max - mean) + 0.25 * mean, name});
   }
-  std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  });
+  std::sort(scored.begin(), scored.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   for (const auto& [score, name] : scored) {
     if (columns.size() >= max_columns) break;
     columns.push_back({name, stats[name].category, 0, false});
@@ -62,8 +61,7 @@ std::vector<HeatmapColumn> ChooseColumns(const std::vector<WorkerPattern>& worke
 }
 
 // β of every worker (rows) for every column, 0 where the worker does not list the function.
-std::vector<float> BetaMatrix(const std::vector<WorkerPattern>& workers,
-                              const std::vector<HeatmapColumn>& columns) {
+std::vector<float> BetaMatrix(const std::vector<WorkerPattern>& workers, const std::vector<HeatmapColumn>& columns) {
   std::unordered_map<std::string, size_t> index;
   for (size_t c = 0; c < columns.size(); ++c) index[columns[c].name] = c;
   std::vector<float> beta(workers.size() * columns.size(), 0.0f);

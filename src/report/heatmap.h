@@ -22,17 +22,17 @@ struct HeatmapColumn {
   Category category = Category::kHost;
   double median_beta = 0;  // over all workers
   bool from_finding = false;
-  double scale = 0.01;     // |deviation| drawn at full colour in this column (≥ 1 point)
+  double scale = 0.01;  // |deviation| drawn at full colour in this column (≥ 1 point)
 };
 
 struct HeatmapCell {
   double beta = 0;
-  double deviation = 0;   // β − the median of the worker's group
-  int rank = -1;          // the worker shown (for a band: its most extreme one)
+  double deviation = 0;  // β − the median of the worker's group
+  int rank = -1;         // the worker shown (for a band: its most extreme one)
 };
 
 struct HeatmapRow {
-  std::string label;      // "rank 7", "ranks 64–127"
+  std::string label;  // "rank 7", "ranks 64–127"
   int worker_count = 1;
   bool suspect = false;
   std::vector<HeatmapCell> cells;  // one per column
@@ -47,7 +47,7 @@ struct Heatmap {
 
 struct HeatmapOptions {
   size_t max_columns = 12;
-  size_t max_rows = 64;         // more workers than this are banded
+  size_t max_rows = 64;  // more workers than this are banded
   size_t max_suspect_rows = 16;
   size_t bands = 48;
 };

@@ -1,10 +1,10 @@
-#include "report/baseline_section.h"
 #include "report/html_report.h"
-
-#include <algorithm>
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
+#include "report/baseline_section.h"
 #include "report/finding_charts.h"
 #include "report/heatmap.h"
 #include "report/html_escape.h"
@@ -24,7 +24,8 @@ std::string Badge(const Finding& f) {
 
 std::string Header(const Diagnosis& d, const std::vector<WorkerPattern>& workers, const SessionInfo& s,
                    const HtmlReportContext& context) {
-  std::string title = d.healthy() ? "healthy" : fmt::format("{} problem{}", d.findings.size(), d.findings.size() == 1 ? "" : "s");
+  std::string title =
+      d.healthy() ? "healthy" : fmt::format("{} problem{}", d.findings.size(), d.findings.size() == 1 ? "" : "s");
   std::string out = fmt::format("<header><h1>eroica report <span>· {}</span></h1>\n", title);
   std::string facts = fmt::format("{} workers diagnosed", d.workers);
   if (d.world_size > 0) facts += fmt::format(" · world size {}", d.world_size);
@@ -34,11 +35,13 @@ std::string Header(const Diagnosis& d, const std::vector<WorkerPattern>& workers
   }
   out += fmt::format("<p class=\"meta\">{} · <code>{}</code></p>\n", facts, EscapeHtml(context.source));
   if (s.has_session) {
-    std::string line = fmt::format("online session <code>{}</code>: {}", EscapeHtml(s.session_id), EscapeHtml(s.reason));
+    std::string line =
+        fmt::format("online session <code>{}</code>: {}", EscapeHtml(s.session_id), EscapeHtml(s.reason));
     if (s.trigger_rank >= 0) line += fmt::format(" detected by rank {}", s.trigger_rank);
     if (s.detected_iteration >= 0) line += fmt::format(" at iteration {}", s.detected_iteration);
     if (s.stuck_iteration >= 0) line += fmt::format(", stuck in iteration {}", s.stuck_iteration);
-    if (s.target_iteration >= 0 && s.reason != "hang") line += fmt::format("; profiled from iteration {}", s.target_iteration);
+    if (s.target_iteration >= 0 && s.reason != "hang")
+      line += fmt::format("; profiled from iteration {}", s.target_iteration);
     out += fmt::format("<p class=\"meta\">{}</p>\n", line);
   }
   return out + "</header>\n";
@@ -46,14 +49,17 @@ std::string Header(const Diagnosis& d, const std::vector<WorkerPattern>& workers
 
 std::string Verdict(const Diagnosis& d) {
   if (d.healthy()) {
-    return fmt::format("<section id=\"verdict\" class=\"verdict good\"><h2>Verdict</h2><p class=\"sentence ok\">"
-                       "Healthy: no problem found on {} workers.</p></section>\n", d.workers);
+    return fmt::format(
+        "<section id=\"verdict\" class=\"verdict good\"><h2>Verdict</h2><p class=\"sentence ok\">"
+        "Healthy: no problem found on {} workers.</p></section>\n",
+        d.workers);
   }
   std::string out = "<section id=\"verdict\" class=\"verdict bad\"><h2>Verdict: what to fix first</h2><ol>\n";
   for (size_t i = 0; i < d.findings.size(); ++i) {
     const Finding& f = d.findings[i];
-    out += fmt::format("<li class=\"finding\" data-category=\"{}\" data-workers=\"{}\">{}<span class=\"sentence\">{}</span>",
-                       Name(f.category), f.workers.size(), Badge(f), EscapeHtml(FindingSentence(f, d.workers)));
+    out += fmt::format(
+        "<li class=\"finding\" data-category=\"{}\" data-workers=\"{}\">{}<span class=\"sentence\">{}</span>",
+        Name(f.category), f.workers.size(), Badge(f), EscapeHtml(FindingSentence(f, d.workers)));
     if (!f.action.empty()) out += fmt::format("<span class=\"next\">Next: {}</span>", EscapeHtml(f.action));
     out += fmt::format(" <a href=\"#finding-{}\">evidence</a></li>\n", i + 1);
   }
@@ -86,7 +92,8 @@ std::string Figure(const std::string& svg, const std::string& caption) {
   return fmt::format("<figure><div class=\"scroll\">{}</div><figcaption>{}</figcaption></figure>\n", svg, caption);
 }
 
-std::string FindingSection(const Finding& f, size_t index, const Diagnosis& d, const std::vector<WorkerPattern>& workers) {
+std::string FindingSection(const Finding& f, size_t index, const Diagnosis& d,
+                           const std::vector<WorkerPattern>& workers) {
   std::string out = fmt::format("<section class=\"evidence-section\" id=\"finding-{}\"><h3>{}. {}{}</h3>\n", index + 1,
                                 index + 1, Badge(f), EscapeHtml(FindingSentence(f, d.workers)));
   out += NumbersTable(f);
@@ -96,9 +103,10 @@ std::string FindingSection(const Finding& f, size_t index, const Diagnosis& d, c
   std::string shape = beta.points.size() > beta.max_dots
                           ? fmt::format("Histogram of all {} workers", beta.points.size())
                           : fmt::format("Each dot is a worker ({} in all)", beta.points.size());
-  out += Figure(RenderStripSvg(beta), fmt::format("{}; {}. Dashed: {}.", shape,
-                                                  f.scope == FindingScope::kLocal ? "the suspects are the red dots" : "all are affected",
-                                                  EscapeHtml(beta.reference_label)));
+  out += Figure(RenderStripSvg(beta),
+                fmt::format("{}; {}. Dashed: {}.", shape,
+                            f.scope == FindingScope::kLocal ? "the suspects are the red dots" : "all are affected",
+                            EscapeHtml(beta.reference_label)));
   if (std::optional<StripPlot> mu = UtilisationDistribution(f, workers)) {
     out += Figure(RenderStripSvg(*mu), "Utilisation of the function's resource (from hardware samples).");
   }
@@ -113,13 +121,16 @@ std::string HeatmapSection(const Diagnosis& d, const std::vector<WorkerPattern>&
   std::string svg = RenderHeatmapSvg(map);
   if (svg.empty()) return "";
   std::string out = "<section id=\"heatmap\"><h2>Where each worker's time goes, against its peers</h2>\n";
-  out += "<p class=\"meta\">Each cell: the worker's β for the function (share of the profiled window it owns the "
-         "critical path) minus the median of its peers, in percentage points. Red: more than the peers; blue: less; "
-         "colours are scaled per column. In communication columns a straggler shows as blue (it waits least) and its "
-         "peers as red (they wait for it). Hover a cell for its numbers.";
+  out +=
+      "<p class=\"meta\">Each cell: the worker's β for the function (share of the profiled window it owns the "
+      "critical path) minus the median of its peers, in percentage points. Red: more than the peers; blue: less; "
+      "colours are scaled per column. In communication columns a straggler shows as blue (it waits least) and its "
+      "peers as red (they wait for it). Hover a cell for its numbers.";
   if (map.banded) {
-    out += fmt::format(" {} workers: suspects keep their own rows; the others are folded into bands of neighbouring "
-                       "ranks, each cell showing the band's most extreme worker.", map.workers);
+    out += fmt::format(
+        " {} workers: suspects keep their own rows; the others are folded into bands of neighbouring "
+        "ranks, each cell showing the band's most extreme worker.",
+        map.workers);
   }
   return out + "</p>\n<div class=\"scroll\">" + svg + "</div></section>\n";
 }
@@ -129,9 +140,9 @@ std::string SessionSection(const SessionInfo& s) {
   std::string svg = RenderLineChartSvg(chart, 900, 240);
   if (svg.empty()) return "";
   std::string caption = s.reason == "hang" ? "As the online watchdog saw them on the detecting rank, up to the "
-                                              "iteration that never finished."
-                                            : "As the online detector saw them on the detecting rank; the shaded "
-                                              "range is the window every rank profiled.";
+                                             "iteration that never finished."
+                                           : "As the online detector saw them on the detecting rank; the shaded "
+                                             "range is the window every rank profiled.";
   return "<section id=\"series\"><h2>Iteration times around the trigger</h2>\n<div class=\"scroll\">" + svg +
          "</div><p class=\"meta\">" + caption + "</p></section>\n";
 }
@@ -156,9 +167,11 @@ std::string QualitySection(const Diagnosis& d, const SessionInfo& s) {
 std::string RenderHtmlReport(const Diagnosis& d, const std::vector<WorkerPattern>& workers, const SessionInfo& session,
                              const HtmlReportContext& context) {
   std::string title = d.healthy() ? "healthy" : FindingSentence(d.findings.front(), d.workers);
-  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  out += fmt::format("<title>eroica: {}</title>\n<style>{}</style></head>\n<body><main>\n", EscapeHtml(title), kReportCss);
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  out +=
+      fmt::format("<title>eroica: {}</title>\n<style>{}</style></head>\n<body><main>\n", EscapeHtml(title), kReportCss);
   out += Header(d, workers, session, context);
   out += Verdict(d);
   for (size_t i = 0; i < d.findings.size(); ++i) out += FindingSection(d.findings[i], i, d, workers);

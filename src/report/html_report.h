@@ -16,8 +16,8 @@
 namespace eroica {
 
 struct HtmlReportContext {
-  std::string source;        // what was diagnosed (paths), shown in the header
-  std::string generated_at;  // "2025-01-31 12:00 UTC"; empty leaves it out (tests)
+  std::string source;                     // what was diagnosed (paths), shown in the header
+  std::string generated_at;               // "2025-01-31 12:00 UTC"; empty leaves it out (tests)
   const PatternDiff* baseline = nullptr;  // `report --baseline`: what changed since
 };
 

@@ -2,11 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include "diff/pattern_diff.h"
 #include "report/heatmap.h"
 #include "report/html_escape.h"
 #include "report/report_test_util.h"
 #include "report/verdict.h"
-#include "diff/pattern_diff.h"
 
 namespace eroica {
 namespace {
@@ -15,7 +15,9 @@ TEST(HtmlEscapeTest, EscapesMarkupQuotesAndBadBytes) {
   EXPECT_EQ(EscapeHtml("<script>alert('x')</script> & \"y\""),
             "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;y&quot;");
   EXPECT_EQ(EscapeHtml("ok \xff\xfe end"), "ok \xEF\xBF\xBD\xEF\xBF\xBD end");
-  EXPECT_EQ(EscapeHtml("a\x01" "b\tc"), "ab\tc");
+  EXPECT_EQ(EscapeHtml("a\x01"
+                       "b\tc"),
+            "ab\tc");
   EXPECT_EQ(EscapeHtml("β μ σ"), "β μ σ");
 }
 
@@ -64,7 +66,7 @@ TEST(HtmlReportTest, VerdictFirstThenEvidenceChartsAndWarnings) {
   EXPECT_NE(html.find("trace truncated at byte 100"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // no fetches, only the SVG namespace
-  EXPECT_EQ(html.find("id=\"series\""), std::string::npos);  // no session, no iteration-time chart
+  EXPECT_EQ(html.find("id=\"series\""), std::string::npos);                  // no session, no iteration-time chart
 }
 
 TEST(HtmlReportTest, TraceTextCannotInjectMarkup) {

@@ -1,10 +1,10 @@
 #include "report/prompt.h"
 
-#include <algorithm>
-#include <set>
-
 #include <fmt/core.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
 
 #include "report/code_location.h"
 #include "report/run_figures.h"
@@ -15,9 +15,7 @@ namespace eroica {
 namespace {
 
 // Library paths are shortened: they say which package, never where this machine keeps it.
-std::string DisplayPath(const std::string& file) {
-  return IsJobSourcePath(file) ? file : ShortLibraryPath(file);
-}
+std::string DisplayPath(const std::string& file) { return IsJobSourcePath(file) ? file : ShortLibraryPath(file); }
 
 std::string InlineCode(std::string_view text) {
   std::string clean(text);
@@ -47,15 +45,18 @@ bool HasPythonFrames(const std::vector<WorkerPattern>& workers) {
 std::string Numbers(const Finding& f, const Diagnosis& d, const std::vector<WorkerPattern>& workers) {
   std::string out;
   std::string ranks = f.workers.size() <= 16 ? fmt::format("{}", fmt::join(f.workers, ", "))
-                                            : fmt::format("{} ranks, first {}", f.workers.size(), f.workers.front());
+                                             : fmt::format("{} ranks, first {}", f.workers.size(), f.workers.front());
   out += fmt::format("- Ranks: {} (of {} diagnosed)\n", ranks.empty() ? "unknown" : ranks, d.workers);
   if (!f.function.empty()) out += fmt::format("- Function: {}\n", InlineCode(f.function));
   if (f.category != FindingCategory::kHang) {
     out += fmt::format("- Impact: {} lost per iteration (median iteration {})\n", FormatDuration(f.impact_s_per_iter),
                        FormatDuration(MedianIterationSeconds(workers)));
-    std::string who = f.scope == FindingScope::kLocal && f.workers.size() == 1 ? fmt::format("rank {}", f.workers[0]) : "the ranks named";
-    out += fmt::format("- Share of the profiled window this function owns the critical path (β): {:.4f} on {} vs {:.4f} "
-                       "{}\n", f.beta, who, f.peer_beta, f.scope == FindingScope::kGlobal ? "expected at most" : "median of its peers");
+    std::string who = f.scope == FindingScope::kLocal && f.workers.size() == 1 ? fmt::format("rank {}", f.workers[0])
+                                                                               : "the ranks named";
+    out += fmt::format(
+        "- Share of the profiled window this function owns the critical path (β): {:.4f} on {} vs {:.4f} "
+        "{}\n",
+        f.beta, who, f.peer_beta, f.scope == FindingScope::kGlobal ? "expected at most" : "median of its peers");
     out += fmt::format("- Distances: from the expected box D = {:.3f}; from the peers Δ = {:.2f} (robust z-score)\n",
                        f.expectation_distance, f.differential_distance);
   }
@@ -69,8 +70,10 @@ std::string Locations(const std::vector<CodeLocation>& locations, const PromptOp
   std::string out = "\n### Code\n";
   for (const CodeLocation& loc : locations) {
     std::string name = loc.function.empty() ? "" : fmt::format(" in {}", InlineCode(loc.function));
-    out += fmt::format("\n{}{} — {}\n", InlineCode(fmt::format("{}:{}", DisplayPath(loc.file), loc.line)), name, loc.why);
-    StatusOr<SourceExcerpt> excerpt = ReadSourceExcerpt(loc.file, loc.line, options.context_lines, options.source_roots);
+    out +=
+        fmt::format("\n{}{} — {}\n", InlineCode(fmt::format("{}:{}", DisplayPath(loc.file), loc.line)), name, loc.why);
+    StatusOr<SourceExcerpt> excerpt =
+        ReadSourceExcerpt(loc.file, loc.line, options.context_lines, options.source_roots);
     if (excerpt.ok()) {
       out += "\n" + FormatExcerptMarkdown(*excerpt);
     } else if (!loc.code.empty()) {
@@ -98,7 +101,8 @@ std::string StackSection(const Finding& f, const std::vector<StackDump>& stacks)
 std::string RunSection(const Diagnosis& d, const LocalizeInput& input, const SessionInfo& s) {
   std::string out = "\n## The run\n\n";
   int world = d.world_size > 0 ? d.world_size : s.world_size;
-  out += fmt::format("- World size: {}; workers diagnosed: {}\n", world > 0 ? std::to_string(world) : "unknown", d.workers);
+  out += fmt::format("- World size: {}; workers diagnosed: {}\n", world > 0 ? std::to_string(world) : "unknown",
+                     d.workers);
   std::set<std::string> devices, hosts;
   for (const WorkerPattern& w : input.workers) {
     devices.insert(w.has_device ? (w.device_name.empty() ? "GPU" : w.device_name) : "CPU only (no device kernels)");
@@ -147,15 +151,18 @@ std::string Warnings(const Diagnosis& d, const SessionInfo& s) {
 std::string RenderPrompt(const Diagnosis& d, const LocalizeInput& input, const SessionInfo& session,
                          const PromptOptions& options) {
   bool hang = !d.healthy() && d.findings.front().category == FindingCategory::kHang;
-  std::string out = fmt::format("# {} in a distributed PyTorch training job\n\n",
-                                d.healthy() ? "No problem found" : hang ? "Fix a hang" : "Fix a slowdown");
-  out += "You are helping an engineer fix the root cause of a problem in a distributed PyTorch training job. "
-         "eroica found it by comparing every rank's profile with its peers' and with expectations; the numbers "
-         "below are measurements from this run.\n";
+  std::string out = fmt::format("# {} in a distributed PyTorch training job\n\n", d.healthy() ? "No problem found"
+                                                                                  : hang      ? "Fix a hang"
+                                                                                              : "Fix a slowdown");
+  out +=
+      "You are helping an engineer fix the root cause of a problem in a distributed PyTorch training job. "
+      "eroica found it by comparing every rank's profile with its peers' and with expectations; the numbers "
+      "below are measurements from this run.\n";
   if (d.healthy()) {
-    out += fmt::format("\neroica found no problem on {} workers: no rank stands out and nothing exceeds its expected "
-                       "share. If the job still feels slow, the slowdown was probably outside the profiled window.\n",
-                       d.workers);
+    out += fmt::format(
+        "\neroica found no problem on {} workers: no rank stands out and nothing exceeds its expected "
+        "share. If the job still feels slow, the slowdown was probably outside the profiled window.\n",
+        d.workers);
   }
   size_t shown = std::min(d.findings.size(), options.max_findings);
   if (shown > 0) out += "\n## Verdict (most impactful first)\n\n";
@@ -166,7 +173,8 @@ std::string RenderPrompt(const Diagnosis& d, const LocalizeInput& input, const S
     out += fmt::format("\n## Finding {}: {} {}\n\n", i + 1, Name(f.scope), Name(f.category));
     out += Numbers(f, d, input.workers);
     std::vector<CodeLocation> locations = FindingLocations(f, input.workers, input.stacks);
-    if (i == 0 && !locations.empty()) first_where = fmt::format("{}:{}", DisplayPath(locations[0].file), locations[0].line);
+    if (i == 0 && !locations.empty())
+      first_where = fmt::format("{}:{}", DisplayPath(locations[0].file), locations[0].line);
     if (locations.empty() && f.category != FindingCategory::kHang) {
       out += HasPythonFrames(input.workers)
                  ? "- Code location: no Python frame of the job's own code stands out on the critical path.\n"
@@ -186,8 +194,9 @@ std::string RenderPrompt(const Diagnosis& d, const LocalizeInput& input, const S
   const Finding& top = d.findings.front();
   out += FindingRequest(top, d, first_where, WaitingIn(top, input.stacks)) + "\n";
   if (shown > 1) out += "\nFix finding 1 first; say whether your change also explains the other findings.\n";
-  out += "\nAnswer with: (1) the root cause in two or three sentences, naming the file and line; (2) a minimal patch "
-         "as a unified diff against the files quoted above; (3) how to check the fix: ";
+  out +=
+      "\nAnswer with: (1) the root cause in two or three sentences, naming the file and line; (2) a minimal patch "
+      "as a unified diff against the files quoted above; (3) how to check the fix: ";
   out += hang ? "what run shows that every rank now gets past the iteration where it hung.\n"
               : "what should change in eroica's numbers above (the suspect's β back near its peers', the time lost "
                 "per iteration near zero).\n";

@@ -7,7 +7,8 @@
 
 namespace eroica {
 
-std::string FindingRequest(const Finding& f, const Diagnosis& d, const std::string& where, const std::string& waiting_in) {
+std::string FindingRequest(const Finding& f, const Diagnosis& d, const std::string& where,
+                           const std::string& waiting_in) {
   int rank = f.workers.empty() ? -1 : f.workers.front();
   std::string start = where.empty() ? fmt::format("`{}`", f.function) : fmt::format("`{}`", where);
   RequestArguments args{rank, FormatDuration(f.impact_s_per_iter), start, f.function, ""};

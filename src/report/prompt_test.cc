@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 #include "base/temp_dir.h"
@@ -30,15 +29,18 @@ def write(step):
 
 std::string StackJson(int rank, const std::string& file, int line, const std::string& code, const char* waiting) {
   nlohmann::json frames = nlohmann::json::array();
-  frames.push_back({{"file", "/usr/lib/python3.11/runpy.py"}, {"line", 198}, {"function", "_run_module_as_main"}, {"code", ""}});
+  frames.push_back(
+      {{"file", "/usr/lib/python3.11/runpy.py"}, {"line", 198}, {"function", "_run_module_as_main"}, {"code", ""}});
   frames.push_back({{"file", file}, {"line", 7}, {"function", "log_metrics"}, {"code", "with LOCK:"}});
   frames.push_back({{"file", file}, {"line", line}, {"function", "write"}, {"code", code}});
   if (waiting != nullptr) {
     frames.push_back({{"file", "/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"},
-                      {"line", 2050}, {"function", "all_reduce"}, {"code", "work.wait()"}});
+                      {"line", 2050},
+                      {"function", "all_reduce"},
+                      {"code", "work.wait()"}});
   }
-  nlohmann::json doc = {{"rank", rank}, {"world_size", 3}, {"iteration", 60},
-                        {"threads", {{{"is_main", true}, {"frames", frames}}}}};
+  nlohmann::json doc = {
+      {"rank", rank}, {"world_size", 3}, {"iteration", 60}, {"threads", {{{"is_main", true}, {"frames", frames}}}}};
   doc["waiting_in"] = waiting != nullptr ? nlohmann::json(waiting) : nlohmann::json();
   return doc.dump();
 }
@@ -80,7 +82,7 @@ TEST(PromptTest, HangNamesTheLineShowsTheSourceAndAsksForAPatch) {
   EXPECT_NE(prompt.find("# Fix a hang"), std::string::npos);
   EXPECT_NE(prompt.find("`" + train + ":12` in `write` — where rank 1 is stuck"), std::string::npos) << prompt;
   EXPECT_NE(prompt.find("> 12 |     with LOCK:  # taken again: deadlock"), std::string::npos) << prompt;
-  EXPECT_NE(prompt.find("   7 |     with LOCK:"), std::string::npos);   // ±5 lines of context
+  EXPECT_NE(prompt.find("   7 |     with LOCK:"), std::string::npos);  // ±5 lines of context
   EXPECT_NE(prompt.find("the collective the other ranks wait in (`all_reduce`)"), std::string::npos);
   EXPECT_NE(prompt.find("propose a patch that removes the blocking"), std::string::npos);
   EXPECT_NE(prompt.find("PyTorch: 2.3.0"), std::string::npos);
@@ -95,7 +97,8 @@ TEST(PromptTest, HangNamesTheLineShowsTheSourceAndAsksForAPatch) {
 
 TEST(PromptTest, WithStackPythonFramesBecomeTheCodeLocation) {
   TempDir dir;
-  std::string loader = dir.Write("data.py", "import time\n\n\ndef collate(batch):\n    time.sleep(0.05)\n    return batch\n");
+  std::string loader =
+      dir.Write("data.py", "import time\n\n\ndef collate(batch):\n    time.sleep(0.05)\n    return batch\n");
   std::string frame = loader + ":5(collate)";
   std::vector<WorkerPattern> workers = TestWorkers(4, 3);
   workers[3].functions.push_back(PythonFunction(frame, 0.20));
@@ -104,8 +107,10 @@ TEST(PromptTest, WithStackPythonFramesBecomeTheCodeLocation) {
   input.workers = workers;
   Diagnosis d = TestDiagnosis(4);
   std::string prompt = RenderPrompt(d, input, SessionInfo{}, {{}, 5, 5});
-  EXPECT_NE(prompt.find("`" + loader + ":5` in `collate` — Python frame that owns 38.0 ms more of rank 3's critical path"),
-            std::string::npos) << prompt;
+  EXPECT_NE(
+      prompt.find("`" + loader + ":5` in `collate` — Python frame that owns 38.0 ms more of rank 3's critical path"),
+      std::string::npos)
+      << prompt;
   EXPECT_NE(prompt.find("> 5 |     time.sleep(0.05)"), std::string::npos) << prompt;
   EXPECT_NE(prompt.find("Rank 3's data loader takes 50.0 ms more per iteration"), std::string::npos);
   EXPECT_NE(prompt.find("starting from `" + loader + ":5`"), std::string::npos);

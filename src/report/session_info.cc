@@ -1,11 +1,11 @@
 #include "report/session_info.h"
 
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
-
-#include <fmt/core.h>
-#include <fmt/ranges.h>
 
 #include "base/file_util.h"
 #include "base/json_access.h"
@@ -110,7 +110,8 @@ SessionInfo ReadSessionInfo(const std::vector<std::string>& paths) {
   }
   std::sort(info.ranks.begin(), info.ranks.end(), [](const RankMeta& a, const RankMeta& b) { return a.rank < b.rank; });
   for (const RankMeta& rank : info.ranks) {
-    if (!rank.missed.empty()) info.warnings.push_back(fmt::format("rank {} missed the session: {}", rank.rank, rank.missed));
+    if (!rank.missed.empty())
+      info.warnings.push_back(fmt::format("rank {} missed the session: {}", rank.rank, rank.missed));
     if (!rank.error.empty()) info.warnings.push_back(fmt::format("rank {}: {}", rank.rank, rank.error));
   }
   return info;

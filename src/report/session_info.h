@@ -15,31 +15,31 @@ struct RankMeta {
   std::string host;
   std::string torch_version;
   std::string python_version;
-  std::vector<int64_t> iteration_ids;      // the profiled iterations
-  std::vector<double> iteration_times_s;   // their wall times
-  std::string missed;                      // why the rank took no part, when it did not
-  std::string error;                       // a profiler or export failure
+  std::vector<int64_t> iteration_ids;     // the profiled iterations
+  std::vector<double> iteration_times_s;  // their wall times
+  std::string missed;                     // why the rank took no part, when it did not
+  std::string error;                      // a profiler or export failure
 };
 
 struct SessionInfo {
-  bool has_session = false;                // a session.json was found
+  bool has_session = false;  // a session.json was found
   std::string session_id;
-  std::string reason;                      // "degradation", "hang", "forced" ...
+  std::string reason;  // "degradation", "hang", "forced" ...
   int trigger_rank = -1;
   std::string trigger_host;
   int64_t detected_iteration = -1;
-  int64_t target_iteration = -1;           // the first profiled iteration
-  int64_t stuck_iteration = -1;            // hangs
+  int64_t target_iteration = -1;  // the first profiled iteration
+  int64_t stuck_iteration = -1;   // hangs
   int capture_iterations = 0;
   int world_size = 0;
-  double best_mean_s = 0;                  // the detector's baseline, when given
+  double best_mean_s = 0;  // the detector's baseline, when given
   double current_mean_s = 0;
   double threshold = 0;
   // The detecting rank's recent iteration times; element i is iteration first_id + i.
   std::vector<double> iteration_times_s;
   int64_t iteration_times_first_id = 0;
-  std::vector<RankMeta> ranks;             // by rank
-  std::vector<std::string> warnings;       // ranks that missed the session, failed exports
+  std::vector<RankMeta> ranks;        // by rank
+  std::vector<std::string> warnings;  // ranks that missed the session, failed exports
 
   // The value shared by all ranks' meta files ("1.13.0, 2.1.0" when they differ; "" if none).
   std::string TorchVersions() const;

@@ -66,7 +66,8 @@ TEST(SessionInfoTest, WarmUpIterationsAreClippedAndTheChartSaysSo) {
 TEST(SessionInfoTest, ToleratesOtherKeysAndTypes) {
   SessionInfo s;
   ParseSessionJson(R"({"reason": 7, "trigger_rank": 1.0, "series": {"times_s": [0.2, "x", 0.3], "first_id": 9},
-                       "target_iteration": "soon"})", &s);
+                       "target_iteration": "soon"})",
+                   &s);
   EXPECT_TRUE(s.has_session);
   EXPECT_EQ(s.reason, "7");
   EXPECT_EQ(s.trigger_rank, 1);

@@ -1,11 +1,11 @@
 #include "report/source_excerpt.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <sstream>
-
-#include <fmt/core.h>
 
 #include "base/file_util.h"
 
@@ -41,8 +41,8 @@ std::string Fence(const std::vector<std::string>& lines) {
 
 bool IsJobSourcePath(std::string_view path) {
   if (path.empty() || !path.ends_with(".py") || path.front() == '<') return false;
-  for (std::string_view marker : {"/site-packages/", "/dist-packages/", "/lib/python", "<frozen", "/.ssh/", "/.aws/",
-                                  "/.config/", "/.git/"}) {
+  for (std::string_view marker :
+       {"/site-packages/", "/dist-packages/", "/lib/python", "<frozen", "/.ssh/", "/.aws/", "/.config/", "/.git/"}) {
     if (Contains(path, marker)) return false;
   }
   for (std::string_view prefix : {"/usr/", "/lib/", "/lib64/", "/etc/", "/proc/", "/sys/", "/dev/", "/boot/",
@@ -65,8 +65,8 @@ std::string ShortLibraryPath(std::string_view path) {
 std::string RedactCredentials(std::string_view line) {
   std::string lower = Lower(line);
   bool credential = false;
-  for (std::string_view word : {"password", "passwd", "secret", "token", "api_key", "apikey", "access_key",
-                                "private_key", "credential"}) {
+  for (std::string_view word :
+       {"password", "passwd", "secret", "token", "api_key", "apikey", "access_key", "private_key", "credential"}) {
     credential = credential || Contains(lower, word);
   }
   if (!credential || (!Contains(line, "=") && !Contains(line, ":"))) return std::string(line);

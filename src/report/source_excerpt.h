@@ -13,8 +13,8 @@
 namespace eroica {
 
 struct SourceExcerpt {
-  std::string path;                 // the file read (as resolved)
-  int first_line = 0;               // number of lines[0]
+  std::string path;    // the file read (as resolved)
+  int first_line = 0;  // number of lines[0]
   int target_line = 0;
   std::vector<std::string> lines;
 };

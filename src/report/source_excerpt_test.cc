@@ -62,7 +62,8 @@ TEST(SourceExcerptTest, NeverReadsOutsideTheJobsCode) {
 
 TEST(SourceExcerptTest, CredentialsAreRedactedAndFencesHoldBackticks) {
   EXPECT_EQ(RedactCredentials("API_KEY = \"sk-123\"  # prod"), "API_KEY = \"<redacted>\"  # prod");
-  EXPECT_EQ(RedactCredentials("conn(password='hunter2', user='bob')"), "conn(password='<redacted>', user='<redacted>')");
+  EXPECT_EQ(RedactCredentials("conn(password='hunter2', user='bob')"),
+            "conn(password='<redacted>', user='<redacted>')");
   EXPECT_EQ(RedactCredentials("x = 'plain'"), "x = 'plain'");
   SourceExcerpt e{"/app/a.py", 1, 1, {"s = '```'"}};
   EXPECT_TRUE(FormatExcerptMarkdown(e).starts_with("````python\n"));

@@ -1,9 +1,9 @@
 #include "report/svg_heatmap.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/core.h>
 
 #include "report/html_escape.h"
 #include "report/svg_util.h"
@@ -22,8 +22,8 @@ std::string ColumnHeader(const HeatmapColumn& column, int x) {
   return fmt::format(
       "<g transform=\"translate({},{}) rotate(-40)\"><text class=\"col{}\">{}<title>{} ({}), median "
       "β {:.3f}</title></text></g>\n",
-      x + kCellWidth / 2, kHeaderHeight - 6, column.from_finding ? " finding" : "", label,
-      EscapeHtml(column.name), CategoryName(column.category), column.median_beta);
+      x + kCellWidth / 2, kHeaderHeight - 6, column.from_finding ? " finding" : "", label, EscapeHtml(column.name),
+      CategoryName(column.category), column.median_beta);
 }
 
 std::string Cell(const HeatmapRow& row, const HeatmapColumn& column, const HeatmapCell& cell, int x, int y,
@@ -52,8 +52,8 @@ std::string Legend(int x, int y) {
   constexpr int kStepHeight = 7;
   for (int i = 0; i < kSteps; ++i) {
     double t = 1.0 - 2.0 * (i + 0.5) / kSteps;
-    out += fmt::format("<rect x=\"0\" y=\"{}\" width=\"14\" height=\"{}\" fill=\"{}\"/>", i * kStepHeight,
-                       kStepHeight, DivergingColor(t));
+    out += fmt::format("<rect x=\"0\" y=\"{}\" width=\"14\" height=\"{}\" fill=\"{}\"/>", i * kStepHeight, kStepHeight,
+                       DivergingColor(t));
   }
   out += "<text x=\"20\" y=\"8\">above peers</text>";
   out += fmt::format("<text x=\"20\" y=\"{}\">as peers</text>", kSteps * kStepHeight / 2 + 4);
@@ -83,8 +83,7 @@ std::string RenderHeatmapSvg(const Heatmap& map) {
     out += fmt::format("<text class=\"row{}\" x=\"{}\" y=\"{}\">{}{}</text>\n", row.suspect ? " suspect" : "",
                        kLabelWidth - 6, y + row_height / 2 + 4, row.suspect ? "▶ " : "", EscapeHtml(row.label));
     for (size_t c = 0; c < map.columns.size(); ++c) {
-      out += Cell(row, map.columns[c], row.cells[c], kLabelWidth + static_cast<int>(c) * kCellWidth, y,
-                  row_height);
+      out += Cell(row, map.columns[c], row.cells[c], kLabelWidth + static_cast<int>(c) * kCellWidth, y, row_height);
     }
     if (row.suspect && row.worker_count == 1) {
       out += fmt::format("<rect class=\"suspect-outline\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n",

@@ -32,7 +32,7 @@ struct LineChart {
   std::vector<LineMarker> markers;
   std::vector<LineRange> ranges;
   bool y_from_zero = true;
-  bool x_integer = true;   // x values are iteration ids: no fractional ticks
+  bool x_integer = true;  // x values are iteration ids: no fractional ticks
   // When positive, the y axis ends here and higher points are drawn on its top edge (so a few
   // warm-up iterations do not flatten the rest); `clip_note` says so on the chart.
   double y_clip = 0;

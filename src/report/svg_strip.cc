@@ -1,9 +1,9 @@
 #include "report/svg_strip.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/core.h>
 
 #include "report/html_escape.h"
 #include "report/svg_util.h"
@@ -28,9 +28,10 @@ std::string Axis(const LinearScale& x, const std::string& label, int y) {
   std::string out = fmt::format("<line class=\"axis\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>",
                                 SvgNumber(x.range_low), y, SvgNumber(x.range_high), y);
   for (double t : NiceTicks(x.domain_low, x.domain_high, 6)) {
-    out += fmt::format("<line class=\"tick\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>"
-                       "<text class=\"ticklabel\" x=\"{0}\" y=\"{3}\">{4}</text>",
-                       SvgNumber(x(t)), y, y + 4, y + 16, TickLabel(t));
+    out += fmt::format(
+        "<line class=\"tick\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>"
+        "<text class=\"ticklabel\" x=\"{0}\" y=\"{3}\">{4}</text>",
+        SvgNumber(x(t)), y, y + 4, y + 16, TickLabel(t));
   }
   out += fmt::format("<text class=\"axislabel\" x=\"{}\" y=\"{}\">{}</text>\n",
                      SvgNumber((x.range_low + x.range_high) / 2), y + 32, EscapeHtml(label));
@@ -63,11 +64,12 @@ std::string Histogram(const StripPlot& plot, const LinearScale& x) {
     if (counts[b] == 0) continue;
     // Square-root heights keep a bin of one worker visible beside a bin of ten thousand.
     double h = std::max(1.5, std::sqrt(static_cast<double>(counts[b]) / most) * (kPlotHeight - 10));
-    out += fmt::format("<rect class=\"bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>{} workers in "
-                       "[{:.4f}, {:.4f})</title></rect>",
-                       SvgNumber(x.range_low + b * bin_width), SvgNumber(kTop + kPlotHeight - h),
-                       SvgNumber(std::max(1.0, bin_width - 1)), SvgNumber(h), counts[b],
-                       x.domain_low + b * span / kBins, x.domain_low + (b + 1) * span / kBins);
+    out += fmt::format(
+        "<rect class=\"bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>{} workers in "
+        "[{:.4f}, {:.4f})</title></rect>",
+        SvgNumber(x.range_low + b * bin_width), SvgNumber(kTop + kPlotHeight - h),
+        SvgNumber(std::max(1.0, bin_width - 1)), SvgNumber(h), counts[b], x.domain_low + b * span / kBins,
+        x.domain_low + (b + 1) * span / kBins);
   }
   return out + "\n";
 }
@@ -83,8 +85,9 @@ std::string Suspects(const StripPlot& plot, const LinearScale& x) {
       out += fmt::format("<line class=\"whisker\" x1=\"{0}\" y1=\"{2}\" x2=\"{1}\" y2=\"{2}\"/>",
                          SvgNumber(x(p.value - p.sigma)), SvgNumber(x(p.value + p.sigma)), SvgNumber(cy));
     }
-    out += fmt::format("<circle class=\"dot suspect\" cx=\"{}\" cy=\"{}\" r=\"6\"><title>rank {}: {:.4f}</title></circle>",
-                       SvgNumber(cx), SvgNumber(cy), p.rank, p.value);
+    out +=
+        fmt::format("<circle class=\"dot suspect\" cx=\"{}\" cy=\"{}\" r=\"6\"><title>rank {}: {:.4f}</title></circle>",
+                    SvgNumber(cx), SvgNumber(cy), p.rank, p.value);
     if (labelled++ < kMaxLabels) {
       out += fmt::format("<text class=\"suspectlabel\" x=\"{}\" y=\"{}\">rank {}</text>", SvgNumber(cx),
                          SvgNumber(kTop - 8 - (labelled - 1) % 2 * 12), p.rank);
@@ -112,10 +115,10 @@ std::string RenderStripSvg(const StripPlot& plot, int width) {
                      width - kLeft - kRight, kPlotHeight);
   out += plot.points.size() > plot.max_dots ? Histogram(plot, x) : Dots(plot, x);
   if (plot.reference >= 0) {
-    out += fmt::format("<line class=\"reference\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>"
-                       "<text class=\"referencelabel\" x=\"{0}\" dx=\"4\" y=\"{3}\">{4}</text>\n",
-                       SvgNumber(x(plot.reference)), kTop, kTop + kPlotHeight, kTop + 11,
-                       EscapeHtml(plot.reference_label));
+    out += fmt::format(
+        "<line class=\"reference\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>"
+        "<text class=\"referencelabel\" x=\"{0}\" dx=\"4\" y=\"{3}\">{4}</text>\n",
+        SvgNumber(x(plot.reference)), kTop, kTop + kPlotHeight, kTop + 11, EscapeHtml(plot.reference_label));
   }
   out += Suspects(plot, x);
   out += Axis(x, plot.axis_label, kTop + kPlotHeight);

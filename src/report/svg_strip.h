@@ -11,16 +11,16 @@ namespace eroica {
 struct StripPoint {
   int rank = -1;
   double value = 0;
-  double sigma = -1;     // drawn as ±σ whiskers when ≥ 0
+  double sigma = -1;  // drawn as ±σ whiskers when ≥ 0
   bool suspect = false;
 };
 
 struct StripPlot {
-  std::string axis_label;      // "β (share of the profiled window)"
+  std::string axis_label;  // "β (share of the profiled window)"
   std::vector<StripPoint> points;
-  double reference = -1;       // e.g. the peers' median, drawn as a dashed line when ≥ 0
+  double reference = -1;  // e.g. the peers' median, drawn as a dashed line when ≥ 0
   std::string reference_label;
-  size_t max_dots = 400;       // more points become a histogram
+  size_t max_dots = 400;  // more points become a histogram
 };
 
 std::string RenderStripSvg(const StripPlot& plot, int width = 680);

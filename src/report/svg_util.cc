@@ -1,9 +1,9 @@
 #include "report/svg_util.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/core.h>
 
 namespace eroica {
 

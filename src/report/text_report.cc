@@ -17,7 +17,8 @@ std::string WorkersText(const Finding& f, int total) {
 }
 
 std::string FindingLine(const Finding& f, int workers) {
-  std::string impact = f.category == FindingCategory::kHang ? "stuck" : fmt::format("{:.1f} ms/iter", f.impact_s_per_iter * 1e3);
+  std::string impact =
+      f.category == FindingCategory::kHang ? "stuck" : fmt::format("{:.1f} ms/iter", f.impact_s_per_iter * 1e3);
   std::string where = f.location.empty() ? f.function : fmt::format("{} at {}", f.function, f.location);
   return fmt::format("{} {} {}: {} — {} lost", Name(f.scope), Name(f.category), WorkersText(f, workers), where, impact);
 }

@@ -1,15 +1,13 @@
 #include "report/verdict.h"
 
-#include <cmath>
-
 #include <fmt/core.h>
+
+#include <cmath>
 
 namespace eroica {
 namespace {
 
-bool CoversEveryone(const Finding& f, int total) {
-  return total > 1 && static_cast<int>(f.workers.size()) >= total;
-}
+bool CoversEveryone(const Finding& f, int total) { return total > 1 && static_cast<int>(f.workers.size()) >= total; }
 
 std::string ListRanks(const Finding& f) {
   std::string out;
@@ -46,8 +44,7 @@ std::string FindingSentence(const Finding& f, int total) {
   if (f.category == FindingCategory::kHang) {
     std::string where = f.location.empty() ? f.function : f.location;
     std::string others = total > static_cast<int>(f.workers.size()) ? "; the other ranks wait for it" : "";
-    return fmt::format("{} {} stuck{}{}.", who, plural ? "are" : "is",
-                       where.empty() ? "" : " at " + where, others);
+    return fmt::format("{} {} stuck{}{}.", who, plural ? "are" : "is", where.empty() ? "" : " at " + where, others);
   }
   std::string lose = plural ? "lose" : "loses";
   std::string cost = fmt::format("{} per iteration", FormatDuration(f.impact_s_per_iter));

@@ -5,19 +5,17 @@
 namespace eroica {
 namespace {
 
-constexpr std::array<std::string_view, kCategoryCount> kCategoryNames = {
-    "compute", "memory", "communication", "dataloader", "host"};
-constexpr std::array<std::string_view, kHostKindCount> kHostKindNames = {
-    "", "python", "gc", "optimizer", "sync", "launch", "framework"};
+constexpr std::array<std::string_view, kCategoryCount> kCategoryNames = {"compute", "memory", "communication",
+                                                                         "dataloader", "host"};
+constexpr std::array<std::string_view, kHostKindCount> kHostKindNames = {"",     "python", "gc",       "optimizer",
+                                                                         "sync", "launch", "framework"};
 
 static_assert(static_cast<int>(Category::kHost) + 1 == kCategoryCount, "kCategoryCount counts every Category");
 static_assert(static_cast<int>(HostKind::kFramework) + 1 == kHostKindCount, "kHostKindCount counts every HostKind");
 
 }  // namespace
 
-std::string_view CategoryName(Category category) {
-  return kCategoryNames[static_cast<size_t>(category)];
-}
+std::string_view CategoryName(Category category) { return kCategoryNames[static_cast<size_t>(category)]; }
 
 std::optional<Category> CategoryFromName(std::string_view name) {
   for (size_t i = 0; i < kCategoryNames.size(); ++i) {

@@ -7,10 +7,12 @@ namespace {
 
 TEST(ClassifyEventTest, KernelsByNcclGeneration) {
   EXPECT_EQ(ClassifyEvent("kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"), EventRole::kDeviceComm);
-  EXPECT_EQ(ClassifyEvent("kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"), EventRole::kDeviceComm);
+  EXPECT_EQ(ClassifyEvent("kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
+            EventRole::kDeviceComm);
   EXPECT_EQ(ClassifyEvent("kernel", "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"), EventRole::kDeviceComm);
   EXPECT_EQ(ClassifyEvent("kernel", "void dpsk::ep::internode::dispatch<false, 8>(int4*)"), EventRole::kDeviceComm);
-  EXPECT_EQ(ClassifyEvent("kernel", "void at::native::vectorized_elementwise_kernel<4>(int)"), EventRole::kDeviceCompute);
+  EXPECT_EQ(ClassifyEvent("kernel", "void at::native::vectorized_elementwise_kernel<4>(int)"),
+            EventRole::kDeviceCompute);
   EXPECT_EQ(ClassifyEvent("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)"), EventRole::kDeviceMemory);
   EXPECT_EQ(ClassifyEvent("gpu_memset", "Memset (Device)"), EventRole::kDeviceMemory);
 }

@@ -42,8 +42,8 @@ class CorrelationSet {
   }
 
  private:
-  std::vector<int64_t> ids_;     // until sealed; after, only when sparse
-  std::vector<uint64_t> bits_;   // when dense
+  std::vector<int64_t> ids_;    // until sealed; after, only when sparse
+  std::vector<uint64_t> bits_;  // when dense
   int64_t smallest_ = 0;
   uint64_t range_ = 0;
 };

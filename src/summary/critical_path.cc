@@ -125,8 +125,8 @@ SpanList InnermostTimeline(SpanList spans) {
   return out;
 }
 
-SpanList PaintCriticalPath(std::vector<SpanList> layers, int64_t window_start_ns,
-                           int64_t window_end_ns, uint32_t fill_function) {
+SpanList PaintCriticalPath(std::vector<SpanList> layers, int64_t window_start_ns, int64_t window_end_ns,
+                           uint32_t fill_function) {
   SpanList owned;
   SpanList covered;
   for (SpanList& layer : layers) {

@@ -24,8 +24,8 @@ using SpanList = BigVector<Span>;
 
 // `layers` in priority order, highest first. Returns sorted, disjoint spans covering exactly
 // [window_start_ns, window_end_ns); instants no layer covers go to `fill_function`.
-SpanList PaintCriticalPath(std::vector<SpanList> layers, int64_t window_start_ns,
-                           int64_t window_end_ns, uint32_t fill_function);
+SpanList PaintCriticalPath(std::vector<SpanList> layers, int64_t window_start_ns, int64_t window_end_ns,
+                           uint32_t fill_function);
 
 // One layer's own timeline: overlapping spans resolve to the innermost. Sorted, disjoint.
 SpanList InnermostTimeline(SpanList spans);

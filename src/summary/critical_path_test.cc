@@ -8,17 +8,14 @@
 namespace eroica {
 
 // Readable failure messages (found by argument-dependent lookup).
-void PrintTo(const Span& s, std::ostream* os) {
-  *os << "[" << s.start_ns << "," << s.end_ns << ")=" << s.function;
-}
+void PrintTo(const Span& s, std::ostream* os) { *os << "[" << s.start_ns << "," << s.end_ns << ")=" << s.function; }
 
 namespace {
 
 TEST(InnermostTimelineTest, NestedSpansResolveToTheInnermost) {
   // outer 0..100 (1) > middle 10..50 (2) > inner 20..30 (3); sibling 60..70 (4).
   SpanList timeline = InnermostTimeline({{0, 100, 1}, {10, 50, 2}, {20, 30, 3}, {60, 70, 4}});
-  SpanList expected = {{0, 10, 1}, {10, 20, 2}, {20, 30, 3}, {30, 50, 2},
-                                {50, 60, 1}, {60, 70, 4}, {70, 100, 1}};
+  SpanList expected = {{0, 10, 1}, {10, 20, 2}, {20, 30, 3}, {30, 50, 2}, {50, 60, 1}, {60, 70, 4}, {70, 100, 1}};
   EXPECT_EQ(timeline, expected);
 }
 
@@ -73,8 +70,7 @@ TEST(PaintCriticalPathTest, HigherLayersHideLowerOnesAndGapsAreFilled) {
       {{0, 1000, 4}, {600, 800, 5}}  // host ranges: outer one, inner 600..800
   };
   SpanList path = PaintCriticalPath(layers, 0, 1000, 9);
-  SpanList expected = {{0, 100, 4}, {100, 300, 1}, {300, 400, 2}, {400, 600, 3},
-                                {600, 800, 5}, {800, 1000, 4}};
+  SpanList expected = {{0, 100, 4}, {100, 300, 1}, {300, 400, 2}, {400, 600, 3}, {600, 800, 5}, {800, 1000, 4}};
   EXPECT_EQ(path, expected);
   int64_t total = 0;
   for (const Span& s : path) total += s.end_ns - s.start_ns;

@@ -1,8 +1,8 @@
 #include "summary/function_name.h"
 
-#include <cctype>
-
 #include <fmt/core.h>
+
+#include <cctype>
 
 namespace eroica {
 namespace {
@@ -45,8 +45,8 @@ std::string PythonName(std::string_view name) {
 // The collective a kernel or CPU range stands for ("ncclDevKernel_AllGather_RING_LL" ->
 // "allgather"); "" when the name does not say (RCCL's ncclDevKernel_Generic).
 std::string CollectiveFromName(std::string_view name) {
-  for (std::string_view prefix : {"ncclKernel_", "ncclDevKernel_", "rcclKernel_", "nccl:", "gloo:",
-                                  "c10d::", "mpi:", "ucc:"}) {
+  for (std::string_view prefix :
+       {"ncclKernel_", "ncclDevKernel_", "rcclKernel_", "nccl:", "gloo:", "c10d::", "mpi:", "ucc:"}) {
     if (name.starts_with(prefix)) {
       name.remove_prefix(prefix.size());
       break;
@@ -85,14 +85,12 @@ std::string SizeBucket(int64_t bytes) {
   return fmt::format("{}B", bucket);
 }
 
-std::string FunctionName(EventRole role, std::string_view name, std::string_view collective_arg,
-                         int64_t bytes) {
+std::string FunctionName(EventRole role, std::string_view name, std::string_view collective_arg, int64_t bytes) {
   switch (role) {
     case EventRole::kDeviceComm:
     case EventRole::kCpuComm: {
       if (name.starts_with("record_param_comms")) return "record_param_comms";
-      std::string op = collective_arg.empty() ? CollectiveFromName(name)
-                                              : CanonicalCollective(collective_arg);
+      std::string op = collective_arg.empty() ? CollectiveFromName(name) : CanonicalCollective(collective_arg);
       if (op.empty()) op = role == EventRole::kDeviceComm ? KernelName(name) : std::string(name);
       if (bytes > 0) return fmt::format("{} {}", op, SizeBucket(bytes));
       return op;
@@ -107,9 +105,7 @@ std::string FunctionName(EventRole role, std::string_view name, std::string_view
   }
 }
 
-std::string FoldedTailName(Category category) {
-  return "(other " + std::string(CategoryName(category)) + ")";
-}
+std::string FoldedTailName(Category category) { return "(other " + std::string(CategoryName(category)) + ")"; }
 
 std::string InParentheses(const std::string& name) {
   if (name.size() >= 2 && name.front() == '(' && name.back() == ')') return name;

@@ -15,8 +15,7 @@ namespace eroica {
 // python "torch/nn/modules/module.py(1775): _call_impl" -> "torch/nn/modules/module.py:1775(_call_impl)";
 // collectives -> "allreduce" or "allreduce 4MiB" (op plus a power-of-4 size bucket);
 // everything else keeps its name, capped in length.
-std::string FunctionName(EventRole role, std::string_view name, std::string_view collective_arg,
-                         int64_t bytes);
+std::string FunctionName(EventRole role, std::string_view name, std::string_view collective_arg, int64_t bytes);
 
 // "all_reduce", "AllReduce", "allreduce_", "_allgather_base" -> "allreduce", "allgather".
 std::string CanonicalCollective(std::string_view text);

@@ -6,9 +6,11 @@ namespace eroica {
 namespace {
 
 TEST(FunctionNameTest, KernelsLoseTemplatesAndParameters) {
-  EXPECT_EQ(FunctionName(EventRole::kDeviceCompute,
-                         "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, float)", "", -1),
-            "at::native::vectorized_elementwise_kernel");
+  EXPECT_EQ(
+      FunctionName(EventRole::kDeviceCompute,
+                   "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, float)", "",
+                   -1),
+      "at::native::vectorized_elementwise_kernel");
   EXPECT_EQ(FunctionName(EventRole::kDeviceCompute,
                          "void (anonymous namespace)::elementwise_kernel_with_index<int>(int)", "", -1),
             "(anonymous namespace)::elementwise_kernel_with_index");
@@ -16,9 +18,11 @@ TEST(FunctionNameTest, KernelsLoseTemplatesAndParameters) {
 }
 
 TEST(FunctionNameTest, CollectivesByOperationAndSize) {
-  EXPECT_EQ(FunctionName(EventRole::kDeviceComm, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "", -1), "allreduce");
+  EXPECT_EQ(FunctionName(EventRole::kDeviceComm, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "", -1),
+            "allreduce");
   EXPECT_EQ(FunctionName(EventRole::kDeviceComm, "ncclDevKernel_AllGather_RING_LL(x)", "", 3000), "allgather 4KiB");
-  EXPECT_EQ(FunctionName(EventRole::kDeviceComm, "ncclDevKernel_Generic(x)", "_allgather_base", 5 << 20), "allgather 16MiB");
+  EXPECT_EQ(FunctionName(EventRole::kDeviceComm, "ncclDevKernel_Generic(x)", "_allgather_base", 5 << 20),
+            "allgather 16MiB");
   EXPECT_EQ(FunctionName(EventRole::kCpuComm, "gloo:all_reduce", "", -1), "allreduce");
   EXPECT_EQ(FunctionName(EventRole::kCpuComm, "c10d::allreduce_", "", -1), "allreduce");
   EXPECT_EQ(FunctionName(EventRole::kCpuComm, "nccl:_reduce_scatter_base", "", -1), "reducescatter");

@@ -20,8 +20,8 @@ struct FunctionStats {
   int64_t total_duration_ns = 0;
   int64_t bytes = 0;
   uint32_t shapes_hash = 0;
-  int64_t owned_ns = 0;  // time on the critical path
-  std::optional<double> mu;     // utilisation of its resource while it owns the path
+  int64_t owned_ns = 0;      // time on the critical path
+  std::optional<double> mu;  // utilisation of its resource while it owns the path
   std::optional<double> sigma;
 };
 

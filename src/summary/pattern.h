@@ -20,44 +20,44 @@ struct HotFrame {
 };
 
 struct FunctionPattern {
-  std::string name;                 // stable across ranks (function_name.h)
+  std::string name;  // stable across ranks (function_name.h)
   Category category = Category::kHost;
   HostKind host_kind = HostKind::kNone;
-  double beta = 0;                  // share of the window this function owns the critical path
-  std::optional<double> mu;         // mean utilisation of its resource while it owns the path
-  std::optional<double> sigma;      // standard deviation of that utilisation
+  double beta = 0;              // share of the window this function owns the critical path
+  std::optional<double> mu;     // mean utilisation of its resource while it owns the path
+  std::optional<double> sigma;  // standard deviation of that utilisation
   double calls_per_iter = 0;
-  double mean_duration_us = 0;      // mean inclusive duration of one call
-  int64_t bytes_per_iter = 0;       // memcpy/collective bytes, when the trace has them
-  uint32_t shapes_hash = 0;         // hash of the input shapes seen, 0 when none recorded
-  std::vector<HotFrame> hot_frames; // host and dataloader functions, hottest first (stack samples)
+  double mean_duration_us = 0;       // mean inclusive duration of one call
+  int64_t bytes_per_iter = 0;        // memcpy/collective bytes, when the trace has them
+  uint32_t shapes_hash = 0;          // hash of the input shapes seen, 0 when none recorded
+  std::vector<HotFrame> hot_frames;  // host and dataloader functions, hottest first (stack samples)
 };
 
 // One collective call, in issue order: who arrives last at a collective waits least in it.
 struct CollectiveCall {
-  std::string name;         // the collective's function name (function_name.h)
-  float duration_us = 0;    // how long the transfer took on this worker, waiting included
+  std::string name;       // the collective's function name (function_name.h)
+  float duration_us = 0;  // how long the transfer took on this worker, waiting included
 };
 
 struct WorkerPattern {
   int rank = -1;
   int world_size = -1;
   std::string host;
-  std::string source;               // the trace file it was made from
-  bool has_device = false;          // GPU trace (kernels) or CPU-only training
+  std::string source;       // the trace file it was made from
+  bool has_device = false;  // GPU trace (kernels) or CPU-only training
   std::string device_name;
-  std::string group;                // role signature: workers compare only with their like
-  std::vector<int64_t> step_ids;    // ProfilerStep#N numbers covered
+  std::string group;              // role signature: workers compare only with their like
+  std::vector<int64_t> step_ids;  // ProfilerStep#N numbers covered
   int64_t window_ns = 0;
-  double iteration_s = 0;           // mean iteration time over the window
+  double iteration_s = 0;                              // mean iteration time over the window
   std::array<double, kCategoryCount> category_beta{};  // Σβ per category, before pruning
   // The same per iteration (share of that iteration): a fault persists, noise moves around.
   std::vector<std::array<float, kCategoryCount>> iteration_category_beta;
   double dataloader_ops_per_iter = 0;  // ops run inside the data loader: its items' work
   double compute_calls_per_iter = 0;
   std::vector<CollectiveCall> collectives;  // the window's first collective calls, in order
-  std::vector<FunctionPattern> functions;  // by β, descending; the tail folded into "(other ...)"
-  std::vector<std::string> warnings;       // data-quality notes from reading and summarizing
+  std::vector<FunctionPattern> functions;   // by β, descending; the tail folded into "(other ...)"
+  std::vector<std::string> warnings;        // data-quality notes from reading and summarizing
 
   int iterations() const { return static_cast<int>(step_ids.size()); }
 };

@@ -29,9 +29,8 @@ FunctionPattern ToPattern(const FunctionStats& f, int64_t window_ns, int iterati
 
 }  // namespace
 
-std::vector<FunctionPattern> BuildFunctionPatterns(const std::vector<FunctionStats>& functions,
-                                                   int64_t window_ns, int iterations,
-                                                   size_t max_functions,
+std::vector<FunctionPattern> BuildFunctionPatterns(const std::vector<FunctionStats>& functions, int64_t window_ns,
+                                                   int iterations, size_t max_functions,
                                                    std::array<double, kCategoryCount>* category_beta) {
   category_beta->fill(0);
   std::vector<size_t> order(functions.size());

@@ -11,9 +11,8 @@
 namespace eroica {
 
 // Also fills `category_beta` with Σβ per category over all functions (before folding).
-std::vector<FunctionPattern> BuildFunctionPatterns(const std::vector<FunctionStats>& functions,
-                                                   int64_t window_ns, int iterations,
-                                                   size_t max_functions,
+std::vector<FunctionPattern> BuildFunctionPatterns(const std::vector<FunctionStats>& functions, int64_t window_ns,
+                                                   int iterations, size_t max_functions,
                                                    std::array<double, kCategoryCount>* category_beta);
 
 }  // namespace eroica

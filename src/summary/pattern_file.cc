@@ -2,9 +2,9 @@
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
 #include <future>
 #include <memory>
@@ -205,7 +205,8 @@ struct PatternWriter::Block {
 };
 
 PatternWriter::PatternWriter(size_t workers_per_block, int zstd_level)
-    : workers_per_block_(std::max<size_t>(1, workers_per_block)), zstd_level_(zstd_level),
+    : workers_per_block_(std::max<size_t>(1, workers_per_block)),
+      zstd_level_(zstd_level),
       block_(std::make_unique<Block>()) {}
 
 PatternWriter::~PatternWriter() = default;
@@ -288,8 +289,8 @@ RawBlock ReadBlock(FILE* file, const std::string& path, int block, int64_t file_
   }
   long at = std::ftell(file);
   if (at < 0 || compressed_bytes > file_bytes - at) {
-    out.status = ErrorStatus("{}: truncated in block {} ({} bytes claimed, {} left)", path, block,
-                             compressed_bytes, at < 0 ? 0 : file_bytes - at);
+    out.status = ErrorStatus("{}: truncated in block {} ({} bytes claimed, {} left)", path, block, compressed_bytes,
+                             at < 0 ? 0 : file_bytes - at);
     return out;
   }
   std::string compressed(compressed_bytes, '\0');
@@ -329,8 +330,8 @@ Status ForEachPattern(const std::string& path, const std::function<void(WorkerPa
   const int version = static_cast<unsigned char>(magic[7]);
   const int newest = static_cast<unsigned char>(kPatternMagic[7]);
   if (version < kOldestReadablePatternVersion || version > newest) {
-    return ErrorStatus("{}: pattern format version {} is not supported (this eroica reads {} to {}{})", path,
-                       version, static_cast<int>(kOldestReadablePatternVersion), newest,
+    return ErrorStatus("{}: pattern format version {} is not supported (this eroica reads {} to {}{})", path, version,
+                       static_cast<int>(kOldestReadablePatternVersion), newest,
                        version > newest ? "; a newer eroica wrote it" : "");
   }
   RawBlock current = ReadBlock(file.get(), path, 0, file_bytes);

@@ -1,16 +1,12 @@
 #include "summary/pattern_file.h"
 
 #include <gtest/gtest.h>
-#include "base/peak_rss.h"
-#include "base/byte_codec.h"
-#include <zstd.h>
-
 #include <zstd.h>
 
 #include <fstream>
 
 #include "base/byte_codec.h"
-
+#include "base/peak_rss.h"
 #include "base/temp_dir.h"
 
 namespace eroica {
@@ -144,8 +140,9 @@ TEST(PatternFileTest, NewerVersionIsOneLineNamingTheFile) {
   StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
   ASSERT_FALSE(read.ok());
   std::string message = read.status().message();
-  EXPECT_EQ(message, path + ": pattern format version 3 is not supported (this eroica reads 1 to 2; "
-                            "a newer eroica wrote it)");
+  EXPECT_EQ(message, path +
+                         ": pattern format version 3 is not supported (this eroica reads 1 to 2; "
+                         "a newer eroica wrote it)");
   newer[7] = static_cast<char>(200);
   read = ReadPatternFile(dir.Write("v200.pattern", newer));
   ASSERT_FALSE(read.ok());
@@ -217,8 +214,8 @@ TEST(PatternFileTest, ClaimedLengthsCostNothingUntilTheBytesAreThere) {
   raw.Varint(0);        // collectives
   raw.Varint(1 << 20);  // functions, with none behind
   std::string payload = raw.bytes() + std::string(64, '\0');
-  read = ReadPatternFile(dir.Write("c.pattern", std::string(kPatternMagic) +
-                                                    Block(payload, static_cast<uint32_t>(payload.size()), 1)));
+  read = ReadPatternFile(
+      dir.Write("c.pattern", std::string(kPatternMagic) + Block(payload, static_cast<uint32_t>(payload.size()), 1)));
   ASSERT_FALSE(read.ok());
   EXPECT_LT(PeakRssBytes() - before, 48 << 20);
 }

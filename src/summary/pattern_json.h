@@ -1,9 +1,8 @@
 // Patterns as JSON (`eroica show --format json`), schema "eroica.pattern/v1".
 #pragma once
 
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "summary/pattern.h"
 

@@ -40,9 +40,9 @@ std::string PointName(const FunctionTable& table, uint32_t before, uint32_t afte
 
 }  // namespace
 
-void NameProgramPoints(const Trace& trace, const BigVector<EventRole>& roles,
-                       const BigVector<uint32_t>& functions, const WorkerWindow& window,
-                       uint32_t unattributed, SpanList* critical_path, FunctionTable* table) {
+void NameProgramPoints(const Trace& trace, const BigVector<EventRole>& roles, const BigVector<uint32_t>& functions,
+                       const WorkerWindow& window, uint32_t unattributed, SpanList* critical_path,
+                       FunctionTable* table) {
   std::vector<size_t> gaps;
   std::vector<int64_t> gap_starts, gap_ends;
   for (size_t i = 0; i < critical_path->size(); ++i) {

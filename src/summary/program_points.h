@@ -23,8 +23,8 @@ namespace eroica {
 // point and counts each gap as one call of it. `functions` maps events to table entries; the
 // landmarks are the CPU ops of the window's training thread (all threads of the training
 // process when no step marks one). Spans with no op on either side keep `unattributed`.
-void NameProgramPoints(const Trace& trace, const BigVector<EventRole>& roles,
-                       const BigVector<uint32_t>& functions, const WorkerWindow& window,
-                       uint32_t unattributed, SpanList* critical_path, FunctionTable* table);
+void NameProgramPoints(const Trace& trace, const BigVector<EventRole>& roles, const BigVector<uint32_t>& functions,
+                       const WorkerWindow& window, uint32_t unattributed, SpanList* critical_path,
+                       FunctionTable* table);
 
 }  // namespace eroica

@@ -12,9 +12,7 @@ namespace {
 constexpr int64_t kMaxSampleIntervalNs = 2'000'000'000;
 constexpr double kDefaultHz = 100;
 
-bool Attributed(Category category) {
-  return category == Category::kHost || category == Category::kDataloader;
-}
+bool Attributed(Category category) { return category == Category::kHost || category == Category::kDataloader; }
 
 // The innermost frame of the job's own code per stack, or -1.
 std::vector<int64_t> UserFrames(const StackSamples& samples) {
@@ -35,18 +33,17 @@ std::vector<int64_t> UserFrames(const StackSamples& samples) {
 bool IsLibraryFrame(const SampledFrame& frame, const std::vector<std::string>& prefixes) {
   const std::string& file = frame.file;
   if (file.empty() || file.front() == '<') return true;
-  if (file.find("/site-packages/") != std::string::npos ||
-      file.find("/dist-packages/") != std::string::npos) {
+  if (file.find("/site-packages/") != std::string::npos || file.find("/dist-packages/") != std::string::npos) {
     return true;
   }
-  return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& prefix) {
-    return !prefix.empty() && file.starts_with(prefix);
-  });
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [&](const std::string& prefix) { return !prefix.empty() && file.starts_with(prefix); });
 }
 
-std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(
-    const StackSamples& samples, const SpanList& path, const FunctionTable& table,
-    size_t max_frames) {
+std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(const StackSamples& samples,
+                                                                          const SpanList& path,
+                                                                          const FunctionTable& table,
+                                                                          size_t max_frames) {
   std::unordered_map<uint32_t, std::vector<HotFrame>> out;
   if (samples.empty() || path.empty()) return out;
   std::vector<int64_t> user_frames = UserFrames(samples);
@@ -65,8 +62,7 @@ std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(
       int64_t overlap = std::min(end, span.end_ns) - std::max(begin, span.start_ns);
       if (overlap <= 0 || !Attributed(table.all()[span.function].category)) continue;
       sampled_ns[span.function] += overlap;
-      if (int64_t frame = user_frames[sample.stack]; frame >= 0)
-        frame_ns[{span.function, frame}] += overlap;
+      if (int64_t frame = user_frames[sample.stack]; frame >= 0) frame_ns[{span.function, frame}] += overlap;
     }
   }
   std::map<uint32_t, std::vector<std::pair<int64_t, int64_t>>> ranked;  // function -> (ns, frame)
@@ -74,8 +70,7 @@ std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(
   for (auto& [function, frames] : ranked) {
     int64_t total = sampled_ns[function];
     if (total < period_ns / 2) continue;  // less than a sample's worth: no evidence
-    std::sort(frames.begin(), frames.end(),
-              [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::sort(frames.begin(), frames.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     for (const auto& [ns, frame] : frames) {
       float share = static_cast<float>(static_cast<double>(ns) / static_cast<double>(total));
       if (out[function].size() >= max_frames || share < kMinHotFrameShare) break;

@@ -21,9 +21,10 @@ inline constexpr float kMinHotFrameShare = 0.1F;
 
 // Function index -> its hottest user frames (at most `max_frames`), for the host and
 // dataloader functions of `table` that own sampled time on `path` (sorted, disjoint).
-std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(
-    const StackSamples& samples, const SpanList& path, const FunctionTable& table,
-    size_t max_frames = 2);
+std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(const StackSamples& samples,
+                                                                          const SpanList& path,
+                                                                          const FunctionTable& table,
+                                                                          size_t max_frames = 2);
 
 // Code that is not the job's own: under one of `prefixes`, in an installed package, or not a
 // file ("<frozen ...>", "<string>").

@@ -21,12 +21,9 @@ std::string ThreeIterations() {
   std::string events;
   for (int i = 0; i < 3; ++i) {
     int t = 1000 * i;
-    events += fmt::format(
-        R"({{"name":"ProfilerStep#{}","ph":"X","ts":{},"dur":1000,"tid":1,"pid":7}},)", i, t);
-    events +=
-        fmt::format(R"({{"name":"{}","ph":"X","ts":{},"dur":100,"tid":1,"pid":7}},)", kLoader, t);
-    events += fmt::format(R"({{"name":"aten::mm","ph":"X","ts":{},"dur":400,"tid":1,"pid":7}},)",
-                          t + 500);
+    events += fmt::format(R"({{"name":"ProfilerStep#{}","ph":"X","ts":{},"dur":1000,"tid":1,"pid":7}},)", i, t);
+    events += fmt::format(R"({{"name":"{}","ph":"X","ts":{},"dur":100,"tid":1,"pid":7}},)", kLoader, t);
+    events += fmt::format(R"({{"name":"aten::mm","ph":"X","ts":{},"dur":400,"tid":1,"pid":7}},)", t + 500);
   }
   events.pop_back();
   return "[" + events + "]";
@@ -45,8 +42,7 @@ std::string SamplesJson(int64_t anchor_shift_ns) {
   }
   samples.pop_back();
   int64_t step_zero = kStepZeroUnixNs + anchor_shift_ns;
-  std::string steps = fmt::format(R"("0":{},"1":{},"2":{})", step_zero, step_zero + 1'000'000,
-                                  step_zero + 2'000'000);
+  std::string steps = fmt::format(R"("0":{},"1":{},"2":{})", step_zero, step_zero + 1'000'000, step_zero + 2'000'000);
   return fmt::format(R"({{"schema":"eroica.stack_samples/v1","rank":0,"hz":10000,
     "profiler_start_unix_ns":{},"step_start_unix_ns":{{{}}},
     "library_prefixes":["/usr/lib/python3.11/"],
@@ -63,8 +59,7 @@ Summary SummarizeWithSamples(int64_t anchor_shift_ns) {
   TempDir dir;
   StatusOr<Trace> trace = ReadTrace(dir.Write("rank-0.json", ThreeIterations()));
   EXPECT_TRUE(trace.ok());
-  StatusOr<StackSamples> samples =
-      ParseStackSamples(SamplesJson(anchor_shift_ns), *trace, "rank-0.stacks.json");
+  StatusOr<StackSamples> samples = ParseStackSamples(SamplesJson(anchor_shift_ns), *trace, "rank-0.stacks.json");
   EXPECT_TRUE(samples.ok()) << samples.status().message();
   SummarizeOptions options;
   options.stack_samples = std::move(*samples);

@@ -1,19 +1,18 @@
 #include "summary/stack_samples.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <filesystem>
-
-#include <fmt/core.h>
 
 #include "base/json_access.h"
 #include "summary/trace_clock.h"
 
 namespace eroica {
 
-StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& trace,
-                                         const std::string& path) {
+StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& trace, const std::string& path) {
   std::optional<Json> parsed = ParseJson(text);
   if (!parsed || !parsed->is_object() || JsonStringOr(*parsed, {"schema"}) != "eroica.stack_samples/v1") {
     return ErrorStatus("{}: not an eroica.stack_samples/v1 file", path);
@@ -34,7 +33,8 @@ StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& tra
     std::optional<std::string> file = f.is_array() && f.size() == 3 ? JsonString(&f[0]) : std::nullopt;
     std::optional<int64_t> line = f.is_array() && f.size() == 3 ? JsonInt(&f[1], 0, INT32_MAX) : std::nullopt;
     std::optional<std::string> function = f.is_array() && f.size() == 3 ? JsonString(&f[2]) : std::nullopt;
-    if (!file || !line || !function) return ErrorStatus("{}: damaged stack samples: a frame is not [file, line, function]", path);
+    if (!file || !line || !function)
+      return ErrorStatus("{}: damaged stack samples: a frame is not [file, line, function]", path);
     out.frames.push_back({*file, static_cast<int>(*line), *function});
   }
   for (const Json& s : *stacks) {

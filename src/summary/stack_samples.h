@@ -35,8 +35,7 @@ struct StackSamples {
 
 // Parses the file's text and moves its samples onto `trace`'s clock (trace_clock.h); `path`
 // names it in errors.
-StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& trace,
-                                         const std::string& path);
+StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& trace, const std::string& path);
 
 // rank-<r>.stacks.json beside the trace (by its rank), or "" when the rank is unknown.
 std::string StackSamplesPathFor(const Trace& trace);

@@ -38,8 +38,8 @@ bool LooksLikeTraceFile(const std::string& path) {
   return (path.ends_with(".json") || path.ends_with(".json.gz")) && !LooksLikeStackSamplesFile(path);
 }
 
-FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads,
-                             const SummarizeOptions& options, const SamplesProvider& samples_for) {
+FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads, const SummarizeOptions& options,
+                             const SamplesProvider& samples_for) {
   std::vector<std::optional<WorkerPattern>> patterns(paths.size());
   std::vector<std::string> errors(paths.size());
   std::vector<std::string> notes(paths.size());

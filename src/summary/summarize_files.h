@@ -19,8 +19,7 @@ struct FileSummaries {
 // Hardware samples for a trace once it is read (its pid, its clock); may add a one-line note.
 using SamplesProvider = std::function<std::vector<ResourceSamples>(const Trace&, std::string* note)>;
 
-FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads,
-                             const SummarizeOptions& options = {},
+FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads, const SummarizeOptions& options = {},
                              const SamplesProvider& samples_for = nullptr);
 
 // True for names that look like traces we read: *.json, *.json.gz, *.pt.trace.json(.gz).

@@ -29,19 +29,29 @@ constexpr std::string_view kSeeds[] = {
  {"name":"gloo:all_reduce","ph":"X","ts":500,"dur":400,"tid":3,"pid":"CPU functions"}])json",
 };
 
-constexpr std::string_view kTokens[] = {"{", "}", "[", "]", ",", ":", "\"", "\\", "-1", "1e999",
-                                        "null", "\"X\"", "\"ts\"", "\"dur\"", "0.0001", "\"ph\":\"X\""};
+constexpr std::string_view kTokens[] = {"{",  "}",     "[",    "]",     ",",      ":",       "\"",     "\\",
+                                        "-1", "1e999", "null", "\"X\"", "\"ts\"", "\"dur\"", "0.0001", "\"ph\":\"X\""};
 
 std::string Mutate(std::string input, std::mt19937& rng) {
   int edits = 1 + static_cast<int>(rng() % 4);
   for (int i = 0; i < edits && !input.empty(); ++i) {
     size_t at = rng() % input.size();
     switch (rng() % 5) {
-      case 0: input[at] = static_cast<char>(rng()); break;
-      case 1: input.erase(at, 1 + rng() % 16); break;
-      case 2: input.insert(at, kTokens[rng() % std::size(kTokens)]); break;
-      case 3: input.resize(at); break;
-      default: input.insert(at, input.substr(rng() % input.size(), 1 + rng() % 64)); break;
+      case 0:
+        input[at] = static_cast<char>(rng());
+        break;
+      case 1:
+        input.erase(at, 1 + rng() % 16);
+        break;
+      case 2:
+        input.insert(at, kTokens[rng() % std::size(kTokens)]);
+        break;
+      case 3:
+        input.resize(at);
+        break;
+      default:
+        input.insert(at, input.substr(rng() % input.size(), 1 + rng() % 64));
+        break;
     }
   }
   return input;

@@ -44,21 +44,32 @@ struct RoleMapping {
 
 RoleMapping MapRole(EventRole role, bool has_device) {
   switch (role) {
-    case EventRole::kDeviceCompute: return {Category::kCompute, HostKind::kNone, kLayerDeviceCompute};
-    case EventRole::kDeviceMemory: return {Category::kMemory, HostKind::kNone, kLayerDeviceMemory};
-    case EventRole::kDeviceComm: return {Category::kCommunication, HostKind::kNone, kLayerDeviceComm};
-    case EventRole::kDataloader: return {Category::kDataloader, HostKind::kNone, kLayerDataloader};
-    case EventRole::kGc: return {Category::kHost, HostKind::kGc, kLayerGc};
-    case EventRole::kCpuComm: return {Category::kCommunication, HostKind::kNone, kLayerCpuComm};
-    case EventRole::kSync: return {Category::kHost, HostKind::kSync, kLayerSync};
-    case EventRole::kOptimizer: return {Category::kHost, HostKind::kOptimizer, kLayerOptimizer};
-    case EventRole::kPython: return {Category::kHost, HostKind::kPython, kLayerPython};
-    case EventRole::kLaunch: return {Category::kHost, HostKind::kLaunch, kLayerHostOther};
+    case EventRole::kDeviceCompute:
+      return {Category::kCompute, HostKind::kNone, kLayerDeviceCompute};
+    case EventRole::kDeviceMemory:
+      return {Category::kMemory, HostKind::kNone, kLayerDeviceMemory};
+    case EventRole::kDeviceComm:
+      return {Category::kCommunication, HostKind::kNone, kLayerDeviceComm};
+    case EventRole::kDataloader:
+      return {Category::kDataloader, HostKind::kNone, kLayerDataloader};
+    case EventRole::kGc:
+      return {Category::kHost, HostKind::kGc, kLayerGc};
+    case EventRole::kCpuComm:
+      return {Category::kCommunication, HostKind::kNone, kLayerCpuComm};
+    case EventRole::kSync:
+      return {Category::kHost, HostKind::kSync, kLayerSync};
+    case EventRole::kOptimizer:
+      return {Category::kHost, HostKind::kOptimizer, kLayerOptimizer};
+    case EventRole::kPython:
+      return {Category::kHost, HostKind::kPython, kLayerPython};
+    case EventRole::kLaunch:
+      return {Category::kHost, HostKind::kLaunch, kLayerHostOther};
     case EventRole::kCpuOp:
       // On CPU training the aten ops are the compute; on GPU training they are launch work.
       if (has_device) return {Category::kHost, HostKind::kFramework, kLayerHostOther};
       return {Category::kCompute, HostKind::kNone, kLayerCpuCompute};
-    default: return {Category::kHost, HostKind::kNone, kLayerHostOther};
+    default:
+      return {Category::kHost, HostKind::kNone, kLayerHostOther};
   }
 }
 
@@ -97,9 +108,8 @@ BigVector<EventRole> ClassifyAll(const Trace& trace, std::vector<NameEntry>* by_
 }
 
 // Per-event function ids, computed once per distinct (role, name, collective, size bucket).
-BigVector<uint32_t> AssignFunctions(const Trace& trace, const BigVector<EventRole>& roles,
-                                      bool has_device, std::vector<NameEntry>* by_name,
-                                      FunctionTable* table) {
+BigVector<uint32_t> AssignFunctions(const Trace& trace, const BigVector<EventRole>& roles, bool has_device,
+                                    std::vector<NameEntry>* by_name, FunctionTable* table) {
   std::unordered_map<std::string, uint32_t> cache;
   BigVector<uint32_t> functions(trace.events.size(), 0);
   std::string key;
@@ -132,9 +142,7 @@ BigVector<uint32_t> AssignFunctions(const Trace& trace, const BigVector<EventRol
   return functions;
 }
 
-uint32_t HashShapes(std::string_view shapes) {
-  return static_cast<uint32_t>(std::hash<std::string_view>{}(shapes));
-}
+uint32_t HashShapes(std::string_view shapes) { return static_cast<uint32_t>(std::hash<std::string_view>{}(shapes)); }
 
 constexpr size_t kMaxCollectiveCalls = 64;
 
@@ -144,9 +152,8 @@ struct LayeredSpans {
 
 // Collects each event's span into its layer and its call figures into the function table.
 // CPU-side layers only take the training process's events.
-LayeredSpans CollectSpans(const Trace& trace, const BigVector<EventRole>& roles,
-                          const BigVector<uint32_t>& functions, const WorkerWindow& window,
-                          bool has_device, FunctionTable* table) {
+LayeredSpans CollectSpans(const Trace& trace, const BigVector<EventRole>& roles, const BigVector<uint32_t>& functions,
+                          const WorkerWindow& window, bool has_device, FunctionTable* table) {
   LayeredSpans spans;
   // Room for each layer up front (the events of its roles bound it): growing by doubling would
   // copy the spans and fault in twice their memory.
@@ -185,8 +192,8 @@ LayeredSpans CollectSpans(const Trace& trace, const BigVector<EventRole>& roles,
 }
 
 // Ops the data loader runs per iteration: the work of its items (more items, more ops).
-double DataloaderOpsPerIteration(const Trace& trace, const BigVector<EventRole>& roles,
-                                 const WorkerWindow& window, int iterations) {
+double DataloaderOpsPerIteration(const Trace& trace, const BigVector<EventRole>& roles, const WorkerWindow& window,
+                                 int iterations) {
   std::vector<const TraceEvent*> loaders;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     if (roles[i] == EventRole::kDataloader && trace.events[i].pid == window.main_pid) {
@@ -211,8 +218,8 @@ double DataloaderOpsPerIteration(const Trace& trace, const BigVector<EventRole>&
 }
 
 // Σβ per category within each iteration, splitting spans at step boundaries.
-std::vector<std::array<float, kCategoryCount>> IterationCategoryBetas(
-    const SpanList& path, const WorkerWindow& window, const FunctionTable& table) {
+std::vector<std::array<float, kCategoryCount>> IterationCategoryBetas(const SpanList& path, const WorkerWindow& window,
+                                                                      const FunctionTable& table) {
   const std::vector<int64_t>& starts = window.step_starts_ns;
   std::vector<std::array<double, kCategoryCount>> owned(starts.size());
   for (const Span& span : path) {
@@ -239,9 +246,8 @@ std::vector<std::array<float, kCategoryCount>> IterationCategoryBetas(
 // The transfers, in issue order: device collectives on GPU training; on CPU training the
 // backend's own ranges (gloo:*), which run on its thread and last until every rank joined.
 std::vector<CollectiveCall> CollectiveSequence(const Trace& trace, const BigVector<EventRole>& roles,
-                                               const BigVector<uint32_t>& functions,
-                                               const WorkerWindow& window, bool has_device,
-                                               const FunctionTable& table) {
+                                               const BigVector<uint32_t>& functions, const WorkerWindow& window,
+                                               bool has_device, const FunctionTable& table) {
   std::vector<const TraceEvent*> calls;
   std::vector<uint32_t> names;
   for (size_t i = 0; i < trace.events.size(); ++i) {
@@ -268,8 +274,8 @@ std::string RoleFromProcessGroups(const TraceMetadata& meta) {
   for (const ProcessGroup& pg : meta.process_groups) {
     std::string desc;
     for (char c : pg.description) desc.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    bool pipeline = desc.find("pipeline") != std::string::npos || desc.starts_with("pp") ||
-                    desc.find("_pp") != std::string::npos;
+    bool pipeline =
+        desc.find("pipeline") != std::string::npos || desc.starts_with("pp") || desc.find("_pp") != std::string::npos;
     auto it = std::find(pg.ranks.begin(), pg.ranks.end(), meta.rank);
     if (pipeline && it != pg.ranks.end()) return fmt::format("pipeline stage {}", it - pg.ranks.begin());
   }
@@ -300,15 +306,13 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
     return ErrorStatus("{}: no timed events to summarize", trace.meta.path);
   }
   FunctionTable table;
-  uint32_t unattributed =
-      table.Intern(Category::kHost, HostKind::kPython, std::string(kUnattributedPython));
+  uint32_t unattributed = table.Intern(Category::kHost, HostKind::kPython, std::string(kUnattributedPython));
   BigVector<uint32_t> functions = AssignFunctions(trace, roles, has_device, &by_name, &table);
   LayeredSpans spans = CollectSpans(trace, roles, functions, window, has_device, &table);
 
   Summary summary;
   summary.window_start_ns = window.start_ns;
-  summary.critical_path =
-      PaintCriticalPath(std::move(spans.layers), window.start_ns, window.end_ns, unattributed);
+  summary.critical_path = PaintCriticalPath(std::move(spans.layers), window.start_ns, window.end_ns, unattributed);
   NameProgramPoints(trace, roles, functions, window, unattributed, &summary.critical_path, &table);
   for (const Span& span : summary.critical_path) table[span.function].owned_ns += span.end_ns - span.start_ns;
   AddUtilization(summary.critical_path, has_device, options.samples, &table);
@@ -330,15 +334,16 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
   if (std::string problems = DescribeReadProblems(trace); !problems.empty()) {
     pattern.warnings.push_back(problems);
   }
-  if (trace.meta.rank < 0) pattern.warnings.push_back("rank unknown: no distributedInfo and no number in the file name");
+  if (trace.meta.rank < 0)
+    pattern.warnings.push_back("rank unknown: no distributedInfo and no number in the file name");
   for (const FunctionStats& f : table.all()) {
     if (f.category == Category::kCompute) pattern.compute_calls_per_iter += static_cast<double>(f.calls);
   }
   pattern.compute_calls_per_iter /= iterations;
   pattern.collectives = CollectiveSequence(trace, roles, functions, window, has_device, table);
   pattern.iteration_category_beta = IterationCategoryBetas(summary.critical_path, window, table);
-  pattern.functions = BuildFunctionPatterns(table.all(), window.length_ns(), iterations,
-                                            options.max_functions, &pattern.category_beta);
+  pattern.functions =
+      BuildFunctionPatterns(table.all(), window.length_ns(), iterations, options.max_functions, &pattern.category_beta);
   AttachHotFrames(options.stack_samples, summary.critical_path, table, &pattern.functions);
   for (const FunctionStats& f : table.all()) summary.function_names.push_back(f.name);
   return summary;

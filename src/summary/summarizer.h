@@ -13,9 +13,9 @@
 namespace eroica {
 
 struct SummarizeOptions {
-  size_t max_functions = 48;  // the rest are folded into one "(other <category>)" each
+  size_t max_functions = 48;             // the rest are folded into one "(other <category>)" each
   std::vector<ResourceSamples> samples;  // hardware utilisation in the trace's clock, for μ, σ
-  StackSamples stack_samples;  // the window's Python stacks on the trace's clock, for hot frames
+  StackSamples stack_samples;            // the window's Python stacks on the trace's clock, for hot frames
 };
 
 // The pattern plus the critical path it was computed from (for reports and annotations).

@@ -26,8 +26,7 @@ Trace StepAt(int64_t ts_us) {
 
 TEST(TraceClockTest, StepAnchorsWinOverEveryOtherClue) {
   Trace absolute = StepAt(1'700'000'000'000'000);  // epoch µs: Kineto's clock
-  nlohmann::json anchors = {{"step_start_unix_ns", {{"3", 1'700'000'000'000'250'000}}},
-                            {"profiler_start_unix_ns", 1}};
+  nlohmann::json anchors = {{"step_start_unix_ns", {{"3", 1'700'000'000'000'250'000}}}, {"profiler_start_unix_ns", 1}};
   EXPECT_EQ(UnixClockOffset(absolute, &anchors), 250'000);  // the CPU range, not the device's
   EXPECT_EQ(UnixClockOffset(absolute, nullptr), 0);
   Trace relative = StepAt(2000);

@@ -19,8 +19,8 @@ struct Moments {
 };
 
 // Time-weighted moments of a piecewise-constant series over each span's interval.
-void Accumulate(const SpanList& path, const ResourceSamples& series,
-                const std::vector<bool>& wanted, std::vector<Moments>* moments) {
+void Accumulate(const SpanList& path, const ResourceSamples& series, const std::vector<bool>& wanted,
+                std::vector<Moments>* moments) {
   size_t i = 1;
   for (const Span& span : path) {
     if (!wanted[span.function]) continue;
@@ -65,8 +65,8 @@ std::optional<ResourceKind> ResourceFor(Category category, bool has_device,
   return std::nullopt;
 }
 
-void AddUtilization(const SpanList& path, bool has_device,
-                    const std::vector<ResourceSamples>& samples, FunctionTable* table) {
+void AddUtilization(const SpanList& path, bool has_device, const std::vector<ResourceSamples>& samples,
+                    FunctionTable* table) {
   std::vector<FunctionStats>& functions = table->all();
   for (const ResourceSamples& series : samples) {
     if (series.ts_ns.size() < 2 || series.ts_ns.size() != series.utilization.size()) continue;
@@ -78,7 +78,8 @@ void AddUtilization(const SpanList& path, bool has_device,
     Accumulate(path, series, wanted, &moments);
     for (size_t f = 0; f < functions.size(); ++f) {
       const Moments& m = moments[f];
-      if (!wanted[f] || m.weight < kMinCoveredShare * static_cast<double>(functions[f].owned_ns) || m.weight <= 0) continue;
+      if (!wanted[f] || m.weight < kMinCoveredShare * static_cast<double>(functions[f].owned_ns) || m.weight <= 0)
+        continue;
       double mu = m.sum / m.weight;
       functions[f].mu = mu;
       functions[f].sigma = std::sqrt(std::max(0.0, m.sum_squares / m.weight - mu * mu));

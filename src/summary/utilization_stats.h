@@ -4,17 +4,15 @@
 // the process's CPU. Without samples for a resource, μ and σ stay absent, never invented.
 #pragma once
 
-#include "base/resource_kind.h"
-
 #include <cstdint>
 #include <optional>
 #include <vector>
 
+#include "base/resource_kind.h"
 #include "summary/critical_path.h"
 #include "summary/function_table.h"
 
 namespace eroica {
-
 
 // Utilisation in [0, 1], timestamps in the trace's clock (ns). Point i covers (ts[i-1], ts[i]].
 struct ResourceSamples {
@@ -28,7 +26,7 @@ std::optional<ResourceKind> ResourceFor(Category category, bool has_device,
                                         const std::vector<ResourceSamples>& available);
 
 // Fills mu/sigma of every function in `table` that owns enough sampled time on `path`.
-void AddUtilization(const SpanList& path, bool has_device,
-                    const std::vector<ResourceSamples>& samples, FunctionTable* table);
+void AddUtilization(const SpanList& path, bool has_device, const std::vector<ResourceSamples>& samples,
+                    FunctionTable* table);
 
 }  // namespace eroica

@@ -54,8 +54,7 @@ WorkerWindow FindWorkerWindow(const Trace& trace, const BigVector<EventRole>& ro
     window.warning = "no ProfilerStep markers: the pattern covers the whole trace window";
     return window;
   }
-  std::sort(steps.begin(), steps.end(),
-            [](const TraceEvent* a, const TraceEvent* b) { return a->ts_ns < b->ts_ns; });
+  std::sort(steps.begin(), steps.end(), [](const TraceEvent* a, const TraceEvent* b) { return a->ts_ns < b->ts_ns; });
   window.main_pid = steps.front()->pid;
   window.main_tid = steps.front()->tid;
   window.start_ns = steps.front()->ts_ns;
@@ -71,8 +70,7 @@ WorkerWindow FindWorkerWindow(const Trace& trace, const BigVector<EventRole>& ro
   CorrelationSet launched;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
-    if (roles[i] == EventRole::kLaunch && e.correlation >= 0 && e.ts_ns >= window.start_ns &&
-        e.ts_ns < cpu_end_ns) {
+    if (roles[i] == EventRole::kLaunch && e.correlation >= 0 && e.ts_ns >= window.start_ns && e.ts_ns < cpu_end_ns) {
       launched.Add(e.correlation);
     }
   }

@@ -16,11 +16,11 @@ namespace eroica {
 struct WorkerWindow {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
-  int64_t main_pid = 0;             // the training process (its CPU threads)
-  int64_t main_tid = -1;            // its thread that runs the steps; -1 when no step marks it
-  std::vector<int64_t> step_ids;    // ProfilerStep#N numbers, in time order
+  int64_t main_pid = 0;                 // the training process (its CPU threads)
+  int64_t main_tid = -1;                // its thread that runs the steps; -1 when no step marks it
+  std::vector<int64_t> step_ids;        // ProfilerStep#N numbers, in time order
   std::vector<int64_t> step_starts_ns;  // where each step begins; the last runs to end_ns
-  std::string warning;              // set when there are no step markers
+  std::string warning;                  // set when there are no step markers
 
   int64_t length_ns() const { return end_ns - start_ns; }
 };

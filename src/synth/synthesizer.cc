@@ -1,15 +1,15 @@
 #include "synth/synthesizer.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <unordered_set>
-
-#include <fmt/core.h>
-#include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
 #include "summary/function_name.h"
@@ -58,11 +58,16 @@ size_t FunctionOf(TemplateModel* model, Category category, HostKind kind, const 
 
 std::string DefaultFunctionName(Category category) {
   switch (category) {
-    case Category::kDataloader: return "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
-    case Category::kCompute: return "synthetic_compute_kernel";
-    case Category::kMemory: return "Memcpy HtoD (Pageable -> Device)";
-    case Category::kCommunication: return "allreduce";
-    case Category::kHost: return std::string(kUnattributedPython);
+    case Category::kDataloader:
+      return "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+    case Category::kCompute:
+      return "synthetic_compute_kernel";
+    case Category::kMemory:
+      return "Memcpy HtoD (Pageable -> Device)";
+    case Category::kCommunication:
+      return "allreduce";
+    case Category::kHost:
+      return std::string(kUnattributedPython);
   }
   return "synthetic";
 }
@@ -82,13 +87,12 @@ StatusOr<Plan> MakePlan(TemplateModel* model, const SynthOptions& options, std::
     while (static_cast<int>(chosen.size()) < options.stragglers) chosen.insert(static_cast<int>(pick(*rng)));
     plan.stragglers.assign(chosen.begin(), chosen.end());
     std::sort(plan.stragglers.begin(), plan.stragglers.end());
-    plan.straggler_function = FunctionOf(model, options.straggler_category, HostKind::kNone,
-                                         DefaultFunctionName(options.straggler_category));
+    plan.straggler_function =
+        FunctionOf(model, options.straggler_category, HostKind::kNone, DefaultFunctionName(options.straggler_category));
     plan.straggler_seconds = options.straggler_excess * model->iteration_s;
     plan.wait_function = FunctionOf(model, Category::kCommunication, HostKind::kNone, "allreduce");
-    planted->push_back({false, options.straggler_category,
-                        model->functions[plan.straggler_function].name, plan.stragglers,
-                        options.straggler_excess});
+    planted->push_back({false, options.straggler_category, model->functions[plan.straggler_function].name,
+                        plan.stragglers, options.straggler_excess});
   }
   if (!options.global_kind.empty()) {
     Category category;
@@ -104,8 +108,7 @@ StatusOr<Plan> MakePlan(TemplateModel* model, const SynthOptions& options, std::
     plan.has_global = true;
     plan.global_function = FunctionOf(model, category, kind, DefaultFunctionName(category));
     plan.global_seconds = options.global_excess * model->iteration_s;
-    planted->push_back({true, category, model->functions[plan.global_function].name,
-                        {}, options.global_excess});
+    planted->push_back({true, category, model->functions[plan.global_function].name, {}, options.global_excess});
   }
   return plan;
 }
@@ -124,7 +127,8 @@ class WorkerMaker {
     for (size_t i = 0; i < model_.functions.size(); ++i) {
       const FunctionModel& f = model_.functions[i];
       double s = -1;  // absent
-      if (f.presence >= 1 || uniform_(*rng_) < f.presence) s = f.seconds * std::max(0.0, 1 + f.relative_spread * normal_(*rng_));
+      if (f.presence >= 1 || uniform_(*rng_) < f.presence)
+        s = f.seconds * std::max(0.0, 1 + f.relative_spread * normal_(*rng_));
       if (plan_.has_global && i == plan_.global_function) s = std::max(s, 0.0) + plan_.global_seconds;
       if (straggler && i == plan_.straggler_function) s = std::max(s, 0.0) + plan_.straggler_seconds;
       if (!straggler && delay > 0 && i == plan_.wait_function) s = std::max(s, 0.0) + delay;
@@ -155,7 +159,8 @@ class WorkerMaker {
     for (CollectiveCall& c : w->collectives) {
       c.duration_us = static_cast<float>(c.duration_us * std::max(0.0, 1 + kCollectiveSpread * normal_(*rng_)));
     }
-    if (!straggler && delay > 0 && !w->collectives.empty()) w->collectives[0].duration_us += static_cast<float>(delay * 1e6);
+    if (!straggler && delay > 0 && !w->collectives.empty())
+      w->collectives[0].duration_us += static_cast<float>(delay * 1e6);
   }
 
  private:
@@ -211,8 +216,11 @@ class WorkerMaker {
 nlohmann::json TruthJson(const SynthOptions& options, const SynthResult& result, const TemplateModel& model) {
   nlohmann::json planted = nlohmann::json::array();
   for (const PlantedFault& p : result.planted) {
-    planted.push_back({{"scope", p.global ? "global" : "local"}, {"category", CategoryName(p.category)}, {"function", p.function},
-                       {"workers", p.ranks}, {"excess_share", p.excess_share}});
+    planted.push_back({{"scope", p.global ? "global" : "local"},
+                       {"category", CategoryName(p.category)},
+                       {"function", p.function},
+                       {"workers", p.ranks},
+                       {"excess_share", p.excess_share}});
   }
   return {{"schema", "eroica.synth-truth/v1"},
           {"workers", options.workers},

@@ -39,7 +39,7 @@ struct PlantedFault {
   bool global = false;  // local: `ranks` are the culprits
   Category category = Category::kHost;
   std::string function;
-  std::vector<int> ranks;  // local: the culprits; global: empty (every worker)
+  std::vector<int> ranks;   // local: the culprits; global: empty (every worker)
   double excess_share = 0;  // of the healthy iteration
 };
 

@@ -34,7 +34,8 @@ std::vector<WorkerPattern> Templates() {
     w.step_ids = {10, 11};
     w.window_ns = static_cast<int64_t>(w.iteration_s * 2e9);
     double t = w.iteration_s;
-    w.functions = {Function("gemm", Category::kCompute, 0.005 / t), Function("allreduce", Category::kCommunication, (0.002 + rank * 0.002) / t),
+    w.functions = {Function("gemm", Category::kCompute, 0.005 / t),
+                   Function("allreduce", Category::kCommunication, (0.002 + rank * 0.002) / t),
                    Function("enumerate(DataLoader)#x.__next__", Category::kDataloader, 0.001 / t),
                    Function("aten::mm", Category::kHost, 0.0015 / t, HostKind::kFramework),
                    Function("(python, unattributed)", Category::kHost, 0.0005 / t, HostKind::kPython)};

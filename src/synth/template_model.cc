@@ -34,8 +34,7 @@ struct Samples {
 
 }  // namespace
 
-StatusOr<TemplateModel> BuildTemplateModel(const std::vector<WorkerPattern>& templates,
-                                           const ModelOptions& options) {
+StatusOr<TemplateModel> BuildTemplateModel(const std::vector<WorkerPattern>& templates, const ModelOptions& options) {
   if (templates.empty()) return ErrorStatus("no template patterns");
   for (const WorkerPattern& w : templates) {
     if (w.iteration_s <= 0) return ErrorStatus("template rank {} has no iteration time", w.rank);
@@ -92,7 +91,8 @@ StatusOr<TemplateModel> BuildTemplateModel(const std::vector<WorkerPattern>& tem
     for (size_t k = 0; k < n; ++k) {
       residual[k] = std::max(0.0, Seconds(templates[k], templates[k].category_beta[c]) - listed_seconds[c][k]);
     }
-    model.residual_seconds[c] = static_cast<Category>(c) == Category::kCommunication ? residual[least] : Median(residual);
+    model.residual_seconds[c] =
+        static_cast<Category>(c) == Category::kCommunication ? residual[least] : Median(residual);
   }
   model.iteration_s = 0;
   for (const FunctionModel& f : model.functions) model.iteration_s += f.seconds;

@@ -44,7 +44,8 @@ RawMasks ClassifySse2(const char* block) {
     __m128i folded = _mm_or_si128(v, fold);
     int shift = 16 * lane;
     m.quote |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)))) << shift;
-    m.backslash |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)))) << shift;
+    m.backslash |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash))))
+                   << shift;
     m.open |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, open)))) << shift;
     m.close |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, close)))) << shift;
   }
@@ -63,9 +64,12 @@ __attribute__((target("avx2"))) RawMasks ClassifyAvx2(const char* block) {
     __m256i folded = _mm256_or_si256(v, fold);
     int shift = 32 * lane;
     m.quote |= static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, quote)))) << shift;
-    m.backslash |= static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, backslash)))) << shift;
-    m.open |= static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, open)))) << shift;
-    m.close |= static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, close)))) << shift;
+    m.backslash |= static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, backslash))))
+                   << shift;
+    m.open |= static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, open))))
+              << shift;
+    m.close |= static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, close))))
+               << shift;
   }
   return m;
 }

@@ -125,8 +125,8 @@ class ZlibInflater {
         if (n == 0) {
           if (std::ferror(file_)) return ErrorStatus("{}: read error", path_);
           if (!member_done_) {
-            return ErrorStatus("{}: gzip stream is truncated (cut after {} compressed bytes)",
-                               path_, compressed_bytes_);
+            return ErrorStatus("{}: gzip stream is truncated (cut after {} compressed bytes)", path_,
+                               compressed_bytes_);
           }
           finished_ = true;
           break;
@@ -145,8 +145,7 @@ class ZlibInflater {
         member_done_ = true;
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
         return ErrorStatus("{}: corrupt gzip data near compressed byte {}: {}", path_,
-                           compressed_bytes_ - stream_.avail_in,
-                           stream_.msg ? stream_.msg : "inflate error");
+                           compressed_bytes_ - stream_.avail_in, stream_.msg ? stream_.msg : "inflate error");
       }
     }
     return Status::Ok();
@@ -271,9 +270,8 @@ std::unique_ptr<ByteSource> InflateWhole(FILE* file, size_t max_bytes) {
   libdeflate_decompressor* decompressor = libdeflate_alloc_decompressor();
   if (decompressor == nullptr) return nullptr;
   size_t in_bytes = 0, out_bytes = 0;
-  libdeflate_result result =
-      libdeflate_gzip_decompress_ex(decompressor, compressed.data(), compressed_size, data->data(),
-                                    trailer_size, &in_bytes, &out_bytes);
+  libdeflate_result result = libdeflate_gzip_decompress_ex(decompressor, compressed.data(), compressed_size,
+                                                           data->data(), trailer_size, &in_bytes, &out_bytes);
   libdeflate_free_decompressor(decompressor);
   if (result != LIBDEFLATE_SUCCESS || in_bytes != compressed_size || out_bytes != trailer_size) {
     return nullptr;
@@ -283,8 +281,7 @@ std::unique_ptr<ByteSource> InflateWhole(FILE* file, size_t max_bytes) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path,
-                                                     size_t max_whole_inflate_bytes) {
+StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path, size_t max_whole_inflate_bytes) {
   StatusOr<FILE*> opened = OpenStreamForReading(path, kMaxTraceFileBytes, nullptr);
   if (!opened.ok()) return opened.status();
   FILE* file = *opened;

@@ -4,8 +4,8 @@
 
 #include <cstddef>
 #include <memory>
-#include <string>
 #include <span>
+#include <string>
 
 #include "base/status.h"
 
@@ -31,7 +31,7 @@ inline constexpr size_t kWholePadding = 256;
 // inflated at once by libdeflate (fastest per core; memory: that size). Larger or unusual gzip
 // streams through zlib on a helper thread (a few MB whatever the size).
 inline constexpr size_t kDefaultMaxWholeInflateBytes = size_t{256} << 20;
-StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(
-    const std::string& path, size_t max_whole_inflate_bytes = kDefaultMaxWholeInflateBytes);
+StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path,
+                                                     size_t max_whole_inflate_bytes = kDefaultMaxWholeInflateBytes);
 
 }  // namespace eroica

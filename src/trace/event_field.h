@@ -11,24 +11,24 @@ namespace eroica {
 // (for the fixed ones, from bytes of the value too, which are then part of what must match), so
 // a layout learned on one event holds for every event that matches it.
 enum class Field : uint8_t {
-  kSkip,          // a value nobody reads
-  kPhase,         // "ph": a non-"X" phase ends the event (its rest is skipped)
+  kSkip,   // a value nobody reads
+  kPhase,  // "ph": a non-"X" phase ends the event (its rest is skipped)
   kTs,
   kDur,
   kName,
   kCat,
   kPid,
   kTid,
-  kArgs,          // "args": the members after it are the args' own, until the object closes
-  kCorrelation,   // args.correlation
-  kExternalId,    // args["External id"]
-  kBytes,         // args.bytes
-  kInMsgNelems,   // args["In msg nelems"]
-  kInputDims,     // args["Input Dims"]
-  kCollective,    // args["Collective name"]
-  kDtype,         // args.dtype
+  kArgs,         // "args": the members after it are the args' own, until the object closes
+  kCorrelation,  // args.correlation
+  kExternalId,   // args["External id"]
+  kBytes,        // args.bytes
+  kInMsgNelems,  // args["In msg nelems"]
+  kInputDims,    // args["Input Dims"]
+  kCollective,   // args["Collective name"]
+  kDtype,        // args.dtype
   // The layouts' own (trace/layout_trie.h), never a key's:
-  kEnd,           // no value: the node's bytes close the event
+  kEnd,  // no value: the node's bytes close the event
   // A phase or cat that was a short plain string: its bytes are part of the gap (a layout per
   // phase and per category), and the node holds what they read as.
   kFixedPhase,

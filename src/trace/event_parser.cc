@@ -132,8 +132,7 @@ void EventParser::NoteProblem(int64_t file_offset, std::string_view what) {
   }
 }
 
-void EventParser::OnEventChunk(std::string_view array, size_t capacity,
-                               const std::vector<uint32_t>& element_offsets,
+void EventParser::OnEventChunk(std::string_view array, size_t capacity, const std::vector<uint32_t>& element_offsets,
                                const std::vector<uint32_t>& element_ends, int64_t file_offset) {
   ReadStats& stats = trace_->stats;
   BigVector<TraceEvent>& kept = trace_->events;
@@ -169,8 +168,8 @@ const char* EventParser::ParseEventInPlace(const char* begin, const char* limit)
 
 // The exact path for events the fast parser does not vouch for: simdjson decides, and what it
 // cannot read is counted as malformed with its byte offset.
-void EventParser::ParseWithSimdjson(std::string_view array, size_t capacity, uint32_t offset,
-                                    uint32_t end, int64_t file_offset) {
+void EventParser::ParseWithSimdjson(std::string_view array, size_t capacity, uint32_t offset, uint32_t end,
+                                    int64_t file_offset) {
   ReadStats& stats = trace_->stats;
   std::string_view element = array.substr(offset, end - offset);
   simdjson::padded_string_view view(element.data(), element.size(), capacity - offset);

@@ -14,11 +14,9 @@ namespace eroica {
 
 class EventParser : public TraceChunkSink {
  public:
-  explicit EventParser(Trace* trace, bool learn_layouts = true)
-      : trace_(trace), fast_(trace, learn_layouts) {}
+  explicit EventParser(Trace* trace, bool learn_layouts = true) : trace_(trace), fast_(trace, learn_layouts) {}
 
-  void OnEventChunk(std::string_view array, size_t capacity,
-                    const std::vector<uint32_t>& element_offsets,
+  void OnEventChunk(std::string_view array, size_t capacity, const std::vector<uint32_t>& element_offsets,
                     const std::vector<uint32_t>& element_ends, int64_t file_offset) override;
   void OnTopLevelValue(std::string_view key, std::string_view raw_value) override;
   bool parses_in_place() const override { return true; }
@@ -26,8 +24,7 @@ class EventParser : public TraceChunkSink {
 
  private:
   enum class Outcome { kKept, kCounted, kMalformed };
-  void ParseWithSimdjson(std::string_view array, size_t capacity, uint32_t offset, uint32_t end,
-                         int64_t file_offset);
+  void ParseWithSimdjson(std::string_view array, size_t capacity, uint32_t offset, uint32_t end, int64_t file_offset);
   Outcome ParseEvent(simdjson::ondemand::object object, TraceEvent* event);
   bool ParseArgs(simdjson::ondemand::object args, TraceEvent* event);
   void NoteProblem(int64_t file_offset, std::string_view what);

@@ -2,8 +2,7 @@
 
 namespace eroica {
 
-EventVerdict JudgeEvent(char phase, bool has_ts, bool has_dur, bool bad_number, int64_t dur_ns,
-                        ReadStats* stats) {
+EventVerdict JudgeEvent(char phase, bool has_ts, bool has_dur, bool bad_number, int64_t dur_ns, ReadStats* stats) {
   switch (phase) {
     case 'X':
       break;

@@ -11,7 +11,6 @@ namespace eroica {
 
 enum class EventVerdict { kKeep, kCounted, kNoPhase };
 
-EventVerdict JudgeEvent(char phase, bool has_ts, bool has_dur, bool bad_number, int64_t dur_ns,
-                        ReadStats* stats);
+EventVerdict JudgeEvent(char phase, bool has_ts, bool has_dur, bool bad_number, int64_t dur_ns, ReadStats* stats);
 
 }  // namespace eroica

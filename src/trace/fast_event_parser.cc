@@ -56,7 +56,8 @@ inline const char* SkipSpaces(const char* p, const char* end) {
 inline uint64_t DigitBytesToNumber(uint64_t bytes) {
   bytes = (bytes * 10) + (bytes >> 8);
   bytes = (((bytes & 0x000000FF000000FFull) * 0x000F424000000064ull) +
-           (((bytes >> 16) & 0x000000FF000000FFull) * 0x0000271000000001ull)) >> 32;
+           (((bytes >> 16) & 0x000000FF000000FFull) * 0x0000271000000001ull)) >>
+          32;
   return static_cast<uint32_t>(bytes);
 }
 
@@ -77,8 +78,7 @@ inline const char* Digits(const char* p, const char* end, uint64_t* value) {
   int n = 0;
 #if defined(__SSE2__)
   __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  __m128i digits = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)),
-                                 _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
+  __m128i digits = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)), _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
   auto mask = static_cast<unsigned>(_mm_movemask_epi8(digits));
   if (mask == 0xFFFF) {
     if (end - p > 16 && IsDigit(p[16])) return nullptr;
@@ -112,8 +112,8 @@ inline const char* FindQuoteOrBackslash(const char* p, const char* end) {
   const __m128i backslash = _mm_set1_epi8('\\');
   for (; p < end; p += 16) {
     __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    auto mask = static_cast<unsigned>(
-        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash))));
+    auto mask =
+        static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash))));
     if (mask != 0) {
       const char* hit = p + __builtin_ctz(mask);
       return hit < end ? hit : end;

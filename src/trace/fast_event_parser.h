@@ -21,8 +21,7 @@ class FastEventParser {
   enum class Result { kKept, kCounted, kUnsure };
 
   // `learn_layouts` off reads every event by the full walk (to check the layout walk against).
-  explicit FastEventParser(Trace* trace, bool learn_layouts = true)
-      : trace_(trace), layouts_on_(learn_layouts) {}
+  explicit FastEventParser(Trace* trace, bool learn_layouts = true) : trace_(trace), layouts_on_(learn_layouts) {}
 
   // Parses the object that opens at `begin` into `event` (default-constructed), reading nothing
   // past `limit` but for SIMD loads into the 64 bytes after it (callers' buffers keep
@@ -38,7 +37,7 @@ class FastEventParser {
   static constexpr StringId kNoString = StringCache::kNoString;
   StringId InternEventName(std::string_view raw);  // folds object addresses (0x7f...)
   StringId InternCat(std::string_view raw);
-  StringId InternShapes(std::string_view raw);     // the first 512 bytes of args["Input Dims"]
+  StringId InternShapes(std::string_view raw);  // the first 512 bytes of args["Input Dims"]
 
  private:
   struct Cursor;

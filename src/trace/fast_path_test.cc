@@ -1,13 +1,12 @@
 // The reader's fast paths (the in-place event parser, the 64-byte block scanner that frames
 // chunks) must agree with the exact ones on every input: strings that hold brackets, quotes and
 // backslashes, escapes that straddle blocks and reads, events the fast parser refuses.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <random>
 #include <string>
 #include <vector>
-
-#include <fmt/core.h>
 
 #include "base/temp_dir.h"
 #include "trace/block_scanner.h"
@@ -33,8 +32,9 @@ std::string TrickyEvents(int count) {
     std::string pad(static_cast<size_t>(i * 7 % 61), ' ');
     out += "  {\"ph\": \"X\",";
     out += pad;
-    out += "\"name\": \"" + std::string(names[i % 6]) + "\", \"cat\": \"cpu_op\", \"pid\": 1, \"tid\": " +
-           std::to_string(i % 3) + ", \"ts\": " + std::to_string(1000 + i) + "." + std::to_string(i % 1000) +
+    out += "\"name\": \"" + std::string(names[i % 6]) +
+           "\", \"cat\": \"cpu_op\", \"pid\": 1, \"tid\": " + std::to_string(i % 3) +
+           ", \"ts\": " + std::to_string(1000 + i) + "." + std::to_string(i % 1000) +
            ", \"dur\": " + std::to_string(i % 17) + ", \"args\": {\"Input Dims\": [[" + std::to_string(i) +
            "], []], \"note\": \"}]\\\"{[\", \"External id\": " + std::to_string(i) + "}}";
     out += i + 1 < count ? ",\n" : "\n";
@@ -51,9 +51,9 @@ struct Dumped {
 Dumped Dump(const Trace& t) {
   Dumped d;
   for (const TraceEvent& e : t.events) {
-    d.rows.push_back(std::string(t.Str(e.name)) + "|" + std::string(t.Str(e.shapes)) + "|" +
-                     std::to_string(e.ts_ns) + "|" + std::to_string(e.dur_ns) + "|" +
-                     std::to_string(e.tid) + "|" + std::to_string(e.external_id));
+    d.rows.push_back(std::string(t.Str(e.name)) + "|" + std::string(t.Str(e.shapes)) + "|" + std::to_string(e.ts_ns) +
+                     "|" + std::to_string(e.dur_ns) + "|" + std::to_string(e.tid) + "|" +
+                     std::to_string(e.external_id));
   }
   d.seen = t.stats.events_seen;
   d.malformed = t.stats.malformed_events;
@@ -91,11 +91,24 @@ TEST(FastPathTest, RefusedEventsKeepFileOrderAndExactCounts) {
   for (int i = 0; i < 400; ++i) {
     if (i) text += ",";
     switch (i % 5) {
-      case 0: text += R"({"ph":"X","name":"plain)" + std::to_string(i) + R"(","ts":)" + std::to_string(i) + R"(,"dur":1,"pid":1,"tid":1})"; break;
-      case 1: text += R"({"ph":"X","n\u0061me":"escaped key)" + std::to_string(i) + R"(","ts":)" + std::to_string(i) + R"(,"dur":1,"pid":1,"tid":1})"; break;
-      case 2: text += R"({"ph":"X","name":"exp)" + std::to_string(i) + R"(","ts":)" + std::to_string(i) + R"(e0,"dur":1,"pid":"CPU functions","tid":1})"; break;
-      case 3: text += R"({"ph":"X","name":"bad pid)" + std::to_string(i) + R"(","ts":1,"dur":1,"pid":{"a":1},"tid":1})"; break;
-      case 4: text += "7"; break;
+      case 0:
+        text += R"({"ph":"X","name":"plain)" + std::to_string(i) + R"(","ts":)" + std::to_string(i) +
+                R"(,"dur":1,"pid":1,"tid":1})";
+        break;
+      case 1:
+        text += R"({"ph":"X","n\u0061me":"escaped key)" + std::to_string(i) + R"(","ts":)" + std::to_string(i) +
+                R"(,"dur":1,"pid":1,"tid":1})";
+        break;
+      case 2:
+        text += R"({"ph":"X","name":"exp)" + std::to_string(i) + R"(","ts":)" + std::to_string(i) +
+                R"(e0,"dur":1,"pid":"CPU functions","tid":1})";
+        break;
+      case 3:
+        text += R"({"ph":"X","name":"bad pid)" + std::to_string(i) + R"(","ts":1,"dur":1,"pid":{"a":1},"tid":1})";
+        break;
+      case 4:
+        text += "7";
+        break;
     }
   }
   text += "]";
@@ -144,10 +157,10 @@ TEST(FastPathTest, RefusedEventsReadEveryFieldAsTheFastWalkDoes) {
   ASSERT_EQ(fast->events.size(), bodies.size());
   ASSERT_EQ(exact->events.size(), bodies.size());
   auto row = [](const Trace& t, const TraceEvent& e) {
-    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", t.Str(e.name), t.Str(e.cat), e.ts_ns, e.dur_ns,
-                       IsStringPid(e.pid) ? std::string(t.Str(static_cast<StringId>(e.pid - kStringPidBase)))
-                                          : std::to_string(e.pid),
-                       e.tid, e.correlation, e.external_id, e.bytes, t.Str(e.shapes), t.Str(e.collective));
+    return fmt::format(
+        "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", t.Str(e.name), t.Str(e.cat), e.ts_ns, e.dur_ns,
+        IsStringPid(e.pid) ? std::string(t.Str(static_cast<StringId>(e.pid - kStringPidBase))) : std::to_string(e.pid),
+        e.tid, e.correlation, e.external_id, e.bytes, t.Str(e.shapes), t.Str(e.collective));
   };
   for (size_t i = 0; i < bodies.size(); ++i) {
     EXPECT_EQ(row(*exact, exact->events[i]), row(*fast, fast->events[i])) << i;

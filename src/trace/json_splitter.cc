@@ -77,9 +77,10 @@ bool JsonSplitter::Refill() {
     }
     if (end_ + kReadBytes + kJsonPadding > buffer_.size()) {
       if (buffer_.size() * 2 > kMaxBufferBytes) {
-        read_problem_ = fmt::format("one JSON value runs past {} MB from byte {}; not a trace "
-                                    "(a zero-filled or sparse file?)", kMaxBufferBytes >> 20,
-                                    needed_at);
+        read_problem_ = fmt::format(
+            "one JSON value runs past {} MB from byte {}; not a trace "
+            "(a zero-filled or sparse file?)",
+            kMaxBufferBytes >> 20, needed_at);
         eof_ = true;
         return false;
       }
@@ -206,8 +207,7 @@ void JsonSplitter::FlushChunk(TraceChunkSink* sink) {
   buffer_[open] = '[';
   buffer_[chunk_end_] = ']';
   std::string_view array(buffer_.data() + open, chunk_end_ - open + 1);
-  sink->OnEventChunk(array, buffer_.size() - open, element_offsets_, element_ends_,
-                     FileOffset(open));
+  sink->OnEventChunk(array, buffer_.size() - open, element_offsets_, element_ends_, FileOffset(open));
   buffer_[open] = saved_open;
   buffer_[chunk_end_] = saved_close;
   element_offsets_.clear();
@@ -382,14 +382,12 @@ StatusOr<SplitResult> JsonSplitter::Run(TraceChunkSink* sink) {
       result_.truncated = true;
     }
   } else {
-    return ErrorStatus("{}: not a JSON trace (starts with '{}')", path_,
-                       first >= 32 && first < 127 ? first : '?');
+    return ErrorStatus("{}: not a JSON trace (starts with '{}')", path_, first >= 32 && first < 127 ? first : '?');
   }
   if (result_.truncated) {
     result_.truncated_at_byte = result_.bytes_read;
-    result_.problem = read_problem_.empty()
-                          ? fmt::format("JSON is truncated at byte {}", result_.bytes_read)
-                          : read_problem_;
+    result_.problem =
+        read_problem_.empty() ? fmt::format("JSON is truncated at byte {}", result_.bytes_read) : read_problem_;
   }
   if (!result_.found_events) {
     if (result_.truncated) return ErrorStatus("{}: {} before any traceEvents", path_, result_.problem);

@@ -22,8 +22,7 @@ class TraceChunkSink {
   // `array` is "[e1,e2,...]" with at least kJsonPadding readable bytes after it (simdjson's
   // padding). `element_offsets` locate each element inside `array` so a damaged chunk can be
   // re-parsed element by element; `file_offset` is where array[0] sits in the JSON text.
-  virtual void OnEventChunk(std::string_view array, size_t capacity,
-                            const std::vector<uint32_t>& element_offsets,
+  virtual void OnEventChunk(std::string_view array, size_t capacity, const std::vector<uint32_t>& element_offsets,
                             const std::vector<uint32_t>& element_ends, int64_t file_offset) = 0;
   virtual void OnTopLevelValue(std::string_view key, std::string_view raw_value) = 0;
   // Sinks that can parse an event straight from the read buffer, saving the framing pass:
@@ -93,7 +92,7 @@ class JsonSplitter {
   Buffer buffer_;
   size_t pos_ = 0;
   size_t end_ = 0;
-  size_t pin_ = kNoPin;          // first byte that must stay in the buffer
+  size_t pin_ = kNoPin;  // first byte that must stay in the buffer
   int64_t buffer_file_offset_ = 0;
   bool eof_ = false;
   bool object_closed_ = false;  // the top-level object's '}' was seen

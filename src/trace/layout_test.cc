@@ -1,13 +1,12 @@
 // The layout walk (events read along layouts learned from earlier events) must read exactly
 // what the full walk reads: on real traces, and on events that match a learned layout's bytes
 // up to a point and then differ in what the values are.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <fmt/core.h>
 
 #include "base/temp_dir.h"
 #include "trace/layout_trie.h"
@@ -19,14 +18,14 @@ namespace {
 std::vector<std::string> Rows(const Trace& t) {
   std::vector<std::string> rows;
   for (const TraceEvent& e : t.events) {
-    rows.push_back(fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", t.Str(e.name), t.Str(e.cat), e.ts_ns,
-                               e.dur_ns, e.pid, e.tid, e.correlation, e.external_id, e.bytes,
-                               t.Str(e.shapes), t.Str(e.collective)));
+    rows.push_back(fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", t.Str(e.name), t.Str(e.cat), e.ts_ns, e.dur_ns,
+                               e.pid, e.tid, e.correlation, e.external_id, e.bytes, t.Str(e.shapes),
+                               t.Str(e.collective)));
   }
   const ReadStats& s = t.stats;
-  rows.push_back(fmt::format("seen {} kept {} malformed {} no-ts {} negative {} absurd {} truncated {}",
-                             s.events_seen, s.complete_events, s.malformed_events, s.missing_timestamp,
-                             s.negative_duration, s.absurd_timestamp, s.truncated));
+  rows.push_back(fmt::format("seen {} kept {} malformed {} no-ts {} negative {} absurd {} truncated {}", s.events_seen,
+                             s.complete_events, s.malformed_events, s.missing_timestamp, s.negative_duration,
+                             s.absurd_timestamp, s.truncated));
   return rows;
 }
 
@@ -56,13 +55,13 @@ TEST(LayoutTest, RealTracesReadTheSameBothWays) {
 // are not what the layout saw: each must be read as the full walk reads it.
 TEST(LayoutTest, EventsThatLeaveALearnedLayoutReadAsTheFullWalkReadsThem) {
   const std::string head = R"({"ph": "X", "cat": "kernel", "name": )";
-  const std::string plain = head +
-      R"("k", "pid": 1, "tid": 7, "ts": 100, "dur": 5, "args": {"correlation": 3, "Input Dims": [[2]], )"
-      R"("In msg nelems": 4, "dtype": "Float"}})";
+  const std::string plain =
+      head + R"("k", "pid": 1, "tid": 7, "ts": 100, "dur": 5, "args": {"correlation": 3, "Input Dims": [[2]], )"
+             R"("In msg nelems": 4, "dtype": "Float"}})";
   const std::vector<std::string> variants = {
       plain,
       head + R"("k", "pid": "GPU 0", "tid": 7, "ts": 100, "dur": 5, "args": {"correlation": 3}})",  // string pid
-      head + R"("k", "pid": 1, "tid": 7, "ts": 100, "dur": 5, "args": null, "correlation": 9})",   // args not an object
+      head + R"("k", "pid": 1, "tid": 7, "ts": 100, "dur": 5, "args": null, "correlation": 9})",  // args not an object
       head + R"("k", "pid": 1, "tid": 7, "ts": 100, "dur": 5, "args": {}})",
       head + R"("k", "pid": 1, "tid": 7, "ts": 100, "dur": 5, "args": x"correlation": 3, "Input Dims": [[2]], )"
              R"("In msg nelems": 4, "dtype": "Float"}})",  // not JSON, though the gaps match

@@ -37,7 +37,7 @@ class LayoutTrie {
   struct Step {
     std::string_view gap;  // the bytes before the value (for kEnd: up to the event's end)
     Field field;
-    uint32_t value = 0;    // for kFixedPhase / kFixedCat: what the value reads as
+    uint32_t value = 0;  // for kFixedPhase / kFixedCat: what the value reads as
   };
 
   LayoutTrie();
@@ -63,12 +63,12 @@ class LayoutTrie {
   static constexpr size_t kHead = 32;  // gap bytes kept in the node itself
 
   struct alignas(64) Node {
-    char head[kHead] = {};    // the gap's first bytes, zero padded
+    char head[kHead] = {};  // the gap's first bytes, zero padded
     uint16_t gap_size = 0;
     uint16_t ignore_low = 0;   // bits of the first 16-byte comparison past the gap
     uint16_t ignore_high = 0;  // ... and of the second
     Field field = Field::kSkip;
-    uint32_t gap_offset = 0;   // the whole gap in gaps_, for gaps longer than the head
+    uint32_t gap_offset = 0;  // the whole gap in gaps_, for gaps longer than the head
     uint32_t hot_child = kNone;
     uint32_t first_child = kNone;
     uint32_t next_sibling = kNone;

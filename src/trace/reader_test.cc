@@ -1,11 +1,11 @@
 #include "trace/reader.h"
 
 #include <gtest/gtest.h>
-#include <chrono>
-#include <unistd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -118,7 +118,8 @@ TEST(ReadTraceTest, GzipWholeAndStreamedAgree) {
   TempDir dir;
   std::string big = "[";
   for (int i = 0; i < 50000; ++i) {
-    big += fmt::format(R"({{"name": "aten::op{}", "ph": "X", "ts": {}, "dur": 1, "tid": 1, "pid": 1}},)", i % 97, i * 3);
+    big +=
+        fmt::format(R"({{"name": "aten::op{}", "ph": "X", "ts": {}, "dur": 1, "tid": 1, "pid": 1}},)", i % 97, i * 3);
   }
   big.back() = ']';
   std::string path = WriteGzip(dir, "big.json.gz", big);
@@ -160,8 +161,8 @@ TEST(ReadTraceTest, TruncatedGzipKeepsWhatInflated) {
   TempDir dir;
   std::string big = "[";
   for (int i = 0; i < 20000; ++i) {
-    big += fmt::format(R"({{"name": "aten::op{}", "ph": "X", "ts": {}, "dur": 1, "tid": 1, "pid": 1}},)",
-                       i % 97, i * 3);
+    big +=
+        fmt::format(R"({{"name": "aten::op{}", "ph": "X", "ts": {}, "dur": 1, "tid": 1, "pid": 1}},)", i % 97, i * 3);
   }
   big.back() = ']';
   std::string full = WriteGzip(dir, "full.json.gz", big);

@@ -31,8 +31,7 @@ class StringCache {
         StringId id = intern(text);
         return id == kNoString ? id : Insert(text, hash, id);
       }
-      if (slot.hash == hash && slot.size == text.size() &&
-          std::memcmp(slot.data, text.data(), text.size()) == 0) {
+      if (slot.hash == hash && slot.size == text.size() && std::memcmp(slot.data, text.data(), text.size()) == 0) {
         return slot.id;
       }
     }

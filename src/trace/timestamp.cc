@@ -13,8 +13,7 @@ inline bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == 
 
 std::string_view TrimNumber(std::string_view text) {
   size_t end = text.size();
-  while (end > 0 && (text[end - 1] == ' ' || text[end - 1] == '\n' || text[end - 1] == '\r' ||
-                     text[end - 1] == '\t')) {
+  while (end > 0 && (text[end - 1] == ' ' || text[end - 1] == '\n' || text[end - 1] == '\r' || text[end - 1] == '\t')) {
     --end;
   }
   return text.substr(0, end);

@@ -27,9 +27,7 @@ TEST(ParseMicrosToNanosTest, ShortAndLongFractions) {
   EXPECT_EQ(ParseMicrosToNanos("12 \n"), 12000);
 }
 
-TEST(ParseMicrosToNanosTest, ExponentFallsBackToDouble) {
-  EXPECT_EQ(ParseMicrosToNanos("1.5e3"), 1500000);
-}
+TEST(ParseMicrosToNanosTest, ExponentFallsBackToDouble) { EXPECT_EQ(ParseMicrosToNanos("1.5e3"), 1500000); }
 
 TEST(ParseMicrosToNanosTest, RejectsNonNumbersAndOverflow) {
   EXPECT_FALSE(ParseMicrosToNanos(""));
