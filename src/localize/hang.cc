@@ -101,6 +101,7 @@ std::vector<Finding> FindHang(const std::vector<StackDump>& dumps, int world_siz
   if (suspects.empty()) {
     // Every dump agrees: the missing ranks are the suspects.
     std::vector<int> present;
+    present.reserve(dumps.size());
     for (const StackDump& d : dumps) present.push_back(d.rank);
     for (int r = 0; r < world_size; ++r) {
       if (std::find(present.begin(), present.end(), r) == present.end()) f.workers.push_back(r);

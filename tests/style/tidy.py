@@ -2,6 +2,9 @@
 
   tidy.py BUILD_DIR [--jobs N] [FILE ...]     (default: every non-test source under src/)
   tidy.py BUILD_DIR --changed REV             the sources changed since REV (a .h: its .cc)
+  tidy.py BUILD_DIR --recent N                the sources the last N commits changed, leaving
+                                              out merges and `format:` commits (clang-format's
+                                              layout changes nothing clang-tidy checks)
 
 A whole-tree run parses ~100 sources for several seconds each (`make tidy`); `make test` checks
 the sources the recent commits changed, so a new finding is caught where it is made.
@@ -35,14 +38,10 @@ def default_files():
                   if not p.name.endswith(("_test.cc", "_fuzzer.cc")))
 
 
-def changed_files(rev):
-    """Sources changed since `rev` (every one when `rev` is not in the history)."""
-    p = subprocess.run(["git", "-C", str(SOURCE_DIR), "diff", "--name-only", rev, "--", "src"],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        return default_files()
+def sources_named(names):
+    """The checked sources among `names` (repository paths); a header stands for its .cc."""
     out = set()
-    for name in p.stdout.split():
+    for name in names:
         path = SOURCE_DIR / name
         if path.suffix == ".h":
             path = path.with_suffix(".cc")
@@ -51,11 +50,27 @@ def changed_files(rev):
     return sorted(out)
 
 
+def changed_files(rev):
+    """Sources changed since `rev` (every one when `rev` is not in the history)."""
+    p = subprocess.run(["git", "-C", str(SOURCE_DIR), "diff", "--name-only", rev, "--", "src"],
+                       capture_output=True, text=True)
+    return sources_named(p.stdout.split()) if p.returncode == 0 else default_files()
+
+
+def recent_files(commits):
+    """Sources changed by the last `commits` commits that are neither merges nor `format:`."""
+    p = subprocess.run(["git", "-C", str(SOURCE_DIR), "log", f"-{commits}", "--no-merges", "--invert-grep",
+                        "--grep=^format:", "--format=", "--name-only", "--", "src"],
+                       capture_output=True, text=True)
+    return sources_named(p.stdout.split()) if p.returncode == 0 else default_files()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("build_dir")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--changed", metavar="REV")
+    parser.add_argument("--recent", metavar="N", type=int)
     parser.add_argument("files", nargs="*")
     args = parser.parse_intermixed_args()
     tidy = shutil.which("run-clang-tidy") or shutil.which("run-clang-tidy-14")
@@ -66,6 +81,8 @@ def main():
         known = clang_commands(args.build_dir, tmp)
         if args.changed:
             files = changed_files(args.changed)
+        elif args.recent:
+            files = recent_files(args.recent)
         else:
             files = [pathlib.Path(f).resolve() for f in args.files] or default_files()
         files = [f for f in files if f in known]
