@@ -40,12 +40,12 @@ def default_files():
 
 def sources_named(names):
     """The checked sources among `names` (repository paths); a header stands for its .cc."""
-    out = set()
+    checked, out = set(default_files()), set()
     for name in names:
         path = SOURCE_DIR / name
         if path.suffix == ".h":
             path = path.with_suffix(".cc")
-        if path.suffix == ".cc" and path.is_file() and path in set(default_files()):
+        if path in checked:
             out.add(path)
     return sorted(out)
 
