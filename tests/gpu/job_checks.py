@@ -107,7 +107,10 @@ def run_job(run, name, contender):
     cmd = [run.python, os.path.join(HERE, "transformer_job.py")] + ["%s=%s" % kv for kv in knobs.items()]
     settings = dict(EROICA_DIR=eroica_dir, EROICA_WARMUP=10, EROICA_WINDOW=20, EROICA_THRESHOLD=1.3,
                     EROICA_POLL_S=0.2, EROICA_CAPTURE_ITERS=5, EROICA_MAX_SESSIONS=4,
-                    EROICA_AGENT_WAIT_S=5, EROICA_COLLECT_TIMEOUT_S=30, EROICA_HANG_MIN_S=120)
+                    EROICA_AGENT_WAIT_S=5, EROICA_COLLECT_TIMEOUT_S=30, EROICA_HANG_MIN_S=120,
+                    # The job's one baseline window would be its first session; this check is
+                    # about the slowdown's session (detected, captured, named).
+                    EROICA_BASELINE=0)
     if run.cpu:
         # On a shared 2-core machine iteration times spread by ±50 %: 10 standard errors of
         # the best 20-iteration window exceed what the 2x outlier clip lets any slowdown add,
