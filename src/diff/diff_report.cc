@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "base/rank_ranges.h"
+
 namespace eroica {
 namespace {
 
@@ -56,15 +58,7 @@ nlohmann::json SideJson(const DiffSide& side) {
 }  // namespace
 
 std::string RanksText(const std::vector<int>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
-    i = j + 1;
-  }
-  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", out);
+  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", RankRanges(ranks));
 }
 
 std::string ChangeSentence(const PatternChange& c) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "base/rank_ranges.h"
 #include "localize/finding_location.h"
 #include "localize/global_analysis.h"
 #include "localize/groups.h"
@@ -16,18 +17,6 @@ namespace {
 
 constexpr size_t kMaxListedWarnings = 20;
 constexpr size_t kMaxKeptWorkerWarnings = 1000;
-
-std::string RangesText(const std::vector<int>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
-    i = j + 1;
-  }
-  return out;
-}
 
 void AddWarning(Diagnosis* d, std::string text, size_t* dropped) {
   if (d->warnings.size() < kMaxListedWarnings) {
@@ -76,7 +65,7 @@ void CheckRanks(const LocalizeInput& input, const WorkerTable& table, Diagnosis*
     AddWarning(d,
                fmt::format("rank(s) {} appear in more than one file; each file is diagnosed as its "
                            "own worker",
-                           RangesText(duplicates)),
+                           RankRanges(duplicates)),
                dropped);
   }
   if (world_size <= 0 || table.empty()) return;
@@ -88,7 +77,7 @@ void CheckRanks(const LocalizeInput& input, const WorkerTable& table, Diagnosis*
     AddWarning(d,
                fmt::format("{} of {} ranks have no usable trace: {} (crashed or hung? they are "
                            "suspects themselves)",
-                           missing.size(), world_size, RangesText(missing)),
+                           missing.size(), world_size, RankRanges(missing)),
                dropped);
   }
 }
