@@ -2,18 +2,11 @@
 
 #include <fmt/core.h>
 
-#include <cmath>
-
+#include "base/json_round.h"
 #include "base/rank_ranges.h"
 
 namespace eroica {
 namespace {
-
-double Round(double value, int digits) {
-  if (!std::isfinite(value)) return 0;
-  double scale = std::pow(10.0, digits);
-  return std::round(value * scale) / scale;
-}
 
 std::string WhatChanged(const PatternChange& c) {
   std::string what = c.function.empty() ? fmt::format("all {}", CategoryName(c.category))
@@ -35,24 +28,24 @@ nlohmann::json ChangeJson(const PatternChange& c) {
       {"kind", Name(c.kind)},
       {"ranks", c.ranks},
       {"role_workers", c.role_workers},
-      {"base_ms_per_iter", Round(c.base_ms_per_iter, 3)},
-      {"now_ms_per_iter", Round(c.now_ms_per_iter, 3)},
-      {"delta_ms_per_iter", Round(c.delta_ms_per_iter, 3)},
-      {"largest_delta_ms_per_iter", Round(c.largest_delta_ms_per_iter, 3)},
-      {"base_ms_per_call", Round(c.base_ms_per_call, 4)},
-      {"now_ms_per_call", Round(c.now_ms_per_call, 4)},
-      {"base_calls_per_iter", Round(c.base_calls_per_iter, 2)},
-      {"now_calls_per_iter", Round(c.now_calls_per_iter, 2)},
-      {"noise_ms_per_iter", Round(c.noise_ms_per_iter, 3)},
+      {"base_ms_per_iter", RoundForJson(c.base_ms_per_iter, 3)},
+      {"now_ms_per_iter", RoundForJson(c.now_ms_per_iter, 3)},
+      {"delta_ms_per_iter", RoundForJson(c.delta_ms_per_iter, 3)},
+      {"largest_delta_ms_per_iter", RoundForJson(c.largest_delta_ms_per_iter, 3)},
+      {"base_ms_per_call", RoundForJson(c.base_ms_per_call, 4)},
+      {"now_ms_per_call", RoundForJson(c.now_ms_per_call, 4)},
+      {"base_calls_per_iter", RoundForJson(c.base_calls_per_iter, 2)},
+      {"now_calls_per_iter", RoundForJson(c.now_calls_per_iter, 2)},
+      {"noise_ms_per_iter", RoundForJson(c.noise_ms_per_iter, 3)},
   };
 }
 
 nlohmann::json SideJson(const DiffSide& side) {
   return {{"workers", side.workers},
           {"world_size", side.world_size},
-          {"iteration_ms", Round(side.iteration_ms, 3)},
-          {"min_iteration_ms", Round(side.min_iteration_ms, 3)},
-          {"max_iteration_ms", Round(side.max_iteration_ms, 3)}};
+          {"iteration_ms", RoundForJson(side.iteration_ms, 3)},
+          {"min_iteration_ms", RoundForJson(side.min_iteration_ms, 3)},
+          {"max_iteration_ms", RoundForJson(side.max_iteration_ms, 3)}};
 }
 
 }  // namespace

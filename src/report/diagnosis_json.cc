@@ -1,17 +1,9 @@
 #include "report/diagnosis_json.h"
 
-#include <cmath>
+#include "base/json_round.h"
 
 namespace eroica {
-namespace {
-
-double Round(double value, int digits) {
-  if (!std::isfinite(value)) return 0;
-  double scale = std::pow(10.0, digits);
-  return std::round(value * scale) / scale;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 nlohmann::json DiagnosisToJson(const Diagnosis& d) {
   nlohmann::json findings = nlohmann::json::array();
@@ -21,11 +13,11 @@ nlohmann::json DiagnosisToJson(const Diagnosis& d) {
         {"category", Name(f.category)},
         {"workers", f.workers},
         {"function", f.function},
-        {"impact_s_per_iter", Round(f.impact_s_per_iter, 6)},
-        {"beta", Round(f.beta, 4)},
-        {"peer_beta", Round(f.peer_beta, 4)},
-        {"expectation_distance", Round(f.expectation_distance, 4)},
-        {"differential_distance", Round(f.differential_distance, 2)},
+        {"impact_s_per_iter", RoundForJson(f.impact_s_per_iter, 6)},
+        {"beta", RoundForJson(f.beta, 4)},
+        {"peer_beta", RoundForJson(f.peer_beta, 4)},
+        {"expectation_distance", RoundForJson(f.expectation_distance, 4)},
+        {"differential_distance", RoundForJson(f.differential_distance, 2)},
         {"evidence", f.evidence},
         {"location", f.location},
         {"action", f.action},
