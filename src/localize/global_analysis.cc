@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "base/robust_stats.h"
@@ -137,6 +138,72 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
   return out;
 }
 
+// Host work below every box. Scheduling noise on a shared machine moves between program points,
+// iterations and ranks; real work (a loop, GC, a slow collate, a checkpoint in the step) sits at
+// one point and is each rank's largest host cost. So the point that leads each rank's next host
+// point on (almost) every rank, by more than the job's own noise (the spread of those next
+// points across ranks, k of them as for outliers) and the noise floor, is a global cost. What
+// it costs is counted above the next point only: the part the noise cannot explain.
+std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expectations& e) {
+  size_t n = group.size();
+  if (n < 2) return std::nullopt;
+  struct TopTwo {
+    StringId name = Interner::kEmpty;
+    double first = 0, second = 0;
+  };
+  std::vector<TopTwo> tops(n);
+  std::unordered_map<StringId, size_t> led;
+  for (size_t k = 0; k < n; ++k) {
+    TopTwo& t = tops[k];
+    for (const FunctionEntry& f : group.functions(k)) {
+      std::string_view name = group.table->name(f.name);
+      // Folded tails and unattributed Python are many places at once, not a point.
+      if (f.category != Category::kHost || IsFoldedTail(name) || name == kUnattributedPython) continue;
+      if (f.beta > t.first) {
+        t.second = t.first;
+        t.first = f.beta;
+        t.name = f.name;
+      } else if (f.beta > t.second) {
+        t.second = f.beta;
+      }
+    }
+    if (t.first > 0) ++led[t.name];
+  }
+  StringId point = Interner::kEmpty;
+  size_t leading = 0;
+  for (const auto& [name, count] : led) {
+    if (count > leading || (count == leading && name < point)) point = name, leading = count;
+  }
+  // One rank in eight may be the exception (its own noise, or a local fault on top).
+  if (leading == 0 || leading < n - n / 8) return std::nullopt;
+  std::vector<double> betas, next, leads;
+  std::vector<int> ranks;
+  for (size_t k = 0; k < n; ++k) {
+    const FunctionEntry* f = group.table->Find(group.members[k], point, Category::kHost);
+    double beta = f ? f->beta : 0;
+    double runner_up = tops[k].name == point ? tops[k].second : tops[k].first;
+    betas.push_back(beta);
+    next.push_back(runner_up);
+    leads.push_back(beta - runner_up);
+    if (tops[k].name == point) ranks.push_back(group.row(k).rank);
+  }
+  RobustCenter noise = MedianAndMad(next);
+  double spread = std::max(1.4826 * noise.mad, e.min_scale_beta);
+  double lead = MedianInPlace(leads);
+  if (lead < std::max(e.min_excess_beta, e.outlier_z * spread)) return std::nullopt;
+  auto [low_it, high_it] = std::minmax_element(betas.begin(), betas.end());
+  double low = *low_it, high = *high_it;
+  double level = MedianInPlace(betas);
+  Finding f = MakeGlobal(group, Category::kHost, std::string(group.table->name(point)), level, noise.median,
+                         std::move(ranks));
+  f.evidence = fmt::format(
+      "on {} of {} workers {} is the largest host cost: β {:.3f} (from {:.3f} to {:.3f}), {:.3f} above each one's "
+      "next host point, whose spread across workers is {:.3f}; scheduling noise moves between points and ranks, "
+      "work in the step stays at one",
+      leading, n, f.function, level, low, high, lead, spread);
+  return f;
+}
+
 }  // namespace
 
 std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectations& e) {
@@ -146,6 +213,10 @@ std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectat
   for (Finding& f : FunctionFindings(group, e, has_device)) {
     bool covered = std::any_of(out.begin(), out.end(), [&](const Finding& g) { return g.category == f.category; });
     if (!covered) out.push_back(std::move(f));
+  }
+  bool host_covered = std::any_of(out.begin(), out.end(), [](const Finding& g) { return g.category == FindingCategory::kHost; });
+  if (!host_covered) {
+    if (std::optional<Finding> point = ConsistentHostPoint(group, e)) out.push_back(std::move(*point));
   }
   return out;
 }

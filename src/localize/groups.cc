@@ -8,24 +8,43 @@
 namespace eroica {
 namespace {
 
-constexpr double kSameRoleJaccard = 0.5;
-constexpr float kSignatureMinBeta = 0.005f;
+// Like roles share most of what they run. Containment, not Jaccard: a pattern keeps its
+// busiest functions, so a slowed rank may keep a few others than its peers, but the smaller set
+// stays inside the larger one.
+constexpr double kSameRoleOverlap = 0.5;
 
-std::vector<StringId> Signature(const WorkerTable& table, size_t worker) {
-  std::vector<StringId> names;
+// What a worker runs, never how long it takes: a throttled, starving or GC-storming rank runs
+// the same ops and collectives as its peers, while its critical-path shares are what the fault
+// changes. Operations it calls (compute, memory, communication; any β) and its collectives by
+// name and count.
+struct RoleSignature {
+  std::vector<StringId> operations;                      // sorted, unique
+  std::vector<std::pair<StringId, uint32_t>> collectives;  // (name, calls in the window), sorted
+};
+
+RoleSignature SignatureOf(const WorkerTable& table, size_t worker) {
+  RoleSignature s;
   for (const FunctionEntry& f : table.functions(worker)) {
-    bool work = f.category == Category::kCompute || f.category == Category::kCommunication;
-    if (work && f.beta >= kSignatureMinBeta && !IsFoldedTail(table.name(f.name))) {
-      names.push_back(f.name);
-    }
+    bool work = f.category != Category::kHost && f.category != Category::kDataloader;
+    if (work && f.calls_per_iter > 0 && !IsFoldedTail(table.name(f.name))) s.operations.push_back(f.name);
   }
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
-  return names;
+  std::sort(s.operations.begin(), s.operations.end());
+  s.operations.erase(std::unique(s.operations.begin(), s.operations.end()), s.operations.end());
+  std::vector<StringId> calls;
+  for (const CollectiveEntry& c : table.collectives(worker)) calls.push_back(c.name);
+  std::sort(calls.begin(), calls.end());
+  for (size_t i = 0; i < calls.size();) {
+    size_t j = i;
+    while (j < calls.size() && calls[j] == calls[i]) ++j;
+    s.collectives.emplace_back(calls[i], static_cast<uint32_t>(j - i));
+    i = j;
+  }
+  return s;
 }
 
-double Jaccard(const std::vector<StringId>& a, const std::vector<StringId>& b) {
-  if (a.empty() && b.empty()) return 1;
+// |a ∩ b| / min(|a|, |b|) of two sorted sets; 1 when either is empty (nothing to tell apart).
+double Containment(const std::vector<StringId>& a, const std::vector<StringId>& b) {
+  if (a.empty() || b.empty()) return 1;
   size_t common = 0, i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
     if (a[i] == b[j]) {
@@ -36,7 +55,32 @@ double Jaccard(const std::vector<StringId>& a, const std::vector<StringId>& b) {
       ++j;
     }
   }
-  return static_cast<double>(common) / static_cast<double>(a.size() + b.size() - common);
+  return static_cast<double>(common) / static_cast<double>(std::min(a.size(), b.size()));
+}
+
+// Σ min / Σ max of two collective-count lists; 1 when neither issues collectives.
+double CollectiveOverlap(const std::vector<std::pair<StringId, uint32_t>>& a,
+                         const std::vector<std::pair<StringId, uint32_t>>& b) {
+  if (a.empty() && b.empty()) return 1;
+  double low = 0, high = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (j == b.size() || (i < a.size() && a[i].first < b[j].first)) {
+      high += a[i++].second;
+    } else if (i == a.size() || b[j].first < a[i].first) {
+      high += b[j++].second;
+    } else {
+      low += std::min(a[i].second, b[j].second);
+      high += std::max(a[i].second, b[j].second);
+      ++i, ++j;
+    }
+  }
+  return low / high;
+}
+
+bool SameRole(const RoleSignature& a, const RoleSignature& b) {
+  return Containment(a.operations, b.operations) >= kSameRoleOverlap &&
+         CollectiveOverlap(a.collectives, b.collectives) >= kSameRoleOverlap;
 }
 
 }  // namespace
@@ -45,17 +89,17 @@ std::vector<WorkerGroup> GroupWorkers(const WorkerTable& table) {
   struct Candidate {
     bool has_device;
     StringId role;
-    std::vector<StringId> signature;
+    RoleSignature signature;
     WorkerGroup group;
   };
   std::vector<Candidate> groups;
   for (size_t i = 0; i < table.size(); ++i) {
     const WorkerRow& row = table.row(i);
-    std::vector<StringId> signature = Signature(table, i);
+    RoleSignature signature = SignatureOf(table, i);
     Candidate* home = nullptr;
     for (Candidate& g : groups) {
       if (g.has_device == row.has_device && g.role == row.group &&
-          Jaccard(g.signature, signature) >= kSameRoleJaccard) {
+          SameRole(g.signature, signature)) {
         home = &g;
         break;
       }

@@ -18,8 +18,8 @@ struct WorkerGroup {
   std::span<const FunctionEntry> functions(size_t k) const { return table->functions(members[k]); }
 };
 
-// Groups by kind of run (GPU or CPU), declared role (WorkerPattern::group) and the functions
-// they run: Jaccard similarity of their compute and communication functions.
+// Groups by kind of run (GPU or CPU), declared role (WorkerPattern::group) and what they run:
+// the operations they call and their collectives (names and counts), never their timings.
 std::vector<WorkerGroup> GroupWorkers(const WorkerTable& table);
 
 // Views over a group, indexed like `members`.

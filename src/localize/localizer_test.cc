@@ -141,6 +141,46 @@ TEST(LocalizerTest, EveryRankInPythonIsGlobalHost) {
   EXPECT_EQ(d.findings[0].workers.size(), 4u);
 }
 
+// Host points of a CPU job on a shared machine: each rank's Python spread over four points with
+// shares that move between ranks, plus `work` at the first point on every rank.
+LocalizeInput HostPointsRun(double work, bool same_point_everywhere) {
+  const char* points[] = {"(python between a and b)", "(python between b and c)", "(python between c and d)",
+                          "(python between d and e)"};
+  LocalizeInput input;
+  for (int r = 0; r < 6; ++r) {
+    WorkerPattern w = Worker(r, 0.40, 0.02, 0.0, 0.30 - work);
+    for (int p = 0; p < 4; ++p) {
+      FunctionPattern f;
+      f.name = points[p];
+      f.category = Category::kHost;
+      f.host_kind = HostKind::kPython;
+      f.beta = 0.04 + 0.02 * ((r + p) % 3);  // 0.04-0.08, a different point highest on each rank
+      int worked = same_point_everywhere ? 0 : r % 4;
+      if (p == worked) f.beta += work;
+      w.functions.push_back(f);
+      w.category_beta[static_cast<int>(Category::kHost)] += f.beta;
+    }
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+// Real work in the step (a loop, GC) sits at one point on every rank; noise moves around. A
+// tenth of the step there is found though every rank's Python stays far inside the CPU box.
+TEST(LocalizerTest, OnePointLeadingOnEveryRankIsAGlobalHostCost) {
+  Diagnosis d = Localize(HostPointsRun(0.10, true), DefaultExpectations());
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kHost);
+  EXPECT_EQ(d.findings[0].function, "(python between a and b)");
+  EXPECT_EQ(d.findings[0].workers.size(), 6u);
+  EXPECT_GT(d.findings[0].impact_s_per_iter, 0.0);
+  // The same extra time at a different point on each rank is no one place's cost.
+  EXPECT_TRUE(Localize(HostPointsRun(0.10, false), DefaultExpectations()).healthy());
+  // Nor is a lead no larger than the spread of the ranks' other points.
+  EXPECT_TRUE(Localize(HostPointsRun(0.02, true), DefaultExpectations()).healthy());
+}
+
 TEST(LocalizerTest, GlobalCommunicationWithoutAStraggler) {
   LocalizeInput input;
   for (int r = 0; r < 6; ++r) input.workers.push_back(Worker(r, 0.30, 0.02, 0.03, 0.65 - 0.002 * r));

@@ -1,0 +1,90 @@
+#include "localize/groups.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace eroica {
+namespace {
+
+// A data-parallel worker of a small model: ten ops, a loader, Python, and two all-reduces per
+// iteration. `op_beta` is each op's share of the critical path: what a fault changes.
+WorkerPattern Worker(int rank, double op_beta, double dataloader_beta = 0.02, double gc_beta = 0) {
+  WorkerPattern w;
+  w.rank = rank;
+  w.world_size = 4;
+  w.iteration_s = 0.1;
+  w.step_ids = {1, 2, 3, 4, 5};
+  auto add = [&](std::string name, Category c, double beta) {
+    FunctionPattern f;
+    f.name = std::move(name);
+    f.category = c;
+    f.beta = beta;
+    f.calls_per_iter = 3;
+    w.functions.push_back(f);
+  };
+  for (int op = 0; op < 10; ++op) add("aten::op" + std::to_string(op), Category::kCompute, op_beta);
+  add("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", Category::kDataloader, dataloader_beta);
+  if (gc_beta > 0) add("(python gc)", Category::kHost, gc_beta);
+  add("allreduce", Category::kCommunication, 0.3);
+  for (int call = 0; call < 10; ++call) w.collectives.push_back({"allreduce", 1000});
+  return w;
+}
+
+std::vector<WorkerGroup> Groups(const std::vector<WorkerPattern>& workers, WorkerTable* table) {
+  for (const WorkerPattern& w : workers) table->Add(w);
+  return GroupWorkers(*table);
+}
+
+// A fault changes how long a rank's ops own the critical path, not which ops it runs: the slow
+// rank must stay with the peers it is to be compared with.
+TEST(GroupsTest, AFaultyRankStaysWithItsPeers) {
+  struct Case {
+    const char* fault;
+    WorkerPattern worker;
+  } cases[] = {
+      {"throttled: a few ops own the path, the rest almost nothing", Worker(1, 0.002)},
+      {"starving: the loader owns the path", Worker(1, 0.001, 0.6)},
+      {"GC storm: collection owns the path", Worker(1, 0.003, 0.02, 0.5)},
+  };
+  for (const Case& c : cases) {
+    std::vector<WorkerPattern> workers = {Worker(0, 0.04), c.worker, Worker(2, 0.04), Worker(3, 0.04)};
+    WorkerTable table;
+    std::vector<WorkerGroup> groups = Groups(workers, &table);
+    ASSERT_EQ(groups.size(), 1u) << c.fault;
+    EXPECT_EQ(groups[0].size(), 4u) << c.fault;
+  }
+}
+
+TEST(GroupsTest, DifferentCollectivesOrDeclaredRolesAreDifferentRoles) {
+  std::vector<WorkerPattern> workers = {Worker(0, 0.04), Worker(1, 0.04), Worker(2, 0.04), Worker(3, 0.04)};
+  // Rank 3 is a pipeline stage that sends activations instead of reducing gradients.
+  workers[3].collectives.assign(10, {"send", 1000});
+  WorkerTable by_collectives;
+  std::vector<WorkerGroup> groups = Groups(workers, &by_collectives);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].size(), 3u);
+
+  workers[3] = Worker(3, 0.04);
+  workers[2].group = "pp1";
+  workers[3].group = "pp1";
+  WorkerTable by_declared;
+  groups = Groups(workers, &by_declared);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].size(), 2u);
+  EXPECT_EQ(groups[1].size(), 2u);
+}
+
+TEST(GroupsTest, DisjointOperationsAreDifferentRoles) {
+  std::vector<WorkerPattern> workers = {Worker(0, 0.04), Worker(1, 0.04), Worker(2, 0.04)};
+  for (FunctionPattern& f : workers[2].functions) {
+    if (f.category == Category::kCompute) f.name += "_embedding_server";
+  }
+  WorkerTable table;
+  std::vector<WorkerGroup> groups = Groups(workers, &table);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[1].row(0).rank, 2);
+}
+
+}  // namespace
+}  // namespace eroica
