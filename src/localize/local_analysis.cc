@@ -10,15 +10,12 @@
 #include "base/robust_stats.h"
 #include "localize/collective_waits.h"
 #include "localize/function_leads.h"
+#include "localize/iteration_evidence.h"
 #include "localize/work_signals.h"
 
 namespace eroica {
 namespace {
 
-// The categories that are a worker's own work. Communication is excluded: in a synchronous job
-// a rank's exposed collective time is mostly waiting for the slowest peer.
-constexpr Category kOwnWork[] = {Category::kCompute, Category::kMemory, Category::kDataloader, Category::kHost};
-constexpr size_t kOwnCount = std::size(kOwnWork);
 constexpr size_t kMaxLocalFindings = 16;
 
 struct AlsoUp {
@@ -91,67 +88,35 @@ Excess LargestCategoryExcess(const CategoryShares& s, size_t k, const Expectatio
   return best;
 }
 
-double IterationShare(const WorkerGroup& group, size_t k, size_t i, std::optional<Category> category) {
-  const auto& betas = group.table->iteration_betas(group.members[k])[i];
-  if (category) return betas[static_cast<size_t>(*category)];
-  double own = 0;
-  for (Category c : kOwnWork) own += betas[static_cast<size_t>(c)];
-  return own;
+// How much more of each iteration the others spend in collectives than member k: in a
+// synchronous job they wait there for the rank that is late.
+double OthersWaitFor(const WorkerGroup& group, size_t suspect) {
+  std::vector<double> others;
+  others.reserve(group.size());
+  for (size_t k = 0; k < group.size(); ++k) {
+    if (k != suspect) others.push_back(group.row(k).beta(Category::kCommunication));
+  }
+  return MedianInPlace(others) - group.row(suspect).beta(Category::kCommunication);
 }
-
-// Per iteration, who does the most of a kind of own work and by how much: precomputed once per
-// group and category, so asking "is this worker above every peer in every iteration?" costs
-// O(iterations) even for a million workers.
-class IterationLeaders {
- public:
-  IterationLeaders(const WorkerGroup& group, std::optional<Category> category) {
-    size_t iterations = SIZE_MAX;
-    for (size_t k = 0; k < group.size(); ++k) iterations = std::min<size_t>(iterations, group.row(k).iterations_count);
-    if (iterations == SIZE_MAX) iterations = 0;
-    leader_.assign(iterations, SIZE_MAX);
-    best_.assign(iterations, -1);
-    second_.assign(iterations, -1);
-    for (size_t k = 0; k < group.size(); ++k) {
-      for (size_t i = 0; i < iterations; ++i) {
-        double share = IterationShare(group, k, i, category);
-        if (share > best_[i]) {
-          second_[i] = best_[i];
-          best_[i] = share;
-          leader_[i] = k;
-        } else if (share > second_[i]) {
-          second_[i] = share;
-        }
-      }
-    }
-  }
-
-  size_t iterations() const { return leader_.size(); }
-  // True when member `k` is strictly above every peer in every iteration (one miss allowed
-  // from 8 iterations on).
-  bool Persistent(size_t k) const {
-    size_t above = 0;
-    for (size_t i = 0; i < leader_.size(); ++i) above += (leader_[i] == k && best_[i] > second_[i]) ? 1 : 0;
-    size_t allowed_misses = leader_.size() >= 8 ? 1 : 0;
-    return above + allowed_misses >= leader_.size();
-  }
-
- private:
-  std::vector<size_t> leader_;
-  std::vector<double> best_, second_;
-};
 
 // Whether member `index`'s excess (in shares of an iteration) makes it an outlier. A fault
 // persists, noise moves around: a worker above all its peers in every profiled iteration is an
 // outlier at any group size, by a small floor when there are enough iterations to make chance
-// unlikely (4+), by a larger one with 2-3. Large groups also accept a robust z-score beyond k
-// (the paper's k = 5). Without per-iteration data only a large excess counts.
-bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, size_t index, double excess, double z,
-               const Expectations& e) {
+// unlikely (4+), by a larger one with 2-3. So is one whose excess summed over the window stands
+// k noise-spreads above the group while the others wait for it in collectives: a loader that
+// stalls every second iteration misses persistence, not the sum. Large groups also accept a
+// robust z-score beyond k (the paper's k = 5). Without per-iteration data only a large excess
+// counts.
+bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, const WindowExcess& window, size_t index,
+               double excess, double z, const Expectations& e) {
   if (excess < e.min_excess_beta) return false;
   if (static_cast<double>(group.size()) >= e.small_group && z >= e.outlier_z) return true;
   if (leaders.iterations() < 2) return excess >= e.fallback_excess_beta;
   double floor = leaders.iterations() >= 4 ? e.small_group_min_excess_beta : e.fallback_excess_beta;
-  return excess >= floor && leaders.Persistent(index);
+  if (excess < floor) return false;
+  if (leaders.Persistent(index)) return true;
+  return window.iterations() >= 4 && window.MeanExcess(index) >= floor && window.Z(index) >= e.outlier_z &&
+         OthersWaitFor(group, index) >= e.min_excess_beta;
 }
 
 // The same work done slower everywhere is a slow worker, not slow code: a throttled or contended
@@ -200,10 +165,11 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   for (size_t c = 0; c < kOwnCount; ++c) {
     size_t flagged = 0;
     IterationLeaders leaders(group, kOwnWork[c]);
+    WindowExcess window(group, kOwnWork[c], e);
     for (size_t k = 0; k < n; ++k) {
       double excess = shares[c][k] - centers[c].median;
       double z = RobustZ(shares[c][k], centers[c], e.min_scale_beta);
-      outlier[c][k] = shares[c][k] >= e.min_beta && IsOutlier(group, leaders, k, excess, z, e);
+      outlier[c][k] = shares[c][k] >= e.min_beta && IsOutlier(group, leaders, window, k, excess, z, e);
       // Host time that sits at one program point far above every peer is the worker's code,
       // even when a noisy iteration elsewhere breaks the persistence test.
       if (kOwnWork[c] == Category::kHost && host_leads[k] >= e.point_lead_beta && excess >= e.min_excess_beta) {
@@ -217,10 +183,11 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   std::vector<double> own = OwnShares(group, std::nullopt);
   RobustCenter own_center = MedianAndMad(own);
   IterationLeaders own_leaders(group, std::nullopt);
+  WindowExcess own_window(group, std::nullopt, e);
   std::vector<Excess> out;
   for (size_t k = 0; k < n; ++k) {
     double own_excess = own[k] - own_center.median;
-    bool own_outlier = IsOutlier(group, own_leaders, k, own_excess, RobustZ(own[k], own_center, e.min_scale_beta), e);
+    bool own_outlier = IsOutlier(group, own_leaders, own_window, k, own_excess, RobustZ(own[k], own_center, e.min_scale_beta), e);
     bool any_category = false;
     for (size_t c = 0; c < kOwnCount; ++c) any_category = any_category || outlier[c][k];
     if (!own_outlier && !any_category) continue;
@@ -271,17 +238,13 @@ FunctionExcess TopFunction(const WorkerGroup& group, size_t member, Category cat
 }
 
 std::string WaitingEvidence(const WorkerGroup& group, size_t suspect) {
-  std::vector<double> others;
-  for (size_t k = 0; k < group.size(); ++k) {
-    if (k != suspect) others.push_back(group.row(k).beta(Category::kCommunication));
-  }
-  double theirs = MedianInPlace(others);
+  double gap = OthersWaitFor(group, suspect);
+  if (gap <= 0.01) return "";
   double mine = group.row(suspect).beta(Category::kCommunication);
-  if (theirs <= mine + 0.01) return "";
   return fmt::format(
       "; the other {} workers wait on it in collectives (exposed communication β {:.2f} "
       "vs {:.2f} on rank {})",
-      group.size() - 1, theirs, mine, group.row(suspect).rank);
+      group.size() - 1, mine + gap, mine, group.row(suspect).rank);
 }
 
 double ExpectationDistance(const Expectations& e, const FunctionEntry& f, bool has_device) {

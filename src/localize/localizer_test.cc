@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace eroica {
 namespace {
 
@@ -280,9 +282,10 @@ TEST(LocalizerTest, MoreWorkCountsEvenWhenTimingsAreNoisy) {
 }
 
 // Four ranks with 5 iterations. Rank 2 runs the given host functions at their β, its peers at
-// `peer_point_beta` each; rank 0 has one noisy iteration with more host time than rank 2's, so
-// rank 2 is not above every peer in every iteration.
-LocalizeInput NoisyHostRun(const std::vector<std::pair<const char*, double>>& rank2_points, double peer_point_beta) {
+// `peer_point_beta` each; each of `spiky` ranks (rank 0 by default) has one noisy iteration with
+// more host time than rank 2's, so rank 2 is not above every peer in every iteration.
+LocalizeInput NoisyHostRun(const std::vector<std::pair<const char*, double>>& rank2_points, double peer_point_beta,
+                           std::vector<int> spiky = {0}) {
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
     double host = 0.05;
@@ -299,7 +302,8 @@ LocalizeInput NoisyHostRun(const std::vector<std::pair<const char*, double>>& ra
     }
     double host_share = w.category_beta[static_cast<int>(Category::kHost)];
     for (int i = 0; i < 5; ++i) {
-      float h = static_cast<float>(r == 0 && i == 4 ? 0.8 : host_share);
+      bool spike = std::find(spiky.begin(), spiky.end(), r) != spiky.end() && i == 4 - r;
+      float h = static_cast<float>(spike ? 0.8 : host_share);
       w.iteration_category_beta.push_back({0.30f, 0, 1 - 0.35f - h, 0.05f, h});
     }
     input.workers.push_back(w);
@@ -321,17 +325,59 @@ TEST(LocalizerTest, HostTimeFarAboveEveryPeerAtOneProgramPointIsTheRanksCode) {
 }
 
 TEST(LocalizerTest, TheSameHostExcessSpreadOverManyPointsIsNoise) {
-  // 0.36 more in all, 0.08 above the peers at each of five points: a busy host's delays.
+  // 0.36 more in all, 0.08 above the peers at each of five points, on a busy host whose other
+  // ranks each lose most of one iteration too: its delays, not code at one point.
   std::vector<std::pair<const char*, double>> spread;
   for (const char* point : {"(python between a and b)", "(python between b and c)", "(python between c and d)",
                             "(python between d and e)", "(python between e and f)"}) {
     spread.push_back({point, 0.09});
   }
-  Diagnosis d = Localize(NoisyHostRun(spread, 0.01), DefaultExpectations());
+  Diagnosis d = Localize(NoisyHostRun(spread, 0.01, {0, 1, 3}), DefaultExpectations());
   EXPECT_TRUE(d.healthy()) << d.findings[0].evidence;
   Expectations low_bar = DefaultExpectations();
   low_bar.point_lead_beta = 0.05;  // the lead at each point (0.08) is what keeps it healthy
-  EXPECT_FALSE(Localize(NoisyHostRun(spread, 0.01), low_bar).healthy());
+  EXPECT_FALSE(Localize(NoisyHostRun(spread, 0.01, {0, 1, 3}), low_bar).healthy());
+  // With one noisy peer only, the same excess in every iteration of rank 2 stands far above
+  // what the peers' iterations vary by: a straggler by its sum over the window.
+  Diagnosis straggler = Localize(NoisyHostRun(spread, 0.01), DefaultExpectations());
+  ASSERT_FALSE(straggler.healthy());
+  EXPECT_EQ(straggler.findings[0].workers, std::vector<int>{2});
+}
+
+// A loader that stalls every second iteration (prefetching workers that cannot keep up) is
+// above its peers in only half the iterations: persistence misses it, its sum does not.
+TEST(LocalizerTest, ALoaderStallingEverySecondIterationIsAStraggler) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    bool slow = r == 3;
+    WorkerPattern w = Worker(r, 0.30, slow ? 0.20 : 0.02, 0.05, slow ? 0.45 : 0.63);
+    for (int i = 0; i < 6; ++i) {
+      float loader = slow && i % 2 == 0 ? 0.38f : 0.02f + 0.01f * static_cast<float>((r + i) % 3);
+      w.iteration_category_beta.push_back({0.30f, 0, 0.63f - loader + 0.02f, loader, 0.05f});
+    }
+    w.step_ids = {1, 2, 3, 4, 5, 6};
+    input.workers.push_back(w);
+  }
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kDataloader);
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{3});
+  // The same stalls spread over every rank are the job's noise (or a global matter), not rank 3.
+  for (WorkerPattern& w : input.workers) {
+    for (size_t i = 0; i < w.iteration_category_beta.size(); ++i) {
+      float loader = (static_cast<int>(i) % 4 == w.rank) ? 0.38f : 0.02f;
+      w.iteration_category_beta[i] = {0.30f, 0, 0.63f - loader + 0.02f, loader, 0.05f};
+    }
+    w = [&] {
+      WorkerPattern v = Worker(w.rank, 0.30, 0.08, 0.05, 0.57);
+      v.iteration_category_beta = w.iteration_category_beta;
+      v.step_ids = w.step_ids;
+      return v;
+    }();
+  }
+  for (const Finding& f : Localize(input, DefaultExpectations()).findings) {
+    EXPECT_NE(f.scope, FindingScope::kLocal) << f.evidence;
+  }
 }
 
 TEST(LocalizerTest, LateArrivalAloneOverManyIterationsIsNoise) {
