@@ -86,6 +86,42 @@ TEST(LocalizerTest, MoreWorkIsImbalanceSameWorkSlowerIsCompute) {
   EXPECT_NE(more.findings[0].evidence.find("192"), std::string::npos);
 }
 
+// Without shapes, calls or items to count: a rank given longer sequences runs its batch's ops
+// slower and its model-sized work (gradient accumulation, the optimizer) at its peers' pace; a
+// slower processor stretches both.
+TEST(LocalizerTest, MoreDataWithoutShapesIsImbalanceByTheWorkThatDoesNotScaleWithIt) {
+  auto worker = [](int rank, double batch_stretch, double model_stretch) {
+    WorkerPattern w = Worker(rank, 0.30 * batch_stretch, 0.02, 0.05, 0.93 - 0.30 * batch_stretch);
+    w.functions[0].mean_duration_us = 3000 * batch_stretch;  // aten::addmm, 10 calls
+    auto add = [&](const char* name, Category c, HostKind k, double us) {
+      FunctionPattern f;
+      f.name = name;
+      f.category = c;
+      f.host_kind = k;
+      f.beta = 0.005;
+      f.calls_per_iter = c == Category::kHost ? 1 : 7;
+      f.mean_duration_us = us * model_stretch;
+      w.functions.push_back(f);
+    };
+    add("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", Category::kCompute, HostKind::kNone,
+        600);
+    add("Optimizer.step#SGD.step", Category::kHost, HostKind::kOptimizer, 1500);
+    return w;
+  };
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) input.workers.push_back(worker(r, 1.0, 1.0));
+  input.workers[2] = worker(2, 1.9, 1.05);
+  Diagnosis more_data = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(more_data.healthy());
+  EXPECT_EQ(more_data.findings[0].category, FindingCategory::kImbalance) << more_data.findings[0].evidence;
+  EXPECT_EQ(more_data.findings[0].workers, std::vector<int>{2});
+  EXPECT_NE(more_data.findings[0].evidence.find("not a slower processor"), std::string::npos);
+  input.workers[2] = worker(2, 1.9, 1.9);
+  Diagnosis slower = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(slower.healthy());
+  EXPECT_EQ(slower.findings[0].category, FindingCategory::kCompute) << slower.findings[0].evidence;
+}
+
 // A throttled CPU stretches the ops and the Python between them: compute, even when the host
 // excess is larger, unless it sits at one point. A hot loop adds Python and leaves the ops alone.
 TEST(LocalizerTest, ComputeAndHostSlowerAlikeIsASlowWorkerNotSlowCode) {

@@ -3,8 +3,10 @@
 #include <fmt/core.h>
 
 #include <map>
+#include <string_view>
 
 #include "base/robust_stats.h"
+#include "summary/function_name.h"
 
 namespace eroica {
 namespace {
@@ -49,6 +51,46 @@ bool ShapesDiffer(const WorkerGroup& group, size_t suspect, std::string* functio
   return false;
 }
 
+// Work whose size is the model's, not the batch's: accumulating each parameter's gradient
+// (autograd's AccumulateGrad nodes, where DDP's reducer hooks also run) and the optimizer's step.
+// A rank given more data (longer sequences, larger samples) runs it at its peers' speed; a slower
+// processor stretches it like everything else (a CFS quota stretched it 7-16x in the runs
+// measured here, while the batch's ops took 2-3.5x; a doubled batch left it at 0.3-1.0x).
+bool ScalesWithTheModel(std::string_view name, HostKind host_kind) {
+  return host_kind == HostKind::kOptimizer || name.find("AccumulateGrad") != std::string_view::npos;
+}
+
+struct Stretch {
+  double batch_ratio = 0;  // the suspect's time in batch-sized ops over its peers' (per iteration)
+  double model_ratio = 0;  // the same for model-sized work
+  double model_peer_us = 0;
+};
+
+// Per-iteration time (calls × mean duration) of the suspect's compute ops and model-sized work,
+// against each function's peer median.
+Stretch CompareStretch(const WorkerGroup& group, size_t suspect) {
+  const WorkerTable& table = *group.table;
+  double batch_mine = 0, batch_peers = 0, model_mine = 0, model_peers = 0;
+  for (const FunctionEntry& f : group.functions(suspect)) {
+    std::string_view name = table.name(f.name);
+    bool model = ScalesWithTheModel(name, f.host_kind);
+    if ((!model && f.category != Category::kCompute) || IsFoldedTail(name)) continue;
+    double peer = PeerMedian(group, suspect, [&](size_t k) {
+      const FunctionEntry* g = table.Find(group.members[k], f.name, f.category);
+      return g ? static_cast<double>(g->mean_duration_us) * g->calls_per_iter : 0.0;
+    });
+    double mine = static_cast<double>(f.mean_duration_us) * f.calls_per_iter;
+    if (peer <= 0) continue;
+    (model ? model_mine : batch_mine) += mine;
+    (model ? model_peers : batch_peers) += peer;
+  }
+  Stretch out;
+  out.batch_ratio = batch_peers > 0 ? batch_mine / batch_peers : 0;
+  out.model_ratio = model_peers > 0 ? model_mine / model_peers : 0;
+  out.model_peer_us = model_peers;
+  return out;
+}
+
 }  // namespace
 
 WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, double ratio) {
@@ -82,6 +124,23 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, double rati
   if (ShapesDiffer(group, suspect, &function)) {
     out.more_work = true;
     out.evidence = fmt::format("{} runs on input shapes that differ from the majority's", function);
+    return out;
+  }
+  // Without shapes: the batch's ops slower while model-sized work keeps its peers' pace. Half the
+  // batch ops' stretch is the line: a slower processor stretches both alike, more data only one.
+  // CPU training only: on a GPU the gradient and optimizer ops seen here are the host's launches,
+  // which a slower device does not stretch.
+  if (group.row(suspect).has_device) return out;
+  Stretch stretch = CompareStretch(group, suspect);
+  double iteration_us = group.row(suspect).iteration_s * 1e6;
+  bool measurable = stretch.model_peer_us >= 0.01 * iteration_us;
+  if (measurable && stretch.batch_ratio >= ratio && stretch.model_ratio < 1 + (stretch.batch_ratio - 1) / 2) {
+    out.more_work = true;
+    out.evidence = fmt::format(
+        "its batch-sized ops take {:.1f}x its peers' time while the work sized by the model (gradient "
+        "accumulation, optimizer step) runs at {:.2f}x: it was given more data per step (longer sequences, larger "
+        "samples), not a slower processor",
+        stretch.batch_ratio, stretch.model_ratio);
   }
   return out;
 }

@@ -1,5 +1,7 @@
 // Imbalance or slow device? A rank given more work runs more calls, bigger shapes or more
-// bytes, or loads more items; a slow rank runs the same work, every op longer.
+// bytes, or loads more items, or (with none of these recorded) runs its batch's ops slower while
+// the work sized by the model keeps its peers' pace; a slow rank runs the same work, every op
+// longer.
 #pragma once
 
 #include <string>
