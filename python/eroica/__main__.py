@@ -1,5 +1,6 @@
 """Command line: `python -m eroica run [--dir D] [--config F] -- CMD ...`,
-`python -m eroica diagnose SESSION_DIR`, `python -m eroica env` (and `finish`, which rank 0
+`python -m eroica diagnose SESSION_DIR`, `python -m eroica rebaseline [--dir D] [--job J]`,
+`python -m eroica env` (and `finish`, which rank 0
 starts at exit to complete a diagnosis in the background)."""
 
 import argparse
@@ -26,6 +27,10 @@ def main(argv=None) -> int:
     diag_p = sub.add_parser("diagnose", help="diagnose a session folder as rank 0 would")
     diag_p.add_argument("session_dir")
     sub.add_parser("env", help="list the environment variables eroica reads")
+    re_p = sub.add_parser("rebaseline", help="tell a running job that its present speed is "
+                          "intended: it takes a new baseline once iteration times settle")
+    re_p.add_argument("--dir", help="the job's EROICA_DIR (default: from the environment)")
+    re_p.add_argument("--job", help="the job id (default: EROICA_JOB_ID or the launcher's)")
     fin_p = sub.add_parser("finish", help=argparse.SUPPRESS)  # rank 0's detached exit
     fin_p.add_argument("session_dir")
     fin_p.add_argument("--world-size", type=int, required=True)
@@ -52,6 +57,16 @@ def main(argv=None) -> int:
         from . import finish
 
         return finish.finish_main(args.session_dir, args.world_size, args.files, args.until)
+    if args.verb == "rebaseline":
+        from . import config, runtime, safe_fs, trigger
+
+        cfg = config.load()
+        root = safe_fs.ensure_root(args.dir or cfg.dir)
+        path = runtime.rebaseline_request_path(root, trigger.job_id(args.job or cfg.job_id))
+        safe_fs.write_atomic(path, b"rebaseline\n")
+        print("eroica: asked for a new baseline: %s (rank 0 of the job acts on it within a few "
+              "seconds)" % path)
+        return 0
     if args.verb == "env":
         from . import config
 

@@ -44,8 +44,10 @@ class Config:
     stack_max_samples: int = 20000  # at 150 Hz: the whole 20 s window, ~1 MB of JSON at most
     series_len: int = 200
     # The job's baseline: once per job, every rank profiles `baseline_iters` iterations at
-    # iteration `baseline_at` (-1: right after the detector's warm-up and first window), kept
-    # as <dir>/<job>.baseline.pattern; later sessions are also diagnosed against it.
+    # iteration `baseline_at` (-1: after the detector's warm-up and first window, once iteration
+    # times stop falling, at most two windows later; never after a slowdown was seen), kept as
+    # <dir>/<job>.baseline.pattern; later sessions are also diagnosed against it. A new one only
+    # on the user's word: `eroica.rebaseline()` or `python -m eroica rebaseline`.
     baseline: bool = True
     baseline_at: int = -1
     baseline_iters: int = 3

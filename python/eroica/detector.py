@@ -119,6 +119,26 @@ class DegradationDetector:
         self._until_resum = _RESUM_EVERY
 
 
+def still_speeding_up(samples_s, sigmas: float = 2.0) -> bool:
+    """True while iteration times are still falling: the newer half of `samples_s` is faster
+    than the older half by more than `sigmas` standard errors of that difference. Warm-up
+    (allocator growth, autotuning, the loader filling its prefetch queue) ends when it stops;
+    a baseline taken earlier would make every later iteration look fast."""
+    samples = list(samples_s)
+    half = len(samples) // 2
+    if half < 3:
+        return False
+    older, newer = samples[:half], samples[-half:]
+
+    def mean_and_var(xs):
+        m = math.fsum(xs) / len(xs)
+        return m, math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+
+    m_old, v_old = mean_and_var(older)
+    m_new, v_new = mean_and_var(newer)
+    return m_old - m_new > sigmas * math.sqrt(v_old / half + v_new / half)
+
+
 class HangDetector:
     """An iteration is hung once it has run >= max(factor x mean iteration, min_s).
 

@@ -106,13 +106,14 @@ def keep_baseline(session_dir: str, world_size: int, bundle: str, configured_bin
 
 
 def run(session_dir: str, configured_bin: str, timeout_s: float, note: str = "",
-        baseline: str = "") -> str:
+        baseline: str = "", prefix: str = "") -> str:
     """Diagnoses the session folder (against the job's baseline bundle when given); returns
     (and logs) the one-line verdict.
 
-    `note` (e.g. which ranks' files are missing) is appended to that same line.
+    `note` (e.g. which ranks' files are missing) is appended to that same line, `prefix` put
+    before it (a baseline's verdict is what the job is like, not a slowdown).
     """
-    line = _run(session_dir, configured_bin, timeout_s, baseline)
+    line = prefix + _run(session_dir, configured_bin, timeout_s, baseline)
     if note:
         line += " (%s)" % note
     log.info(line)

@@ -139,7 +139,10 @@ def collect_and_diagnose(cfg: Config, session_dir: str, world_size: int, kind: R
     reason, job_id = diagnose.session_reason_and_job(session_dir)
     bundle = diagnose.baseline_bundle_path(session_dir, job_id)
     if reason == "baseline":
-        line = diagnose.run(session_dir, cfg.bin, cfg.diagnose_timeout_s, note)
+        # What the job looks like at its own best, not a slowdown: said as such, so that a
+        # cost it always had is not read as a new problem.
+        line = diagnose.run(session_dir, cfg.bin, cfg.diagnose_timeout_s, note,
+                            prefix="baseline (no slowdown; how the job runs at its best): ")
         diagnose.keep_baseline(session_dir, world_size, bundle, cfg.bin, cfg.diagnose_timeout_s)
         return line
     return diagnose.run(session_dir, cfg.bin, cfg.diagnose_timeout_s, note,

@@ -20,12 +20,12 @@ import sys
 import threading
 import time
 import weakref
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import capture as capture_mod
 from . import agent_link, finish, hang, hooks, log, safe_fs, trigger
 from .config import Config
-from .detector import DegradationDetector, HangDetector
+from .detector import DegradationDetector, HangDetector, still_speeding_up
 
 _perf_ns = time.perf_counter_ns
 
@@ -34,6 +34,9 @@ _perf_ns = time.perf_counter_ns
 _DATALOADER_MODE_AFTER_BATCHES = 100
 _MODE_NONE, _MODE_OPTIMIZER, _MODE_DATALOADER = 0, 1, 2
 _STORE_RETRY_S = 5.0
+# An automatic baseline waits for iteration times to stop falling at most this many detector
+# windows past its earliest iteration.
+_BASELINE_SETTLE_WINDOWS = 2
 
 
 class Runtime:
@@ -64,9 +67,15 @@ class Runtime:
         self._pending: List[Dict[str, Any]] = []  # accepted sessions, by target iteration
         self._next_target = -1  # target of _pending[0], or -1
         self._force_at = cfg.trigger_at
+        # The next baseline: due from this iteration id (-1: none). Unless it was set by
+        # EROICA_BASELINE_AT, it waits until iteration times stop falling, for at most
+        # _BASELINE_SETTLE_WINDOWS more windows.
         self._baseline_at = -1
+        self._baseline_settles = cfg.baseline_at < 0
         if cfg.baseline:
             self._baseline_at = cfg.baseline_at if cfg.baseline_at >= 0 else cfg.warmup + cfg.window
+        self._rebaseline_token: Optional[Tuple[int, int]] = None  # the request file last acted on
+        self._started_unix_ns = time.time_ns()
         # Cross-thread: the monitor appends, the training thread pops (deque ops are atomic).
         self._mail: collections.deque = collections.deque()
         self._detection: Optional[Dict[str, Any]] = None
@@ -201,10 +210,28 @@ class Runtime:
         if finished == self._force_at:
             self._request_session(finished, "forced", self.detector.best_mean_s,
                                   self._mean_iteration_s())
-        elif finished == self._baseline_at and self._detection is None:
+        elif self._baseline_due(finished) and self._detection is None:
             # Every rank asks; the store's slot claim keeps it to one session.
+            self._baseline_at = -1
             self._request_session(finished, "baseline", self.detector.best_mean_s,
                                   self._mean_iteration_s())
+
+    def _baseline_due(self, finished: int) -> bool:
+        if self._baseline_at < 0 or finished < self._baseline_at:
+            return False
+        if not self._baseline_settles:
+            return True
+        window = self.cfg.window
+        if finished >= self._baseline_at + _BASELINE_SETTLE_WINDOWS * window:
+            return True  # still drifting after that long: its pace is the job's pace
+        recent = itertools.islice(reversed(self.durations_ns), window)
+        return not still_speeding_up([d * 1e-9 for d in recent][::-1])
+
+    def request_baseline(self) -> None:
+        """The user's word that the job's present speed is intended (a new model, image or
+        data): a new baseline once iteration times settle. Any thread; never raises."""
+        self._mail.append(("baseline-request", None))
+        self._wake.set()
 
     # ---- sessions (training thread) --------------------------------------------------------
 
@@ -222,6 +249,11 @@ class Runtime:
             if kind == "rebaseline":
                 self.detector.rebaseline()
                 continue
+            if kind == "baseline-request":
+                self._baseline_at = next_iteration + self.cfg.warmup
+                self._baseline_settles = True
+                self.detector.rebaseline()
+                continue
             if kind == "disable":
                 hooks.disable(payload)  # calls on_disabled, on this (the training) thread
                 return False
@@ -229,6 +261,10 @@ class Runtime:
             # keeps watching through it, or a slowdown soon after it would become the new best.
             if payload.get("reason") != "baseline":
                 self.detector.disarm()
+                # A baseline still waiting for times to settle would now measure the slowdown.
+                self._baseline_at = -1
+            else:
+                self._baseline_at = -1  # another rank's request won: this one is not due again
             if payload["target_iteration"] < next_iteration:
                 self._write_missed(payload, "seen at iteration %d" % next_iteration)
                 continue
@@ -378,6 +414,8 @@ class Runtime:
         coord = self.coord
         if coord is None:
             return
+        if self.rank == 0:
+            self._check_rebaseline_request()
         sessions, hangs = coord.poll()
         for session in sessions:
             if self._usable(session):
@@ -389,6 +427,25 @@ class Runtime:
         for notice in hangs:
             self._handle_hang(notice)
         self._store_failures = 0
+
+    def _check_rebaseline_request(self) -> None:
+        """`python -m eroica rebaseline` leaves <dir>/<job>.rebaseline: rank 0 acts on it once
+        (one stat per tick) and removes it; its baseline session reaches every rank."""
+        path = rebaseline_request_path(self.cfg.dir, self.job_id)
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except OSError:
+            return
+        token = (st.st_mtime_ns, st.st_ino)
+        if token == self._rebaseline_token or st.st_mtime_ns < self._started_unix_ns:
+            return  # acted on already, or left from before this process began
+        self._rebaseline_token = token
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        log.info("rank 0: a new baseline was requested; it is taken once iteration times settle")
+        self.request_baseline()
 
     def _needs_store(self) -> bool:
         dist = sys.modules.get("torch.distributed")
@@ -603,6 +660,11 @@ class Runtime:
         thread.start()
         thread.join(timeout_s)
         return not answered
+
+
+def rebaseline_request_path(root: str, job_id: str) -> str:
+    """Where `python -m eroica rebaseline` asks a job's rank 0 for a new baseline."""
+    return os.path.join(root, safe_fs.component(job_id + ".rebaseline"))
 
 
 def _another_profiler_active() -> bool:

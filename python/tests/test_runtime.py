@@ -200,3 +200,94 @@ def test_the_baseline_window_leaves_the_detector_watching(tmp_path):
     assert rt.detector.armed and rt.detector.best_mean_s is not None
     for t, _ in rt._finishers:
         t.join(30)
+
+
+def _feed(rt, durations_ms):
+    """Iteration boundaries at the given spacing, on the training thread, without a clock."""
+    now = 1_000_000
+    rt._boundary(now)
+    for ms in durations_ms:
+        now += int(ms * 1e6)
+        rt._boundary(now)
+
+
+def _baselines_requested(rt):
+    asked = []
+    rt._request_session = lambda iteration, reason, *_: asked.append((iteration, reason))
+    return asked
+
+
+def test_the_automatic_baseline_waits_until_iteration_times_stop_falling(tmp_path):
+    # Warm-up that outlasts the detector's: 20 iterations from 150 ms down to 100 ms, then flat.
+    falling = [150 - 2.5 * i for i in range(20)]
+    flat = [100 + (1 if i % 2 else -1) for i in range(60)]
+    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=5, EROICA_WINDOW=10, EROICA_BASELINE=1)
+    asked = _baselines_requested(rt)
+    _feed(rt, falling + flat)
+    assert [reason for _, reason in asked] == ["baseline"]
+    assert 22 <= asked[0][0] < 35, asked  # not at warm-up + window (15): times still fell
+    # An iteration set by the user is kept as it is.
+    fixed = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=5, EROICA_WINDOW=10, EROICA_BASELINE_AT=15)
+    asked = _baselines_requested(fixed)
+    _feed(fixed, falling + flat)
+    assert asked == [(15, "baseline")]
+    # A job that never stops speeding up gets its baseline after two more windows.
+    drifting = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=5, EROICA_WINDOW=10, EROICA_BASELINE=1)
+    asked = _baselines_requested(drifting)
+    _feed(drifting, [300 - 2.5 * i for i in range(100)])
+    assert asked == [(35, "baseline")]
+
+
+def test_a_baseline_won_by_another_rank_or_overtaken_by_a_slowdown_is_not_asked_for(tmp_path):
+    for reason in ("baseline", "degradation"):
+        rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=2, EROICA_WINDOW=4, EROICA_BASELINE=1)
+        asked = _baselines_requested(rt)
+        rt._mail.append(("session", {"session_id": "s-" + reason, "reason": reason, "target_iteration": 100,
+                                     "capture_iters": 2, "capture_max_s": 20.0}))
+        _feed(rt, [100] * 30)
+        assert asked == [], reason
+
+
+def test_a_rebaseline_request_takes_a_new_baseline_after_warm_up(tmp_path):
+    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=5, EROICA_WINDOW=10, EROICA_BASELINE=0)
+    asked = _baselines_requested(rt)
+    _feed(rt, [100] * 30)
+    assert asked == []  # EROICA_BASELINE=0: none on its own
+    rt.request_baseline()  # eroica.rebaseline(), or rank 0 seeing `python -m eroica rebaseline`
+    _feed(rt, [150] * 30)
+    assert len(asked) == 1 and asked[0][1] == "baseline"
+    assert asked[0][0] >= 30 + 5, asked  # after the new regime's warm-up
+
+
+def test_the_rebaseline_command_reaches_rank_0_once(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    import os
+
+    from eroica import runtime
+
+    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_JOB_ID="rjob")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+               EROICA_DIR=str(tmp_path), EROICA_JOB_ID="rjob")
+    done = subprocess.run([sys.executable, "-m", "eroica", "rebaseline"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    path = runtime.rebaseline_request_path(str(tmp_path), "rjob")
+    assert os.path.isfile(path) and path in done.stdout
+    rt._check_rebaseline_request()
+    rt._check_rebaseline_request()
+    assert [kind for kind, _ in rt._mail] == ["baseline-request"]
+    assert not os.path.exists(path)
+
+
+def test_eroica_rebaseline_reaches_the_attached_runtime_and_is_harmless_without_one(tmp_path):
+    import eroica
+
+    eroica.rebaseline()  # nothing attached: a no-op
+    rt = quiet_runtime(EROICA_DIR=tmp_path)
+    hooks.install(rt)
+    try:
+        eroica.rebaseline()
+    finally:
+        hooks.uninstall()
+    assert [kind for kind, _ in rt._mail] == ["baseline-request"]

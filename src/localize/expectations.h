@@ -37,7 +37,10 @@ struct Expectations {
   std::vector<Box> boxes;
   // Localization thresholds (docs/DESIGN.md "Localization").
   double min_beta = 0.01;         // a (f,w) below this is never abnormal
-  double outlier_z = 5.0;         // Δ outlier: robust z beyond this (the paper's k = 5)
+  // Δ outlier: robust z beyond this (the paper's k = 5). The same k spreads of the job's own
+  // noise decide a straggler's summed excess (iteration_evidence.h) and a host point's lead on
+  // every rank (global_analysis.cc).
+  double outlier_z = 5.0;
   double min_excess_beta = 0.03;  // noise floor: β excess over the peers worth reporting
   double min_scale_beta = 0.01;   // floor of the robust spread, in β
   double global_fraction = 0.5;   // "most workers": share of a group over a box for global
