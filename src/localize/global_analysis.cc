@@ -29,6 +29,16 @@ std::vector<int> Listed(std::vector<int> ranks) {
   return ranks;
 }
 
+// The ranks a global cost is on: every one that pays at least half of its typical level. A box
+// decides whether the cost is global; a rank just under the box still pays it.
+std::vector<int> RanksPaying(const WorkerGroup& group, const std::vector<double>& betas, double level) {
+  std::vector<int> ranks;
+  for (size_t k = 0; k < group.size(); ++k) {
+    if (betas[k] >= 0.5 * level) ranks.push_back(group.row(k).rank);
+  }
+  return ranks;
+}
+
 bool MostWorkers(size_t count, size_t n, const Expectations& e) {
   return static_cast<double>(count) > e.global_fraction * static_cast<double>(n);
 }
@@ -82,7 +92,7 @@ std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectatio
     if (level - *high < e.min_excess_beta) continue;
     auto [function, function_beta] = TopFunctionOf(group, category);
     size_t count = over.size();
-    Finding f = MakeGlobal(group, category, function, level, *high, std::move(over));
+    Finding f = MakeGlobal(group, category, function, level, *high, RanksPaying(group, betas, level));
     f.evidence = fmt::format(
         "{} of {} workers spend β {:.2f} of each iteration in {} (expected at "
         "most {:.2f}); top function {} (median β {:.3f})",
@@ -126,7 +136,12 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
     if (median_distance < e.min_excess_beta) continue;
     std::string name(group.table->name(key.second));
     size_t count = o.ranks.size();
-    Finding f = MakeGlobal(group, key.first, name, median_beta, median_beta - median_distance, std::move(o.ranks));
+    std::vector<double> all(n, 0.0);
+    for (size_t k = 0; k < n; ++k) {
+      if (const FunctionEntry* f = group.table->Find(group.members[k], key.second, key.first)) all[k] = f->beta;
+    }
+    Finding f = MakeGlobal(group, key.first, name, median_beta, median_beta - median_distance,
+                           RanksPaying(group, all, median_beta));
     f.evidence = fmt::format("{} of {} workers spend β {:.3f} in {} (expected at most {:.3f})", count, n, median_beta,
                              name, median_beta - median_distance);
     auto it = best.find(key.first);
@@ -177,7 +192,6 @@ std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expec
   // One rank in eight may be the exception (its own noise, or a local fault on top).
   if (leading == 0 || leading < n - n / 8) return std::nullopt;
   std::vector<double> betas, next, leads;
-  std::vector<int> ranks;
   for (size_t k = 0; k < n; ++k) {
     const FunctionEntry* f = group.table->Find(group.members[k], point, Category::kHost);
     double beta = f ? f->beta : 0;
@@ -185,7 +199,6 @@ std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expec
     betas.push_back(beta);
     next.push_back(runner_up);
     leads.push_back(beta - runner_up);
-    if (tops[k].name == point) ranks.push_back(group.row(k).rank);
   }
   RobustCenter noise = MedianAndMad(next);
   double spread = std::max(1.4826 * noise.mad, e.min_scale_beta);
@@ -193,9 +206,10 @@ std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expec
   if (lead < std::max(e.min_excess_beta, e.outlier_z * spread)) return std::nullopt;
   auto [low_it, high_it] = std::minmax_element(betas.begin(), betas.end());
   double low = *low_it, high = *high_it;
-  double level = MedianInPlace(betas);
+  std::vector<double> sorted = betas;
+  double level = MedianInPlace(sorted);
   Finding f = MakeGlobal(group, Category::kHost, std::string(group.table->name(point)), level, noise.median,
-                         std::move(ranks));
+                         RanksPaying(group, betas, level));
   f.evidence = fmt::format(
       "on {} of {} workers {} is the largest host cost: β {:.3f} (from {:.3f} to {:.3f}), {:.3f} above each one's "
       "next host point, whose spread across workers is {:.3f}; scheduling noise moves between points and ranks, "
