@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "diff/diff_report.h"
+#include "summary/function_name.h"
 
 namespace eroica {
 namespace {
@@ -114,10 +115,14 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
         fmt::format("; every rank's {} time grew {:+.1f} ms/iter ({})", CategoryName(category_wide->category),
                     category_wide->delta_ms_per_iter, RanksText(category_wide->ranks));
   }
-  // An expected box found it too (per group of like workers): one finding, both reasons.
+  // An expected box or the peers found it too (per group of like workers): one finding, both
+  // reasons. Program points count as the same when both are one: their names shift with the ops.
   bool merged = false;
+  auto same_function = [&](const std::string& a, const std::string& b) {
+    return a == b || (IsProgramPoint(a) && IsProgramPoint(b));
+  };
   std::erase_if(d->findings, [&](const Finding& f) {
-    if (f.scope != FindingScope::kGlobal || f.category != global.category || f.function != global.function) {
+    if (f.scope != FindingScope::kGlobal || f.category != global.category || !same_function(f.function, global.function)) {
       return false;
     }
     if (!merged) global.evidence += "; " + f.evidence;

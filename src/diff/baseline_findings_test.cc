@@ -51,6 +51,34 @@ TEST(BaselineFindings, AFunctionOnMostRanksStandsForItsCategoryGrownOnAll) {
   EXPECT_NE(d.findings[0].evidence.find("every rank's host time grew"), std::string::npos);
 }
 
+// The peers' global host finding and the baseline's are one problem when both name a program
+// point, whatever ops the point was named by in each.
+TEST(BaselineFindings, AGlobalHostPointFromThePeersMergesWithTheBaselinesUnderAnotherName) {
+  std::vector<WorkerPattern> now;
+  for (int r = 0; r < 4; ++r) {
+    FunctionMs ms = Healthy();
+    ms.emplace_back("(python between a and b)", Category::kHost, 40);
+    now.push_back(Worker(r, 4, ms));
+  }
+  Diagnosis d;
+  Finding peers;
+  peers.scope = FindingScope::kGlobal;
+  peers.category = FindingCategory::kHost;
+  peers.function = "(python between c and d)";
+  peers.workers = {0, 1, 2, 3};
+  peers.evidence = "on 4 of 4 workers it is the largest host cost";
+  d.findings.push_back(peers);
+  ApplyBaseline(DiffPatterns(Job(4), now), &d);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_NE(d.findings[0].evidence.find("against the baseline"), std::string::npos) << d.findings[0].evidence;
+  EXPECT_NE(d.findings[0].evidence.find("largest host cost"), std::string::npos) << d.findings[0].evidence;
+  // A different function of the same category that is no program point stays apart.
+  d.findings = {peers};
+  d.findings[0].function = "gc.collect";
+  ApplyBaseline(DiffPatterns(Job(4), now), &d);
+  EXPECT_EQ(d.findings.size(), 2u);
+}
+
 TEST(BaselineFindings, NoSlowdownNoFinding) {
   Diagnosis d;
   ApplyBaseline(DiffPatterns(Job(4), Job(4)), &d);

@@ -32,6 +32,10 @@ inline constexpr std::string_view kUnattributedPython = "(python, unattributed)"
 std::string FoldedTailName(Category category);
 inline bool IsFoldedTail(std::string_view name) { return name.starts_with("(other "); }
 
+// Python time named by the training thread's ops around it (summary/program_points.h). The same
+// code may get another such name on another rank or run when the ops around it shift.
+inline bool IsProgramPoint(std::string_view name) { return name.starts_with("(python "); }
+
 // "f" -> "(f)", for prose; a name already in parentheses (a program point) stays as it is.
 std::string InParentheses(const std::string& name);
 
