@@ -33,7 +33,7 @@ ONLINE_ENV = {"EROICA_HANG_MIN_S": "3", "EROICA_HANG_FACTOR": "5", "EROICA_POLL_
 ONLINE_REPORT_WAIT_S = 60.0
 NAME_PREFIX = "eroica"
 WORK_DIR_PARENT = "/var/tmp"  # on disk, not tmpfs: the slow-storage file needs O_DIRECT
-PHASES = ["ready", "data", "forward", "backward", "optimizer", "done"]
+PHASES = ["ready", "data", "forward", "backward", "optimizer", "export", "done"]
 POLL_INTERVAL_S = 0.02
 STARTUP_TIMEOUT_S = 90.0
 KILL_GRACE_S = 2.0
@@ -98,6 +98,20 @@ class CpuCgroups:
         else:
             (path / "cpu.max").write_text(f"{quota_us} {period_us}\n")
         return path
+
+    def throttled_ms(self, path):
+        """How long the cgroup's CPU quota held it back so far (v1 cpu.stat throttled_time, ns,
+        summed over the CPUs' run queues; v2 throttled_usec), or None."""
+        try:
+            stat = dict(line.split() for line in (Path(path) / "cpu.stat").read_text().splitlines()
+                        if len(line.split()) == 2)
+        except (OSError, ValueError):
+            return None
+        if "throttled_usec" in stat:
+            return int(stat["throttled_usec"]) / 1e3
+        if "throttled_time" in stat:
+            return int(stat["throttled_time"]) / 1e6
+        return None
 
     @staticmethod
     def add_process(path, pid):
@@ -388,6 +402,8 @@ class RunResult:
     agent: Dict[str, object] = field(default_factory=dict)
     # Faults applied from outside: {rank: {"quota_pct": ..., "measured_cpu_pct": ...}, ...}
     external: Dict[int, dict] = field(default_factory=dict)
+    # What each faulty rank measured of its own fault (faults.NoFault.report): {rank: {...}}
+    fault_reports: Dict[int, dict] = field(default_factory=dict)
 
 
 def parse_iteration_lines(path: Path):
@@ -602,11 +618,30 @@ class Testbed:
                 pass
         return states
 
+    def _note_throttled_time(self):
+        """Before the cgroups go: how long each quota held its rank back (the throttle's cost)."""
+        for rank, applied in self.applied_external.items():
+            if "quota_pct" in applied:
+                throttled = self.cgroups.throttled_ms(self.cgroups.path_for(f"r{rank}"))
+                if throttled is not None:
+                    applied["throttled_ms"] = round(throttled, 1)
+
     def _result(self, started, hang=None, agents_done=None):
+        self._note_throttled_time()
         times, starts = self.read_iteration_records()
         return RunResult(times, hang, time.monotonic() - started, iteration_starts_s=starts,
                          online=dict(self.online_report), agent=agents_done or {},
-                         external={r: dict(v) for r, v in self.applied_external.items()})
+                         external={r: dict(v) for r, v in self.applied_external.items()},
+                         fault_reports=self.read_fault_reports())
+
+    def read_fault_reports(self):
+        reports = {}
+        for rank in range(self.world_size):
+            try:
+                reports[rank] = json.loads((self.work_dir / f"fault-report-r{rank}.json").read_text())
+            except (OSError, ValueError):
+                pass
+        return reports
 
     def read_iteration_times(self):
         return self.read_iteration_records()[0]
