@@ -404,6 +404,9 @@ class RunResult:
     external: Dict[int, dict] = field(default_factory=dict)
     # What each faulty rank measured of its own fault (faults.NoFault.report): {rank: {...}}
     fault_reports: Dict[int, dict] = field(default_factory=dict)
+    # Each rank's own work per iteration (train.py write_own_work): {rank: {"forward_s": [...],
+    # "optimizer_s": [...]}}
+    own_work: Dict[int, dict] = field(default_factory=dict)
 
 
 def parse_iteration_lines(path: Path):
@@ -430,6 +433,10 @@ def set_parent_death_signal():
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     PR_SET_PDEATHSIG = 1
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def all_done(states: Dict[int, dict]) -> bool:
+    return bool(states) and all(s.get("phase") == "done" for s in states.values())
 
 
 def least_advanced(states: Dict[int, dict]):
@@ -539,6 +546,10 @@ class Testbed:
                 last_states, last_change = states, time.monotonic()
             everyone_ready = len(states) == self.world_size
             limit_s = no_progress_timeout_s if everyone_ready else max(STARTUP_TIMEOUT_S, no_progress_timeout_s)
+            if everyone_ready and all_done(states):
+                # Training is over on every rank; the last barrier and the process group's
+                # teardown can take seconds on a loaded machine: no hang, max_wall_s still holds.
+                last_change = time.monotonic()
             now = time.monotonic()
             self._look_for_online_report()
             if now - last_change > limit_s:
@@ -632,16 +643,18 @@ class Testbed:
         return RunResult(times, hang, time.monotonic() - started, iteration_starts_s=starts,
                          online=dict(self.online_report), agent=agents_done or {},
                          external={r: dict(v) for r, v in self.applied_external.items()},
-                         fault_reports=self.read_fault_reports())
+                         fault_reports=self.read_rank_files("fault-report"),
+                         own_work=self.read_rank_files("own-work"))
 
-    def read_fault_reports(self):
-        reports = {}
+    def read_rank_files(self, stem):
+        """{rank: the JSON of WORK/<stem>-r<rank>.json} for the ranks that wrote one."""
+        found = {}
         for rank in range(self.world_size):
             try:
-                reports[rank] = json.loads((self.work_dir / f"fault-report-r{rank}.json").read_text())
+                found[rank] = json.loads((self.work_dir / f"{stem}-r{rank}.json").read_text())
             except (OSError, ValueError):
                 pass
-        return reports
+        return found
 
     def read_iteration_times(self):
         return self.read_iteration_records()[0]

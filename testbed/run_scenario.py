@@ -224,6 +224,10 @@ def write_truth(out_dir, args, result, profiled_iters, fault_params):
         truth["external_faults"] = {str(r): v for r, v in sorted(result.external.items())}
     if result.fault_reports:
         truth["fault_reports"] = {str(r): v for r, v in sorted(result.fault_reports.items())}
+    if result.own_work:
+        window = list(range(args.profile_start, args.profile_start + args.profile_iters))
+        truth["own_work_ms"] = {str(r): own_work_ms(w, args.onset_iter, window)
+                                for r, w in sorted(result.own_work.items())}
     if len(truth["faults"]) > 1:
         truth["faults"] = order_by_cost(truth["faults"], args, result)
     if result.hang is not None:
@@ -235,17 +239,29 @@ def write_truth(out_dir, args, result, profiled_iters, fault_params):
     os.replace(tmp, out_dir / "truth.json")
 
 
+def own_work_ms(own_work, onset_iter, window):
+    """(before, window) mean ms per iteration of a rank's own work: forward x 3 (backward's
+    compute taken as twice the forward's) + the optimizer step, none of it waiting on a peer."""
+    forward, optimizer = own_work.get("forward_s") or [], own_work.get("optimizer_s") or []
+    per_iter = [3 * f + o for f, o in zip(forward, optimizer)]
+    before = per_iter[min(WARMUP_ITERS, max(0, onset_iter - 1)):onset_iter]
+    during = per_iter[window[0]:window[-1] + 1] if window else []
+    return (round(mean_ms(before), 1), round(mean_ms(during), 1)) if before and during else None
+
+
 def fault_cost_ms_per_iter(fault, args, result):
     """What a fault cost its rank per iteration, as measured while it ran: the stall's sleeps
-    (its own report), the time the CPU quota held the rank back (the cgroup's throttled time
-    over the iterations from the onset to the end), or None."""
+    (its own report), a slower rank's own work (forward and optimizer step) in the profiled
+    window over before the onset, or None. (The cgroup's throttled_time is no measure of it:
+    v1 sums it over run queues and threads, several times the wall time.)"""
     rank = fault["ranks"][0]
     report = result.fault_reports.get(rank, {})
     if "stall_ms_per_iter" in report:
         return report["stall_ms_per_iter"]
-    throttled = result.external.get(rank, {}).get("throttled_ms")
-    if throttled is not None and args.iters > args.onset_iter:
-        return round(throttled / (args.iters - args.onset_iter), 1)
+    window = list(range(args.profile_start, args.profile_start + args.profile_iters))
+    own = own_work_ms(result.own_work.get(rank, {}), args.onset_iter, window)
+    if own is not None and fault["category"] == "compute":
+        return round(own[1] - own[0], 1)
     return None
 
 

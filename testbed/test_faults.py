@@ -413,6 +413,9 @@ class Progress(unittest.TestCase):
         states = {0: {"iter": 8, "phase": "backward"}, 1: {"iter": 8, "phase": "forward"},
                   2: {"iter": 8, "phase": "backward"}, 3: {"iter": 9, "phase": "data"}}
         self.assertEqual(launch.least_advanced(states), (8, [1]))
+        self.assertFalse(launch.all_done(states))
+        self.assertTrue(launch.all_done({0: {"iter": 20, "phase": "done"}, 1: {"iter": 20, "phase": "done"}}))
+        self.assertFalse(launch.all_done({}))
         self.assertEqual(launch.HangReport(8, [1], states).message(),
                          "no progress since iteration 8 on ranks [1]")
 
@@ -489,6 +492,25 @@ class Outputs(unittest.TestCase):
             run_scenario.check_traces(self.out, 2, [5, 6, 7])
         with self.assertRaises(RuntimeError):
             run_scenario.check_traces(self.out, 3, [5, 6, 7])
+
+    def test_two_faults_ordered_by_measured_cost(self):
+        args = run_scenario.parse_args(["--scenario", "two_faults", "--out", str(self.out), "--fault-rank", "1,3"])
+        wanted = faults.truth_faults("two_faults", args.fault_ranks, 4, args.fault_params)
+        fast, slow = [0.010] * 20, [0.010] * 8 + [0.090] * 12  # forward: 30 -> 270 ms of own work
+        result = launch.RunResult({}, fault_reports={1: {"stall_ms_per_iter": 150.0}},
+                                  own_work={3: {"forward_s": slow, "optimizer_s": [0.001] * 20},
+                                            1: {"forward_s": fast, "optimizer_s": [0.001] * 20}})
+        self.assertEqual(run_scenario.own_work_ms(result.own_work[3], 8, [12, 13]), (31.0, 271.0))
+        ordered = run_scenario.order_by_cost([dict(f) for f in wanted], args, result)
+        self.assertEqual([(f["scenario"], f["cost_ms_per_iter"]) for f in ordered],
+                         [("cpu_throttle", 240.0), ("dataloader_stall", 150.0)])
+        result.own_work[3]["forward_s"] = fast  # the quota cost nothing: the stall first
+        ordered = run_scenario.order_by_cost([dict(f) for f in wanted], args, result)
+        self.assertEqual([f["scenario"] for f in ordered], ["dataloader_stall", "cpu_throttle"])
+        del result.own_work[3]  # unknown: the scenario's order
+        ordered = run_scenario.order_by_cost([dict(f) for f in reversed(wanted)], args, result)
+        self.assertEqual(ordered[0]["scenario"], "cpu_throttle")
+        self.assertIsNone(ordered[0]["cost_ms_per_iter"])
 
     def test_truth_and_stale_outputs(self):
         self.write_trace(0, [1])

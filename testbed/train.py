@@ -17,7 +17,8 @@ written by the launcher) names the scenario, the faulty ranks and the schedule. 
   (a CPU quota, a link throttle) go through a handshake with the launcher so that the onset is exact;
   the data faults are on for the batches of the onset iteration on, as the batch sampler numbers
   them (the batches are made ahead, in the worker processes when there are workers),
-- writes what its fault measured of itself (faults.NoFault.report) to WORK/fault-report-r<r>.json.
+- writes what its fault measured of itself (faults.NoFault.report) to WORK/fault-report-r<r>.json
+  and each iteration's forward and optimizer-step wall times to WORK/own-work-r<r>.json.
 """
 
 import argparse
@@ -250,6 +251,17 @@ def write_meta(config, rank, step_start_unix_ns):
     os.replace(tmp, final)
 
 
+def write_own_work(config, rank, forward_s, optimizer_s):
+    """own-work-r<r>.json: each iteration's forward and optimizer-step wall time, the rank's own
+    work with no collective in it (DDP all-reduces inside backward), from which the launcher
+    tells what a slower rank lost (the cost of a CPU quota)."""
+    path = Path(config["work_dir"]) / f"own-work-r{rank}.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"forward_s": [round(t, 6) for t in forward_s],
+                               "optimizer_s": [round(t, 6) for t in optimizer_s]}))
+    os.replace(tmp, path)
+
+
 def write_fault_report(config, rank, fault):
     report = fault.report()
     if report:
@@ -321,6 +333,7 @@ def train(config, rank):
     prof_schedule = schedule(wait=profile_start, warmup=1, active=config["profile_iters"], repeat=1)
     batches = iter(loader)
     step_start_unix_ns = {}
+    forward_s, optimizer_s = [], []
     stacks = WindowStacks(config, rank)
     with profile(activities=[ProfilerActivity.CPU], schedule=prof_schedule,
                  on_trace_ready=trace_exporter(config["out_dir"], rank)) as prof:
@@ -341,6 +354,7 @@ def train(config, rank):
                 fault.activate()
             started_monotonic_s = time.monotonic()
             started_s = time.perf_counter()
+            forward_s.append(0.0)
             for micro in range(accum_steps):
                 progress.beat(iteration, "data", started_monotonic_s)
                 dense, tokens, labels = next(batches)
@@ -350,7 +364,9 @@ def train(config, rank):
                 # DDP all-reduces the gradients in the last micro-batch's backward only.
                 last = micro == accum_steps - 1
                 with (contextlib.nullcontext() if last else model.no_sync()):
+                    forward_started_s = time.perf_counter()
                     loss = loss_fn(model(dense, tokens), labels)
+                    forward_s[-1] += time.perf_counter() - forward_started_s
                     if accum_steps > 1:
                         loss = loss / accum_steps
                     progress.beat(iteration, "backward", started_monotonic_s)
@@ -358,7 +374,9 @@ def train(config, rank):
                         optimizer.zero_grad()
                     loss.backward()
             progress.beat(iteration, "optimizer", started_monotonic_s)
+            optimizer_started_s = time.perf_counter()
             optimizer.step()
+            optimizer_s.append(time.perf_counter() - optimizer_started_s)
             fault.after_step(iteration, training_state)
             progress.record(iteration, time.perf_counter() - started_s, started_monotonic_s)
             if iteration == profile_last:
@@ -367,6 +385,7 @@ def train(config, rank):
     stacks.finish()
     write_meta(config, rank, step_start_unix_ns)
     write_fault_report(config, rank, fault)
+    write_own_work(config, rank, forward_s, optimizer_s)
     fault.close()
     dist.barrier()
     dist.destroy_process_group()
