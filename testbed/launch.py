@@ -439,6 +439,10 @@ def all_done(states: Dict[int, dict]) -> bool:
     return bool(states) and all(s.get("phase") == "done" for s in states.values())
 
 
+def exporting(states: Dict[int, dict]) -> bool:
+    return any(s.get("phase") == "export" for s in states.values())
+
+
 def least_advanced(states: Dict[int, dict]):
     """(iteration, ranks) of the ranks that got least far, by iteration then phase."""
     def key(state):
@@ -546,9 +550,10 @@ class Testbed:
                 last_states, last_change = states, time.monotonic()
             everyone_ready = len(states) == self.world_size
             limit_s = no_progress_timeout_s if everyone_ready else max(STARTUP_TIMEOUT_S, no_progress_timeout_s)
-            if everyone_ready and all_done(states):
-                # Training is over on every rank; the last barrier and the process group's
-                # teardown can take seconds on a loaded machine: no hang, max_wall_s still holds.
+            if everyone_ready and (all_done(states) or exporting(states)):
+                # A rank writing its trace (the others wait for it in the next all-reduce), or
+                # training over on every rank (the last barrier, the process group's teardown):
+                # seconds on a loaded machine, not a hang; max_wall_s still holds.
                 last_change = time.monotonic()
             now = time.monotonic()
             self._look_for_online_report()

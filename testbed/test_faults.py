@@ -416,6 +416,8 @@ class Progress(unittest.TestCase):
         self.assertFalse(launch.all_done(states))
         self.assertTrue(launch.all_done({0: {"iter": 20, "phase": "done"}, 1: {"iter": 20, "phase": "done"}}))
         self.assertFalse(launch.all_done({}))
+        self.assertFalse(launch.exporting(states))
+        self.assertTrue(launch.exporting({0: {"iter": 16, "phase": "export"}, 1: {"iter": 17, "phase": "backward"}}))
         self.assertEqual(launch.HangReport(8, [1], states).message(),
                          "no progress since iteration 8 on ranks [1]")
 
