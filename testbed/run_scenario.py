@@ -228,6 +228,8 @@ def write_truth(out_dir, args, result, profiled_iters, fault_params):
         window = list(range(args.profile_start, args.profile_start + args.profile_iters))
         truth["own_work_ms"] = {str(r): own_work_ms(w, args.onset_iter, window)
                                 for r, w in sorted(result.own_work.items())}
+        truth["data_wait_ms"] = {str(r): data_wait_ms(w, args.onset_iter, window)
+                                 for r, w in sorted(result.own_work.items())}
     if len(truth["faults"]) > 1:
         truth["faults"] = order_by_cost(truth["faults"], args, result)
     if result.hang is not None:
@@ -246,6 +248,14 @@ def own_work_ms(own_work, onset_iter, window):
     per_iter = [3 * f + o for f, o in zip(forward, optimizer)]
     before = per_iter[min(WARMUP_ITERS, max(0, onset_iter - 1)):onset_iter]
     during = per_iter[window[0]:window[-1] + 1] if window else []
+    return (round(mean_ms(before), 1), round(mean_ms(during), 1)) if before and during else None
+
+
+def data_wait_ms(own_work, onset_iter, window):
+    """(before, window) mean ms per iteration the rank waited for its batches."""
+    waits = own_work.get("data_s") or []
+    before = waits[min(WARMUP_ITERS, max(0, onset_iter - 1)):onset_iter]
+    during = waits[window[0]:window[-1] + 1] if window else []
     return (round(mean_ms(before), 1), round(mean_ms(during), 1)) if before and during else None
 
 

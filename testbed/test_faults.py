@@ -503,6 +503,9 @@ class Outputs(unittest.TestCase):
                                   own_work={3: {"forward_s": slow, "optimizer_s": [0.001] * 20},
                                             1: {"forward_s": fast, "optimizer_s": [0.001] * 20}})
         self.assertEqual(run_scenario.own_work_ms(result.own_work[3], 8, [12, 13]), (31.0, 271.0))
+        waits = {"data_s": [0.002] * 8 + [0.05] * 12}
+        self.assertEqual(run_scenario.data_wait_ms(waits, 8, [12, 13]), (2.0, 50.0))
+        self.assertIsNone(run_scenario.data_wait_ms({}, 8, [12, 13]))
         ordered = run_scenario.order_by_cost([dict(f) for f in wanted], args, result)
         self.assertEqual([(f["scenario"], f["cost_ms_per_iter"]) for f in ordered],
                          [("cpu_throttle", 240.0), ("dataloader_stall", 150.0)])

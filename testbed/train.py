@@ -251,14 +251,16 @@ def write_meta(config, rank, step_start_unix_ns):
     os.replace(tmp, final)
 
 
-def write_own_work(config, rank, forward_s, optimizer_s):
+def write_own_work(config, rank, forward_s, optimizer_s, data_s):
     """own-work-r<r>.json: each iteration's forward and optimizer-step wall time, the rank's own
     work with no collective in it (DDP all-reduces inside backward), from which the launcher
-    tells what a slower rank lost (the cost of a CPU quota)."""
+    tells what a slower rank lost (the cost of a CPU quota); and its wait for the DataLoader's
+    batches (did a loader fault make it wait at all)."""
     path = Path(config["work_dir"]) / f"own-work-r{rank}.json"
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"forward_s": [round(t, 6) for t in forward_s],
-                               "optimizer_s": [round(t, 6) for t in optimizer_s]}))
+                               "optimizer_s": [round(t, 6) for t in optimizer_s],
+                               "data_s": [round(t, 6) for t in data_s]}))
     os.replace(tmp, path)
 
 
@@ -333,7 +335,7 @@ def train(config, rank):
     prof_schedule = schedule(wait=profile_start, warmup=1, active=config["profile_iters"], repeat=1)
     batches = iter(loader)
     step_start_unix_ns = {}
-    forward_s, optimizer_s = [], []
+    forward_s, optimizer_s, data_s = [], [], []
     stacks = WindowStacks(config, rank)
     with profile(activities=[ProfilerActivity.CPU], schedule=prof_schedule,
                  on_trace_ready=trace_exporter(config["out_dir"], rank)) as prof:
@@ -355,9 +357,12 @@ def train(config, rank):
             started_monotonic_s = time.monotonic()
             started_s = time.perf_counter()
             forward_s.append(0.0)
+            data_s.append(0.0)
             for micro in range(accum_steps):
                 progress.beat(iteration, "data", started_monotonic_s)
+                data_started_s = time.perf_counter()
                 dense, tokens, labels = next(batches)
+                data_s[-1] += time.perf_counter() - data_started_s
                 progress.beat(iteration, "forward", started_monotonic_s)
                 if micro == 0:
                     fault.in_step(iteration)
@@ -385,7 +390,7 @@ def train(config, rank):
     stacks.finish()
     write_meta(config, rank, step_start_unix_ns)
     write_fault_report(config, rank, fault)
-    write_own_work(config, rank, forward_s, optimizer_s)
+    write_own_work(config, rank, forward_s, optimizer_s, data_s)
     fault.close()
     dist.barrier()
     dist.destroy_process_group()
