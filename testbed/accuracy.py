@@ -517,6 +517,11 @@ def specs_from_args(args) -> List[splits.RunSpec]:
                  for name in faults.SCENARIOS for seed in seeds]
     if args.scenario:
         specs = [spec for spec in specs if spec.scenario in args.scenario]
+    if args.run:
+        unknown = sorted(set(args.run) - {spec.name for spec in specs})
+        if unknown:
+            raise SystemExit(f"accuracy: no such run in this plan: {', '.join(unknown)}")
+        specs = [spec for spec in specs if spec.name in args.run]
     if args.max_runs_per_scenario:
         kept, count = [], {}
         for spec in specs:
@@ -701,6 +706,9 @@ def parse_args(argv=None):
     parser.add_argument("--ranks", type=int, default=DEFAULT_RANKS)
     parser.add_argument("--scenario", action="append", choices=sorted(faults.SCENARIOS),
                         help="run only these scenarios (repeatable; default: all)")
+    parser.add_argument("--run", action="append", default=[], metavar="NAME",
+                        help="only the run(s) of this folder name, e.g. to redo one that failed "
+                             "(repeatable)")
     parser.add_argument("--max-runs-per-scenario", type=int, default=0, metavar="N",
                         help="only the first N runs of each scenario (a smaller run of a split)")
     parser.add_argument("--param", action="append", default=[], metavar="SCENARIO:KEY=VALUE",

@@ -322,6 +322,18 @@ class SplitsTest(unittest.TestCase):
         sized = [s for s in validation if s.params and (s.scenario, s.params) in tuned]
         self.assertEqual(sized, [])
 
+    def test_a_smaller_run_of_a_split(self):
+        args = accuracy.parse_args(["--eroica", "/bin/true", "--split", "validation", "--scenario", "healthy",
+                                    "--max-runs-per-scenario", "2"])
+        self.assertEqual([s.name for s in accuracy.specs_from_args(args)],
+                         ["healthy-mlp-w0-a1-r6-s100", "healthy-mlp-w0-a1-r6-s101"])
+        args = accuracy.parse_args(["--eroica", "/bin/true", "--split", "tuning",
+                                    "--run", "two_faults-mlp-w0-a1-r4-s2"])
+        self.assertEqual([s.fault_rank() for s in accuracy.specs_from_args(args)], ["3,1"])
+        args.run = ["no-such-run"]
+        with self.assertRaises(SystemExit):
+            accuracy.specs_from_args(args)
+
     def test_settings_a_scenario_needs(self):
         for spec in splits.tuning() + splits.validation():
             if spec.scenario == "imbalance_seq":
