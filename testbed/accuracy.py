@@ -636,7 +636,7 @@ def score_hang(args, truth, run_dir, record, online, live=True):
     record["testbed_hang"] = truth.get("hang")
 
 
-def rescore_records(args, folder: Path) -> List[dict]:
+def rescore_records(args, folder: Path, log=print) -> List[dict]:
     """Re-diagnoses every saved run under FOLDER (a benchmark's OUT, its runs/, or one run
     folder) with args.eroica, without training again. The run's spec comes from the
     benchmark's accuracy-results.json when it is there, else from the truth."""
@@ -660,7 +660,7 @@ def rescore_records(args, folder: Path) -> List[dict]:
         except (RuntimeError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as error:
             record.update(status=ERROR, error=str(error).replace("\n", " "))
         records.append(record)
-        print(progress_line(record), flush=True)
+        log(progress_line(record), flush=True)
     return records
 
 

@@ -20,6 +20,10 @@ def finding(workers, category="dataloader", scope="local", **extra):
     return f
 
 
+def quiet(*args, **kwargs):
+    pass
+
+
 def diagnosis(*findings):
     return {"schema": "eroica.diagnosis/v1", "workers": 4, "healthy": not findings,
             "findings": list(findings), "warnings": []}
@@ -370,7 +374,7 @@ class RescoreTest(unittest.TestCase):
                             f"*) echo '{answer}';; esac\n")
             fake.chmod(0o755)
             args = argparse.Namespace(eroica=str(fake))
-            records = accuracy.rescore_records(args, root)
+            records = accuracy.rescore_records(args, root, log=quiet)
             by_name = {r["spec"]["name"]: r for r in records}
             self.assertEqual(by_name["gc_storm-mlp-w0-a1-r4-s0"]["status"], accuracy.CORRECT)
             self.assertEqual(by_name["healthy-mlp-w0-a1-r4-s3"]["status"], accuracy.CORRECT)
@@ -378,7 +382,7 @@ class RescoreTest(unittest.TestCase):
             # The benchmark's own record of the run, when there, gives the spec and the before status.
             (root / "accuracy-results.json").write_text(json.dumps({"runs": [
                 {"run_dir": str(run), "status": "wrong", "spec": splits.RunSpec("gc_storm", 0).as_dict()}]}))
-            again = {r["spec"]["name"]: r for r in accuracy.rescore_records(args, root / "runs")}
+            again = {r["spec"]["name"]: r for r in accuracy.rescore_records(args, root / "runs", log=quiet)}
             self.assertEqual(again["gc_storm-mlp-w0-a1-r4-s0"]["previous_status"], "wrong")
 
     def test_moved_hang_session_is_found_under_the_run(self):
