@@ -251,6 +251,15 @@ class SeveralFaultsTest(unittest.TestCase):
         self.assertEqual((score["status"], score["order_ok"], score["rank_ok"]), (accuracy.WRONG, False, True))
         self.assertEqual(accuracy.verdict_text(score), "wrong order")
 
+    def test_order_of_faults_that_cost_about_the_same_is_not_judged(self):
+        close = dict(TWO_TRUTH, faults=[dict(TWO_TRUTH["faults"][0], cost_ms_per_iter=150),
+                                        dict(TWO_TRUTH["faults"][1], cost_ms_per_iter=130)])
+        score = accuracy.score_diagnosis(close, diagnosis(finding([3], "compute"), finding([1])))
+        self.assertEqual((score["status"], score["order_ok"]), (accuracy.CORRECT, None))
+        missing = accuracy.score_diagnosis(close, diagnosis(finding([3], "compute")))
+        self.assertEqual((missing["status"], missing["order_ok"]), (accuracy.WRONG, False))
+        self.assertFalse(accuracy.costs_too_close([{"cost_ms_per_iter": 150}, {"cost_ms_per_iter": None}]))
+
     def test_one_missing_or_miscategorized(self):
         only = accuracy.score_diagnosis(TWO_TRUTH, diagnosis(finding([1])))
         self.assertEqual((only["status"], only["rank_ok"], only["detected"]), (accuracy.WRONG, False, True))
