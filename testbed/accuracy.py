@@ -661,8 +661,10 @@ def rescore_records(args, folder: Path, log=print) -> List[dict]:
         if results.exists():
             for run in json.loads(results.read_text()).get("runs", []):
                 saved[Path(run.get("run_dir", "")).name] = run
+    order = {name: index for index, name in enumerate(saved)}  # the benchmark's own order first
     run_dirs = sorted({t.parent for t in folder.glob("truth.json")} | {t.parent for t in folder.glob("*/truth.json")}
-                      | {t.parent for t in folder.glob("runs/*/truth.json")})
+                      | {t.parent for t in folder.glob("runs/*/truth.json")},
+                      key=lambda d: (order.get(d.name, len(order)), d.name))
     records = []
     for run_dir in run_dirs:
         truth = json.loads((run_dir / "truth.json").read_text())
