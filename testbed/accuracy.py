@@ -735,7 +735,7 @@ def parse_args(argv=None):
                              f"({DEFAULT_OVERRIDES}); not with --split")
     parser.add_argument("--out", default=None,
                         help="output folder (default out/accuracy, out/accuracy-<split>, or "
-                             "DIR/rescore with --rescore)")
+                             "DIR/rescore-<UTC time> with --rescore)")
     parser.add_argument("--no-online-hang", action="store_true",
                         help="score the hang on the testbed's detection even if python/eroica exists")
     parser.add_argument("--strict", action="store_true", help="exit 1 unless every scored run is correct")
@@ -753,7 +753,8 @@ def parse_args(argv=None):
         if not args.rescore.is_dir():
             parser.error(f"{args.rescore}: not a folder")
     if args.out is None:
-        args.out = (str(args.rescore / "rescore") if args.rescore else
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())  # never over an earlier re-scoring
+        args.out = (str(args.rescore / f"rescore-{stamp}") if args.rescore else
                     str(REPO_DIR / "out" / (f"accuracy-{args.split}" if args.split else "accuracy")))
     args.eroica = str(Path(args.eroica).resolve())
     if not os.access(args.eroica, os.X_OK):
