@@ -14,7 +14,6 @@ import unittest
 from pathlib import Path
 
 import faults
-import heartbeat
 import launch
 import run_scenario
 
@@ -409,30 +408,6 @@ class Progress(unittest.TestCase):
         dirs = ["eroica-testbed-100-abc", "eroica-testbed-200-x"]
         self.assertEqual(launch.stale_names(dirs, launch.STALE_WORK_DIR, alive=lambda p: p == 200),
                          ["eroica-testbed-100-abc"])
-
-    def test_heartbeat_in_shared_memory(self):
-        work = Path(tempfile.mkdtemp(prefix="eroica-heartbeat-unit-"))
-        try:
-            path = heartbeat.path_for(work, 2)
-            self.assertIsNone(heartbeat.read(path))  # no file yet
-            writer = heartbeat.Writer(path, pid=4242)
-            self.assertIsNone(heartbeat.read(path))  # no record yet
-            writer.beat(-1, "ready")
-            self.assertEqual(heartbeat.read(path), {"iter": -1, "phase": "ready", "pid": 4242})
-            writer.beat(7, "backward", 123.4567891)
-            self.assertEqual(heartbeat.read(path), {"iter": 7, "phase": "backward", "pid": 4242,
-                                                    "started_s": 123.456789})
-            # A store in progress (odd sequence) is never read as a record.
-            writer.map[0:8] = (writer.sequence + 1).to_bytes(8, "little")
-            self.assertIsNone(heartbeat.read(path, attempts=2))
-            writer.beat(8, "data", 124.0)
-            started = time.perf_counter()
-            for _ in range(1000):
-                writer.beat(8, "forward", 124.0)
-            self.assertLess((time.perf_counter() - started) / 1000, 1e-4)  # microseconds, not a file write
-            writer.close()
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
 
     def test_least_advanced(self):
         states = {0: {"iter": 8, "phase": "backward"}, 1: {"iter": 8, "phase": "forward"},

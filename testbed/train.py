@@ -11,7 +11,7 @@ written by the launcher) names the scenario, the faulty ranks and the schedule. 
   export to OUT/rank-<r>.json; with config "stack_hz" > 0, also the training thread's Python
   stack sampled over the same window (python/eroica/stack_sampler.py, as `eroica run` does) to
   OUT/rank-<r>.stacks.json, from which diagnose names a finding's code location,
-- reports progress in WORK/heartbeat-r<r>.bin (iteration id and phase, heartbeat.py) and appends its
+- reports progress in WORK/heartbeat-r<r>.json (iteration id and phase) and appends its
   per-iteration wall times to WORK/iters-r<r>.txt,
 - turns its fault on at the onset iteration (faults.py); faults applied from outside the process
   (a CPU quota, a link throttle) go through a handshake with the launcher so that the onset is exact;
@@ -41,7 +41,6 @@ from torch.utils.data import DataLoader, Dataset
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "python"))
 import faults  # noqa: E402
-import heartbeat  # noqa: E402
 from eroica import stack_sampler  # noqa: E402  (no torch, no hooks: only the sampler class)
 
 DENSE_FEATURES = 256
@@ -188,17 +187,22 @@ def make_model(name):
 
 
 class Progress:
-    """Heartbeat (iteration id + phase, in shared memory: heartbeat.py) and per-iteration wall
-    times."""
+    """Heartbeat (iteration id + phase, replaced atomically) and per-iteration wall times."""
 
     def __init__(self, work_dir, rank):
-        self.heartbeat = heartbeat.Writer(heartbeat.path_for(work_dir, rank))
+        self.heartbeat_path = Path(work_dir) / f"heartbeat-r{rank}.json"
         self.times_file = open(Path(work_dir) / f"iters-r{rank}.txt", "a", buffering=1)
+        self.pid = os.getpid()
 
     def beat(self, iteration, phase, started_monotonic_s=None):
         """`started_monotonic_s`: when the iteration began (CLOCK_MONOTONIC), so that a hang
         report can time the iteration that never finished."""
-        self.heartbeat.beat(iteration, phase, started_monotonic_s)
+        tmp = self.heartbeat_path.with_suffix(".tmp")
+        state = {"iter": iteration, "phase": phase, "pid": self.pid}
+        if started_monotonic_s is not None:
+            state["started_s"] = round(started_monotonic_s, 6)
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, self.heartbeat_path)
 
     def record(self, iteration, seconds, started_monotonic_s):
         """One line per iteration: id, wall seconds, start on the host's CLOCK_MONOTONIC (the
