@@ -40,6 +40,7 @@ TESTBED_DIR = Path(__file__).resolve().parent
 REPO_DIR = TESTBED_DIR.parent
 sys.path.insert(0, str(TESTBED_DIR))
 import faults  # noqa: E402
+import splits  # noqa: E402
 
 PYTHON = sys.executable  # the interpreter that runs the testbed (Makefile: PYTHON) runs its jobs
 RUN_SCENARIO = TESTBED_DIR / "run_scenario.py"
@@ -51,7 +52,7 @@ RUN_TIMEOUT_S = 240
 # machine: a fixed 25 % CPU quota is no throttle when the rank gets less than that anyway (4
 # ranks and others' builds on 2 cores), so the throttle is relative: 40 % of the CPU the rank
 # was getting before the onset. A --param for a scenario replaces its entry here.
-DEFAULT_OVERRIDES = {"cpu_throttle": ["share=0.4"]}
+DEFAULT_OVERRIDES = {name: list(pairs) for name, pairs in splits.TUNING_PARAMS.items()}
 DIAGNOSE_TIMEOUT_S = 120
 
 # Statuses of one run. Only CORRECT counts as a success; the "not yet" statuses are reported
@@ -80,15 +81,7 @@ TESTBED_ONLY_REASON = ("the online package (python/eroica) with its hang watchdo
 # Plan
 
 
-def fault_rank_for(scenario_name: str, seed: int, world_size: int) -> Optional[str]:
-    """The --fault-rank of a run: none (healthy), 'all' (global scenarios), else a rank that
-    varies with the seed and includes rank 0 (seed 0 -> 1, 1 -> 0, 2 -> 3, 3 -> 2, ...)."""
-    default = faults.SCENARIOS[scenario_name].default_fault_rank
-    if default is None:
-        return None
-    if default == "all":
-        return "all"
-    return str((1 + 3 * seed) % world_size)
+fault_rank_for = splits.fault_rank_for
 
 
 def parse_overrides(items: List[str]) -> Dict[str, List[str]]:
@@ -142,29 +135,114 @@ def shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def score_diagnosis(truth: dict, diagnosis: dict) -> dict:
-    """Scores findings[0] against the truth.
+def truth_faults(truth: dict) -> List[dict]:
+    """The faults a diagnosis should report, most costly first: truth["faults"], or for a truth
+    written before it existed, the one fault of its ranks, category and scope."""
+    if truth.get("category") is None:
+        return []
+    if truth.get("faults"):
+        return truth["faults"]
+    return [{"ranks": truth.get("ranks") or [], "category": truth.get("category"), "scope": truth.get("scope")}]
 
-    Returns {"status", "rank_ok", "category_ok", "scope_ok", "false_alarm", "findings",
-    "first"}: status is CORRECT, WRONG, MISSED (a fault, no finding) or FALSE_ALARM (a healthy
-    run, any finding). For a global truth the first finding must name every rank."""
+
+def matches(finding: dict, fault: dict) -> Dict[str, bool]:
+    return {"rank_ok": sorted(finding.get("workers") or []) == sorted(fault.get("ranks") or []),
+            "category_ok": finding.get("category") == fault.get("category"),
+            "scope_ok": finding.get("scope") == fault.get("scope")}
+
+
+LOCATION = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?:\s*\(.*\))?$")
+
+
+def location_right(location: str, expected: List[dict]) -> Optional[bool]:
+    """Whether a finding's location ('path/faults.py:417(save_checkpoint)', 'faults.py:417')
+    names one of the expected lines ([{"file", "lines"}]); None when either is missing."""
+    if not location or not expected:
+        return None
+    match = LOCATION.match(location.strip())
+    if not match:
+        return False
+    name, line = Path(match.group("file")).name, int(match.group("line"))
+    return any(Path(e.get("file", "")).name == name and line in (e.get("lines") or []) for e in expected)
+
+
+def score_diagnosis(truth: dict, diagnosis: dict) -> dict:
+    """Scores the findings against the truth.
+
+    One fault: findings[0] must name its ranks (every rank for a global truth), category and
+    scope. Several faults (truth["faults"], most costly first): each must be named by a
+    finding of its own, and `order_ok` says whether they come in the truth's order (None when
+    their measured costs are within ORDER_MIN_COST_RATIO: no order is wrong); the run is
+    correct only when both hold. `location_ok`: whether the location of the finding(s) scored
+    names one of the fault's `# site:` lines (truth["locations"]), None when no finding scored
+    carries a location or the truth expects none.
+
+    Returns {"status", "detected", "rank_ok", "category_ok", "scope_ok", "order_ok",
+    "location_ok", "location", "false_alarm", "findings", "first"}: status is CORRECT, WRONG,
+    MISSED (a fault, no finding) or FALSE_ALARM (a healthy run, any finding)."""
     findings = diagnosis.get("findings") or []
     first = findings[0] if findings else None
-    result = {"findings": len(findings), "first": finding_brief(first),
-              "rank_ok": None, "category_ok": None, "scope_ok": None, "false_alarm": False}
-    if truth.get("category") is None:  # healthy
+    result = {"findings": len(findings), "first": finding_brief(first), "detected": bool(findings),
+              "rank_ok": None, "category_ok": None, "scope_ok": None, "order_ok": None,
+              "location_ok": None, "location": None, "false_alarm": False}
+    wanted = truth_faults(truth)
+    if not wanted:  # healthy
         result["false_alarm"] = bool(findings) or diagnosis.get("healthy") is False
         result["status"] = FALSE_ALARM if result["false_alarm"] else CORRECT
         return result
     if first is None:
         result.update(rank_ok=False, category_ok=False, scope_ok=False, status=MISSED)
         return result
-    result["rank_ok"] = sorted(first.get("workers") or []) == sorted(truth.get("ranks") or [])
-    result["category_ok"] = first.get("category") == truth.get("category")
-    result["scope_ok"] = first.get("scope") == truth.get("scope")
-    ok = result["rank_ok"] and result["category_ok"] and result["scope_ok"]
+    if len(wanted) == 1:
+        result.update(matches(first, wanted[0]))
+        scored = [first]
+    else:
+        scored = score_several(findings, wanted, result)
+    located = [f.get("location") for f in scored if f is not None and f.get("location")]
+    if located:
+        verdicts = [location_right(loc, truth.get("locations") or []) for loc in located]
+        result["location"] = located[0]
+        result["location_ok"] = None if None in verdicts else all(verdicts)
+    ok = result["rank_ok"] and result["category_ok"] and result["scope_ok"] and result["order_ok"] is not False
     result["status"] = CORRECT if ok else WRONG
     return result
+
+
+# Two faults whose measured costs are this close (larger / smaller) have no "most costly":
+# their order is not judged. The measured cost of a CPU quota moves by a third between runs.
+ORDER_MIN_COST_RATIO = 1.25
+
+
+def costs_too_close(wanted: List[dict]) -> bool:
+    costs = [f.get("cost_ms_per_iter") for f in wanted]
+    if any(not isinstance(c, (int, float)) or c <= 0 for c in costs):
+        return False
+    ordered = sorted(costs, reverse=True)
+    return any(a / b < ORDER_MIN_COST_RATIO for a, b in zip(ordered, ordered[1:]))
+
+
+def score_several(findings: List[dict], wanted: List[dict], result: dict) -> List[Optional[dict]]:
+    """Each truth fault's finding: the first not yet taken that names its ranks, category and
+    scope, else the first that names its ranks. Fills the result's *_ok (all faults) and
+    `order_ok`, and `matched` (each fault's finding index or None); returns the findings."""
+    taken, indices = set(), []
+    for fault in wanted:
+        full = [i for i, f in enumerate(findings) if i not in taken and all(matches(f, fault).values())]
+        ranks = [i for i, f in enumerate(findings) if i not in taken and matches(f, fault)["rank_ok"]]
+        index = (full or ranks or [None])[0]
+        if index is not None:
+            taken.add(index)
+        indices.append(index)
+    checks = [matches(findings[i], f) if i is not None else dict.fromkeys(("rank_ok", "category_ok", "scope_ok"), False)
+              for i, f in zip(indices, wanted)]
+    for key in ("rank_ok", "category_ok", "scope_ok"):
+        result[key] = all(c[key] for c in checks)
+    found = [i for i in indices if i is not None]
+    result["order_ok"] = len(found) == len(wanted) and found == sorted(found)
+    if len(found) == len(wanted) and costs_too_close(wanted):
+        result["order_ok"] = None  # either order is right
+    result["matched"] = indices
+    return [findings[i] if i is not None else None for i in indices]
 
 
 def score_hang_location(diagnosis: dict, expected_file: str, expected_line: int) -> Optional[bool]:
@@ -197,7 +275,7 @@ def verdict_text(record: dict) -> str:
     status = record["status"]
     if status == WRONG:
         wrong = [name for name, key in (("rank", "rank_ok"), ("category", "category_ok"),
-                                        ("scope", "scope_ok")) if record.get(key) is False]
+                                        ("scope", "scope_ok"), ("order", "order_ok")) if record.get(key) is False]
         return f"wrong {'+'.join(wrong)}"
     if status == TESTBED_ONLY:
         ok = record.get("rank_ok") and record.get("category_ok")
@@ -257,20 +335,28 @@ def rank_means_ms(truth: dict) -> Optional[dict]:
 
 
 def summarize(records: List[dict]) -> Dict[str, dict]:
-    """Per scenario: runs, correct, rank/category/scope hits, false alarms, median time."""
+    """Per scenario: runs, detected (any finding on a fault run), correct, rank/category/scope
+    hits, order right (several faults), locations given and right, false alarms, median time."""
     out: Dict[str, dict] = {}
     for record in records:
         s = out.setdefault(record["scenario"], {
-            "runs": 0, "correct": 0, "rank_ok": 0, "category_ok": 0, "scope_ok": 0,
-            "false_alarms": 0, "not_yet": 0, "errors": 0, "times_s": [], "statuses": {}})
+            "runs": 0, "detected": 0, "correct": 0, "rank_ok": 0, "category_ok": 0, "scope_ok": 0,
+            "order_ok": 0, "order_scored": 0, "location_given": 0, "location_ok": 0, "false_alarms": 0, "not_yet": 0,
+            "errors": 0, "times_s": [], "statuses": {}, "setups": []})
         s["runs"] += 1
         s["statuses"][record["status"]] = s["statuses"].get(record["status"], 0) + 1
         s["correct"] += record["status"] == CORRECT
+        s["detected"] += record.get("truth_category") is not None and bool(record.get("detected"))
         s["false_alarms"] += bool(record.get("false_alarm"))
         s["not_yet"] += record["status"] in NOT_YET
         s["errors"] += record["status"] == ERROR
-        for key in ("rank_ok", "category_ok", "scope_ok"):
+        for key in ("rank_ok", "category_ok", "scope_ok", "order_ok", "location_ok"):
             s[key] += record.get(key) is True
+        s["location_given"] += record.get("location_ok") is not None
+        s["order_scored"] += record.get("order_ok") is not None
+        setup = (record.get("spec") or {}).get("setup")
+        if setup and setup not in s["setups"]:
+            s["setups"].append(setup)
         if record.get("time_to_diagnosis_s") is not None:
             s["times_s"].append(record["time_to_diagnosis_s"])
     for s in out.values():
@@ -286,6 +372,7 @@ def totals(records: List[dict]) -> dict:
     return {"runs": len(records),
             "fault_runs": len(faulty),
             "fault_runs_scored": len(scored),
+            "fault_runs_detected": sum(bool(r.get("detected")) for r in scored),
             "fault_runs_correct": sum(r["status"] == CORRECT for r in scored),
             "fault_runs_not_yet_diagnosable": sum(r["status"] in NOT_YET for r in faulty),
             "healthy_runs": len(healthy),
@@ -293,35 +380,58 @@ def totals(records: List[dict]) -> dict:
             "errors": sum(r["status"] == ERROR for r in records)}
 
 
+def cell(text) -> str:
+    return str(text).replace("|", "\\|")
+
+
 def markdown_tables(records: List[dict], summary: Dict[str, dict], overall: dict,
                     reasons: Dict[str, str]) -> str:
-    lines = ["| scenario | seed | fault rank | verdict | first finding | job slowdown | time to diagnosis | load (1 min) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| run | fault rank | verdict | first finding | job slowdown | time to diagnosis | load (1 min) |",
+             "|---|---|---|---|---|---|---|"]
     for r in records:
         slow = f"×{r['slowdown']:.2f}" if r.get("slowdown") else "–"
         ttd = f"{r['time_to_diagnosis_s']:.1f} s" if r.get("time_to_diagnosis_s") is not None else "–"
         load = r.get("loadavg_before") or [None]
         load_text = f"{load[0]:.1f}" if load[0] is not None else "–"
-        first = describe_finding(r.get("first")).replace("|", "\\|")
+        first = describe_finding(r.get("first"))
         if r["status"] == ERROR:
-            first = shorten(r.get("error", ""), 80).replace("|", "\\|")
-        lines.append(f"| {r['scenario']} | {r['seed']} | {r.get('fault_rank') or '–'} | "
-                     f"{verdict_text(r)} | {first} | {slow} | {ttd} | {load_text} |")
-    lines += ["", "| scenario | runs | correct | rank | category | scope | false alarms | median time to diagnosis | note |",
-              "|---|---|---|---|---|---|---|---|---|"]
+            first = shorten(r.get("error", ""), 80)
+        name = (r.get("spec") or {}).get("name") or f"{r['scenario']}-s{r['seed']}"
+        lines.append(f"| {cell(name)} | {r.get('fault_rank') or '–'} | {cell(verdict_text(r))} | "
+                     f"{cell(first)} | {slow} | {ttd} | {load_text} |")
+    lines += ["", scenario_table(summary, reasons)]
+    lines += [(f"Faults correctly diagnosed (rank, category and scope of the first finding; both "
+               f"faults, in order, for two at once): {overall['fault_runs_correct']}/"
+               f"{overall['fault_runs_scored']} scored runs, {overall.get('fault_runs_detected', 0)} "
+               f"with a finding ({overall['fault_runs_not_yet_diagnosable']} more not diagnosable yet); "
+               f"false alarms: {overall['false_alarms']}/{overall['healthy_runs']} healthy runs"
+               + (f"; {overall['errors']} run(s) failed." if overall["errors"] else "."))]
+    return "\n".join(lines) + "\n"
+
+
+def scenario_table(summary: Dict[str, dict], reasons: Optional[Dict[str, str]] = None) -> str:
+    """The per-scenario table: detected / category right / rank right / false alarms, and the
+    rest (scope, order for two faults at once, code location named right / given)."""
+    reasons = reasons or {}
+    lines = ["| scenario | set-ups | runs | detected | category right | rank right | scope right | "
+             "correct | false alarms | location right / given | note |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, s in summary.items():
-        ttd = f"{s['median_time_to_diagnosis_s']:.1f} s" if s["median_time_to_diagnosis_s"] is not None else "–"
         note = reasons.get(name, "")
         if s["errors"]:
             note = (note + "; " if note else "") + f"{s['errors']} run(s) failed"
-        hits = ["–"] * 3 if name == "healthy" else [s["rank_ok"], s["category_ok"], s["scope_ok"]]
-        lines.append(f"| {name} | {s['runs']} | {s['correct']}/{s['runs']} | {hits[0]} | "
-                     f"{hits[1]} | {hits[2]} | {s['false_alarms']} | {ttd} | {note} |")
-    lines += ["", (f"Faults correctly diagnosed (rank, category and scope of the first finding): "
-                   f"{overall['fault_runs_correct']}/{overall['fault_runs_scored']} scored runs"
-                   f" ({overall['fault_runs_not_yet_diagnosable']} more not diagnosable yet); "
-                   f"false alarms: {overall['false_alarms']}/{overall['healthy_runs']} healthy runs"
-                   + (f"; {overall['errors']} run(s) failed." if overall["errors"] else "."))]
+        if s.get("order_scored"):
+            note = (note + "; " if note else "") + f"order right {s['order_ok']}/{s['order_scored']}"
+        if name == "healthy":
+            hits = ["–"] * 4
+            location = "–"
+        else:
+            hits = [f"{s.get('detected', 0)}/{s['runs']}", f"{s['category_ok']}/{s['runs']}",
+                    f"{s['rank_ok']}/{s['runs']}", f"{s['scope_ok']}/{s['runs']}"]
+            location = f"{s.get('location_ok', 0)}/{s.get('location_given', 0)}" if s.get("location_given") else "–"
+        setups = ", ".join(s.get("setups") or []) or "–"
+        lines.append(f"| {name} | {setups} | {s['runs']} | {hits[0]} | {hits[1]} | {hits[2]} | {hits[3]} | "
+                     f"{s['correct']}/{s['runs']} | {s['false_alarms']} | {location} | {cell(note)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -411,28 +521,48 @@ def save_patterns(eroica: str, run_dir: Path, world_size: int):
     (folder / "patterns.txt").write_text("\n".join(shown))
 
 
-def run_one(args, scenario: str, seed: int, overrides: Dict[str, List[str]], caps: dict) -> dict:
-    world = args.ranks
-    fault_rank = fault_rank_for(scenario, seed, world)
-    run_dir = Path(args.out) / "runs" / f"{scenario}-s{seed}"
+def specs_from_args(args) -> List[splits.RunSpec]:
+    """The runs: a split's matrix (--split), else every scenario x --seeds at --ranks with the
+    set-up each scenario needs; --scenario keeps only those, --max-runs-per-scenario the first N."""
+    if args.split:
+        specs = splits.split(args.split)
+    else:
+        seeds = range(args.first_seed, args.first_seed + args.seeds)
+        specs = [splits.RunSpec(name, seed, ranks=args.ranks, params=tuple(args.overrides.get(name, [])),
+                                **splits.scenario_setup(name))
+                 for name in faults.SCENARIOS for seed in seeds]
+    if args.scenario:
+        specs = [spec for spec in specs if spec.scenario in args.scenario]
+    if args.run:
+        unknown = sorted(set(args.run) - {spec.name for spec in specs})
+        if unknown:
+            raise SystemExit(f"accuracy: no such run in this plan: {', '.join(unknown)}")
+        specs = [spec for spec in specs if spec.name in args.run]
+    if args.max_runs_per_scenario:
+        kept, count = [], {}
+        for spec in specs:
+            count[spec.scenario] = count.get(spec.scenario, 0) + 1
+            if count[spec.scenario] <= args.max_runs_per_scenario:
+                kept.append(spec)
+        specs = kept
+    return specs
+
+
+def run_one(args, spec: splits.RunSpec, caps: dict) -> dict:
+    scenario = spec.scenario
+    run_dir = Path(args.out) / "runs" / spec.name
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
     online = scenario == "hang" and caps["online_hang"]
-    cmd = [PYTHON, str(RUN_SCENARIO), "--scenario", scenario, "--ranks", str(world),
-           "--out", str(run_dir), "--seed", str(seed)]
-    if fault_rank is not None:
-        cmd += ["--fault-rank", fault_rank]
-    for pair in overrides.get(scenario, []):
-        cmd += ["--param", pair]
+    cmd = [PYTHON, str(RUN_SCENARIO), *spec.argv(), "--out", str(run_dir)]
     if online:
         cmd += ["--online-eroica", str(run_dir / "eroica"), "--eroica-bin", args.eroica]
     with_agent = scenario == "net_throttle" and args.agent_bin
     if with_agent:
         cmd += ["--agent-bin", args.agent_bin]
-    record = {"scenario": scenario, "seed": seed, "fault_rank": fault_rank,
-              "params": overrides.get(scenario, []), "run_dir": str(run_dir),
-              "loadavg_before": loadavg(), "truth_category": faults.SCENARIOS[scenario].category}
+    record = new_record(spec, run_dir)
+    record["loadavg_before"] = loadavg()
     started = time.monotonic()
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
@@ -441,28 +571,7 @@ def run_one(args, scenario: str, seed: int, overrides: Dict[str, List[str]], cap
         if done.returncode != 0:
             raise RuntimeError(f"run_scenario failed ({done.returncode}): "
                                f"{(done.stderr.strip() or done.stdout.strip())[-300:]}")
-        truth = json.loads((run_dir / "truth.json").read_text())
-        record.update(truth_ranks=truth["ranks"], truth_scope=truth["scope"],
-                      fault_params=truth.get("fault_params"), slowdown=faulty_slowdown(truth),
-                      rank_ms_per_iter=rank_means_ms(truth))
-        if truth.get("external_faults"):
-            record["external_faults"] = truth["external_faults"]
-        if scenario == "hang":
-            score_hang(args, truth, run_dir, record, online)
-        else:
-            diagnosis, record["diagnose_wall_s"], in_hand = run_diagnose(args.eroica, run_dir)
-            record.update(score_diagnosis(truth, diagnosis))
-            record["warnings"] = diagnosis.get("warnings", [])
-            record["time_to_diagnosis_s"] = time_to_diagnosis(truth, in_hand)
-            if with_agent:
-                record["agent"] = truth.get("agent")
-            if scenario == "net_throttle" and record["status"] != CORRECT:
-                record["status_before_reason"] = record["status"]
-                record["status"] = NEEDS_AGENT
-                captured = with_agent and (truth.get("agent") or {}).get("files")
-                record["reason"] = NEEDS_AGENT_REASON + (AGENT_NOT_READ if captured else NO_AGENT)
-        if record["status"] in (WRONG, MISSED, FALSE_ALARM, NEEDS_AGENT) and scenario != "hang":
-            save_patterns(args.eroica, run_dir, world)
+        score_run(args, run_dir, record, online=online, live=True)
     except (RuntimeError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as error:
         record.update(status=ERROR, error=str(error).replace("\n", " "))
         record.setdefault("run_wall_s", round(time.monotonic() - started, 1))
@@ -470,8 +579,56 @@ def run_one(args, scenario: str, seed: int, overrides: Dict[str, List[str]], cap
     return record
 
 
-def score_hang(args, truth, run_dir, record, online):
-    if not online:
+def new_record(spec: splits.RunSpec, run_dir: Path) -> dict:
+    return {"scenario": spec.scenario, "seed": spec.seed, "fault_rank": spec.fault_rank(),
+            "params": list(spec.params), "spec": spec.as_dict(), "run_dir": str(run_dir),
+            "truth_category": faults.SCENARIOS[spec.scenario].category}
+
+
+def score_run(args, run_dir: Path, record: dict, online: bool, live: bool):
+    """Diagnoses a finished run's folder with args.eroica and scores it into `record`. `live`:
+    just made, so the time to diagnosis means something (not when re-scoring saved runs)."""
+    scenario = record["scenario"]
+    truth = json.loads((run_dir / "truth.json").read_text())
+    record.update(truth_ranks=truth["ranks"], truth_scope=truth["scope"], truth_faults=truth_faults(truth),
+                  fault_params=truth.get("fault_params"), slowdown=faulty_slowdown(truth),
+                  rank_ms_per_iter=rank_means_ms(truth), settings=truth.get("settings"))
+    for key in ("external_faults", "fault_reports"):
+        if truth.get(key):
+            record[key] = truth[key]
+    if scenario == "hang":
+        score_hang(args, truth, run_dir, record, online, live)
+    else:
+        diagnosis, record["diagnose_wall_s"], in_hand = run_diagnose(args.eroica, run_dir)
+        record.update(score_diagnosis(truth, diagnosis))
+        record["warnings"] = diagnosis.get("warnings", [])
+        record["time_to_diagnosis_s"] = time_to_diagnosis(truth, in_hand) if live else None
+        if truth.get("agent"):
+            record["agent"] = truth.get("agent")
+        if scenario == "net_throttle" and record["status"] != CORRECT:
+            record["status_before_reason"] = record["status"]
+            record["status"] = NEEDS_AGENT
+            captured = (truth.get("agent") or {}).get("files")
+            record["reason"] = NEEDS_AGENT_REASON + (AGENT_NOT_READ if captured else NO_AGENT)
+    if record["status"] in (WRONG, MISSED, FALSE_ALARM, NEEDS_AGENT) and scenario != "hang":
+        save_patterns(args.eroica, run_dir, truth.get("world_size") or 0)
+
+
+def online_session(truth: dict, run_dir: Path) -> Optional[Path]:
+    """The hang's session folder: as recorded, or (the run folder moved since) under the run
+    folder's eroica/ by its name."""
+    session = (truth.get("online") or {}).get("session")
+    if not session:
+        return None
+    path = Path(session)
+    if path.exists():
+        return path
+    moved = run_dir / "eroica" / path.name
+    return moved if moved.exists() else None
+
+
+def score_hang(args, truth, run_dir, record, online, live=True):
+    if not online and not truth.get("online"):
         record.update(score_testbed_hang(truth))
         record["reason"] = TESTBED_ONLY_REASON
         hang = truth.get("hang") or {}
@@ -479,14 +636,14 @@ def score_hang(args, truth, run_dir, record, online):
         return
     record["diagnosed_by"] = "python -m eroica run (hang watchdog) + eroica diagnose SESSION"
     online_info = truth.get("online") or {}
-    session = online_info.get("session")
-    if not session:
+    session = online_session(truth, run_dir)
+    if session is None:
         record.update(status=MISSED, rank_ok=False, category_ok=False, scope_ok=False,
-                      findings=0, first=None, false_alarm=False,
+                      findings=0, first=None, false_alarm=False, detected=False,
                       error="the online package wrote no hang session (no report.json)")
         record["testbed_hang"] = truth.get("hang")
         return
-    diagnosis, record["diagnose_wall_s"], _ = run_diagnose(args.eroica, Path(session))
+    diagnosis, record["diagnose_wall_s"], _ = run_diagnose(args.eroica, session)
     record.update(score_diagnosis(truth, diagnosis))
     record["warnings"] = diagnosis.get("warnings", [])
     record["location_ok"] = score_hang_location(diagnosis, "faults.py", hang_blocking_line())
@@ -495,12 +652,57 @@ def score_hang(args, truth, run_dir, record, online):
     record["testbed_hang"] = truth.get("hang")
 
 
+def rescore_records(args, folder: Path, log=print) -> List[dict]:
+    """Re-diagnoses every saved run under FOLDER (a benchmark's OUT, its runs/, or one run
+    folder) with args.eroica, without training again. The run's spec comes from the
+    benchmark's accuracy-results.json when it is there, else from the truth."""
+    saved = {}
+    for results in (folder / "accuracy-results.json", folder.parent / "accuracy-results.json"):
+        if results.exists():
+            for run in json.loads(results.read_text()).get("runs", []):
+                saved[Path(run.get("run_dir", "")).name] = run
+    order = {name: index for index, name in enumerate(saved)}  # the benchmark's own order first
+    run_dirs = sorted({t.parent for t in folder.glob("truth.json")} | {t.parent for t in folder.glob("*/truth.json")}
+                      | {t.parent for t in folder.glob("runs/*/truth.json")},
+                      key=lambda d: (order.get(d.name, len(order)), d.name))
+    records = []
+    for run_dir in run_dirs:
+        truth = json.loads((run_dir / "truth.json").read_text())
+        spec = spec_of_saved_run(run_dir, truth, saved.get(run_dir.name))
+        record = new_record(spec, run_dir)
+        before = saved.get(run_dir.name) or {}
+        record["loadavg_before"] = before.get("loadavg_before")
+        record["previous_status"] = before.get("status")
+        try:
+            score_run(args, run_dir, record, online=bool(truth.get("online")), live=False)
+        except (RuntimeError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as error:
+            record.update(status=ERROR, error=str(error).replace("\n", " "))
+        records.append(record)
+        log(progress_line(record), flush=True)
+    return records
+
+
+def spec_of_saved_run(run_dir: Path, truth: dict, saved: Optional[dict]) -> splits.RunSpec:
+    if saved and saved.get("spec"):
+        spec = dict(saved["spec"])
+        return splits.RunSpec(spec["scenario"], spec["seed"], spec["ranks"], spec["model"],
+                              spec["num_workers"], spec["accum_steps"], tuple(spec["params"]))
+    settings = truth.get("settings") or {}
+    defaults = faults.SCENARIOS[truth["scenario"]].default_params
+    params = tuple(f"{k}={v:g}" for k, v in sorted((truth.get("fault_params") or {}).items())
+                   if k in defaults and v != defaults[k])
+    return splits.RunSpec(truth["scenario"], truth.get("seed", 0), truth.get("world_size", 4),
+                          settings.get("model", "mlp"), settings.get("num_workers", 0),
+                          settings.get("accum_steps", 1), params)
+
+
 def progress_line(record: dict) -> str:
     ttd = record.get("time_to_diagnosis_s")
     load = record.get("loadavg_before") or [float("nan")]
     first = describe_finding(record.get("first")) if record["status"] != ERROR else record.get("error", "")
-    return (f"{record['scenario']:<24} seed {record['seed']} rank {record.get('fault_rank') or '-':<3} "
-            f"{verdict_text(record):<28} {first}  "
+    name = (record.get("spec") or {}).get("name") or f"{record['scenario']}-s{record['seed']}"
+    return (f"{name:<52} rank {record.get('fault_rank') or '-':<4} "
+            f"{verdict_text(record):<26} {first}  "
             f"[{'%.1f s' % ttd if ttd is not None else '-'}, load {load[0]:.1f}, "
             f"run {record.get('run_wall_s', 0):.0f} s]")
 
@@ -511,26 +713,49 @@ def parse_args(argv=None):
     parser.add_argument("--agent-bin", default=None, metavar="EROICA",
                         help="an eroica binary with the `agent` subcommand, for net_throttle "
                              "(default: --eroica when it has one)")
+    parser.add_argument("--split", choices=splits.SPLITS, default=None,
+                        help="run one of the two fixed matrices (splits.py) instead of "
+                             "scenarios x --seeds x --ranks")
+    parser.add_argument("--rescore", default=None, metavar="DIR",
+                        help="train nothing: re-diagnose the saved runs under DIR (a benchmark's "
+                             "OUT, or a folder of run folders) with --eroica and score them")
     parser.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help="seeds per scenario (default 3)")
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--ranks", type=int, default=DEFAULT_RANKS)
     parser.add_argument("--scenario", action="append", choices=sorted(faults.SCENARIOS),
                         help="run only these scenarios (repeatable; default: all)")
+    parser.add_argument("--run", action="append", default=[], metavar="NAME",
+                        help="only the run(s) of this folder name, e.g. to redo one that failed "
+                             "(repeatable)")
+    parser.add_argument("--max-runs-per-scenario", type=int, default=0, metavar="N",
+                        help="only the first N runs of each scenario (a smaller run of a split)")
     parser.add_argument("--param", action="append", default=[], metavar="SCENARIO:KEY=VALUE",
                         help="fault strength, e.g. gc_storm:cycles_per_step=5000 (repeatable); "
                              "replaces the benchmark's own setting for that scenario "
-                             f"({DEFAULT_OVERRIDES})")
-    parser.add_argument("--out", default=str(REPO_DIR / "out" / "accuracy"))
+                             f"({DEFAULT_OVERRIDES}); not with --split")
+    parser.add_argument("--out", default=None,
+                        help="output folder (default out/accuracy, out/accuracy-<split>, or "
+                             "DIR/rescore-<UTC time> with --rescore)")
     parser.add_argument("--no-online-hang", action="store_true",
                         help="score the hang on the testbed's detection even if python/eroica exists")
     parser.add_argument("--strict", action="store_true", help="exit 1 unless every scored run is correct")
     args = parser.parse_args(argv)
-    if args.seeds < 1 or args.ranks < 2:
-        parser.error("--seeds must be at least 1 and --ranks at least 2")
+    if args.seeds < 1 or args.ranks < 2 or args.max_runs_per_scenario < 0:
+        parser.error("--seeds must be at least 1, --ranks at least 2, --max-runs-per-scenario at least 0")
+    if args.split and args.param:
+        parser.error("--param changes fault sizes: a split's sizes are fixed (splits.py)")
     try:
         args.overrides = {**DEFAULT_OVERRIDES, **parse_overrides(args.param)}
     except ValueError as error:
         parser.error(str(error))
+    if args.rescore is not None:
+        args.rescore = Path(args.rescore).resolve()
+        if not args.rescore.is_dir():
+            parser.error(f"{args.rescore}: not a folder")
+    if args.out is None:
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())  # never over an earlier re-scoring
+        args.out = (str(args.rescore / f"rescore-{stamp}") if args.rescore else
+                    str(REPO_DIR / "out" / (f"accuracy-{args.split}" if args.split else "accuracy")))
     args.eroica = str(Path(args.eroica).resolve())
     if not os.access(args.eroica, os.X_OK):
         parser.error(f"{args.eroica}: not an executable (build eroica first: make build)")
@@ -559,6 +784,18 @@ def snapshot_binary(path: str, folder: Path, name: str) -> str:
     raise SystemExit(f"accuracy: {path} does not run (a build in progress?)")
 
 
+def reasons_for(records: List[dict], caps: dict) -> Dict[str, str]:
+    reasons = {}
+    needs_agent = [r for r in records if r["status"] == NEEDS_AGENT]
+    if needs_agent:
+        reasons["net_throttle"] = "needs agent: " + needs_agent[0]["reason"]
+    if any(r["status"] == TESTBED_ONLY for r in records):
+        reasons["hang"] = "testbed only: " + TESTBED_ONLY_REASON
+    elif any(r["scenario"] == "hang" and r.get("diagnosed_by") for r in records):
+        reasons["hang"] = "run under python -m eroica run; stacks diagnosed by eroica diagnose"
+    return reasons
+
+
 def main(argv=None):
     args = parse_args(argv)
     Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -572,40 +809,26 @@ def main(argv=None):
         caps["agent_bin"] = args.agent_bin
         args.agent_bin = snapshot_binary(args.agent_bin, Path(args.out) / "bin", "eroica-agent")
     caps["agent"] = args.agent_bin is not None
-    scenarios = args.scenario or list(faults.SCENARIOS)
-    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    print(f"accuracy: {len(scenarios)} scenarios x {len(seeds)} seeds, {args.ranks} ranks; "
-          f"eroica {source_binary} (copied to {args.eroica}); online hang path: "
-          f"{'yes' if caps['online_hang'] else 'no'}; agent: "
-          f"{caps.get('agent_bin', args.agent_bin) if caps['agent'] else 'no'}; load {loadavg()}", flush=True)
     started = time.monotonic()
-    records = []
-    for scenario in scenarios:
-        for seed in seeds:
-            record = run_one(args, scenario, seed, args.overrides, caps)
+    if args.rescore:
+        print(f"accuracy: re-scoring the runs under {args.rescore} with eroica {source_binary} "
+              f"(copied to {args.eroica}); load {loadavg()}", flush=True)
+        records = rescore_records(args, args.rescore)
+        what = f"re-scored from {args.rescore}"
+    else:
+        specs = specs_from_args(args)
+        what = f"split {args.split}" if args.split else f"{args.ranks} ranks, seeds from {args.first_seed}"
+        print(f"accuracy: {len(specs)} runs ({what}); eroica {source_binary} (copied to {args.eroica}); "
+              f"online hang path: {'yes' if caps['online_hang'] else 'no'}; agent: "
+              f"{caps.get('agent_bin', args.agent_bin) if caps['agent'] else 'no'}; load {loadavg()}", flush=True)
+        records = []
+        for spec in specs:
+            record = run_one(args, spec, caps)
             records.append(record)
             print(progress_line(record), flush=True)
+            write_outputs(args, records, caps, source_binary, what, time.monotonic() - started, final=False)
     wall_s = round(time.monotonic() - started, 1)
-    summary = summarize(records)
-    overall = totals(records)
-    reasons = {}
-    needs_agent = [r for r in records if r["status"] == NEEDS_AGENT]
-    if needs_agent:
-        reasons["net_throttle"] = "needs agent: " + needs_agent[0]["reason"]
-    if any(r["status"] == TESTBED_ONLY for r in records):
-        reasons["hang"] = "testbed only: " + TESTBED_ONLY_REASON
-    elif caps["online_hang"] and "hang" in scenarios:
-        reasons["hang"] = "run under python -m eroica run; stacks diagnosed by eroica diagnose"
-    table = markdown_tables(records, summary, overall, reasons)
-    table += f"\nTotal wall time {wall_s / 60:.1f} min ({len(records)} runs, {args.ranks} ranks each).\n"
-    document = {"schema": "eroica.accuracy/v1", "started_unix_s": round(time.time() - wall_s, 1),
-                "wall_s": wall_s, "ranks": args.ranks, "seeds": seeds, "eroica": source_binary,
-                "git_head": git_head(),
-                "capabilities": caps, "overrides": args.overrides, "totals": overall,
-                "summary": summary, "reasons": reasons, "runs": records}
-    results = Path(args.out) / "accuracy-results.json"
-    results.write_text(json.dumps(document, indent=1) + "\n")
-    (Path(args.out) / "accuracy-table.md").write_text(table)
+    table, overall, results = write_outputs(args, records, caps, source_binary, what, wall_s, final=True)
     print()
     print(table, end="")
     print(f"results: {results}")
@@ -616,6 +839,27 @@ def main(argv=None):
     if args.strict and overall["false_alarms"]:
         return 1
     return 0
+
+
+def write_outputs(args, records, caps, source_binary, what, wall_s, final):
+    """OUT/accuracy-results.json and OUT/accuracy-table.md (after every run, so that an
+    interrupted benchmark keeps what it measured)."""
+    summary = summarize(records)
+    overall = totals(records)
+    table = markdown_tables(records, summary, overall, reasons_for(records, caps))
+    table += f"\nTotal wall time {wall_s / 60:.1f} min ({len(records)} runs; {what})"
+    table += ".\n" if final else ", still running.\n"
+    document = {"schema": "eroica.accuracy/v2", "started_unix_s": round(time.time() - wall_s, 1),
+                "wall_s": round(wall_s, 1), "split": args.split, "rescored_from": str(args.rescore or "") or None,
+                "complete": final, "eroica": source_binary, "git_head": git_head(),
+                "capabilities": caps, "overrides": None if args.split else args.overrides,
+                "totals": overall, "summary": summary, "reasons": reasons_for(records, caps), "runs": records}
+    results = Path(args.out) / "accuracy-results.json"
+    tmp = results.with_suffix(".tmp")
+    tmp.write_text(json.dumps(document, indent=1) + "\n")
+    os.replace(tmp, results)
+    (Path(args.out) / "accuracy-table.md").write_text(table)
+    return table, overall, results
 
 
 if __name__ == "__main__":

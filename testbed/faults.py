@@ -2,10 +2,17 @@
 
 A fault object lives in the faulty rank's training process (train.py). It is inert until
 `activate()` is called at the onset iteration, then acts through hooks the training step calls:
-`batch_size`, `wrap_collate`, `record_reader`, `in_step`. Faults that act from outside the
+`in_step`, `after_step`. The data hooks (`batch_size`, `seq_len`, `in_getitem`, `in_collate`,
+`record_reader`) get `on`: whether the batch is one of the fault's, decided by the batch
+sampler from the batch's own iteration number, because with DataLoader worker processes the
+batch is made ahead of time, in another process that never sees `activate()`. Faults that act from outside the
 process (a cgroup CPU quota, a tc link throttle) ask the launcher at the onset through the
 handshake given to `prepare`; the launcher applies them with `apply_external(host, rank, pid)`,
 where `host` offers `throttle_cpu(rank, pid, quota_pct)` and `throttle_link(rank, rate_mbit)`.
+
+Each fault names the lines where it spends its time with a `# site:NAME` comment and lists
+the names in `sites`: `site_lines` finds them, so the truth of a run can say which `file:line`
+a finding's code location should name (for the lines as they were when the run was made).
 
 This module needs no torch, so the launcher and the unit tests import it cheaply.
 """
@@ -15,9 +22,9 @@ import mmap
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 
 class NoFault:
@@ -27,6 +34,7 @@ class NoFault:
     category = None
     external = False
     needs_network_namespaces = False
+    sites = ()  # the `# site:NAME` markers of the lines where the fault spends its time
 
     def __init__(self, params=None, rank=0, work_dir=None):
         self.params = dict(params or {})
@@ -52,17 +60,34 @@ class NoFault:
         """What the rank tells the launcher with its request (JSON-able), or None."""
         return None
 
-    def batch_size(self, base_batch_size: int) -> int:
+    def is_on(self, on: Optional[bool]) -> bool:
+        """A data hook's `on`, or (called without one, in the training process) `active`."""
+        return self.active if on is None else bool(on)
+
+    def batch_size(self, base_batch_size: int, on: Optional[bool] = None) -> int:
         return base_batch_size
 
-    def wrap_collate(self, collate_fn):
-        return collate_fn
+    def seq_len(self, base_seq_len: int, on: Optional[bool] = None) -> int:
+        return base_seq_len
+
+    def in_getitem(self, on: Optional[bool] = None):
+        """In Dataset.__getitem__: in a DataLoader worker process when there are workers."""
+
+    def in_collate(self, on: Optional[bool] = None):
+        """In the collate function: in a DataLoader worker process when there are workers."""
 
     def record_reader(self):
         return None
 
     def in_step(self, iteration: int):
         pass
+
+    def after_step(self, iteration: int, training_state: Callable[[], dict]):
+        """After the optimizer step; `training_state()` returns what a checkpoint saves."""
+
+    def report(self) -> dict:
+        """What the rank measured of its own fault (JSON-able), for the run's truth."""
+        return {}
 
     def apply_external(self, host, rank: int, pid: int, note: Optional[dict] = None):
         """Applies the fault to process `pid`; `note` is the rank's external_note()."""
@@ -78,14 +103,46 @@ class DataloaderStall(NoFault):
     name = "dataloader_stall"
     category = "dataloader"
 
-    def wrap_collate(self, collate_fn):
-        stall_s = float(self.params.get("stall_ms", 60)) / 1000.0
+    sites = ("stall",)
 
-        def stalling_collate(samples):
-            if self.active:
-                time.sleep(stall_s)
-            return collate_fn(samples)
-        return stalling_collate
+    def __init__(self, params=None, rank=0, work_dir=None):
+        super().__init__(params, rank, work_dir)
+        self.stalled_s = 0.0  # in this process (the training process without loader workers)
+        self.iterations_on = 0
+
+    def in_collate(self, on=None):
+        if self.is_on(on):
+            started = time.monotonic()
+            time.sleep(float(self.params.get("stall_ms", 60)) / 1000.0)  # site:stall
+            self.stalled_s += time.monotonic() - started
+
+    def in_step(self, iteration):
+        self.iterations_on += self.active
+
+    def report(self):
+        if not self.iterations_on or not self.stalled_s:
+            return {}
+        return {"stall_ms_per_iter": round(1e3 * self.stalled_s / self.iterations_on, 1)}
+
+
+class LoaderWorkersSlow(NoFault):
+    """Every sample costs its DataLoader worker `getitem_ms` of waiting (a remote read, a slow
+    decode library) and every batch `collate_ms` more: with `num_workers` workers the loader
+    delivers a batch every (batch × getitem_ms + collate_ms) / num_workers, and when that is
+    longer than the step, the training process waits in the DataLoader iterator's `__next__`
+    while the workers' prefetch queue is empty."""
+
+    name = "loader_workers_slow"
+    category = "dataloader"
+    sites = ("worker",)
+
+    def in_getitem(self, on=None):
+        if self.is_on(on):
+            time.sleep(float(self.params.get("getitem_ms", 12)) / 1000.0)  # site:worker
+
+    def in_collate(self, on=None):
+        if self.is_on(on) and float(self.params.get("collate_ms", 0)) > 0:
+            time.sleep(float(self.params.get("collate_ms", 0)) / 1000.0)  # site:worker
 
 
 class SlowStorage(NoFault):
@@ -95,6 +152,7 @@ class SlowStorage(NoFault):
 
     name = "slow_storage"
     category = "dataloader"
+    sites = ("storage",)
 
     def __init__(self, params=None, rank=0, work_dir=None):
         super().__init__(params, rank, work_dir)
@@ -138,7 +196,7 @@ class SlowStorage(NoFault):
         if not self.uses_o_direct:
             os.posix_fadvise(self.fd, offset, self.record_bytes, os.POSIX_FADV_DONTNEED)
         view = memoryview(self.buffer)
-        read = os.preadv(self.fd, [view], offset)
+        read = os.preadv(self.fd, [view], offset)  # site:storage
         return bytes(view[:min(read, 4096)])
 
     def close(self):
@@ -200,6 +258,7 @@ class GcStorm(NoFault):
 
     name = "gc_storm"
     category = "host"
+    sites = ("gc",)
 
     def activate(self):
         self.saved_thresholds = gc.get_threshold()
@@ -209,11 +268,11 @@ class GcStorm(NoFault):
     def in_step(self, iteration):
         if not self.active:
             return
-        for i in range(int(self.params.get("cycles_per_step", 20000))):
-            record = {"step": iteration, "item": i}
-            record["self"] = record
+        for i in range(int(self.params.get("cycles_per_step", 20000))):  # site:gc
+            record = {"step": iteration, "item": i}  # site:gc
+            record["self"] = record  # site:gc
         if int(self.params.get("full_collect", 1)):
-            gc.collect()
+            gc.collect()  # site:gc
 
     def close(self):
         if self.active:
@@ -224,10 +283,24 @@ class PythonHotLoop(NoFault):
     """A pure-Python loop in the training step (bookkeeping gone quadratic) costing `loop_ms`
     of CPU time; its iteration count is calibrated on CPU time at start-up, so the work is fixed
     whatever the machine's load. `sleep_ms` adds a sleep in the step (a blocking call): wall
-    time that, unlike the loop, a loaded machine does not stretch."""
+    time that, unlike the loop, a loaded machine does not stretch.
+
+    `step_share` (> 0, with `loop_ms` 0) sizes the loop by the step instead: it runs for
+    step_share / (1 - step_share) of the rank's mean wall time per iteration before the onset
+    (measured from BASELINE_FROM_ITER on), so that it takes that share of the faulty step
+    whatever the load: "light" Python of 10-20 % of the step is light on any machine."""
 
     name = "python_hot_loop"
     category = "host"
+    sites = ("loop",)
+    BASELINE_FROM_ITER = 3
+
+    def __init__(self, params=None, rank=0, work_dir=None):
+        super().__init__(params, rank, work_dir)
+        self._baseline = None  # (iteration, monotonic s) at BASELINE_FROM_ITER
+        self._last_iteration = None
+        self.loop_wall_s = None  # the step-share loop's wall-time budget per step
+        self._loop_walls = []
 
     def prepare(self, request_external):
         super().prepare(request_external)
@@ -235,18 +308,49 @@ class PythonHotLoop(NoFault):
         self.loop_count = calibrate_loop_count(loop_ms) if loop_ms > 0 else 0
         self.sleep_s = float(self.params.get("sleep_ms", 0)) / 1e3
 
+    def activate(self):
+        share = float(self.params.get("step_share", 0))
+        if share > 0 and self._baseline is not None and self._last_iteration is not None:
+            iterations = self._last_iteration + 1 - self._baseline[0]
+            step_s = (time.monotonic() - self._baseline[1]) / max(1, iterations)
+            self.loop_wall_s = min(share, 0.9) / (1.0 - min(share, 0.9)) * step_s
+        super().activate()
+
     def in_step(self, iteration):
+        self._last_iteration = iteration
+        if self._baseline is None and not self.active and iteration >= self.BASELINE_FROM_ITER:
+            self._baseline = (iteration, time.monotonic())
         if self.active:
+            started = time.monotonic()
             if self.loop_count:
                 python_busy_loop(self.loop_count)
+            if self.loop_wall_s:
+                python_busy_loop_for(self.loop_wall_s)
             if self.sleep_s > 0:
                 time.sleep(self.sleep_s)
+            self._loop_walls.append(time.monotonic() - started)
+
+    def report(self):
+        out = {}
+        if self.loop_wall_s:
+            out["loop_wall_budget_ms"] = round(1e3 * self.loop_wall_s, 2)
+        if self._loop_walls:
+            out["in_step_wall_ms_mean"] = round(1e3 * sum(self._loop_walls) / len(self._loop_walls), 2)
+        return out
 
 
 def python_busy_loop(count: int) -> int:
     total = 0
-    for i in range(count):
-        total += (i * i) % 7
+    for i in range(count):  # site:loop
+        total += (i * i) % 7  # site:loop
+    return total
+
+
+def python_busy_loop_for(seconds: float) -> int:
+    """The same loop, for `seconds` of wall time (checked every 1000 iterations)."""
+    total, deadline = 0, time.perf_counter() + seconds
+    while time.perf_counter() < deadline:  # site:loop
+        total += python_busy_loop(1000)  # site:loop
     return total
 
 
@@ -266,10 +370,72 @@ class Imbalance(NoFault):
     name = "imbalance"
     category = "imbalance"
 
-    def batch_size(self, base_batch_size):
-        if self.active:
+    def batch_size(self, base_batch_size, on=None):
+        if self.is_on(on):
             return base_batch_size * int(self.params.get("batch_factor", 3))
         return base_batch_size
+
+
+class LongerSequences(NoFault):
+    """The rank's samples are `seq_factor` times longer (tokens per sample) than its peers':
+    the same calls, the same batch, the same gradient bytes, only bigger activations; its
+    optimizer step is the same size as theirs. Meant for the transformer, whose cost grows
+    with the sequence."""
+
+    name = "imbalance_seq"
+    category = "imbalance"
+
+    def seq_len(self, base_seq_len, on=None):
+        if self.is_on(on):
+            return int(round(base_seq_len * float(self.params.get("seq_factor", 2))))
+        return base_seq_len
+
+
+class SyncCheckpoint(NoFault):
+    """The rank saves a checkpoint synchronously in every step: torch.save of the model's and
+    the optimizer's state to a file, flushed and (with `fsync` 1) fsync'ed before the next step
+    begins, under a new name then renamed (the usual safe-save pattern)."""
+
+    name = "checkpoint_sync"
+    category = "host"
+    sites = ("checkpoint",)
+
+    def __init__(self, params=None, rank=0, work_dir=None):
+        super().__init__(params, rank, work_dir)
+        self.path = Path(work_dir or "/var/tmp") / f"checkpoint-r{rank}.pt"
+        self._walls = []
+        self.saved_bytes = 0
+
+    def after_step(self, iteration, training_state):
+        if not self.active:
+            return
+        started = time.monotonic()
+        self.saved_bytes = save_checkpoint(training_state(), self.path,
+                                           fsync=bool(int(self.params.get("fsync", 1))))
+        self._walls.append(time.monotonic() - started)
+
+    def report(self):
+        if not self._walls:
+            return {}
+        return {"save_wall_ms_mean": round(1e3 * sum(self._walls) / len(self._walls), 2),
+                "checkpoint_bytes": self.saved_bytes}
+
+    def close(self):
+        self.path.unlink(missing_ok=True)
+        self.path.with_name(self.path.name + ".tmp").unlink(missing_ok=True)
+
+
+def save_checkpoint(state, path: Path, fsync: bool) -> int:
+    import torch  # here only: the launcher and the unit tests import this module without torch
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        torch.save(state, f)  # site:checkpoint
+        f.flush()  # site:checkpoint
+        if fsync:
+            os.fsync(f.fileno())  # site:checkpoint
+        size = f.tell()
+    os.replace(tmp, path)
+    return size
 
 
 class NetThrottle(NoFault):
@@ -300,47 +466,165 @@ class Hang(NoFault):
             lock.acquire()  # blocks forever
 
 
+class FaultsByRank(NoFault):
+    """Several faults in one run, each on its own rank(s): the launcher's view (it applies the
+    external ones, `apply_external` picks the rank's part). `parts` is [(fault, ranks)], most
+    costly first, as the scenario lists them."""
+
+    name = "faults_by_rank"
+
+    def __init__(self, parts):
+        super().__init__({})
+        self.parts = parts
+        for fault, _ in parts:
+            self.params.update(fault.params)
+        self.needs_network_namespaces = any(f.needs_network_namespaces for f, _ in parts)
+
+    def part_for(self, rank):
+        for fault, ranks in self.parts:
+            if rank in ranks:
+                return fault
+        return None
+
+    def apply_external(self, host, rank, pid, note=None):
+        part = self.part_for(rank)
+        if part is None:
+            raise ValueError(f"rank {rank} has no fault in this run")
+        part.apply_external(host, rank, pid, note=note)
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    fault_class: type
-    default_fault_rank: Optional[str]  # "1", "all", or None for no fault
+    fault_class: type  # FaultsByRank for a scenario of several faults (see `parts`)
+    default_fault_rank: Optional[str]  # "1", "all", "1,3" (one rank per part), or None for no fault
     default_params: Dict[str, float]
+    # Run settings the scenario needs unless the run sets them (train.py's model, num_workers).
+    settings: Dict[str, object] = field(default_factory=dict)
+    # Several faults: the scenarios of the parts, most costly first, one rank each.
+    parts: Tuple[str, ...] = ()
 
     @property
     def category(self):
+        if self.parts:
+            return SCENARIOS[self.parts[0]].category
         return self.fault_class.category
+
+    @property
+    def fault_classes(self):
+        return [SCENARIOS[p].fault_class for p in self.parts] if self.parts else [self.fault_class]
+
+    @property
+    def needs_network_namespaces(self):
+        return any(c.needs_network_namespaces for c in self.fault_classes)
+
+    @property
+    def sites(self):
+        return tuple(site for c in self.fault_classes for site in c.sites)
 
 
 SCENARIOS = {s.name: s for s in [
     Scenario("healthy", NoFault, None, {}),
     Scenario("dataloader_stall", DataloaderStall, "1", {"stall_ms": 60}),
+    Scenario("dataloader_stall_global", DataloaderStall, "all", {"stall_ms": 40}),
+    Scenario("loader_workers_slow", LoaderWorkersSlow, "1", {"getitem_ms": 12, "collate_ms": 0},
+             settings={"num_workers": 2}),
     Scenario("slow_storage", SlowStorage, "1", {"record_kib": 1024, "file_mib": 64}),
     Scenario("cpu_throttle", CpuThrottle, "1", {"quota_pct": 25, "share": 0}),
     Scenario("gc_storm", GcStorm, "1", {"cycles_per_step": 20000, "gc_threshold": 100,
                                         "full_collect": 1}),
+    Scenario("gc_storm_global", GcStorm, "all", {"cycles_per_step": 20000, "gc_threshold": 100,
+                                                 "full_collect": 1}),
     Scenario("python_hot_loop", PythonHotLoop, "1", {"loop_ms": 40}),
     Scenario("python_hot_loop_global", PythonHotLoop, "all", {"loop_ms": 40}),
+    Scenario("python_light_global", PythonHotLoop, "all", {"loop_ms": 0, "step_share": 0.15}),
     Scenario("imbalance", Imbalance, "1", {"batch_factor": 3}),
+    Scenario("imbalance_seq", LongerSequences, "1", {"seq_factor": 2},
+             settings={"model": "transformer"}),
+    Scenario("checkpoint_sync", SyncCheckpoint, "1", {"fsync": 1}),
     Scenario("net_throttle", NetThrottle, "1", {"rate_mbit": 400}),
     Scenario("hang", Hang, "1", {}),
 ]}
+# Two faults at once: a rank whose collate stalls 150 ms per batch (the larger cost) and another
+# rank under a CPU quota at half of what it used; both must be reported, the stall first.
+SCENARIOS["two_faults"] = Scenario("two_faults", FaultsByRank, "1,3", {"stall_ms": 150, "share": 0.5},
+                                   parts=("dataloader_stall", "cpu_throttle"))
 
 
-def make_fault(scenario_name, params=None, rank=0, work_dir=None):
+def part_params(scenario: Scenario, part: str, params=None) -> Dict[str, float]:
+    """A part's parameters: its own defaults, then the scenario's and the run's values for the
+    keys the part has."""
+    merged = dict(SCENARIOS[part].default_params)
+    for source in (scenario.default_params, params or {}):
+        merged.update({k: v for k, v in source.items() if k in merged})
+    return merged
+
+
+def make_fault(scenario_name, params=None, rank=0, work_dir=None, fault_ranks=None):
+    """The fault of `rank` (a training process), or with `fault_ranks` given and a scenario of
+    several faults, also the launcher's FaultsByRank over all of them (rank None)."""
     scenario = SCENARIOS[scenario_name]
+    if scenario.parts:
+        assignment = assign_parts(scenario, fault_ranks or [])
+        if rank is None:
+            return FaultsByRank([(make_fault(part, part_params(scenario, part, params)), ranks)
+                                 for part, ranks in assignment])
+        for part, ranks in assignment:
+            if rank in ranks:
+                return make_fault(part, part_params(scenario, part, params), rank=rank, work_dir=work_dir)
+        return NoFault()
     merged = dict(scenario.default_params)
     merged.update(params or {})
-    return scenario.fault_class(merged, rank=rank, work_dir=work_dir)
+    return scenario.fault_class(merged, rank=rank or 0, work_dir=work_dir)
 
 
-def parse_fault_ranks(spec, world_size):
-    """'1' -> [1]; '0,2' -> [0, 2]; 'all' -> every rank; None or '' -> []."""
+def assign_parts(scenario: Scenario, fault_ranks: List[int]):
+    """[(part scenario, [rank])]: the i-th faulty rank (in the order given) gets the i-th part."""
+    if len(fault_ranks) != len(scenario.parts):
+        raise ValueError(f"{scenario.name} needs {len(scenario.parts)} distinct fault ranks "
+                         f"(one per fault: {', '.join(scenario.parts)}), got {fault_ranks}")
+    return [(part, [rank]) for part, rank in zip(scenario.parts, fault_ranks)]
+
+
+def truth_faults(scenario_name, fault_ranks, world_size, params=None):
+    """What a diagnosis should report, most costly first: [{"scenario", "ranks", "category",
+    "scope", "params"}], [] for a healthy run."""
+    scenario = SCENARIOS[scenario_name]
+    if not fault_ranks:
+        return []
+    if scenario.parts:
+        return [{"scenario": part, "ranks": ranks, "category": SCENARIOS[part].category,
+                 "scope": fault_scope(ranks, world_size), "params": part_params(scenario, part, params)}
+                for part, ranks in assign_parts(scenario, fault_ranks)]
+    merged = dict(scenario.default_params)
+    merged.update(params or {})
+    return [{"scenario": scenario_name, "ranks": sorted(fault_ranks), "category": scenario.category,
+             "scope": fault_scope(fault_ranks, world_size), "params": merged}]
+
+
+def site_lines(sites, source: Optional[Path] = None) -> Dict[str, List[int]]:
+    """{site: [line numbers]} of the `# site:NAME` markers in faults.py (or `source`)."""
+    text = (source or Path(__file__)).read_text().splitlines()
+    out: Dict[str, List[int]] = {}
+    for site in sites:
+        out[site] = [n for n, line in enumerate(text, 1) if line.rstrip().endswith(f"# site:{site}")]
+    return out
+
+
+def parse_fault_ranks(spec, world_size, keep_order=False):
+    """'1' -> [1]; '0,2' -> [0, 2]; 'all' -> every rank; None or '' -> []. With `keep_order`
+    the ranks stay in the order given (one per part of a scenario of several faults)."""
     if spec is None or str(spec).strip() == "":
         return []
     if str(spec).strip().lower() == "all":
         return list(range(world_size))
-    ranks = sorted({int(part) for part in str(spec).split(",") if part.strip()})
+    given = [int(part) for part in str(spec).split(",") if part.strip()]
+    if keep_order:
+        if len(set(given)) != len(given):
+            raise ValueError(f"fault ranks {given}: one rank per fault")
+        ranks = given
+    else:
+        ranks = sorted(set(given))
     for rank in ranks:
         if not 0 <= rank < world_size:
             raise ValueError(f"fault rank {rank} is outside 0..{world_size - 1}")

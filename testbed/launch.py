@@ -33,7 +33,7 @@ ONLINE_ENV = {"EROICA_HANG_MIN_S": "3", "EROICA_HANG_FACTOR": "5", "EROICA_POLL_
 ONLINE_REPORT_WAIT_S = 60.0
 NAME_PREFIX = "eroica"
 WORK_DIR_PARENT = "/var/tmp"  # on disk, not tmpfs: the slow-storage file needs O_DIRECT
-PHASES = ["ready", "data", "forward", "backward", "optimizer", "done"]
+PHASES = ["ready", "data", "forward", "backward", "optimizer", "export", "done"]
 POLL_INTERVAL_S = 0.02
 STARTUP_TIMEOUT_S = 90.0
 KILL_GRACE_S = 2.0
@@ -98,6 +98,20 @@ class CpuCgroups:
         else:
             (path / "cpu.max").write_text(f"{quota_us} {period_us}\n")
         return path
+
+    def throttled_ms(self, path):
+        """How long the cgroup's CPU quota held it back so far (v1 cpu.stat throttled_time, ns,
+        summed over the CPUs' run queues; v2 throttled_usec), or None."""
+        try:
+            stat = dict(line.split() for line in (Path(path) / "cpu.stat").read_text().splitlines()
+                        if len(line.split()) == 2)
+        except (OSError, ValueError):
+            return None
+        if "throttled_usec" in stat:
+            return int(stat["throttled_usec"]) / 1e3
+        if "throttled_time" in stat:
+            return int(stat["throttled_time"]) / 1e6
+        return None
 
     @staticmethod
     def add_process(path, pid):
@@ -388,6 +402,11 @@ class RunResult:
     agent: Dict[str, object] = field(default_factory=dict)
     # Faults applied from outside: {rank: {"quota_pct": ..., "measured_cpu_pct": ...}, ...}
     external: Dict[int, dict] = field(default_factory=dict)
+    # What each faulty rank measured of its own fault (faults.NoFault.report): {rank: {...}}
+    fault_reports: Dict[int, dict] = field(default_factory=dict)
+    # Each rank's own work per iteration (train.py write_own_work): {rank: {"forward_s": [...],
+    # "optimizer_s": [...]}}
+    own_work: Dict[int, dict] = field(default_factory=dict)
 
 
 def parse_iteration_lines(path: Path):
@@ -414,6 +433,14 @@ def set_parent_death_signal():
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     PR_SET_PDEATHSIG = 1
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def all_done(states: Dict[int, dict]) -> bool:
+    return bool(states) and all(s.get("phase") == "done" for s in states.values())
+
+
+def exporting(states: Dict[int, dict]) -> bool:
+    return any(s.get("phase") == "export" for s in states.values())
 
 
 def least_advanced(states: Dict[int, dict]):
@@ -523,6 +550,11 @@ class Testbed:
                 last_states, last_change = states, time.monotonic()
             everyone_ready = len(states) == self.world_size
             limit_s = no_progress_timeout_s if everyone_ready else max(STARTUP_TIMEOUT_S, no_progress_timeout_s)
+            if everyone_ready and (all_done(states) or exporting(states)):
+                # A rank writing its trace (the others wait for it in the next all-reduce), or
+                # training over on every rank (the last barrier, the process group's teardown):
+                # seconds on a loaded machine, not a hang; max_wall_s still holds.
+                last_change = time.monotonic()
             now = time.monotonic()
             self._look_for_online_report()
             if now - last_change > limit_s:
@@ -602,11 +634,32 @@ class Testbed:
                 pass
         return states
 
+    def _note_throttled_time(self):
+        """Before the cgroups go: how long each quota held its rank back (the throttle's cost)."""
+        for rank, applied in self.applied_external.items():
+            if "quota_pct" in applied:
+                throttled = self.cgroups.throttled_ms(self.cgroups.path_for(f"r{rank}"))
+                if throttled is not None:
+                    applied["throttled_ms"] = round(throttled, 1)
+
     def _result(self, started, hang=None, agents_done=None):
+        self._note_throttled_time()
         times, starts = self.read_iteration_records()
         return RunResult(times, hang, time.monotonic() - started, iteration_starts_s=starts,
                          online=dict(self.online_report), agent=agents_done or {},
-                         external={r: dict(v) for r, v in self.applied_external.items()})
+                         external={r: dict(v) for r, v in self.applied_external.items()},
+                         fault_reports=self.read_rank_files("fault-report"),
+                         own_work=self.read_rank_files("own-work"))
+
+    def read_rank_files(self, stem):
+        """{rank: the JSON of WORK/<stem>-r<rank>.json} for the ranks that wrote one."""
+        found = {}
+        for rank in range(self.world_size):
+            try:
+                found[rank] = json.loads((self.work_dir / f"{stem}-r{rank}.json").read_text())
+            except (OSError, ValueError):
+                pass
+        return found
 
     def read_iteration_times(self):
         return self.read_iteration_records()[0]

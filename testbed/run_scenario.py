@@ -25,6 +25,10 @@ DEFAULT_ONSET_ITER = 8
 DEFAULT_PROFILE_START = 12
 DEFAULT_PROFILE_ITERS = 5
 WARMUP_ITERS = 3  # excluded from the "before" mean
+# The run settings (train.py) and their defaults when neither the run nor the scenario sets them.
+MODELS = ("mlp", "transformer")
+DEFAULT_SETTINGS = {"model": "mlp", "num_workers": 0, "accum_steps": 1, "seq_len": None}
+DEFAULT_STACK_HZ = 150.0  # as `eroica run` samples (python/eroica/config.py stack_hz)
 
 
 class Interrupted(Exception):
@@ -54,6 +58,18 @@ def parse_args(argv=None):
     parser.add_argument("--timeout-s", type=float, default=10.0,
                         help="declare a hang when no rank made progress for this long")
     parser.add_argument("--max-wall-s", type=float, default=180.0, help="give up after this long")
+    parser.add_argument("--model", choices=list(MODELS), default=None,
+                        help="mlp (embedding bag + MLP) or transformer (small encoder); "
+                             "default: the scenario's, else mlp")
+    parser.add_argument("--num-workers", type=int, default=None,
+                        help="DataLoader worker processes (default: the scenario's, else 0)")
+    parser.add_argument("--accum-steps", type=int, default=None,
+                        help="micro-batches per optimizer step (gradient accumulation; default 1)")
+    parser.add_argument("--seq-len", type=int, default=None,
+                        help="tokens per sample (default: 16 for mlp, 32 for transformer)")
+    parser.add_argument("--stack-hz", type=float, default=DEFAULT_STACK_HZ,
+                        help="sample the training thread's Python stack in the profiled window "
+                             f"at this rate into rank-<r>.stacks.json (0: off; default {DEFAULT_STACK_HZ:g})")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="override a fault parameter, e.g. stall_ms=100 (repeatable)")
     parser.add_argument("--online-eroica", default=None, metavar="SESSIONS_DIR",
@@ -86,9 +102,30 @@ def validate_args(parser, args):
         spec = args.fault_rank if args.fault_rank is not None else scenario.default_fault_rank
         if scenario.category is None and args.fault_rank is not None:
             raise ValueError(f"{args.scenario} injects no fault: drop --fault-rank")
-        args.fault_ranks = faults.parse_fault_ranks(spec, args.ranks)
+        args.fault_ranks = faults.parse_fault_ranks(spec, args.ranks, keep_order=bool(scenario.parts))
+        if scenario.parts:
+            faults.assign_parts(scenario, args.fault_ranks)
+        args.settings = run_settings(args, scenario)
     except ValueError as error:
         parser.error(str(error))
+
+
+def run_settings(args, scenario):
+    """model, num_workers, accum_steps, seq_len: the run's, else the scenario's, else the defaults."""
+    settings = {}
+    for key, default in DEFAULT_SETTINGS.items():
+        given = getattr(args, key, None)
+        settings[key] = given if given is not None else scenario.settings.get(key, default)
+    if settings["model"] not in MODELS:
+        raise ValueError(f"unknown model {settings['model']!r}")
+    if settings["num_workers"] < 0 or settings["accum_steps"] < 1:
+        raise ValueError("--num-workers must be at least 0 and --accum-steps at least 1")
+    if settings["seq_len"] is not None and not 1 <= settings["seq_len"] <= 256:
+        raise ValueError("--seq-len must be inside 1..256")
+    needed = scenario.settings.get("model")
+    if needed and settings["model"] != needed:
+        raise ValueError(f"{scenario.name} needs --model {needed}")
+    return settings
 
 
 def parse_params(pairs):
@@ -106,6 +143,7 @@ def build_config(args, out_dir):
             "fault_params": args.fault_params, "seed": args.seed, "iters": args.iters,
             "onset_iter": args.onset_iter, "profile_start": args.profile_start,
             "profile_iters": args.profile_iters, "out_dir": str(out_dir),
+            **args.settings, "stack_hz": args.stack_hz,
             "master_port": launch.free_port(),
             "online": ({"dir": str(Path(args.online_eroica).resolve()),
                         "bin": str(Path(args.eroica_bin).resolve()) if args.eroica_bin else ""}
@@ -165,6 +203,11 @@ def write_truth(out_dir, args, result, profiled_iters, fault_params):
              "world_size": args.ranks,
              "seed": args.seed,
              "fault_params": fault_params,
+             # Every fault of the run, most costly first (two_faults: both), and where each
+             # spends its time (faults.py's `# site:` lines when the run was made).
+             "faults": faults.truth_faults(args.scenario, args.fault_ranks, args.ranks, args.fault_params),
+             "locations": expected_locations(scenario),
+             "settings": dict(args.settings, stack_hz=args.stack_hz),
              "iteration_times_s": {str(r): [round(t, 6) for t in times]
                                    for r, times in result.iteration_times_s.items()},
              "iteration_start_monotonic_s": {str(r): [round(t, 6) for t in starts]
@@ -179,6 +222,16 @@ def write_truth(out_dir, args, result, profiled_iters, fault_params):
         truth["agent"] = dict(result.agent)
     if result.external:
         truth["external_faults"] = {str(r): v for r, v in sorted(result.external.items())}
+    if result.fault_reports:
+        truth["fault_reports"] = {str(r): v for r, v in sorted(result.fault_reports.items())}
+    if result.own_work:
+        window = list(range(args.profile_start, args.profile_start + args.profile_iters))
+        truth["own_work_ms"] = {str(r): own_work_ms(w, args.onset_iter, window)
+                                for r, w in sorted(result.own_work.items())}
+        truth["data_wait_ms"] = {str(r): data_wait_ms(w, args.onset_iter, window)
+                                 for r, w in sorted(result.own_work.items())}
+    if len(truth["faults"]) > 1:
+        truth["faults"] = order_by_cost(truth["faults"], args, result)
     if result.hang is not None:
         truth["hang"] = {"message": result.hang.message(), "iteration": result.hang.iteration,
                          "stalled_ranks": result.hang.ranks,
@@ -186,6 +239,56 @@ def write_truth(out_dir, args, result, profiled_iters, fault_params):
     tmp = out_dir / "truth.json.tmp"
     tmp.write_text(json.dumps(truth, indent=1) + "\n")
     os.replace(tmp, out_dir / "truth.json")
+
+
+def own_work_ms(own_work, onset_iter, window):
+    """(before, window) mean ms per iteration of a rank's own work: forward x 3 (backward's
+    compute taken as twice the forward's) + the optimizer step, none of it waiting on a peer."""
+    forward, optimizer = own_work.get("forward_s") or [], own_work.get("optimizer_s") or []
+    per_iter = [3 * f + o for f, o in zip(forward, optimizer)]
+    before = per_iter[min(WARMUP_ITERS, max(0, onset_iter - 1)):onset_iter]
+    during = per_iter[window[0]:window[-1] + 1] if window else []
+    return (round(mean_ms(before), 1), round(mean_ms(during), 1)) if before and during else None
+
+
+def data_wait_ms(own_work, onset_iter, window):
+    """(before, window) mean ms per iteration the rank waited for its batches."""
+    waits = own_work.get("data_s") or []
+    before = waits[min(WARMUP_ITERS, max(0, onset_iter - 1)):onset_iter]
+    during = waits[window[0]:window[-1] + 1] if window else []
+    return (round(mean_ms(before), 1), round(mean_ms(during), 1)) if before and during else None
+
+
+def fault_cost_ms_per_iter(fault, args, result):
+    """What a fault cost its rank per iteration, as measured while it ran: the stall's sleeps
+    (its own report), a slower rank's own work (forward and optimizer step) in the profiled
+    window over before the onset, or None. (The cgroup's throttled_time is no measure of it:
+    v1 sums it over run queues and threads, several times the wall time.)"""
+    rank = fault["ranks"][0]
+    report = result.fault_reports.get(rank, {})
+    if "stall_ms_per_iter" in report:
+        return report["stall_ms_per_iter"]
+    window = list(range(args.profile_start, args.profile_start + args.profile_iters))
+    own = own_work_ms(result.own_work.get(rank, {}), args.onset_iter, window)
+    if own is not None and fault["category"] == "compute":
+        return round(own[1] - own[0], 1)
+    return None
+
+
+def order_by_cost(truth_faults, args, result):
+    """Several faults: each with its measured cost, most costly first (the scenario's order
+    where a cost is unknown)."""
+    for fault in truth_faults:
+        fault["cost_ms_per_iter"] = fault_cost_ms_per_iter(fault, args, result)
+    if any(f["cost_ms_per_iter"] is None for f in truth_faults):
+        return truth_faults
+    return sorted(truth_faults, key=lambda f: -f["cost_ms_per_iter"])
+
+
+def expected_locations(scenario):
+    """[{"file": "faults.py", "lines": [...], "site": NAME}] for the scenario's fault sites."""
+    return [{"file": Path(faults.__file__).name, "lines": lines, "site": site}
+            for site, lines in faults.site_lines(scenario.sites).items() if lines]
 
 
 def onset_monotonic_s(args, result):
@@ -235,8 +338,9 @@ def run(args):
     out_dir.mkdir(parents=True, exist_ok=True)
     clear_outputs(out_dir)
     config = build_config(args, out_dir)
-    fault = faults.make_fault(args.scenario, args.fault_params) if args.fault_ranks else faults.NoFault()
-    testbed = launch.Testbed(config, fault, scenario.fault_class.needs_network_namespaces)
+    fault = (faults.make_fault(args.scenario, args.fault_params, rank=None, fault_ranks=args.fault_ranks)
+             if args.fault_ranks else faults.NoFault())
+    testbed = launch.Testbed(config, fault, scenario.needs_network_namespaces)
     atexit.register(testbed.close)
     started = time.monotonic()
     try:

@@ -1,13 +1,16 @@
 """Unit tests of the accuracy benchmark's plan and scoring, on fabricated diagnoses (no torch,
 no root, no runs): `/usr/bin/python3 -m unittest test_accuracy` in testbed/."""
 
+import argparse
 import json
 import tempfile
 import unittest
 from pathlib import Path
 
 import accuracy
+import faults
 import launch
+import splits
 
 
 def finding(workers, category="dataloader", scope="local", **extra):
@@ -15,6 +18,10 @@ def finding(workers, category="dataloader", scope="local", **extra):
          "impact_s_per_iter": 0.05, "location": ""}
     f.update(extra)
     return f
+
+
+def quiet(*args, **kwargs):
+    pass
 
 
 def diagnosis(*findings):
@@ -181,19 +188,26 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(summary["net_throttle"]["not_yet"], 1)
         totals = accuracy.totals(records)
         self.assertEqual(totals, {"runs": 6, "fault_runs": 4, "fault_runs_scored": 2,
+                                  "fault_runs_detected": 0,
                                   "fault_runs_correct": 1, "fault_runs_not_yet_diagnosable": 1,
                                   "healthy_runs": 2, "false_alarms": 1, "errors": 1})
 
     def test_markdown(self):
         records = self.records()
-        text = accuracy.markdown_tables(records, accuracy.summarize(records), accuracy.totals(records),
+        records[2]["detected"] = records[3]["detected"] = True
+        records[3]["spec"] = splits.RunSpec("gc_storm", 1, ranks=6).as_dict()
+        summary = accuracy.summarize(records)
+        self.assertEqual(summary["gc_storm"]["setups"], ["mlp-w0-a1-r6"])
+        text = accuracy.markdown_tables(records, summary, accuracy.totals(records),
                                         {"net_throttle": "needs agent: why"})
         lines = text.splitlines()
-        self.assertIn("| gc_storm | 1 | 0 | wrong category | local compute on [0]: f (50.0 ms/iter) | – | 14.0 s | 2.0 |", lines)
-        self.assertIn("| healthy | 1 | – | false alarm | local host on [1]: f (50.0 ms/iter) | – | – | 3.5 |", lines)
-        self.assertTrue(any(l.startswith("| imbalance | 0 | 1 | error | run_scenario failed (1): x\\|y") for l in lines))
-        self.assertTrue(any(l.startswith("| net_throttle | 1 | 0/1 |") and "needs agent: why" in l for l in lines))
-        self.assertIn("1/2 scored runs (1 more not diagnosable yet); false alarms: 1/2 healthy runs; 1 run(s) failed.", text)
+        self.assertIn("| gc_storm-mlp-w0-a1-r6-s1 | 0 | wrong category | local compute on [0]: f (50.0 ms/iter) | – | 14.0 s | 2.0 |", lines)
+        self.assertIn("| healthy-s1 | – | false alarm | local host on [1]: f (50.0 ms/iter) | – | – | 3.5 |", lines)
+        self.assertTrue(any(l.startswith("| imbalance-s0 | 1 | error | run_scenario failed (1): x\\|y") for l in lines))
+        self.assertIn("| gc_storm | mlp-w0-a1-r6 | 2 | 2/2 | 1/2 | 2/2 | 2/2 | 1/2 | 0 | – |  |", lines)
+        self.assertIn("| healthy | – | 2 | – | – | – | – | 1/2 | 1 | – |  |", lines)
+        self.assertTrue(any(l.startswith("| net_throttle | – | 1 | 0/1 |") and "needs agent: why" in l for l in lines))
+        self.assertIn("1/2 scored runs, 2 with a finding (1 more not diagnosable yet); false alarms: 1/2 healthy runs; 1 run(s) failed.", text)
         # Every row has as many cells as its table's header (escaped pipes are not cells).
         for table in text.split("\n\n")[:2]:
             rows = [l.replace("\\|", "") for l in table.splitlines()]
@@ -218,6 +232,175 @@ class ReportTest(unittest.TestCase):
             fake.chmod(0o755)
             self.assertEqual(accuracy.eroica_subcommands(str(fake)), ["diagnose", "agent"])
             self.assertEqual(accuracy.eroica_subcommands(str(Path(tmp) / "missing")), [])
+
+
+TWO_TRUTH = {"scenario": "two_faults", "ranks": [1, 3], "category": "dataloader", "scope": "local",
+             "faults": [{"ranks": [1], "category": "dataloader", "scope": "local", "cost_ms_per_iter": 150},
+                        {"ranks": [3], "category": "compute", "scope": "local", "cost_ms_per_iter": 40}],
+             "locations": [{"file": "faults.py", "lines": [110], "site": "stall"}]}
+
+
+class SeveralFaultsTest(unittest.TestCase):
+    def test_both_in_order(self):
+        score = accuracy.score_diagnosis(TWO_TRUTH, diagnosis(finding([1]), finding([0], "host"),
+                                                              finding([3], "compute")))
+        self.assertEqual((score["status"], score["order_ok"], score["matched"]), (accuracy.CORRECT, True, [0, 2]))
+
+    def test_reversed_order_is_wrong(self):
+        score = accuracy.score_diagnosis(TWO_TRUTH, diagnosis(finding([3], "compute"), finding([1])))
+        self.assertEqual((score["status"], score["order_ok"], score["rank_ok"]), (accuracy.WRONG, False, True))
+        self.assertEqual(accuracy.verdict_text(score), "wrong order")
+
+    def test_order_of_faults_that_cost_about_the_same_is_not_judged(self):
+        close = dict(TWO_TRUTH, faults=[dict(TWO_TRUTH["faults"][0], cost_ms_per_iter=150),
+                                        dict(TWO_TRUTH["faults"][1], cost_ms_per_iter=130)])
+        score = accuracy.score_diagnosis(close, diagnosis(finding([3], "compute"), finding([1])))
+        self.assertEqual((score["status"], score["order_ok"]), (accuracy.CORRECT, None))
+        missing = accuracy.score_diagnosis(close, diagnosis(finding([3], "compute")))
+        self.assertEqual((missing["status"], missing["order_ok"]), (accuracy.WRONG, False))
+        self.assertFalse(accuracy.costs_too_close([{"cost_ms_per_iter": 150}, {"cost_ms_per_iter": None}]))
+
+    def test_one_missing_or_miscategorized(self):
+        only = accuracy.score_diagnosis(TWO_TRUTH, diagnosis(finding([1])))
+        self.assertEqual((only["status"], only["rank_ok"], only["detected"]), (accuracy.WRONG, False, True))
+        self.assertFalse(only["order_ok"])
+        wrong = accuracy.score_diagnosis(TWO_TRUTH, diagnosis(finding([1]), finding([3], "host")))
+        self.assertEqual((wrong["rank_ok"], wrong["category_ok"], wrong["status"]), (True, False, accuracy.WRONG))
+        # One finding naming both ranks does not report two faults.
+        merged = accuracy.score_diagnosis(TWO_TRUTH, diagnosis(finding([1, 3])))
+        self.assertEqual(merged["status"], accuracy.WRONG)
+
+    def test_summary_counts_order(self):
+        record = dict(scenario="two_faults", seed=0, truth_category="dataloader", loadavg_before=[1.0],
+                      **accuracy.score_diagnosis(TWO_TRUTH, diagnosis(finding([3], "compute"), finding([1]))))
+        summary = accuracy.summarize([record])
+        self.assertEqual((summary["two_faults"]["order_ok"], summary["two_faults"]["order_scored"]), (0, 1))
+        self.assertIn("order right 0/1", accuracy.scenario_table(summary))
+
+
+class LocationTest(unittest.TestCase):
+    EXPECTED = [{"file": "faults.py", "lines": [417, 418], "site": "checkpoint"}]
+
+    def test_location_forms(self):
+        self.assertTrue(accuracy.location_right("faults.py:417", self.EXPECTED))
+        self.assertTrue(accuracy.location_right("/work/wt/x/testbed/faults.py:418(save_checkpoint)", self.EXPECTED))
+        self.assertFalse(accuracy.location_right("faults.py:419(save_checkpoint)", self.EXPECTED))
+        self.assertFalse(accuracy.location_right("train.py:417", self.EXPECTED))
+        self.assertFalse(accuracy.location_right("(python between a and b)", self.EXPECTED))
+        self.assertIsNone(accuracy.location_right("", self.EXPECTED))
+        self.assertIsNone(accuracy.location_right("faults.py:417", []))
+
+    def test_scored_when_the_finding_carries_one(self):
+        truth = dict(LOCAL_TRUTH, category="host", locations=self.EXPECTED)
+        right = accuracy.score_diagnosis(truth, diagnosis(finding([2], "host", location="faults.py:417(save_checkpoint)")))
+        self.assertEqual((right["status"], right["location_ok"], right["location"]),
+                         (accuracy.CORRECT, True, "faults.py:417(save_checkpoint)"))
+        wrong = accuracy.score_diagnosis(truth, diagnosis(finding([2], "host", location="train.py:310(train)")))
+        self.assertEqual((wrong["status"], wrong["location_ok"]), (accuracy.CORRECT, False))
+        self.assertEqual(accuracy.verdict_text(wrong), "correct (location wrong)")
+        none = accuracy.score_diagnosis(truth, diagnosis(finding([2], "host")))
+        self.assertIsNone(none["location_ok"])
+        summary = accuracy.summarize([dict(scenario="checkpoint_sync", seed=0, truth_category="host", **r)
+                                      for r in (right, wrong, none)])
+        self.assertEqual((summary["checkpoint_sync"]["location_ok"], summary["checkpoint_sync"]["location_given"]), (1, 2))
+
+    def test_the_truths_lines_are_the_faults_sites(self):
+        sites = faults.site_lines(faults.SCENARIOS["checkpoint_sync"].sites)
+        text = (Path(accuracy.TESTBED_DIR) / "faults.py").read_text().splitlines()
+        line = next(n for n in sites["checkpoint"] if "torch.save(" in text[n - 1])
+        truth = dict(LOCAL_TRUTH, category="host",
+                     locations=[{"file": "faults.py", "lines": sites["checkpoint"], "site": "checkpoint"}])
+        score = accuracy.score_diagnosis(truth, diagnosis(finding([2], "host", location=f"faults.py:{line}(save_checkpoint)")))
+        self.assertTrue(score["location_ok"])
+
+
+class SplitsTest(unittest.TestCase):
+    def test_two_fixed_matrices(self):
+        tuning, validation = splits.tuning(), splits.validation()
+        names = [s.name for s in tuning + validation]
+        self.assertEqual(len(names), len(set(names)))  # one folder per run
+        self.assertEqual({s.ranks for s in tuning}, {4})
+        self.assertTrue(all(s.seed < 100 for s in tuning) and all(s.seed >= 100 for s in validation))
+        self.assertEqual({s.ranks for s in validation}, {4, 6})
+        self.assertIn("transformer", {s.model for s in validation})
+        self.assertTrue({1, 2, 4} <= {s.accum_steps for s in validation})
+        for split in (tuning, validation):
+            self.assertEqual({s.scenario for s in split}, set(faults.SCENARIOS))  # every scenario in both
+            healthy = [s for s in split if s.scenario == "healthy"]
+            self.assertGreaterEqual(len({s.seed for s in healthy}), 5)
+            for name in faults.SCENARIOS:
+                self.assertGreaterEqual(len({s.seed for s in split if s.scenario == name}), 2, name)
+        # Validation's fault sizes are not tuning's.
+        tuned = {(s.scenario, s.params) for s in tuning}
+        sized = [s for s in validation if s.params and (s.scenario, s.params) in tuned]
+        self.assertEqual(sized, [])
+
+    def test_a_smaller_run_of_a_split(self):
+        args = accuracy.parse_args(["--eroica", "/bin/true", "--split", "validation", "--scenario", "healthy",
+                                    "--max-runs-per-scenario", "2"])
+        self.assertEqual([s.name for s in accuracy.specs_from_args(args)],
+                         ["healthy-mlp-w0-a1-r6-s100", "healthy-mlp-w0-a1-r6-s101"])
+        args = accuracy.parse_args(["--eroica", "/bin/true", "--split", "tuning",
+                                    "--run", "two_faults-mlp-w0-a1-r4-s2"])
+        self.assertEqual([s.fault_rank() for s in accuracy.specs_from_args(args)], ["3,1"])
+        args.run = ["no-such-run"]
+        with self.assertRaises(SystemExit):
+            accuracy.specs_from_args(args)
+
+    def test_settings_a_scenario_needs(self):
+        for spec in splits.tuning() + splits.validation():
+            if spec.scenario == "imbalance_seq":
+                self.assertEqual(spec.model, "transformer")
+            if spec.scenario == "loader_workers_slow":
+                self.assertGreater(spec.num_workers, 0)
+        spec = splits.RunSpec("two_faults", 0, ranks=6, params=("stall_ms=150",))
+        self.assertEqual(spec.name, "two_faults-mlp-w0-a1-r6-stall_ms150-s0")
+        self.assertEqual(spec.fault_rank(), "1,3")
+        self.assertEqual(splits.RunSpec("two_faults", 1).fault_rank(), "0,2")
+        argv = spec.argv()
+        self.assertEqual(argv[argv.index("--fault-rank") + 1], "1,3")
+        self.assertEqual(argv[-2:], ["--param", "stall_ms=150"])
+
+
+class RescoreTest(unittest.TestCase):
+    """Saved run folders are re-diagnosed with another binary, without training."""
+
+    def test_rescore_saved_runs_with_a_new_binary(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            run = root / "runs" / "gc_storm-mlp-w0-a1-r4-s0"
+            run.mkdir(parents=True)
+            truth = dict(LOCAL_TRUTH, scenario="gc_storm", category="host", ranks=[1], world_size=4, seed=0,
+                         faults=[{"ranks": [1], "category": "host", "scope": "local"}],
+                         settings={"model": "mlp", "num_workers": 0, "accum_steps": 1})
+            (run / "truth.json").write_text(json.dumps(truth))
+            healthy = root / "runs" / "healthy-mlp-w0-a1-r4-s3"
+            healthy.mkdir()
+            (healthy / "truth.json").write_text(json.dumps(dict(HEALTHY_TRUTH, world_size=4, seed=3)))
+            fake = root / "eroica-new"
+            answer = json.dumps(diagnosis(finding([1], "host")))
+            fake.write_text(f"#!/bin/sh\ncase \"$2\" in *healthy*) echo '{json.dumps(diagnosis())}';; "
+                            f"*) echo '{answer}';; esac\n")
+            fake.chmod(0o755)
+            args = argparse.Namespace(eroica=str(fake))
+            records = accuracy.rescore_records(args, root, log=quiet)
+            by_name = {r["spec"]["name"]: r for r in records}
+            self.assertEqual(by_name["gc_storm-mlp-w0-a1-r4-s0"]["status"], accuracy.CORRECT)
+            self.assertEqual(by_name["healthy-mlp-w0-a1-r4-s3"]["status"], accuracy.CORRECT)
+            self.assertIsNone(by_name["gc_storm-mlp-w0-a1-r4-s0"]["time_to_diagnosis_s"])
+            # The benchmark's own record of the run, when there, gives the spec and the before status.
+            (root / "accuracy-results.json").write_text(json.dumps({"runs": [
+                {"run_dir": str(run), "status": "wrong", "spec": splits.RunSpec("gc_storm", 0).as_dict()}]}))
+            again = {r["spec"]["name"]: r for r in accuracy.rescore_records(args, root / "runs", log=quiet)}
+            self.assertEqual(again["gc_storm-mlp-w0-a1-r4-s0"]["previous_status"], "wrong")
+
+    def test_moved_hang_session_is_found_under_the_run(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            run = Path(tmp) / "hang-s0"
+            (run / "eroica" / "job-1-hang").mkdir(parents=True)
+            truth = {"online": {"session": "/elsewhere/hang-s0/eroica/job-1-hang"}}
+            self.assertEqual(accuracy.online_session(truth, run), run / "eroica" / "job-1-hang")
+            self.assertIsNone(accuracy.online_session({}, run))
 
 
 if __name__ == "__main__":

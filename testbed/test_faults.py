@@ -41,6 +41,7 @@ class FaultRankParsing(unittest.TestCase):
 class Scenarios(unittest.TestCase):
     def test_categories_are_the_documented_ones(self):
         allowed = {None, "dataloader", "compute", "host", "imbalance", "communication", "hang"}
+        self.assertGreaterEqual(len(faults.SCENARIOS), 17)
         for scenario in faults.SCENARIOS.values():
             self.assertIn(scenario.category, allowed, scenario.name)
         self.assertEqual(faults.SCENARIOS["python_hot_loop_global"].default_fault_rank, "all")
@@ -55,21 +56,157 @@ class Scenarios(unittest.TestCase):
 class WorkerHooks(unittest.TestCase):
     def test_stall_only_when_active(self):
         fault = faults.make_fault("dataloader_stall", {"stall_ms": 30})
-        collate = fault.wrap_collate(lambda samples: len(samples))
         started = time.perf_counter()
-        self.assertEqual(collate([1, 2]), 2)
+        fault.in_collate()
         self.assertLess(time.perf_counter() - started, 0.02)
         fault.activate()
         started = time.perf_counter()
-        collate([1])
+        fault.in_collate()
         self.assertGreaterEqual(time.perf_counter() - started, 0.03)
+        # The batch's own `on` wins: a batch made before the onset is fast, even now.
+        started = time.perf_counter()
+        fault.in_collate(on=False)
+        self.assertLess(time.perf_counter() - started, 0.02)
 
     def test_imbalance_batch(self):
         fault = faults.make_fault("imbalance")
         self.assertEqual(fault.batch_size(32), 32)
         fault.activate()
         self.assertEqual(fault.batch_size(32), 96)
+        self.assertEqual(fault.batch_size(32, on=False), 32)
         self.assertEqual(faults.NoFault().batch_size(32), 32)
+        self.assertEqual(fault.seq_len(16, on=True), 16)
+
+    def test_longer_sequences_keep_the_batch(self):
+        fault = faults.make_fault("imbalance_seq")
+        self.assertEqual(fault.category, "imbalance")
+        self.assertEqual((fault.seq_len(16, on=False), fault.batch_size(32, on=True)), (16, 32))
+        self.assertEqual(fault.seq_len(16, on=True), 32)
+        self.assertEqual(faults.make_fault("imbalance_seq", {"seq_factor": 1.5}).seq_len(16, on=True), 24)
+        self.assertEqual(faults.SCENARIOS["imbalance_seq"].settings["model"], "transformer")
+
+    def test_loader_workers_slow_in_a_worker_that_never_saw_the_onset(self):
+        fault = faults.make_fault("loader_workers_slow", {"getitem_ms": 20, "collate_ms": 30})
+        self.assertEqual((fault.category, faults.SCENARIOS["loader_workers_slow"].settings["num_workers"]),
+                         ("dataloader", 2))
+        # A forked DataLoader worker has its own copy of the fault, never activated: the
+        # batch's `on` (from the sampler in the training process) is what slows it.
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            started = time.perf_counter()
+            fault.in_getitem(on=True)
+            fault.in_getitem(on=True)
+            fault.in_collate(on=True)
+            slow = time.perf_counter() - started
+            started = time.perf_counter()
+            fault.in_getitem(on=False)
+            fault.in_collate(on=False)
+            fast = time.perf_counter() - started
+            os.write(write, f"{fault.active} {slow} {fast}".encode())
+            os._exit(0)
+        os.close(write)
+        os.waitpid(pid, 0)
+        active, slow, fast = os.read(read, 200).decode().split()
+        os.close(read)
+        self.assertEqual(active, "False")
+        self.assertGreaterEqual(float(slow), 0.07)
+        self.assertLess(float(fast), 0.02)
+
+    def test_global_scenarios_are_on_every_rank(self):
+        for name, category in (("dataloader_stall_global", "dataloader"), ("gc_storm_global", "host"),
+                               ("python_light_global", "host"), ("python_hot_loop_global", "host")):
+            scenario = faults.SCENARIOS[name]
+            self.assertEqual((scenario.default_fault_rank, scenario.category), ("all", category), name)
+            self.assertEqual(faults.truth_faults(name, [0, 1, 2, 3], 4)[0]["scope"], "global")
+
+    def test_light_python_takes_its_share_of_the_step(self):
+        fault = faults.make_fault("python_light_global", {"step_share": 0.2})
+        fault.prepare(lambda: None)
+        self.assertEqual(fault.loop_count, 0)  # no fixed loop: sized by the step
+        started = time.monotonic()
+        for iteration in range(3, 8):  # five healthy iterations of ~40 ms
+            fault.in_step(iteration)
+            time.sleep(0.04)
+        step_s = (time.monotonic() - started) / 5
+        fault.activate()
+        expected = 0.2 / 0.8 * step_s  # a fifth of the faulty step: a quarter of the healthy one
+        self.assertAlmostEqual(fault.loop_wall_s, expected, delta=0.05 * expected)
+        started = time.perf_counter()
+        fault.in_step(8)
+        self.assertGreaterEqual(time.perf_counter() - started, fault.loop_wall_s)
+        self.assertIn("in_step_wall_ms_mean", fault.report())
+
+    def test_checkpoint_saves_synchronously_each_step(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("no torch in this interpreter")
+        work = tempfile.mkdtemp(prefix="eroica-testbed-unit-", dir="/var/tmp")
+        try:
+            fault = faults.make_fault("checkpoint_sync", rank=2, work_dir=work)
+            state = {"model": {"w": torch.arange(1000.0)}}
+            fault.after_step(0, lambda: state)  # not active yet: nothing saved
+            path = Path(work) / "checkpoint-r2.pt"
+            self.assertFalse(path.exists())
+            fault.activate()
+            fault.after_step(9, lambda: state)
+            self.assertTrue(torch.equal(torch.load(path)["model"]["w"], state["model"]["w"]))
+            report = fault.report()
+            self.assertGreater(report["checkpoint_bytes"], 4000)
+            self.assertGreater(report["save_wall_ms_mean"], 0)
+            fault.close()
+            self.assertEqual(list(Path(work).iterdir()), [])
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def test_sites_name_the_lines_that_spend_the_time(self):
+        text = Path(faults.__file__).read_text().splitlines()
+        expect = {"checkpoint_sync": "torch.save(", "gc_storm": "gc.collect()", "dataloader_stall": "time.sleep(",
+                  "loader_workers_slow": "time.sleep(", "python_hot_loop": "(i * i) % 7",
+                  "slow_storage": "os.preadv("}
+        for name, code in expect.items():
+            lines = [n for lines in faults.site_lines(faults.SCENARIOS[name].sites).values() for n in lines]
+            self.assertTrue(lines, name)
+            self.assertTrue(any(code in text[n - 1] for n in lines), name)
+        self.assertEqual(faults.SCENARIOS["two_faults"].sites, ("stall",))
+
+    def test_two_faults_each_on_its_rank(self):
+        scenario = faults.SCENARIOS["two_faults"]
+        self.assertEqual(scenario.parts, ("dataloader_stall", "cpu_throttle"))
+        self.assertEqual(scenario.category, "dataloader")
+        self.assertEqual(faults.parse_fault_ranks("3,1", 4, keep_order=True), [3, 1])
+        with self.assertRaises(ValueError):
+            faults.parse_fault_ranks("1,1", 4, keep_order=True)
+        with self.assertRaises(ValueError):
+            faults.assign_parts(scenario, [1])
+        # Training processes: each rank its part, with the scenario's sizes and the run's.
+        stall = faults.make_fault("two_faults", {"stall_ms": 90}, rank=3, fault_ranks=[3, 1])
+        throttle = faults.make_fault("two_faults", {"stall_ms": 90}, rank=1, fault_ranks=[3, 1])
+        self.assertIsInstance(stall, faults.DataloaderStall)
+        self.assertEqual(stall.params, {"stall_ms": 90})
+        self.assertIsInstance(throttle, faults.CpuThrottle)
+        self.assertEqual(throttle.params["share"], 0.5)
+        self.assertIsInstance(faults.make_fault("two_faults", rank=0, fault_ranks=[3, 1]), faults.NoFault)
+        # The launcher applies the throttle to its rank only.
+        launcher = faults.make_fault("two_faults", rank=None, fault_ranks=[3, 1])
+
+        class FakeHost:
+            quotas = []
+
+            def throttle_cpu(self, rank, pid, quota_pct):
+                self.quotas.append((rank, pid, quota_pct))
+
+        launcher.apply_external(FakeHost(), 1, 77, note={"measured_cpu_pct": 40.0})
+        self.assertEqual(FakeHost.quotas, [(1, 77, 20.0)])
+        with self.assertRaises(NotImplementedError):
+            launcher.apply_external(FakeHost(), 3, 78)
+        with self.assertRaises(ValueError):
+            launcher.apply_external(FakeHost(), 0, 79)
+        truth = faults.truth_faults("two_faults", [3, 1], 4, {"stall_ms": 90})
+        self.assertEqual([(t["scenario"], t["ranks"], t["category"]) for t in truth],
+                         [("dataloader_stall", [3], "dataloader"), ("cpu_throttle", [1], "compute")])
+        self.assertEqual(truth[0]["params"], {"stall_ms": 90})
 
     def test_gc_storm_lowers_and_restores_thresholds(self):
         saved = gc.get_threshold()
@@ -276,6 +413,11 @@ class Progress(unittest.TestCase):
         states = {0: {"iter": 8, "phase": "backward"}, 1: {"iter": 8, "phase": "forward"},
                   2: {"iter": 8, "phase": "backward"}, 3: {"iter": 9, "phase": "data"}}
         self.assertEqual(launch.least_advanced(states), (8, [1]))
+        self.assertFalse(launch.all_done(states))
+        self.assertTrue(launch.all_done({0: {"iter": 20, "phase": "done"}, 1: {"iter": 20, "phase": "done"}}))
+        self.assertFalse(launch.all_done({}))
+        self.assertFalse(launch.exporting(states))
+        self.assertTrue(launch.exporting({0: {"iter": 16, "phase": "export"}, 1: {"iter": 17, "phase": "backward"}}))
         self.assertEqual(launch.HangReport(8, [1], states).message(),
                          "no progress since iteration 8 on ranks [1]")
 
@@ -292,6 +434,19 @@ class Cli(unittest.TestCase):
         self.assertEqual(args.fault_params, {"loop_ms": 10.0})
         args = run_scenario.parse_args(["--scenario", "healthy", "--out", "d"])
         self.assertEqual(args.fault_ranks, [])
+        self.assertEqual(args.settings, {"model": "mlp", "num_workers": 0, "accum_steps": 1, "seq_len": None})
+
+    def test_run_settings(self):
+        args = run_scenario.parse_args(["--scenario", "imbalance_seq", "--out", "d", "--num-workers", "2",
+                                        "--accum-steps", "3"])
+        self.assertEqual(args.settings, {"model": "transformer", "num_workers": 2, "accum_steps": 3,
+                                         "seq_len": None})
+        args = run_scenario.parse_args(["--scenario", "loader_workers_slow", "--out", "d"])
+        self.assertEqual(args.settings["num_workers"], 2)
+        args = run_scenario.parse_args(["--scenario", "two_faults", "--out", "d", "--fault-rank", "3,0"])
+        self.assertEqual(args.fault_ranks, [3, 0])
+        config = run_scenario.build_config(args, Path("/tmp/x"))
+        self.assertEqual((config["num_workers"], config["model"], config["stack_hz"]), (0, "mlp", 150.0))
 
     def test_rejections(self):
         bad = [["--scenario", "nope", "--out", "d"],
@@ -300,7 +455,10 @@ class Cli(unittest.TestCase):
                ["--scenario", "healthy", "--out", "d", "--iters", "10"],
                ["--scenario", "imbalance", "--out", "d", "--onset-iter", "13"],
                ["--scenario", "imbalance", "--out", "d", "--ranks", "1"],
-               ["--scenario", "imbalance", "--out", "d", "--param", "batch_factor"]]
+               ["--scenario", "imbalance", "--out", "d", "--param", "batch_factor"],
+               ["--scenario", "imbalance_seq", "--out", "d", "--model", "mlp"],
+               ["--scenario", "two_faults", "--out", "d", "--fault-rank", "1"],
+               ["--scenario", "healthy", "--out", "d", "--accum-steps", "0"]]
         with open(os.devnull, "w") as devnull:
             for argv in bad:
                 with self.subTest(argv=argv), self.assertRaises(SystemExit):
@@ -337,6 +495,28 @@ class Outputs(unittest.TestCase):
         with self.assertRaises(RuntimeError):
             run_scenario.check_traces(self.out, 3, [5, 6, 7])
 
+    def test_two_faults_ordered_by_measured_cost(self):
+        args = run_scenario.parse_args(["--scenario", "two_faults", "--out", str(self.out), "--fault-rank", "1,3"])
+        wanted = faults.truth_faults("two_faults", args.fault_ranks, 4, args.fault_params)
+        fast, slow = [0.010] * 20, [0.010] * 8 + [0.090] * 12  # forward: 30 -> 270 ms of own work
+        result = launch.RunResult({}, fault_reports={1: {"stall_ms_per_iter": 150.0}},
+                                  own_work={3: {"forward_s": slow, "optimizer_s": [0.001] * 20},
+                                            1: {"forward_s": fast, "optimizer_s": [0.001] * 20}})
+        self.assertEqual(run_scenario.own_work_ms(result.own_work[3], 8, [12, 13]), (31.0, 271.0))
+        waits = {"data_s": [0.002] * 8 + [0.05] * 12}
+        self.assertEqual(run_scenario.data_wait_ms(waits, 8, [12, 13]), (2.0, 50.0))
+        self.assertIsNone(run_scenario.data_wait_ms({}, 8, [12, 13]))
+        ordered = run_scenario.order_by_cost([dict(f) for f in wanted], args, result)
+        self.assertEqual([(f["scenario"], f["cost_ms_per_iter"]) for f in ordered],
+                         [("cpu_throttle", 240.0), ("dataloader_stall", 150.0)])
+        result.own_work[3]["forward_s"] = fast  # the quota cost nothing: the stall first
+        ordered = run_scenario.order_by_cost([dict(f) for f in wanted], args, result)
+        self.assertEqual([f["scenario"] for f in ordered], ["dataloader_stall", "cpu_throttle"])
+        del result.own_work[3]  # unknown: the scenario's order
+        ordered = run_scenario.order_by_cost([dict(f) for f in reversed(wanted)], args, result)
+        self.assertEqual(ordered[0]["scenario"], "cpu_throttle")
+        self.assertIsNone(ordered[0]["cost_ms_per_iter"])
+
     def test_truth_and_stale_outputs(self):
         self.write_trace(0, [1])
         (self.out / "truth.json").write_text("{}")
@@ -352,6 +532,10 @@ class Outputs(unittest.TestCase):
         self.assertEqual(truth["profiled_iters"], [12, 13])
         self.assertEqual(truth["iteration_times_s"], {"0": [0.1], "1": [0.2]})
         self.assertEqual((truth["world_size"], truth["seed"]), (4, 0))
+        self.assertEqual(truth["faults"], [{"scenario": "gc_storm", "ranks": [1], "category": "host",
+                                            "scope": "local", "params": faults.SCENARIOS["gc_storm"].default_params}])
+        self.assertEqual([loc["site"] for loc in truth["locations"]], ["gc"])
+        self.assertEqual(truth["settings"]["model"], "mlp")
 
 
 if __name__ == "__main__":

@@ -2,20 +2,32 @@
 
 Started by launch.py as `/usr/bin/python3 train.py --config CONFIG --rank R`. The config (JSON,
 written by the launcher) names the scenario, the faulty ranks and the schedule. The rank:
-- trains a small embedding + MLP model on batches from a real DataLoader over a map-style Dataset,
+- trains a model (config "model": "mlp", an embedding bag + MLP, or "transformer", a small
+  transformer encoder over token sequences) on batches from a real DataLoader over a map-style
+  Dataset (config "num_workers": 0 loads in the training process, N > 0 in N worker
+  processes), with "accum_steps" micro-batches per optimizer step (gradient accumulation: DDP
+  all-reduces only on the last, the others run under no_sync()),
 - profiles iterations [profile_start, profile_start + profile_iters) and writes the profiler's
-  export to OUT/rank-<r>.json,
+  export to OUT/rank-<r>.json; with config "stack_hz" > 0, also the training thread's Python
+  stack sampled over the same window (python/eroica/stack_sampler.py, as `eroica run` does) to
+  OUT/rank-<r>.stacks.json, from which diagnose names a finding's code location,
 - reports progress in WORK/heartbeat-r<r>.json (iteration id and phase) and appends its
   per-iteration wall times to WORK/iters-r<r>.txt,
 - turns its fault on at the onset iteration (faults.py); faults applied from outside the process
-  (a CPU quota, a link throttle) go through a handshake with the launcher so that the onset is exact.
+  (a CPU quota, a link throttle) go through a handshake with the launcher so that the onset is exact;
+  the data faults are on for the batches of the onset iteration on, as the batch sampler numbers
+  them (the batches are made ahead, in the worker processes when there are workers),
+- writes what its fault measured of itself (faults.NoFault.report) to WORK/fault-report-r<r>.json
+  and each iteration's forward and optimizer-step wall times to WORK/own-work-r<r>.json.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -27,7 +39,9 @@ from torch.profiler import ProfilerActivity, profile, schedule
 from torch.utils.data import DataLoader, Dataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "python"))
 import faults  # noqa: E402
+from eroica import stack_sampler  # noqa: E402  (no torch, no hooks: only the sampler class)
 
 DENSE_FEATURES = 256
 TOKENS_PER_SAMPLE = 16
@@ -37,57 +51,95 @@ HIDDEN_DIM = 256
 NUM_CLASSES = 10
 BASE_BATCH_SIZE = 32
 EXTERNAL_FAULT_TIMEOUT_S = 30.0
+MODELS = ("mlp", "transformer")
+# The transformer: tokens per sample by default, the widest sequence it accepts, its sizes,
+# small because this torch's CPU matmuls are slow (~1 GFLOP/s on one thread): ~40 ms forward +
+# backward per batch on an idle core. Its embedding table has the MLP's gradient bytes (4 MiB).
+TRANSFORMER_SEQ_LEN = 16
+TRANSFORMER_MAX_SEQ_LEN = 256
+TRANSFORMER_DIM = 32
+TRANSFORMER_HEADS = 2
+TRANSFORMER_FF_DIM = 64
+TRANSFORMER_LAYERS = 2
+TRANSFORMER_VOCAB_ROWS = 2 * VOCAB_SIZE
+STACK_MAX_SAMPLES = 20000
+
+
+def default_seq_len(model):
+    return TRANSFORMER_SEQ_LEN if model == "transformer" else TOKENS_PER_SAMPLE
 
 
 class SyntheticDataset(Dataset):
     """Samples from a seeded generator, normalised per sample: a stand-in for decode + augment.
 
-    `record_reader` (the slow-storage fault) supplies the dense features from disk instead."""
+    A sample's key is (index, tokens per sample, fault on) from FaultAwareBatchSampler. With
+    the fault on, `fault.in_getitem` runs first and the slow-storage fault's reader supplies
+    the dense features from disk."""
 
-    def __init__(self, seed, rank, record_reader=None):
+    def __init__(self, seed, rank, fault):
         self.seed = seed
         self.rank = rank
-        self.record_reader = record_reader
+        self.fault = fault
+        self.record_reader = fault.record_reader()
 
     def __len__(self):
         return 1 << 30
 
-    def __getitem__(self, index):
+    def __getitem__(self, key):
+        index, seq_len, on = key
+        self.fault.in_getitem(on)
         generator = torch.Generator().manual_seed((self.seed * 1_000_003 + self.rank) * 1_000_033 + index)
-        if self.record_reader is not None and self.record_reader.active:
+        if on and self.record_reader is not None:
             record = self.record_reader.read_record(index)
             dense = torch.frombuffer(bytearray(record[:DENSE_FEATURES]), dtype=torch.uint8).float()
         else:
             dense = torch.randn(DENSE_FEATURES, generator=generator)
         dense = (dense - dense.mean()) / (dense.std() + 1e-6)
-        tokens = torch.randint(0, VOCAB_SIZE, (TOKENS_PER_SAMPLE,), generator=generator)
+        tokens = torch.randint(0, VOCAB_SIZE, (seq_len,), generator=generator)
         label = int(dense[:NUM_CLASSES].argmax())
-        return dense, tokens, label
+        return dense, tokens, label, on
 
 
-def collate_samples(samples):
-    dense = torch.stack([s[0] for s in samples])
-    tokens = torch.stack([s[1] for s in samples])
-    labels = torch.tensor([s[2] for s in samples], dtype=torch.long)
-    return dense, tokens, labels
+class Collate:
+    """Stacks the samples; `fault.in_collate` first (in a worker process when there are workers)."""
+
+    def __init__(self, fault):
+        self.fault = fault
+
+    def __call__(self, samples):
+        self.fault.in_collate(samples[0][3] if samples else False)
+        dense = torch.stack([s[0] for s in samples])
+        tokens = torch.stack([s[1] for s in samples])
+        labels = torch.tensor([s[2] for s in samples], dtype=torch.long)
+        return dense, tokens, labels
 
 
-class ResizableBatchSampler:
-    """Yields `num_batches` batches of random indices; the batch size is read per batch, so a
-    fault can change it from its onset on (the imbalance fault)."""
+class FaultAwareBatchSampler:
+    """Yields `iters` x `micro_batches` batches of sample keys (index, tokens per sample, on).
+    `on` is whether the batch belongs to an iteration from `onset_iter` on, on a faulty rank:
+    it travels with the batch, so the fault acts on exactly those batches even when worker
+    processes make them ahead of time. The batch size and the sequence length are asked of
+    the fault per batch (the imbalance faults)."""
 
-    def __init__(self, num_batches, batch_size_fn, seed, rank):
-        self.num_batches = num_batches
-        self.batch_size_fn = batch_size_fn
+    def __init__(self, iters, micro_batches, fault, faulty, onset_iter, seq_len, seed, rank):
+        self.iters = iters
+        self.micro_batches = micro_batches
+        self.fault = fault
+        self.faulty = faulty
+        self.onset_iter = onset_iter
+        self.seq_len = seq_len
         self.generator = torch.Generator().manual_seed(seed * 7919 + rank)
 
     def __len__(self):
-        return self.num_batches
+        return self.iters * self.micro_batches
 
     def __iter__(self):
-        for _ in range(self.num_batches):
-            size = self.batch_size_fn()
-            yield torch.randint(0, 1 << 30, (size,), generator=self.generator).tolist()
+        for batch in range(len(self)):
+            on = self.faulty and batch // self.micro_batches >= self.onset_iter
+            size = self.fault.batch_size(BASE_BATCH_SIZE, on)
+            seq_len = self.fault.seq_len(self.seq_len, on)
+            indices = torch.randint(0, 1 << 30, (size,), generator=self.generator).tolist()
+            yield [(index, seq_len, on) for index in indices]
 
 
 class RecommenderMlp(nn.Module):
@@ -103,6 +155,35 @@ class RecommenderMlp(nn.Module):
 
     def forward(self, dense, tokens):
         return self.mlp(torch.cat([dense, self.embedding(tokens)], dim=1))
+
+
+class TinyTransformer(nn.Module):
+    """Token embeddings + learned positions -> a 2-layer transformer encoder -> mean over the
+    sequence, with the dense features, -> class logits. Its cost grows with the sequence
+    (attention quadratically), its gradient bytes do not."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(TRANSFORMER_VOCAB_ROWS, TRANSFORMER_DIM)
+        self.position = nn.Parameter(torch.zeros(TRANSFORMER_MAX_SEQ_LEN, TRANSFORMER_DIM))
+        layer = nn.TransformerEncoderLayer(TRANSFORMER_DIM, TRANSFORMER_HEADS, TRANSFORMER_FF_DIM,
+                                           dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, TRANSFORMER_LAYERS, enable_nested_tensor=False)
+        self.dense = nn.Linear(DENSE_FEATURES, TRANSFORMER_DIM)
+        self.head = nn.Linear(2 * TRANSFORMER_DIM, NUM_CLASSES)
+
+    def forward(self, dense, tokens):
+        x = self.embedding(tokens) + self.position[:tokens.shape[1]]
+        x = self.encoder(x).mean(dim=1)
+        return self.head(torch.cat([x, self.dense(dense)], dim=1))
+
+
+def make_model(name):
+    if name == "transformer":
+        return TinyTransformer()
+    if name == "mlp":
+        return RecommenderMlp()
+    raise ValueError(f"unknown model {name!r} (one of {', '.join(MODELS)})")
 
 
 class Progress:
@@ -170,59 +251,146 @@ def write_meta(config, rank, step_start_unix_ns):
     os.replace(tmp, final)
 
 
+def write_own_work(config, rank, forward_s, optimizer_s, data_s):
+    """own-work-r<r>.json: each iteration's forward and optimizer-step wall time, the rank's own
+    work with no collective in it (DDP all-reduces inside backward), from which the launcher
+    tells what a slower rank lost (the cost of a CPU quota); and its wait for the DataLoader's
+    batches (did a loader fault make it wait at all)."""
+    path = Path(config["work_dir"]) / f"own-work-r{rank}.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"forward_s": [round(t, 6) for t in forward_s],
+                               "optimizer_s": [round(t, 6) for t in optimizer_s],
+                               "data_s": [round(t, 6) for t in data_s]}))
+    os.replace(tmp, path)
+
+
+def write_fault_report(config, rank, fault):
+    report = fault.report()
+    if report:
+        path = Path(config["work_dir"]) / f"fault-report-r{rank}.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(report))
+        os.replace(tmp, path)
+
+
+class WindowStacks:
+    """The training thread's stack sampled over the profiled window (stack_hz 0: never)."""
+
+    def __init__(self, config, rank):
+        self.hz = float(config.get("stack_hz", 0) or 0)
+        self.out_dir = config["out_dir"]
+        self.rank = rank
+        self.sampler = None
+        self.start_unix_ns = None
+
+    def step(self, iteration, first, last):
+        if self.hz <= 0:
+            return
+        if iteration == first:
+            self.start_unix_ns = time.time_ns()
+            self.sampler = stack_sampler.StackSampler(threading.get_ident(), self.hz, STACK_MAX_SAMPLES)
+            self.sampler.start()
+        if self.sampler is not None and first <= iteration <= last:
+            self.sampler.mark_step(iteration)
+
+    def finish(self):
+        if self.sampler is not None:
+            self.sampler.stop()
+            self.sampler.write(self.out_dir, self.rank, self.start_unix_ns)
+            self.sampler = None
+
+
 def train(config, rank):
     torch.set_num_threads(1)
     torch.manual_seed(config["seed"])
     world_size = config["world_size"]
+    model_name = config.get("model", "mlp")
+    num_workers = int(config.get("num_workers", 0))
+    accum_steps = max(1, int(config.get("accum_steps", 1)))
+    seq_len = int(config.get("seq_len") or default_seq_len(model_name))
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
 
     is_faulty = rank in config["fault_ranks"]
     fault = faults.make_fault(config["scenario"], config["fault_params"], rank=rank,
-                              work_dir=config["work_dir"]) if is_faulty else faults.NoFault()
+                              work_dir=config["work_dir"],
+                              fault_ranks=config["fault_ranks"]) if is_faulty else faults.NoFault()
     fault.prepare(ExternalFaultHandshake(config["work_dir"], rank))
 
-    dataset = SyntheticDataset(config["seed"], rank, record_reader=fault.record_reader())
-    sampler = ResizableBatchSampler(config["iters"], lambda: fault.batch_size(BASE_BATCH_SIZE),
-                                    config["seed"], rank)
-    loader = DataLoader(dataset, batch_sampler=sampler, num_workers=0,
-                        collate_fn=fault.wrap_collate(collate_samples))
-    model = DistributedDataParallel(RecommenderMlp())
+    dataset = SyntheticDataset(config["seed"], rank, fault)
+    sampler = FaultAwareBatchSampler(config["iters"], accum_steps, fault, is_faulty,
+                                     config["onset_iter"], seq_len, config["seed"], rank)
+    loader = DataLoader(dataset, batch_sampler=sampler, num_workers=num_workers,
+                        collate_fn=Collate(fault))
+    model = DistributedDataParallel(make_model(model_name))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     progress = Progress(config["work_dir"], rank)
     progress.beat(-1, "ready")
 
+    def training_state():
+        return {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
+
     profile_start = config["profile_start"]
+    profile_last = profile_start + config["profile_iters"] - 1
     prof_schedule = schedule(wait=profile_start, warmup=1, active=config["profile_iters"], repeat=1)
     batches = iter(loader)
     step_start_unix_ns = {}
+    forward_s, optimizer_s, data_s = [], [], []
+    stacks = WindowStacks(config, rank)
     with profile(activities=[ProfilerActivity.CPU], schedule=prof_schedule,
                  on_trace_ready=trace_exporter(config["out_dir"], rank)) as prof:
         for iteration in range(config["iters"]):
             # torch 1.13: step() opens "ProfilerStep#<iteration>" and iteration i is recorded when
-            # wait <= i < wait + active (see TRACE-FORMAT.md section 9).
+            # wait <= i < wait + active (see TRACE-FORMAT.md section 9). The step after the window
+            # exports the trace (seconds for a transformer on a loaded machine): the heartbeat
+            # says so, so that the launcher does not take it for a hang.
+            if iteration == profile_last + 1:
+                progress.beat(iteration - 1, "export")
             prof.step()
             # Anchors the trace's relative clock to the host's: ProfilerStep#N opened just now.
             if profile_start <= iteration < profile_start + config["profile_iters"] + 1:
                 step_start_unix_ns[iteration] = time.time_ns()
+            stacks.step(iteration, profile_start, profile_last)
             check_step_label(prof, iteration)
             if iteration == config["onset_iter"]:
                 fault.activate()
             started_monotonic_s = time.monotonic()
             started_s = time.perf_counter()
-            progress.beat(iteration, "data", started_monotonic_s)
-            dense, tokens, labels = next(batches)
-            progress.beat(iteration, "forward", started_monotonic_s)
-            fault.in_step(iteration)
-            loss = loss_fn(model(dense, tokens), labels)
-            progress.beat(iteration, "backward", started_monotonic_s)
-            optimizer.zero_grad()
-            loss.backward()
+            forward_s.append(0.0)
+            data_s.append(0.0)
+            for micro in range(accum_steps):
+                progress.beat(iteration, "data", started_monotonic_s)
+                data_started_s = time.perf_counter()
+                dense, tokens, labels = next(batches)
+                data_s[-1] += time.perf_counter() - data_started_s
+                progress.beat(iteration, "forward", started_monotonic_s)
+                if micro == 0:
+                    fault.in_step(iteration)
+                # DDP all-reduces the gradients in the last micro-batch's backward only.
+                last = micro == accum_steps - 1
+                with (contextlib.nullcontext() if last else model.no_sync()):
+                    forward_started_s = time.perf_counter()
+                    loss = loss_fn(model(dense, tokens), labels)
+                    forward_s[-1] += time.perf_counter() - forward_started_s
+                    if accum_steps > 1:
+                        loss = loss / accum_steps
+                    progress.beat(iteration, "backward", started_monotonic_s)
+                    if micro == 0:
+                        optimizer.zero_grad()
+                    loss.backward()
             progress.beat(iteration, "optimizer", started_monotonic_s)
+            optimizer_started_s = time.perf_counter()
             optimizer.step()
+            optimizer_s.append(time.perf_counter() - optimizer_started_s)
+            fault.after_step(iteration, training_state)
             progress.record(iteration, time.perf_counter() - started_s, started_monotonic_s)
+            if iteration == profile_last:
+                stacks.finish()
         progress.beat(config["iters"], "done")
+    stacks.finish()
     write_meta(config, rank, step_start_unix_ns)
+    write_fault_report(config, rank, fault)
+    write_own_work(config, rank, forward_s, optimizer_s, data_s)
     fault.close()
     dist.barrier()
     dist.destroy_process_group()
