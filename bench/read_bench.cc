@@ -2,14 +2,16 @@
 // Prints one JSON object per run on stdout (bench/run_bench.py collects them into BENCHMARKS.md).
 //
 //   read_bench read FILE [--no-summary]    ReadTrace (+ Summarize) of one file
-//   read_bench files -j N FILE...          SummarizeFiles over several files on N threads
+//   read_bench files -j N [--max-memory MB] FILE...   SummarizeFiles over several files, N threads
 //   read_bench best N FILE                 the best of N reads and summaries (noise-robust)
-//   read_bench bound FILE                  the floors: memchr over the JSON, libdeflate and zlib
-//                                          alone (gzip), a raw simdjson walk of every event
+//   read_bench inflate FILE [N]            libdeflate, zlib and ISA-L alone on a .json.gz, best of N
+//   read_bench bound FILE                  the floors: memchr over the JSON, libdeflate, zlib and
+//                                          ISA-L alone (gzip), a raw simdjson walk of every event
 //
 // Figures: wall seconds, CPU seconds (all threads), MB/s of uncompressed JSON per wall second
 // and per CPU second, and the process's peak RSS (getrusage ru_maxrss).
 #include <fmt/core.h>
+#include <isa-l/igzip_lib.h>
 #include <libdeflate.h>
 #include <sys/resource.h>
 #include <zlib.h>
@@ -19,6 +21,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -119,19 +122,21 @@ int RunBest(const std::string& path, int repeats) {
   return 0;
 }
 
-int RunFiles(const std::vector<std::string>& paths, int threads) {
+int RunFiles(const std::vector<std::string>& paths, int threads, size_t max_memory_bytes) {
   int64_t bytes = 0;
   for (const std::string& path : paths) {
     StatusOr<Trace> probe = ReadTrace(path);  // warms the page cache and counts the JSON bytes
     if (probe.ok()) bytes += probe->stats.input_bytes;
   }
   Clock clock;
-  FileSummaries result = SummarizeFiles(paths, threads);
+  FileSummaries result = SummarizeFiles(paths, threads, {}, nullptr, max_memory_bytes);
   double wall_s = clock.WallSince(), cpu_s = clock.CpuSince();
   fmt::print(
       "{{\"mode\": \"files\", \"files\": {}, \"threads\": {}, \"patterns\": {}, \"input_bytes\": {}, "
-      "\"total_s\": {:.4f}, \"total_cpu_s\": {:.4f}, \"mb_per_s\": {:.1f}, \"mb_per_cpu_s\": {:.1f}}}\n",
-      paths.size(), threads, result.patterns.size(), bytes, wall_s, cpu_s, MbPerS(bytes, wall_s), MbPerS(bytes, cpu_s));
+      "\"total_s\": {:.4f}, \"total_cpu_s\": {:.4f}, \"mb_per_s\": {:.1f}, \"mb_per_cpu_s\": {:.1f}, "
+      "\"readers\": {}, \"errors\": {}}}\n",
+      paths.size(), threads, result.patterns.size(), bytes, wall_s, cpu_s, MbPerS(bytes, wall_s), MbPerS(bytes, cpu_s),
+      PlanReaders(paths.size(), threads, max_memory_bytes).readers, result.errors.size());
   return result.errors.empty() ? 0 : 1;
 }
 
@@ -157,35 +162,74 @@ double BestOf(int repeats, Work work) {
   return best;
 }
 
+struct InflateFloors {
+  double libdeflate_s = 0, zlib_s = 0, isal_s = 0;
+};
+
+// Each gzip library alone on the whole compressed file in memory: libdeflate into one buffer of
+// the whole output (it cannot stream), zlib and ISA-L streaming into a reused 1 MB buffer, as
+// the reader would. Best of `repeats`.
+InflateFloors MeasureInflate(std::string& file, std::string* json, int repeats) {
+  InflateFloors f;
+  uint32_t isize = 0;
+  std::memcpy(&isize, file.data() + file.size() - 4, 4);
+  json->resize(isize);
+  libdeflate_decompressor* d = libdeflate_alloc_decompressor();
+  f.libdeflate_s = BestOf(repeats, [&] {
+    size_t got = 0;
+    libdeflate_gzip_decompress(d, file.data(), file.size(), json->data(), json->size(), &got);
+  });
+  libdeflate_free_decompressor(d);
+  std::vector<char> out(1 << 20);
+  f.zlib_s = BestOf(repeats, [&] {
+    z_stream z{};
+    inflateInit2(&z, 15 + 32);
+    z.next_in = reinterpret_cast<Bytef*>(file.data());
+    z.avail_in = static_cast<uInt>(file.size());
+    int rc = Z_OK;
+    while (rc == Z_OK) {
+      z.next_out = reinterpret_cast<Bytef*>(out.data());
+      z.avail_out = static_cast<uInt>(out.size());
+      rc = inflate(&z, Z_NO_FLUSH);
+    }
+    inflateEnd(&z);
+  });
+  auto state = std::make_unique<inflate_state>();
+  f.isal_s = BestOf(repeats, [&] {
+    isal_inflate_init(state.get());
+    state->crc_flag = ISAL_GZIP;
+    state->next_in = reinterpret_cast<uint8_t*>(file.data());
+    state->avail_in = static_cast<uint32_t>(file.size());
+    while (state->block_state != ISAL_BLOCK_FINISH) {
+      state->next_out = reinterpret_cast<uint8_t*>(out.data());
+      state->avail_out = static_cast<uint32_t>(out.size());
+      if (isal_inflate(state.get()) < 0) break;
+    }
+  });
+  return f;
+}
+
+// The inflate floors alone, for one .json.gz (the tables' "inflate alone" columns).
+int RunInflate(const std::string& path, int repeats) {
+  std::string file = ReadFileBytes(path);
+  if (!IsGzip(file)) return 1;
+  std::string json;
+  InflateFloors f = MeasureInflate(file, &json, repeats);
+  int64_t bytes = static_cast<int64_t>(json.size());
+  fmt::print(
+      "{{\"mode\": \"inflate\", \"file\": \"{}\", \"input_bytes\": {}, \"libdeflate_mb_per_s\": {:.1f}, "
+      "\"zlib_mb_per_s\": {:.1f}, \"isal_mb_per_s\": {:.1f}}}\n",
+      path, bytes, MbPerS(bytes, f.libdeflate_s), MbPerS(bytes, f.zlib_s), MbPerS(bytes, f.isal_s));
+  return 0;
+}
+
 int RunBound(const std::string& path) {
   std::string file = ReadFileBytes(path);
   bool gzip = IsGzip(file);
   std::string json;
-  double libdeflate_s = 0, zlib_s = 0;
+  InflateFloors floors;
   if (gzip) {
-    uint32_t isize = 0;
-    std::memcpy(&isize, file.data() + file.size() - 4, 4);
-    json.resize(isize);
-    libdeflate_decompressor* d = libdeflate_alloc_decompressor();
-    libdeflate_s = BestOf(3, [&] {
-      size_t got = 0;
-      libdeflate_gzip_decompress(d, file.data(), file.size(), json.data(), json.size(), &got);
-    });
-    libdeflate_free_decompressor(d);
-    std::vector<char> out(1 << 20);
-    zlib_s = BestOf(2, [&] {
-      z_stream z{};
-      inflateInit2(&z, 15 + 32);
-      z.next_in = reinterpret_cast<Bytef*>(file.data());
-      z.avail_in = static_cast<uInt>(file.size());
-      int rc = Z_OK;
-      while (rc == Z_OK) {
-        z.next_out = reinterpret_cast<Bytef*>(out.data());
-        z.avail_out = static_cast<uInt>(out.size());
-        rc = inflate(&z, Z_NO_FLUSH);
-      }
-      inflateEnd(&z);
-    });
+    floors = MeasureInflate(file, &json, 3);
   } else {
     json = std::move(file);
   }
@@ -211,16 +255,18 @@ int RunBound(const std::string& path) {
   fmt::print(
       "{{\"mode\": \"bound\", \"file\": \"{}\", \"input_bytes\": {}, \"gzip\": {}, "
       "\"memchr_mb_per_s\": {:.1f}, \"simdjson_walk_mb_per_s\": {:.1f}, "
-      "\"libdeflate_mb_per_s\": {:.1f}, \"zlib_mb_per_s\": {:.1f}, \"fread_mb_per_s\": {:.1f}, "
+      "\"libdeflate_mb_per_s\": {:.1f}, \"zlib_mb_per_s\": {:.1f}, \"isal_mb_per_s\": {:.1f}, "
+      "\"fread_mb_per_s\": {:.1f}, "
       "\"checksum\": {}}}\n",
       path, bytes, gzip ? "true" : "false", MbPerS(bytes, memchr_s), MbPerS(bytes, simdjson_s),
-      gzip ? MbPerS(bytes, libdeflate_s) : 0.0, gzip ? MbPerS(bytes, zlib_s) : 0.0, gzip ? 0.0 : MbPerS(bytes, fread_s),
-      checksum + found);
+      gzip ? MbPerS(bytes, floors.libdeflate_s) : 0.0, gzip ? MbPerS(bytes, floors.zlib_s) : 0.0,
+      gzip ? MbPerS(bytes, floors.isal_s) : 0.0, gzip ? 0.0 : MbPerS(bytes, fread_s), checksum + found);
   return checksum > 0 ? 0 : 1;
 }
 
 int Usage() {
-  fmt::print(stderr, "usage: read_bench read FILE [--no-summary] | files -j N FILE... | bound FILE\n");
+  fmt::print(stderr,
+             "usage: read_bench read FILE [--no-summary] | files -j N FILE... | inflate FILE [N] | bound FILE\n");
   return 2;
 }
 
@@ -236,18 +282,22 @@ int main(int argc, char** argv) {
     return RunRead(argv[2], summarize);
   }
   if (mode == "bound") return RunBound(argv[2]);
+  if (mode == "inflate") return RunInflate(argv[2], argc > 3 ? std::stoi(argv[3]) : 3);
   if (mode == "best" && argc > 3) return RunBest(argv[3], std::stoi(argv[2]));
   if (mode == "files") {
     int threads = 2;
+    size_t max_memory_bytes = 0;
     std::vector<std::string> paths;
     for (int i = 2; i < argc; ++i) {
       if (std::string(argv[i]) == "-j" && i + 1 < argc) {
         threads = std::stoi(argv[++i]);
+      } else if (std::string(argv[i]) == "--max-memory" && i + 1 < argc) {
+        max_memory_bytes = std::stoull(argv[++i]) << 20;
       } else {
         paths.push_back(argv[i]);
       }
     }
-    return RunFiles(paths, threads);
+    return RunFiles(paths, threads, max_memory_bytes);
   }
   return Usage();
 }

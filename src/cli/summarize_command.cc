@@ -18,6 +18,7 @@ struct SummarizeCommandOptions {
   std::string output;
   std::string metrics;
   int threads = 0;
+  size_t max_memory_mb = 0;
 };
 
 int RunSummarize(const SummarizeCommandOptions& options) {
@@ -36,7 +37,7 @@ int RunSummarize(const SummarizeCommandOptions& options) {
     std::string key = options.metrics.empty() ? std::filesystem::path(trace.meta.path).parent_path().string() : "";
     return samples.at(key).ForTrace(trace, note);
   };
-  FileSummaries result = SummarizeFiles(options.traces, threads, {}, provider);
+  FileSummaries result = SummarizeFiles(options.traces, threads, {}, provider, options.max_memory_mb << 20);
   for (const std::string& note : result.notes) fmt::print(stderr, "eroica: warning: {}\n", note);
   for (const std::string& error : result.errors) fmt::print(stderr, "eroica: {}\n", error);
   if (result.patterns.empty()) return 1;
@@ -60,7 +61,12 @@ void RegisterSummarizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("traces", options->traces, "PyTorch profiler traces (.json, .json.gz)")->required();
   cmd->add_option("-o,--output", options->output, "The pattern file to write")->required();
   cmd->add_option("--metrics", options->metrics, "Hardware samples from `eroica agent` (for μ, σ)");
-  cmd->add_option("-j,--threads", options->threads, "Parallel readers (default: all cores)");
+  cmd->add_option("-j,--threads", options->threads,
+                  "Threads in all: parallel readers, and a gzip's inflate beside its reader when one is left over "
+                  "(default: all cores)");
+  cmd->add_option("--max-memory", options->max_memory_mb,
+                  "MB the readers may hold together (default: no limit); fewer readers run when it is small, and a "
+                  "trace too large for its share is an error");
   cmd->callback([options, exit_code] { *exit_code = RunSummarize(*options); });
 }
 

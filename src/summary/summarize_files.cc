@@ -32,21 +32,48 @@ StackSamples StackSamplesBeside(const Trace& trace, std::string* note) {
   return std::move(*samples);
 }
 
+// A reader's memory besides its events: the read buffer (a few MB, more for a refused event
+// array chunk), the inflate slots, the interned strings. The summarizer's per-event working
+// arrays then take about 1.2x the events' own bytes (BENCHMARKS.md: 413 MB peak for 195 MB of
+// events), so a reader's peak is about 2.2x its events plus this.
+constexpr size_t kReaderFixedBytes = size_t{32} << 20;
+constexpr double kPeakPerEventByte = 2.2;
+// Below this share a reader could keep only small traces: run fewer readers instead.
+constexpr size_t kMinReaderShare = size_t{96} << 20;
+
 }  // namespace
+
+ReaderPlan PlanReaders(size_t files, int threads, size_t max_memory_bytes) {
+  ReaderPlan plan;
+  int most = std::max(1, threads);
+  plan.readers = std::clamp<int>(most, 1, static_cast<int>(std::max<size_t>(1, files)));
+  if (max_memory_bytes > 0) {
+    plan.readers = std::clamp<int>(static_cast<int>(max_memory_bytes / kMinReaderShare), 1, plan.readers);
+    size_t share = max_memory_bytes / static_cast<size_t>(plan.readers);
+    size_t for_events = share > kReaderFixedBytes ? share - kReaderFixedBytes : 0;
+    plan.max_event_bytes = std::max<size_t>(sizeof(TraceEvent), static_cast<size_t>(for_events / kPeakPerEventByte));
+  }
+  plan.inflate_on_helper_thread = most > plan.readers;
+  return plan;
+}
 
 bool LooksLikeTraceFile(const std::string& path) {
   return (path.ends_with(".json") || path.ends_with(".json.gz")) && !LooksLikeStackSamplesFile(path);
 }
 
 FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads, const SummarizeOptions& options,
-                             const SamplesProvider& samples_for) {
+                             const SamplesProvider& samples_for, size_t max_memory_bytes) {
+  ReaderPlan plan = PlanReaders(paths.size(), threads, max_memory_bytes);
+  ReadOptions read_options;
+  read_options.inflate_on_helper_thread = plan.inflate_on_helper_thread;
+  read_options.max_event_bytes = plan.max_event_bytes;
   std::vector<std::optional<WorkerPattern>> patterns(paths.size());
   std::vector<std::string> errors(paths.size());
   std::vector<std::string> notes(paths.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < paths.size(); i = next++) {
-      StatusOr<Trace> trace = ReadTrace(paths[i]);
+      StatusOr<Trace> trace = ReadTrace(paths[i], read_options);
       if (!trace.ok()) {
         errors[i] = trace.status().message();
         continue;
@@ -64,9 +91,8 @@ FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads,
       patterns[i] = std::move(summary->pattern);
     }
   };
-  int workers = std::clamp<int>(threads, 1, static_cast<int>(std::max<size_t>(1, paths.size())));
   std::vector<std::thread> pool;
-  for (int t = 1; t < workers; ++t) pool.emplace_back(work);
+  for (int t = 1; t < plan.readers; ++t) pool.emplace_back(work);
   work();
   for (std::thread& t : pool) t.join();
   FileSummaries out;

@@ -1,6 +1,7 @@
-// libFuzzer target: the gzip path of the trace reader. The first byte picks how the rest is
-// fed: gzip-compressed here (so the JSON inside is what mutates, through the whole-file
-// libdeflate path or the streamed zlib path) or as raw bytes (damaged gzip members).
+// libFuzzer target: the gzip path of the trace reader (ISA-L's streaming inflate). The first
+// byte picks how the rest is fed: gzip-compressed here (so the JSON inside is what mutates) or
+// as raw bytes (damaged or concatenated gzip members), and whether the inflate runs on the
+// reader's thread or on a helper thread.
 #include <zlib.h>
 
 #include <cstdint>
@@ -35,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string path = eroica::WriteFuzzScratch(bytes, "trace.json.gz");
   eroica::ReadOptions options;
   options.chunk_bytes = 512;
-  if (mode & 2) options.max_whole_inflate_bytes = 0;  // stream through zlib
+  options.inflate_on_helper_thread = (mode & 2) != 0;
   eroica::SummarizeFuzzFile(path, options);
   return 0;
 }

@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <memory>
-#include <span>
 #include <string>
 
 #include "base/status.h"
@@ -18,20 +17,11 @@ class ByteSource {
   // compressed stream is an error whose message says where.
   virtual StatusOr<size_t> Read(char* buffer, size_t capacity) = 0;
   virtual bool compressed() const = 0;
-  // The bytes Read will deliver in all, when known in advance (else -1).
-  virtual int64_t size_hint() const { return -1; }
-  // Sources that hold all their bytes in memory lend them instead (empty: they do not): at
-  // least kWholePadding writable bytes follow the view, and Read then delivers nothing more.
-  virtual std::span<char> Whole() { return {}; }
 };
 
-inline constexpr size_t kWholePadding = 256;
-
-// A gzip file of one member whose inflated size is at most `max_whole_inflate_bytes` is
-// inflated at once by libdeflate (fastest per core; memory: that size). Larger or unusual gzip
-// streams through zlib on a helper thread (a few MB whatever the size).
-inline constexpr size_t kDefaultMaxWholeInflateBytes = size_t{256} << 20;
-StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path,
-                                                     size_t max_whole_inflate_bytes = kDefaultMaxWholeInflateBytes);
+// gzip of any size streams through ISA-L (trace/gzip_inflater.h) in a few MB of memory: on a
+// helper thread when `inflate_on_helper_thread` (inflating and parsing then overlap on two
+// cores), else on the caller's thread, straight into its buffer.
+StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path, bool inflate_on_helper_thread = true);
 
 }  // namespace eroica

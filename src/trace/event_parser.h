@@ -14,13 +14,16 @@ namespace eroica {
 
 class EventParser : public TraceChunkSink {
  public:
-  explicit EventParser(Trace* trace, bool learn_layouts = true) : trace_(trace), fast_(trace, learn_layouts) {}
+  // Asks for no more input once `max_events` complete events are kept.
+  explicit EventParser(Trace* trace, bool learn_layouts = true, size_t max_events = SIZE_MAX)
+      : trace_(trace), max_events_(max_events), fast_(trace, learn_layouts) {}
 
   void OnEventChunk(std::string_view array, size_t capacity, const std::vector<uint32_t>& element_offsets,
                     const std::vector<uint32_t>& element_ends, int64_t file_offset) override;
   void OnTopLevelValue(std::string_view key, std::string_view raw_value) override;
   bool parses_in_place() const override { return true; }
   const char* ParseEventInPlace(const char* begin, const char* limit) override;
+  bool wants_more() const override { return trace_->events.size() < max_events_; }
 
  private:
   enum class Outcome { kKept, kCounted, kMalformed };
@@ -32,6 +35,7 @@ class EventParser : public TraceChunkSink {
   void ParseDeviceProperties(std::string_view raw);
 
   Trace* trace_;
+  size_t max_events_;
   simdjson::ondemand::parser parser_;
   FastEventParser fast_;
 };

@@ -32,15 +32,6 @@ bool IsSeparator(const char* begin, const char* end) {
 
 JsonSplitter::JsonSplitter(ByteSource* source, std::string path, size_t chunk_bytes)
     : source_(source), path_(std::move(path)), chunk_bytes_(chunk_bytes) {
-  static_assert(kWholePadding >= kJsonPadding);
-  if (std::span<char> whole = source_->Whole(); !whole.empty()) {
-    // Everything is in memory already: parse it there.
-    buffer_.Borrow(whole.data(), whole.size() + kJsonPadding);
-    end_ = whole.size();
-    result_.bytes_read = static_cast<int64_t>(whole.size());
-    eof_ = true;
-    return;
-  }
   buffer_.Resize(std::max<size_t>(4 * kReadBytes, 2 * chunk_bytes_ + kReadBytes) + kJsonPadding);
 }
 
@@ -86,6 +77,11 @@ bool JsonSplitter::Refill() {
       }
       buffer_.Resize(buffer_.size() * 2);  // one element larger than the buffer
     }
+  }
+  if (sink_ != nullptr && !sink_->wants_more()) {
+    result_.stopped_by_sink = true;
+    eof_ = true;
+    return false;
   }
   size_t room = std::min(kReadBytes, buffer_.size() - kJsonPadding - end_);
   StatusOr<size_t> n = source_->Read(buffer_.data() + end_, room);
@@ -359,6 +355,7 @@ Status JsonSplitter::ParseTopLevelObject(TraceChunkSink* sink) {
 }
 
 StatusOr<SplitResult> JsonSplitter::Run(TraceChunkSink* sink) {
+  sink_ = sink;
   if (!SkipWhitespace()) {
     if (!read_problem_.empty()) return ErrorStatus("{}", read_problem_);
     return ErrorStatus("{}: empty file", path_);

@@ -30,6 +30,9 @@ class TraceChunkSink {
   // padding. Returns the byte after the event, or nullptr to have it delivered in a chunk.
   virtual bool parses_in_place() const { return false; }
   virtual const char* ParseEventInPlace(const char* begin, const char* limit) { return nullptr; }
+  // False once the sink holds all it may (a memory budget): reading then stops at the next
+  // read of the source, and the result says so.
+  virtual bool wants_more() const { return true; }
 };
 
 struct SplitResult {
@@ -38,7 +41,8 @@ struct SplitResult {
   bool truncated = false;
   int64_t truncated_at_byte = -1;
   int64_t bytes_read = 0;
-  std::string problem;  // why the data ended early (truncation, corrupt gzip)
+  bool stopped_by_sink = false;  // the sink's wants_more() ended the read early
+  std::string problem;           // why the data ended early (truncation, corrupt gzip)
 };
 
 inline constexpr size_t kJsonPadding = 128;  // > SIMDJSON_PADDING
@@ -67,25 +71,19 @@ class JsonSplitter {
   int64_t FileOffset(size_t index) const { return buffer_file_offset_ + static_cast<int64_t>(index); }
 
   ByteSource* source_;
+  const TraceChunkSink* sink_ = nullptr;  // set by Run
   std::string path_;
   size_t chunk_bytes_;
   // The read buffer: bytes [0, end_) are data, kJsonPadding readable bytes always follow.
   class Buffer {
    public:
-    char* data() { return borrowed_ != nullptr ? borrowed_ : bytes_.get(); }
+    char* data() { return bytes_.get(); }
     size_t size() const { return size_; }
     char& operator[](size_t i) { return data()[i]; }
     void Resize(size_t size);  // keeps the contents
-    // Uses someone else's memory (a source's whole data) instead; never resized after.
-    void Borrow(char* data, size_t size) {
-      bytes_.reset();
-      borrowed_ = data;
-      size_ = size;
-    }
 
    private:
     std::unique_ptr<char[]> bytes_;
-    char* borrowed_ = nullptr;
     size_t size_ = 0;
   };
 

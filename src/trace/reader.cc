@@ -48,17 +48,23 @@ int RankFromFileName(const std::string& path) {
 }
 
 StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& options) {
-  StatusOr<std::unique_ptr<ByteSource>> source = OpenByteSource(path, options.max_whole_inflate_bytes);
+  StatusOr<std::unique_ptr<ByteSource>> source = OpenByteSource(path, options.inflate_on_helper_thread);
   if (!source.ok()) return source.status();
   Trace trace;
   trace.meta.path = path;
   // A modest start only: the size is the file's claim (a sparse 200 GB file costs nothing on
   // disk), so nothing proportional to it is reserved; the vector grows with events parsed.
   trace.events.reserve(kInitialEvents);
-  EventParser parser(&trace, options.learn_layouts);
+  size_t max_events = options.max_event_bytes == 0 ? SIZE_MAX : options.max_event_bytes / sizeof(TraceEvent);
+  EventParser parser(&trace, options.learn_layouts, max_events);
   JsonSplitter splitter(source->get(), path, options.chunk_bytes);
   StatusOr<SplitResult> split = splitter.Run(&parser);
   if (!split.ok()) return split.status();
+  // Reading stops at the first read past the budget; a file read in fewer reads is judged here.
+  if (split->stopped_by_sink || trace.events.size() > max_events) {
+    return ErrorStatus("{}: its events need more than the {} MB of memory allowed ({} events kept after {} MB of JSON)",
+                       path, options.max_event_bytes >> 20, trace.events.size(), split->bytes_read >> 20);
+  }
   trace.stats.input_bytes = split->bytes_read;
   trace.meta.bare_event_list = split->bare_event_list;
   if (split->truncated) {

@@ -13,8 +13,12 @@ namespace eroica {
 // event). Partial damage is recorded in trace.stats and the rest is returned.
 struct ReadOptions {
   size_t chunk_bytes = 4 << 20;  // the most bytes of refused events parsed at a time
-  // gzip inflated whole (libdeflate) up to this inflated size; streamed (zlib) above it.
-  size_t max_whole_inflate_bytes = size_t{256} << 20;
+  // gzip is inflated on a helper thread (a second core), else on the reader's own thread: off
+  // when every core already runs a reader of its own.
+  bool inflate_on_helper_thread = true;
+  // The most memory the kept events may take (0: no limit). A trace that needs more is an error
+  // that says so, not a partial trace: a pattern of the first part would look like the whole.
+  size_t max_event_bytes = 0;
   // Events read along the layouts learned from earlier ones (trace/layout_trie.h); off, every
   // event takes the full walk. The two must read the same; tests compare them.
   bool learn_layouts = true;

@@ -112,9 +112,9 @@ TEST(ReadTraceTest, GzipAndTinyChunksGiveTheSameEvents) {
   }
 }
 
-// libdeflate (whole file) and zlib on a helper thread (streaming) give the same trace, and so do
-// concatenated gzip members (which only the streaming path takes).
-TEST(ReadTraceTest, GzipWholeAndStreamedAgree) {
+// gzip inflated on a helper thread and on the reader's own thread give the same trace, and so do
+// concatenated gzip members.
+TEST(ReadTraceTest, GzipOnAHelperThreadAndInlineAgree) {
   TempDir dir;
   std::string big = "[";
   for (int i = 0; i < 50000; ++i) {
@@ -133,11 +133,12 @@ TEST(ReadTraceTest, GzipWholeAndStreamedAgree) {
     std::ofstream out(two, std::ios::binary);
     out << a.rdbuf() << b.rdbuf();
   }
-  StatusOr<Trace> whole = ReadTrace(path);
-  StatusOr<Trace> streamed = ReadTrace(path, {.max_whole_inflate_bytes = 0});
+  StatusOr<Trace> helper = ReadTrace(path);
+  StatusOr<Trace> inline_ = ReadTrace(path, {.inflate_on_helper_thread = false});
   StatusOr<Trace> members = ReadTrace(two);
-  ASSERT_TRUE(whole.ok() && streamed.ok() && members.ok());
-  for (const Trace* t : {&*whole, &*streamed, &*members}) {
+  StatusOr<Trace> members_inline = ReadTrace(two, {.inflate_on_helper_thread = false});
+  ASSERT_TRUE(helper.ok() && inline_.ok() && members.ok() && members_inline.ok());
+  for (const Trace* t : {&*helper, &*inline_, &*members, &*members_inline}) {
     ASSERT_EQ(t->events.size(), 50000u);
     EXPECT_EQ(t->stats.input_bytes, static_cast<int64_t>(big.size()));
     EXPECT_EQ(t->events[49999].ts_ns, 49999 * 3000);
@@ -171,12 +172,28 @@ TEST(ReadTraceTest, TruncatedGzipKeepsWhatInflated) {
     std::ifstream in(full, std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
-  StatusOr<Trace> trace = ReadTrace(dir.Write("cut.json.gz", bytes.substr(0, bytes.size() / 2)));
-  ASSERT_TRUE(trace.ok()) << trace.status().message();
-  EXPECT_TRUE(trace->stats.truncated);
-  EXPECT_GT(trace->events.size(), 1000u);
-  EXPECT_LT(trace->events.size(), 20000u);
-  EXPECT_NE(trace->stats.first_problem.find("gzip"), std::string::npos);
+  std::string cut = dir.Write("cut.json.gz", bytes.substr(0, bytes.size() / 2));
+  for (bool helper : {true, false}) {
+    StatusOr<Trace> trace = ReadTrace(cut, {.inflate_on_helper_thread = helper});
+    ASSERT_TRUE(trace.ok()) << trace.status().message();
+    EXPECT_TRUE(trace->stats.truncated);
+    EXPECT_GT(trace->events.size(), 1000u);
+    EXPECT_LT(trace->events.size(), 20000u);
+    EXPECT_NE(trace->stats.first_problem.find("gzip"), std::string::npos);
+  }
+}
+
+// An empty .json.gz, a gzip of nothing and a gzip of a non-trace are one-line errors, not crashes.
+TEST(ReadTraceTest, EmptyAndNonTraceGzipAreCleanErrors) {
+  TempDir dir;
+  for (const std::string& path : {dir.Write("empty.json.gz", ""), WriteGzip(dir, "nothing.json.gz", ""),
+                                  WriteGzip(dir, "text.json.gz", "hello")}) {
+    for (bool helper : {true, false}) {
+      StatusOr<Trace> trace = ReadTrace(path, {.inflate_on_helper_thread = helper});
+      ASSERT_FALSE(trace.ok()) << path;
+      EXPECT_NE(trace.status().message().find(path), std::string::npos) << trace.status().message();
+    }
+  }
 }
 
 TEST(ReadTraceTest, UnusableInputIsAOneLineErrorNamingTheFile) {
@@ -278,6 +295,22 @@ TEST(ReadTraceTest, ASparseHugeFileIsACleanError) {
   EXPECT_NE(trace.status().message().find("runs past"), std::string::npos) << trace.status().message();
   // It stops after the 256 MB one value may take (the old reader read on until bad_alloc).
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+// The same for a sparse .json.gz: every gzip streams now (none is inflated whole into memory
+// its trailer claims), so the zeros after the header are a damaged stream, reported at once.
+TEST(ReadTraceTest, ASparseHugeGzipIsACleanError) {
+  TempDir dir;
+  std::string path = dir.path() + "/rank0.json.gz";
+  { std::ofstream(path, std::ios::binary) << std::string("\x1f\x8b\x08\0\0\0\0\0\0\x03", 10); }
+  if (::truncate(path.c_str(), int64_t{200} << 30) != 0) GTEST_SKIP() << "no sparse files here";
+  auto start = std::chrono::steady_clock::now();
+  for (bool helper : {true, false}) {
+    StatusOr<Trace> trace = ReadTrace(path, {.inflate_on_helper_thread = helper});
+    ASSERT_FALSE(trace.ok());
+    EXPECT_NE(trace.status().message().find("corrupt gzip data"), std::string::npos) << trace.status().message();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 TEST(ReadTraceTest, AFifoIsRefusedWithoutBlocking) {

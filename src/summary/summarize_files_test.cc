@@ -1,0 +1,66 @@
+#include "summary/summarize_files.h"
+
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+
+#include "base/temp_dir.h"
+
+namespace eroica {
+namespace {
+
+TEST(PlanReadersTest, ThreadsCountEveryThreadAndMemoryBoundsTheReaders) {
+  // One file, two threads: the spare thread inflates beside the reader.
+  ReaderPlan one = PlanReaders(1, 2, 0);
+  EXPECT_EQ(one.readers, 1);
+  EXPECT_TRUE(one.inflate_on_helper_thread);
+  EXPECT_EQ(one.max_event_bytes, 0u);
+  // As many readers as threads: none left for a helper.
+  ReaderPlan busy = PlanReaders(8, 2, 0);
+  EXPECT_EQ(busy.readers, 2);
+  EXPECT_FALSE(busy.inflate_on_helper_thread);
+  EXPECT_FALSE(PlanReaders(1, 1, 0).inflate_on_helper_thread);
+  // A budget that fits one reader's share runs one, which then may use the second thread.
+  ReaderPlan tight = PlanReaders(8, 2, size_t{150} << 20);
+  EXPECT_EQ(tight.readers, 1);
+  EXPECT_TRUE(tight.inflate_on_helper_thread);
+  EXPECT_GT(tight.max_event_bytes, size_t{40} << 20);
+  EXPECT_LT(tight.max_event_bytes, size_t{150} << 20);
+  // A large one keeps every reader and splits the budget among them.
+  ReaderPlan roomy = PlanReaders(8, 4, size_t{4} << 30);
+  EXPECT_EQ(roomy.readers, 4);
+  EXPECT_LT(roomy.max_event_bytes, size_t{1} << 30);
+}
+
+// A trace whose events do not fit the budget is an error naming the limit; the others are read.
+TEST(SummarizeFilesTest, ATraceOverTheMemoryBudgetIsAnErrorNotAPartialPattern) {
+  TempDir dir;
+  auto trace = [&](const std::string& name, int steps) {
+    std::string text = "{\"traceEvents\": [";
+    for (int s = 0; s < steps; ++s) {
+      int64_t t = s * 1000;
+      text += fmt::format(R"({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, )"
+                          R"("ts": {}, "dur": 900}},)",
+                          s, t);
+      for (int k = 0; k < 40; ++k) {
+        text += fmt::format(
+            R"({{"ph": "X", "cat": "cpu_op", "name": "aten::op{}", "pid": 1, "tid": 1, "ts": {}, "dur": 10}},)", k,
+            t + 20 * k + 1);
+      }
+    }
+    text.back() = ']';
+    return dir.Write(name, text + "}");
+  };
+  // 33 MB: one reader, whose share leaves about 470 KB for events (6,600 of them) after its fixed part.
+  std::string small = trace("rank0.json", 5), large = trace("rank1.json", 400);  // 205 and 16,400 events (1.6 MB)
+  FileSummaries limited = SummarizeFiles({small, large}, 2, {}, nullptr, size_t{33} << 20);
+  ASSERT_EQ(limited.patterns.size(), 1u);
+  ASSERT_EQ(limited.errors.size(), 1u);
+  EXPECT_NE(limited.errors[0].find("rank1.json"), std::string::npos) << limited.errors[0];
+  EXPECT_NE(limited.errors[0].find("MB of memory allowed"), std::string::npos) << limited.errors[0];
+  FileSummaries free = SummarizeFiles({small, large}, 2);
+  EXPECT_EQ(free.patterns.size(), 2u);
+  EXPECT_TRUE(free.errors.empty());
+}
+
+}  // namespace
+}  // namespace eroica
