@@ -5,8 +5,10 @@ why it has no pattern) and its pattern file's bytes (already zstd-compressed, a 
 are grouped by node so that rank 0 reads one key per node, not one per rank: the node's first
 local rank (its *leader*) collects the records of its node until its deadline, publishes them
 under one key, and deletes the per-rank keys. Rank 0 gathers the node keys
-until its deadline; a node whose leader never published is read rank by rank, and the ranks
-still absent at the deadline are returned as missing (the diagnosis names them as suspects).
+until its deadline, then the ranks that published after their leader had sent its node (a
+node's ranks summarize one at a time); a node whose leader never published is read rank by
+rank at the deadline, and the ranks still absent are returned as missing (the diagnosis names
+them as suspects).
 
 Wire format of a store value (the same for one rank's record and a node's bundle):
   value   := "EROICAW\\x01" u32 n_records record*          (little-endian)
@@ -159,55 +161,74 @@ class Exchange:
             return None
         records = [own]
         pending = [r for r in topo.ranks_of(topo.node) if r != topo.rank]
-        records += self._collect_ranks(pending, node_deadline)
-        if topo.rank == 0:
-            return records
-        self._put("n/%d" % topo.node, records, "ndone/%d" % topo.node)
-        return None
+        records += self._collect_ranks(pending, node_deadline, forget=False)
+        if topo.rank != 0:
+            self._put("n/%d" % topo.node, records, "ndone/%d" % topo.node)
+        # Only now: rank 0 reads a rank's own key only while its node has no bundle.
+        for header, _ in records[1:]:
+            self._forget("r/%d" % header["rank"])
+        return records if topo.rank == 0 else None
 
-    def _collect_ranks(self, pending: List[int], deadline: float) -> List[Record]:
+    def _collect_ranks(self, pending: List[int], deadline: float,
+                       forget: bool = True) -> List[Record]:
         out = []
+        pending = list(pending)
         while pending:
             for r in [r for r in pending if self._present("rdone/%d" % r)]:
                 pending.remove(r)
-                out += [rec for rec in self._take_rank(r) if rec[0]["rank"] == r]
+                out += [rec for rec in self._take_rank(r, forget) if rec[0]["rank"] == r]
             if not pending or time.monotonic() >= deadline:
                 break
             time.sleep(self.poll_s)
         return out
 
-    def _take_rank(self, rank: int) -> List[Record]:
+    def _take_rank(self, rank: int, forget: bool) -> List[Record]:
         try:
             records = self._get("r/%d" % rank)
         except ValueError:
             records = []  # said as missing: its bytes were not a record
-        self._forget("r/%d" % rank)
+        if forget:
+            self._forget("r/%d" % rank)
         return records
 
     def gather(self, own_node: List[Record], deadline: float) -> Tuple[List[Record], List[int]]:
-        """Rank 0: every node's records until `deadline` (time.monotonic). Returns the records
-        and the ranks without one, in rank order."""
+        """Rank 0: every node's records until `deadline` (time.monotonic), then the ranks that
+        came after their leader had sent its node, until the same deadline. Returns the
+        records and the ranks without one, in rank order."""
         topo = self.topo
         by_rank = {h["rank"]: (h, p) for h, p in own_node}
         pending_nodes = list(range(1, topo.nodes))
-        while pending_nodes:
+        while True:
             for node in [n for n in pending_nodes if self._present("ndone/%d" % n)]:
                 pending_nodes.remove(node)
-                try:
-                    records = self._get("n/%d" % node)
-                except ValueError:
-                    records = []
-                self._forget("n/%d" % node)
-                for header, pattern in records:  # a node speaks for its own ranks only
-                    if header["rank"] in topo.ranks_of(node):
-                        by_rank.setdefault(header["rank"], (header, pattern))
-            if not pending_nodes or time.monotonic() >= deadline:
+                self._take_node(node, by_rank)
+            late = [r for r in range(topo.world_size)
+                    if r not in by_rank and topo.node_of(r) not in pending_nodes]
+            if not pending_nodes:  # every leader is done with its keys: the late ones are ours
+                for header, pattern in self._collect_ranks(late, deadline):
+                    by_rank.setdefault(header["rank"], (header, pattern))
+                break
+            if time.monotonic() >= deadline:
                 break
             time.sleep(self.poll_s)
         # A node whose leader never published: its other ranks may have published themselves.
-        orphans = [r for n in pending_nodes for r in topo.ranks_of(n) if r not in by_rank]
-        for header, pattern in self._collect_ranks(orphans, time.monotonic()):
-            by_rank.setdefault(header["rank"], (header, pattern))
+        for node in pending_nodes:
+            if self._present("ndone/%d" % node):  # it did, just now
+                self._take_node(node, by_rank)
+                continue
+            ranks = [r for r in topo.ranks_of(node) if r not in by_rank]
+            for header, pattern in self._collect_ranks(ranks, time.monotonic()):
+                by_rank.setdefault(header["rank"], (header, pattern))
         records = [by_rank[r] for r in sorted(by_rank)]
         missing = [r for r in range(topo.world_size) if r not in by_rank]
         return records, missing
+
+    def _take_node(self, node: int, by_rank: Dict[int, Record]) -> None:
+        try:
+            records = self._get("n/%d" % node)
+        except ValueError:
+            records = []
+        self._forget("n/%d" % node)
+        for header, pattern in records:  # a node speaks for its own ranks only
+            if header["rank"] in self.topo.ranks_of(node):
+                by_rank.setdefault(header["rank"], (header, pattern))
