@@ -4,6 +4,11 @@ Every rank exports its trace and writes its meta file (or its "missed" meta). Ra
 writes session.json, waits for every rank's files (until EROICA_COLLECT_TIMEOUT_S after it
 began waiting) and runs the diagnosis. The threads run at nice 10.
 
+With EROICA_LOCAL_DIR those files stay on the rank's node: the rank summarizes its trace there
+(node_summary.py) and sends the pattern through the job store (exchange.py); rank 0 gathers
+the patterns until EROICA_COLLECT_TIMEOUT_S, writes the central folder (central.py) and
+diagnoses that once.
+
 They are daemon threads: the process never waits for them by itself. At exit, `wait_at_exit`
 gives them together at most EROICA_EXIT_WAIT_S (default 30 s). A rank 0 still collecting or
 diagnosing then hands the rest to a detached process (`python -m eroica finish`, its own
@@ -13,20 +18,27 @@ task is abandoned with one line saying where the data is and how to diagnose it.
 
 import enum
 import os
+import socket
 import subprocess
 import sys
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import agent_link, capture, diagnose, log, safe_fs
+from . import agent_link, capture, central, diagnose, exchange, log, node_summary, safe_fs
+from . import trigger
 from .config import Config
+
+# A node's leader publishes its node's patterns by this share of EROICA_COLLECT_TIMEOUT_S, so
+# that rank 0, waiting the whole of it, still receives the node's bundle.
+_NODE_SHARE = 0.6
 
 
 class RankFile(enum.Enum):
     """The file each rank leaves for rank 0 to wait for."""
     META = "meta"  # rank-<r>.meta.json: after a profiling window
     STACKS = "stacks"  # stacks-rank-<r>.json: after a hang
+    BUNDLE = "bundle"  # none: the patterns came through the store (EROICA_LOCAL_DIR)
 
     def path(self, session_dir: str, rank: int) -> str:
         if self is RankFile.META:
@@ -72,7 +84,9 @@ class Finisher:
     def capture_done(self, cap: capture.Capture) -> None:
         self.session_dir = cap.session_dir
         cap.export()
-        if self.rank == 0 or self.deputy:
+        if self.cfg.local_dir:
+            self._through_store(cap.session, cap.session_dir, "")
+        elif self.rank == 0 or self.deputy:
             self._gather(cap.session, cap.session_dir, RankFile.META)
 
     def gather_as_deputy(self, session: Dict[str, Any], session_dir: str) -> None:
@@ -84,7 +98,9 @@ class Finisher:
         self.session_dir = session_dir
         capture.write_missed_meta(session, self.rank, self.world_size, session_dir, why,
                                   detector)
-        if self.rank == 0:  # rank 0 still gathers the others' traces and diagnoses
+        if self.cfg.local_dir:  # rank 0 need not wait for this rank's pattern: it says why
+            self._through_store(session, session_dir, "missed the window: %s" % why)
+        elif self.rank == 0:  # rank 0 still gathers the others' traces and diagnoses
             self._gather(session, session_dir, RankFile.META)
 
     def hang_dumped(self, notice: Dict[str, Any], session_dir: str) -> None:
@@ -111,6 +127,55 @@ class Finisher:
         collect_and_diagnose(self.cfg, session_dir, self.world_size, kind,
                              self.collecting[2], self.handed_off)
 
+    def _through_store(self, session: Dict[str, Any], raw_dir: str, error: str) -> None:
+        """Scale-out: summarize here, publish the pattern; rank 0 gathers, writes the central
+        folder (central.py) and diagnoses it once."""
+        pattern = None
+        if not error:  # its own bound: a node's ranks queue for the summarizer
+            pattern, error = node_summary.summarize(
+                self.cfg, raw_dir, self.rank, time.monotonic() + self.cfg.diagnose_timeout_s)
+        # The deadlines count from here, once this rank's own pattern is made.
+        start = time.monotonic()
+        deadline = start + self.cfg.collect_timeout_s
+        node_deadline = start + _NODE_SHARE * self.cfg.collect_timeout_s
+        trace = capture.trace_path(raw_dir, self.rank)
+        header = {"rank": self.rank, "host": socket.gethostname(), "folder": raw_dir,
+                  "trace": trace if os.path.isfile(trace) else None}
+        if error:
+            header["error"] = error
+        coord = self.coord
+        if coord is None:
+            log.info("rank %d: no job store to send the pattern of %s through; its raw files "
+                     "are in %s" % (self.rank, session["session_id"], raw_dir))
+            return
+        ex = exchange.Exchange(coord.store, session["session_id"],
+                               exchange.Topology.from_env(self.rank, self.world_size))
+        try:
+            own_node = ex.publish((header, pattern or b""), node_deadline)
+            if self.rank != 0:
+                return
+            records, missing = ex.gather(own_node, deadline)
+        except trigger.StoreUnavailable as e:
+            log.info("rank %d: the patterns of %s could not go through the job store (%s); "
+                     "the raw files are in %s" % (self.rank, session["session_id"], e, raw_dir))
+            return
+        central_dir = os.path.join(self.cfg.dir, safe_fs.component(session["session_id"]))
+        series = coord.get_series(session["session_id"])
+        try:
+            note = central.write_folder(central_dir,
+                                        capture.session_doc(session, self.world_size, series),
+                                        records, missing)
+        except OSError as e:
+            log.info("rank 0: cannot write the session folder %s: %s" % (central_dir, e))
+            return
+        log.debug("gathered %d patterns of %s, %d bytes from the store in %.2f s"
+                  % (len(records), session["session_id"], ex.bytes_read,
+                     time.monotonic() - start))
+        self.session_dir = central_dir
+        self.collecting = (central_dir, RankFile.BUNDLE, time.time())
+        collect_and_diagnose(self.cfg, central_dir, self.world_size, RankFile.BUNDLE,
+                             time.time(), self.handed_off, note)
+
     def write_session_json(self, session: Dict[str, Any], session_dir: str) -> None:
         coord = self.coord
         series = coord.get_series(session["session_id"]) if coord is not None else None
@@ -121,15 +186,17 @@ class Finisher:
 
 def collect_and_diagnose(cfg: Config, session_dir: str, world_size: int, kind: RankFile,
                          deadline_unix_s: float,
-                         handed_off: Optional[threading.Event] = None) -> Optional[str]:
+                         handed_off: Optional[threading.Event] = None,
+                         gathered_note: str = "") -> Optional[str]:
     """Waits (until the deadline) for every rank's file, then diagnoses; returns the line, or
     None when a detached process took over meanwhile."""
-    paths = [kind.path(session_dir, r) for r in range(world_size)]
+    paths = ([] if kind is RankFile.BUNDLE
+             else [kind.path(session_dir, r) for r in range(world_size)])
     wait_s = max(0.0, deadline_unix_s - time.time())
     missing = diagnose.wait_for_files(paths, wait_s, stop=handed_off)
     if handed_off is not None and handed_off.is_set():
         return None
-    note = ""
+    note = gathered_note
     if missing:
         note = "%d of %d rank files missing after %.0f s: %s" % (
             len(missing), len(paths), cfg.collect_timeout_s,
