@@ -132,11 +132,14 @@ class Exchange:
         self.topo = topology
         self.poll_s = poll_s
         self.bytes_read = 0  # store bytes this process got (for the measurements)
+        self.requests = 0  # store requests this process made
 
     def _present(self, key: str) -> bool:
+        self.requests += 1
         return trigger._call(self.store.add, self.prefix + key, 0) > 0
 
     def _get(self, key: str) -> List[Record]:
+        self.requests += 1
         raw = bytes(trigger._call(self.store.get, self.prefix + key))
         self.bytes_read += len(raw)
         return decode(raw)
