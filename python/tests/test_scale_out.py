@@ -49,7 +49,21 @@ def eroica(*args):
 
 
 def test_patterns_through_the_store_name_the_slow_rank(tmp_path):
-    done, session = run_two_nodes(tmp_path, ["slow_rank=3", "slow_pace_s=0.08", "iters=70"])
+    # One node agent per simulated node, on its local folder: mu and sigma are made there.
+    agents = []
+    log = open(str(tmp_path / "agents.log"), "w")
+    for node in (0, 1):
+        (tmp_path / ("node%d" % node)).mkdir(mode=0o700)
+        agents.append(subprocess.Popen([REAL_BIN, "agent", "--dir", tmp_path / ("node%d" % node),
+                                        "--no-gpu"], stdout=log, stderr=log))
+    try:
+        done, session = run_two_nodes(tmp_path, ["slow_rank=3", "slow_pace_s=0.08", "iters=32"],
+                                      EROICA_AGENT_WAIT_S=3)
+    finally:
+        for agent in agents:
+            agent.terminate()
+            agent.wait(10)
+        log.close()
     assert done.returncode == 0, done.stderr
     assert set(os.listdir(session)) == CENTRAL_FILES, (os.listdir(session), done.stderr)
     assert not glob.glob(str(tmp_path / "central" / "**" / "*.json.gz"), recursive=True)
@@ -71,6 +85,8 @@ def test_patterns_through_the_store_name_the_slow_rank(tmp_path):
     shown = json.loads(eroica("show", os.path.join(session, "patterns.pattern"),
                               "--format", "json").stdout)
     assert sorted(w["rank"] for w in shown) == [0, 1, 2, 3]
+    for worker in shown:  # the node agents' samples reached every pattern
+        assert any(f["mu"] is not None for f in worker["functions"]), worker["rank"]
     assert json.loads(eroica("diagnose", session, "--format", "json").stdout)["findings"][0][
         "workers"] == [3]
     assert eroica("report", session, "-o", tmp_path / "r.html").returncode == 0
