@@ -3,6 +3,7 @@
 Rank 0 writes `EROICA_DIR/<session>/`:
   session.json       why, when, the window, the detecting rank's iteration times
   patterns.pattern   every gathered pattern in ONE pattern bundle (src/summary/pattern_file.h)
+  stacks-rank-<r>.json   instead of the bundle after a hang: each rank's stack dump
   raw-traces.json    where each rank's raw files stayed: host and node-local path
   report.json, report.txt   one diagnosis (`eroica diagnose --json-out`)
 
@@ -14,6 +15,7 @@ magic and whole blocks (u32 compressed, u32 raw, u32 workers, compressed bytes),
 rank cannot shift the blocks of the ranks after it; a rank whose bytes fail is missing.
 """
 
+import enum
 import os
 import socket
 import struct
@@ -22,6 +24,7 @@ from typing import Any, Dict, List, Tuple
 from . import safe_fs
 
 BUNDLE_NAME = "patterns.pattern"
+MAX_STACKS_BYTES = 4 << 20  # a hang's stack dump: a few KB of JSON per rank
 POINTERS_NAME = "raw-traces.json"
 MAGIC_BYTES = 8  # "EROICAP" + the version byte
 _BLOCK_HEADER = struct.Struct("<III")
@@ -62,14 +65,27 @@ def bundle(patterns: Dict[int, bytes]) -> Tuple[bytes, Dict[int, str]]:
     return magic + b"".join(blocks), refused
 
 
+class Evidence(enum.Enum):
+    """What the ranks sent: patterns after a window, stack dumps after a hang."""
+    PATTERNS = "patterns"
+    STACKS = "stack dumps"
+
+
 def write_folder(session_dir: str, session_doc: Dict[str, Any],
-                 records: List[Tuple[Dict[str, Any], bytes]], missing: List[int]) -> str:
-    """Writes session.json, the bundle and raw-traces.json; returns a note naming the ranks
-    without a pattern ("" when none)."""
+                 records: List[Tuple[Dict[str, Any], bytes]], missing: List[int],
+                 evidence: Evidence = Evidence.PATTERNS) -> str:
+    """Writes session.json, the bundle (or, after a hang, each rank's stacks-rank-<r>.json) and
+    raw-traces.json; returns a note naming the ranks without evidence ("" when none)."""
     safe_fs.ensure_session_dir(session_dir)
     safe_fs.write_json(os.path.join(session_dir, "session.json"), session_doc)
-    patterns = {h["rank"]: p for h, p in records if p}
-    data, refused = bundle(patterns)
+    payloads = {h["rank"]: p for h, p in records if p}
+    if evidence is Evidence.PATTERNS:
+        data, refused = bundle(payloads)
+    else:  # read as any stack dump is, by the bounded and fuzzed C++ reader
+        data, refused = b"", {}
+        for rank, dump in payloads.items():
+            safe_fs.write_atomic(os.path.join(
+                session_dir, safe_fs.rank_name("stacks-rank-", rank, ".json")), dump)
     why = {h["rank"]: str(h.get("error", ""))[:200] for h, p in records if not p}
     why.update(refused)
     for rank in missing:
@@ -88,6 +104,7 @@ def write_folder(session_dir: str, session_doc: Dict[str, Any],
         return ""
     ranks = sorted(why)
     shown = ", ".join("%d (%s)" % (r, why[r]) for r in ranks[:4])
-    return "%d of %d ranks without a pattern: %s%s" % (
-        len(ranks), session_doc.get("world_size", len(records)), shown,
+    return "%d of %d ranks without %s: %s%s" % (
+        len(ranks), session_doc.get("world_size", len(records)),
+        "a pattern" if evidence is Evidence.PATTERNS else "a stack dump", shown,
         ", ..." if len(ranks) > 4 else "")

@@ -105,7 +105,9 @@ class Finisher:
 
     def hang_dumped(self, notice: Dict[str, Any], session_dir: str) -> None:
         self.session_dir = session_dir
-        if self.rank == 0:
+        if self.cfg.local_dir:
+            self._stacks_through_store(notice, session_dir)
+        elif self.rank == 0:
             self._gather(notice, session_dir, RankFile.STACKS)
 
     def _gather(self, session: Dict[str, Any], session_dir: str, kind: RankFile) -> None:
@@ -134,42 +136,57 @@ class Finisher:
         if not error:  # its own bound: a node's ranks queue for the summarizer
             pattern, error = node_summary.summarize(
                 self.cfg, raw_dir, self.rank, time.monotonic() + self.cfg.diagnose_timeout_s)
-        # The deadlines count from here, once this rank's own pattern is made.
+        trace = capture.trace_path(raw_dir, self.rank)
+        self._send(session, raw_dir, central.Evidence.PATTERNS, pattern, error,
+                   trace if os.path.isfile(trace) else None)
+
+    def _stacks_through_store(self, notice: Dict[str, Any], raw_dir: str) -> None:
+        """Scale-out hang: this rank's stack dump (a few KB of JSON) goes the patterns' way."""
+        path = RankFile.STACKS.path(raw_dir, self.rank)
+        try:
+            dump, error = safe_fs.read_small(path, central.MAX_STACKS_BYTES), ""
+        except OSError as e:
+            dump, error = None, "stack dump unreadable: %s" % e
+        self._send(notice, raw_dir, central.Evidence.STACKS, dump, error, None)
+
+    def _send(self, session: Dict[str, Any], raw_dir: str, evidence: "central.Evidence",
+              payload: Optional[bytes], error: str, trace: Optional[str]) -> None:
+        # The deadlines count from here, once this rank's own evidence is made.
         start = time.monotonic()
         deadline = start + self.cfg.collect_timeout_s
         node_deadline = start + _NODE_SHARE * self.cfg.collect_timeout_s
-        trace = capture.trace_path(raw_dir, self.rank)
         header = {"rank": self.rank, "host": socket.gethostname(), "folder": raw_dir,
-                  "trace": trace if os.path.isfile(trace) else None}
+                  "trace": trace}
         if error:
             header["error"] = error
         coord = self.coord
         if coord is None:
-            log.info("rank %d: no job store to send the pattern of %s through; its raw files "
-                     "are in %s" % (self.rank, session["session_id"], raw_dir))
+            log.info("rank %d: no job store to send the %s of %s through; its raw files "
+                     "are in %s" % (self.rank, evidence.value, session["session_id"], raw_dir))
             return
         ex = exchange.Exchange(coord.store, session["session_id"],
                                exchange.Topology.from_env(self.rank, self.world_size))
         try:
-            own_node = ex.publish((header, pattern or b""), node_deadline)
+            own_node = ex.publish((header, payload or b""), node_deadline)
             if self.rank != 0:
                 return
             records, missing = ex.gather(own_node, deadline)
         except trigger.StoreUnavailable as e:
-            log.info("rank %d: the patterns of %s could not go through the job store (%s); "
-                     "the raw files are in %s" % (self.rank, session["session_id"], e, raw_dir))
+            log.info("rank %d: the %s of %s could not go through the job store (%s); "
+                     "the raw files are in %s" % (self.rank, evidence.value,
+                                                  session["session_id"], e, raw_dir))
             return
         central_dir = os.path.join(self.cfg.dir, safe_fs.component(session["session_id"]))
         series = coord.get_series(session["session_id"])
         try:
             note = central.write_folder(central_dir,
                                         capture.session_doc(session, self.world_size, series),
-                                        records, missing)
+                                        records, missing, evidence)
         except OSError as e:
             log.info("rank 0: cannot write the session folder %s: %s" % (central_dir, e))
             return
-        log.debug("gathered %d patterns of %s, %d bytes from the store in %.2f s"
-                  % (len(records), session["session_id"], ex.bytes_read,
+        log.debug("gathered %d %s of %s, %d bytes from the store in %.2f s"
+                  % (len(records), evidence.value, session["session_id"], ex.bytes_read,
                      time.monotonic() - start))
         self.session_dir = central_dir
         self.collecting = (central_dir, RankFile.BUNDLE, time.time())

@@ -290,13 +290,9 @@ class Runtime:
         return {"best_mean_s": self.detector.best_mean_s,
                 "current_mean_s": self.detector.current_mean_s}
 
-    def _session_dir(self, session: Dict[str, Any]) -> str:
-        """The central folder (EROICA_DIR): the report, and hang stack dumps."""
-        return os.path.join(self.cfg.dir, safe_fs.component(session["session_id"]))
-
     def _raw_dir(self, session: Dict[str, Any]) -> str:
-        """Where this rank's raw files of a session go: the node-local folder when there is
-        one (EROICA_LOCAL_DIR), else the central one."""
+        """Where this rank's files of a session (trace, meta, stacks) go: the node-local folder
+        when there is one (EROICA_LOCAL_DIR), else the central one."""
         root = self.cfg.local_dir or self.cfg.dir
         return os.path.join(root, safe_fs.component(session["session_id"]))
 
@@ -304,10 +300,8 @@ class Runtime:
         """Monitor thread: the folder this rank writes the session's files into exists and is
         ours, or the session is skipped on this rank with one line (a read-only or foreign
         folder)."""
-        folder = (self._session_dir(session) if session.get("reason") == "hang"
-                  else self._raw_dir(session))
         try:
-            safe_fs.ensure_session_dir(folder)
+            safe_fs.ensure_session_dir(self._raw_dir(session))
             return True
         except OSError as e:
             log.info("session %s skipped on rank %d: %s" % (
@@ -534,14 +528,14 @@ class Runtime:
         self._hangs_handled[session_id] = int(notice["stuck_iteration"])
         if not self._usable(notice):
             return
-        session_dir = self._session_dir(notice)
+        session_dir = self._raw_dir(notice)
         try:
             hang.dump_stacks(finish.RankFile.STACKS.path(session_dir, self.rank),
                              self.rank, self.world_size, self.iteration)
         except OSError as e:
             log.info("rank %d: stacks not written: %s" % (self.rank, e))
             return
-        if self.rank == 0:
+        if self.rank == 0 or self.cfg.local_dir:  # scale-out: every rank sends its dump
             self._spawn(self._finisher().hang_dumped, notice, session_dir)
 
     # ---- exit ------------------------------------------------------------------------------

@@ -111,3 +111,37 @@ def test_a_rank_that_never_publishes_is_named_and_the_rest_diagnosed(tmp_path):
     shown = json.loads(eroica("show", os.path.join(session, "patterns.pattern"),
                               "--format", "json").stdout)
     assert sorted(w["rank"] for w in shown) == [0, 1, 2]
+
+
+def test_a_hang_sends_every_ranks_stacks_through_the_store(tmp_path):
+    """Rank 2 blocks; the others wait for it in their all-reduce. Every rank's stack dump stays
+    on its node and goes to rank 0 through the store; the central folder gets them all."""
+    central_dir = tmp_path / "central"
+    env = clean_env(EROICA_DIR=central_dir, LAUNCH_LOCAL_DIR=tmp_path / "node{node}",
+                    LAUNCH_NODES=2, EROICA_POLL_S=0.2, EROICA_HANG_MIN_S=1.5,
+                    EROICA_COLLECT_TIMEOUT_S=8, EROICA_BIN=REAL_BIN, EROICA_THRESHOLD=1000)
+    cmd = [TORCH_PYTHON, "-m", "eroica", "run", "--", TORCH_PYTHON, LAUNCH, "4",
+           str(free_port()), FAULT, "out=%s" % (tmp_path / "out"), "iters=400",
+           "hang_rank=2", "hang_at=40"]
+    job = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        reports = []
+        while time.monotonic() < deadline and not reports:
+            time.sleep(0.5)
+            reports = glob.glob(str(central_dir / "*" / "report.json"))
+        assert reports, "no hang report within 90 s"
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+    session = os.path.dirname(reports[0])
+    assert set(os.listdir(session)) == {"session.json", "raw-traces.json", "report.json",
+                                        "report.txt"} | {"stacks-rank-%d.json" % r
+                                                         for r in range(4)}
+    sid = os.path.basename(session)
+    assert (tmp_path / "node1" / sid / "stacks-rank-2.json").is_file()  # kept on its node too
+    finding = json.load(open(reports[0]))["findings"][0]
+    block_line = next(i for i, line in enumerate(open(FAULT), 1) if "# HANG-HERE" in line)
+    assert (finding["category"], finding["workers"]) == ("hang", [2]), finding
+    assert finding["location"].endswith("fault_train.py:%d" % block_line), finding

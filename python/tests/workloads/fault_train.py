@@ -6,6 +6,7 @@ Knobs (key=value): pg=1 iters=80 pace_s=0.01 out=DIR
                                                 short_iters > 0, stops after that many
   force_rank=-1 force_at=10   only that rank forces a session there (EROICA_TRIGGER_AT
                               forces one on every rank)
+  hang_rank=-1 hang_at=-1     that rank blocks forever at that iteration
 Writes out/loop-end-rank-<r>.json when its loop ends (normally or by an exception, which it
 then re-raises: the job exits as it would without eroica).
 """
@@ -20,7 +21,7 @@ import torch
 
 opts = {"pg": 1, "iters": 80, "pace_s": 0.01, "out": "/tmp/eroica-faults", "kill_rank": -1,
         "slow_rank": -1, "slow_pace_s": 0.03, "short_iters": 0, "force_rank": -1,
-        "force_at": 10}
+        "force_at": 10, "hang_rank": -1, "hang_at": -1}
 for arg in sys.argv[1:]:
     key, _, value = arg.partition("=")
     opts[key] = type(opts[key])(value)
@@ -68,6 +69,8 @@ try:
             in_window += 1
             if in_window == 2:
                 os.kill(os.getpid(), signal.SIGKILL)
+        if rank == opts["hang_rank"] and i == opts["hang_at"]:
+            time.sleep(3600)  # HANG-HERE
         opt.zero_grad()
         model(torch.randn(8, 32)).sum().backward()
         opt.step()
