@@ -28,6 +28,7 @@ import dataclasses
 import json
 import os
 import struct
+import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -126,8 +127,11 @@ class Topology:
 class Exchange:
     """One session's patterns through one store."""
 
-    def __init__(self, store, session_id: str, topology: Topology, poll_s: float = 0.1):
+    def __init__(self, store, session_id: str, topology: Topology, poll_s: float = 0.1,
+                 hurry: Optional[threading.Event] = None):
         self.store = store
+        # Set when the process is about to exit: every wait ends as if its deadline had come.
+        self.hurry = hurry or threading.Event()
         self.prefix = "eroica/patterns/%s/" % session_id
         self.topo = topology
         self.poll_s = poll_s
@@ -180,10 +184,13 @@ class Exchange:
             for r in [r for r in pending if self._present("rdone/%d" % r)]:
                 pending.remove(r)
                 out += [rec for rec in self._take_rank(r, forget) if rec[0]["rank"] == r]
-            if not pending or time.monotonic() >= deadline:
+            if not pending or self._due(deadline):
                 break
             time.sleep(self.poll_s)
         return out
+
+    def _due(self, deadline: float) -> bool:
+        return self.hurry.is_set() or time.monotonic() >= deadline
 
     def _take_rank(self, rank: int, forget: bool) -> List[Record]:
         try:
@@ -211,7 +218,7 @@ class Exchange:
                 for header, pattern in self._collect_ranks(late, deadline):
                     by_rank.setdefault(header["rank"], (header, pattern))
                 break
-            if time.monotonic() >= deadline:
+            if self._due(deadline):
                 break
             time.sleep(self.poll_s)
         # A node whose leader never published: its other ranks may have published themselves.

@@ -32,6 +32,8 @@ from .config import Config
 # A node's leader publishes its node's patterns by this share of EROICA_COLLECT_TIMEOUT_S, so
 # that rank 0, waiting the whole of it, still receives the node's bundle.
 _NODE_SHARE = 0.6
+# How long before the exit's deadline a scale-out gather stops waiting (at most half the wait).
+_HURRY_RESERVE_S = 5.0
 
 
 class RankFile(enum.Enum):
@@ -77,6 +79,10 @@ class Finisher:
         # diagnoses: what a detached process needs to take over.
         self.collecting: Optional[Tuple[str, RankFile, float]] = None
         self.handed_off = threading.Event()
+        # Set shortly before the exit's deadline: a scale-out gather stops waiting for the
+        # ranks still missing and diagnoses what it has (it cannot be handed off: it needs the
+        # job store, which often dies with the job).
+        self.hurry = threading.Event()
         # Another rank gathers when the job store is gone at its exit: rank 0, which
         # usually hosts it, may be dead. A claim file keeps it to one gatherer.
         self.deputy = False
@@ -165,7 +171,8 @@ class Finisher:
                      "are in %s" % (self.rank, evidence.value, session["session_id"], raw_dir))
             return
         ex = exchange.Exchange(coord.store, session["session_id"],
-                               exchange.Topology.from_env(self.rank, self.world_size))
+                               exchange.Topology.from_env(self.rank, self.world_size),
+                               hurry=self.hurry)
         try:
             own_node = ex.publish((header, payload or b""), node_deadline)
             if self.rank != 0:
@@ -231,7 +238,14 @@ def collect_and_diagnose(cfg: Config, session_dir: str, world_size: int, kind: R
 
 
 def wait_at_exit(tasks: List[Tuple[threading.Thread, Finisher]], deadline_s: float) -> None:
-    """Joins the tasks until the monotonic `deadline_s`; hands off or abandons the rest."""
+    """Joins the tasks until the monotonic `deadline_s`; hands off or abandons the rest.
+    Scale-out gathers are hurried a little before it, so that they leave time to write the
+    central folder and start its diagnosis (which can be handed off)."""
+    reserve_s = min(_HURRY_RESERVE_S, max(0.0, deadline_s - time.monotonic()) / 2)
+    for thread, _ in tasks:
+        thread.join(max(0.0, deadline_s - reserve_s - time.monotonic()))
+    for _, fin in tasks:
+        fin.hurry.set()
     for thread, _ in tasks:
         thread.join(max(0.0, deadline_s - time.monotonic()))
     for thread, fin in tasks:

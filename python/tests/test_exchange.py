@@ -98,3 +98,15 @@ def test_a_rank_later_than_its_leader_still_arrives_before_the_deadline():
     records, missing = result["gathered"]
     assert missing == [] and len(records) == 8
     assert 1.3 <= result["seconds"] < 1.95, result
+
+
+def test_hurry_ends_every_wait_at_once():
+    store = __import__("eroica.trigger", fromlist=["MemoryStore"]).MemoryStore()
+    hurry = threading.Event()
+    hurry.set()
+    ex = exchange.Exchange(store, "s", exchange.Topology(0, 8, 4), poll_s=0.05, hurry=hurry)
+    start = time.monotonic()
+    own = ex.publish(({"rank": 0}, b"p"), start + 30)
+    records, missing = ex.gather(own, start + 30)
+    assert time.monotonic() - start < 1.0
+    assert [h["rank"] for h, _ in records] == [0] and missing == list(range(1, 8))
