@@ -15,8 +15,9 @@ out = sys.argv[sys.argv.index("-o") + 1]
 start = time.time()
 time.sleep(0.2)
 with open(out + ".call.json", "w") as f:
-    json.dump({"argv": sys.argv, "nice": os.nice(0), "as": resource.getrlimit(resource.RLIMIT_AS)[0],
-               "start": start, "end": time.time()}, f)
+    json.dump({"argv": sys.argv, "nice": os.nice(0),
+               "as": resource.getrlimit(resource.RLIMIT_AS)[0], "start": start,
+               "end": time.time()}, f)
 with open(out, "wb") as f:
     f.write(b"EROICAP\x02")
 '''
