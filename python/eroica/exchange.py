@@ -128,10 +128,14 @@ class Exchange:
     """One session's patterns through one store."""
 
     def __init__(self, store, session_id: str, topology: Topology, poll_s: float = 0.1,
-                 hurry: Optional[threading.Event] = None):
+                 hurry: Optional[threading.Event] = None, hurry_grace_s: float = 0.0):
         self.store = store
-        # Set when the process is about to exit: every wait ends as if its deadline had come.
+        # Set when the process is about to exit: a leader's wait ends at once; rank 0 waits
+        # `hurry_grace_s` more for the nodes still silent (their leaders, exiting about when it
+        # does, send what they have), but no longer for single late ranks.
         self.hurry = hurry or threading.Event()
+        self.hurry_grace_s = hurry_grace_s
+        self._hurried_at: Optional[float] = None
         self.prefix = "eroica/patterns/%s/" % session_id
         self.topo = topology
         self.poll_s = poll_s
@@ -176,21 +180,26 @@ class Exchange:
             self._forget("r/%d" % header["rank"])
         return records if topo.rank == 0 else None
 
-    def _collect_ranks(self, pending: List[int], deadline: float,
-                       forget: bool = True) -> List[Record]:
+    def _collect_ranks(self, pending: List[int], deadline: float, forget: bool = True,
+                       grace_s: float = 0.0) -> List[Record]:
         out = []
         pending = list(pending)
         while pending:
             for r in [r for r in pending if self._present("rdone/%d" % r)]:
                 pending.remove(r)
                 out += [rec for rec in self._take_rank(r, forget) if rec[0]["rank"] == r]
-            if not pending or self._due(deadline):
+            if not pending or self._due(deadline, grace_s):
                 break
             time.sleep(self.poll_s)
         return out
 
-    def _due(self, deadline: float) -> bool:
-        return self.hurry.is_set() or time.monotonic() >= deadline
+    def _due(self, deadline: float, grace_s: float = 0.0) -> bool:
+        now = time.monotonic()
+        if self.hurry.is_set():
+            if self._hurried_at is None:
+                self._hurried_at = now
+            deadline = min(deadline, self._hurried_at + grace_s)
+        return now >= deadline
 
     def _take_rank(self, rank: int, forget: bool) -> List[Record]:
         try:
@@ -215,10 +224,11 @@ class Exchange:
             late = [r for r in range(topo.world_size)
                     if r not in by_rank and topo.node_of(r) not in pending_nodes]
             if not pending_nodes:  # every leader is done with its keys: the late ones are ours
+                # (not when hurried: every node has spoken, the exit does not wait for more)
                 for header, pattern in self._collect_ranks(late, deadline):
                     by_rank.setdefault(header["rank"], (header, pattern))
                 break
-            if self._due(deadline):
+            if self._due(deadline, self.hurry_grace_s):
                 break
             time.sleep(self.poll_s)
         # A node whose leader never published: its other ranks may have published themselves.

@@ -83,6 +83,7 @@ class Finisher:
         # ranks still missing and diagnoses what it has (it cannot be handed off: it needs the
         # job store, which often dies with the job).
         self.hurry = threading.Event()
+        self.hurry_grace_s = 0.0  # set with it: the time left to the exit's deadline, less 1 s
         # Another rank gathers when the job store is gone at its exit: rank 0, which
         # usually hosts it, may be dead. A claim file keeps it to one gatherer.
         self.deputy = False
@@ -172,10 +173,13 @@ class Finisher:
             return
         ex = exchange.Exchange(coord.store, session["session_id"],
                                exchange.Topology.from_env(self.rank, self.world_size),
-                               hurry=self.hurry)
+                               hurry=self.hurry, hurry_grace_s=self.hurry_grace_s)
         try:
             own_node = ex.publish((header, payload or b""), node_deadline)
             if self.rank != 0:
+                log.debug("rank %d sent its %s of %s after %.2f s%s" % (
+                    self.rank, evidence.value, session["session_id"], time.monotonic() - start,
+                    " (hurried by the exit)" if self.hurry.is_set() else ""))
                 return
             records, missing = ex.gather(own_node, deadline)
         except trigger.StoreUnavailable as e:
@@ -244,7 +248,8 @@ def wait_at_exit(tasks: List[Tuple[threading.Thread, Finisher]], deadline_s: flo
     reserve_s = min(_HURRY_RESERVE_S, max(0.0, deadline_s - time.monotonic()) / 2)
     for thread, _ in tasks:
         thread.join(max(0.0, deadline_s - reserve_s - time.monotonic()))
-    for _, fin in tasks:
+    for _, fin in tasks:  # rank 0 keeps a second to write the folder and start diagnosing
+        fin.hurry_grace_s = max(0.0, deadline_s - time.monotonic() - 1.0)
         fin.hurry.set()
     for thread, _ in tasks:
         thread.join(max(0.0, deadline_s - time.monotonic()))

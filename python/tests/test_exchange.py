@@ -101,13 +101,15 @@ def test_a_rank_later_than_its_leader_still_arrives_before_the_deadline():
     assert 1.3 <= result["seconds"] < 1.95, result
 
 
-def test_hurry_ends_every_wait_at_once():
+def test_hurry_ends_a_leaders_wait_at_once_and_rank_0s_after_its_grace():
     store = __import__("eroica.trigger", fromlist=["MemoryStore"]).MemoryStore()
     hurry = threading.Event()
     hurry.set()
-    ex = exchange.Exchange(store, "s", exchange.Topology(0, 8, 4), poll_s=0.05, hurry=hurry)
+    ex = exchange.Exchange(store, "s", exchange.Topology(0, 8, 4), poll_s=0.05, hurry=hurry,
+                           hurry_grace_s=0.4)
     start = time.monotonic()
-    own = ex.publish(({"rank": 0}, b"p"), start + 30)
-    records, missing = ex.gather(own, start + 30)
-    assert time.monotonic() - start < 1.0
+    own = ex.publish(({"rank": 0}, b"p"), start + 30)  # as a leader: at once
+    assert time.monotonic() - start < 0.3
+    records, missing = ex.gather(own, start + 30)  # as rank 0: the grace, for the leaders
+    assert 0.35 <= time.monotonic() - start < 1.2
     assert [h["rank"] for h, _ in records] == [0] and missing == list(range(1, 8))
