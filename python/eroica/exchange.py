@@ -221,10 +221,9 @@ class Exchange:
             for node in [n for n in pending_nodes if self._present("ndone/%d" % n)]:
                 pending_nodes.remove(node)
                 self._take_node(node, by_rank)
-            late = [r for r in range(topo.world_size)
-                    if r not in by_rank and topo.node_of(r) not in pending_nodes]
             if not pending_nodes:  # every leader is done with its keys: the late ones are ours
                 # (not when hurried: every node has spoken, the exit does not wait for more)
+                late = [r for r in range(topo.world_size) if r not in by_rank]
                 for header, pattern in self._collect_ranks(late, deadline):
                     by_rank.setdefault(header["rank"], (header, pattern))
                 break
