@@ -57,6 +57,16 @@ class Config:
     collect_timeout_s: float = 60.0
     diagnose_timeout_s: float = 300.0
     agent_wait_s: float = 3.0  # for a node agent's samples of the window, when one runs
+    # Scale-out (docs: python/README.md): each rank's raw files go to this node-local folder,
+    # are summarized there and only patterns travel, through the job store; `dir` then holds
+    # rank 0's patterns and report only. "": raw files in `dir`, diagnosed there (one folder).
+    local_dir: str = ""
+    # Retention in local_dir: the newest sessions kept, and their bytes in all (oldest go first).
+    local_keep_sessions: int = 20
+    local_keep_mb: int = 20480
+    # One summarizer per node at a time (a lock in local_dir), each limited to this much
+    # address space: the node's cap for summarizing, whatever its number of ranks.
+    summarize_mem_mb: int = 2048
     # The most a process's exit waits for eroica's unfinished work (finish.py).
     exit_wait_s: float = 30.0
     # Session folders shared by a group: folders 02770, files 0640 (safe_fs.py).
@@ -119,14 +129,14 @@ def _read_file(path: str) -> Dict[str, Any]:
 
 def _validate(values: Dict[str, Any]) -> Dict[str, Any]:
     positive = ("window", "threshold", "capture_iters", "capture_s", "poll_s", "hang_factor",
-                "baseline_iters")
+                "baseline_iters", "summarize_mem_mb")
     for name in positive:
         if name in values and values[name] <= 0:
             log.info("ignoring %s=%r: must be > 0" % (name, values[name]))
             del values[name]
     for name in ("warmup", "margin", "hang_min_s", "noise_sigmas", "max_sessions",
                  "outlier_clip", "exit_wait_s", "collect_timeout_s", "agent_wait_s", "stack_hz",
-                 "stack_max_samples"):
+                 "stack_max_samples", "local_keep_sessions", "local_keep_mb"):
         if name in values and values[name] < 0:
             log.info("ignoring %s=%r: must be >= 0" % (name, values[name]))
             del values[name]

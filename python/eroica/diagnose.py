@@ -2,8 +2,8 @@
 
 The binary is found by `binary.find_binary` (EROICA_BIN when set, else PATH, else beside the package).
 It runs at low priority (`nice -n 10`) so it does not compete with training.
-Outputs: `report.json` (`--format json`) and `report.txt` (`--format text`) in the session
-folder. A missing binary or a failed run is one line on stderr, never an exception.
+Outputs: `report.txt` and `report.json` in the session folder, from one diagnosis
+(`--format text --json-out report.json`). A missing binary or a failed run is one line on stderr, never an exception.
 """
 
 import json
@@ -16,6 +16,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import log, safe_fs
 from .binary import find_binary
+
+_MAX_REPORT_BYTES = 1 << 30  # a million workers' diagnosis is far below it
 
 
 def wait_for_files(paths: List[str], timeout_s: float, poll_s: float = 0.2,
@@ -55,8 +57,9 @@ def _niced(cmd: List[str]) -> List[str]:
     return [nice, "-n", "10"] + cmd if nice else cmd
 
 
-def _command(binary: str, session_dir: str, fmt: str, baseline: str = "") -> List[str]:
-    cmd = [binary, "diagnose", session_dir, "--format", fmt]
+def _command(binary: str, session_dir: str, report_json: str, baseline: str = "") -> List[str]:
+    # One diagnosis gives both documents: the text on stdout, the JSON into report.json.
+    cmd = [binary, "diagnose", session_dir, "--format", "text", "--json-out", report_json]
     if baseline:
         cmd += ["--baseline", baseline]
     return _niced(cmd)
@@ -82,6 +85,17 @@ def keep_baseline(session_dir: str, world_size: int, bundle: str, configured_bin
                   timeout_s: float) -> bool:
     """Summarizes the baseline session's traces into one pattern bundle (a few KB per rank)
     and keeps it as the job's baseline; one line either way."""
+    from . import central  # the scale-out session: its bundle is the baseline already
+
+    gathered = os.path.join(session_dir, central.BUNDLE_NAME)
+    if os.path.isfile(gathered):
+        try:
+            safe_fs.write_atomic(bundle, safe_fs.read_small(gathered, 1 << 30))
+        except OSError as e:
+            log.info("no baseline kept from %s: %s" % (session_dir, e))
+            return False
+        log.info("baseline kept: %s" % bundle)
+        return True
     binary = find_binary(configured_bin)
     traces = [p for p in (os.path.join(session_dir, "rank-%d.json.gz" % r) for r in range(world_size))
               if os.path.isfile(p)]
@@ -128,18 +142,16 @@ def _run(session_dir: str, configured_bin: str, timeout_s: float, baseline: str 
         return "session captured in %s; diagnose skipped: %s" % (session_dir, why)
     report_json = os.path.join(session_dir, "report.json")
     try:
-        done = subprocess.run(_command(binary, session_dir, "json", baseline), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, timeout=timeout_s, check=False)
+        done = subprocess.run(_command(binary, session_dir, report_json, baseline),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=timeout_s, check=False)
         if done.returncode != 0:
             err = done.stderr.decode("utf-8", "replace").strip().splitlines()
             return "diagnose failed (exit %d): %s — session: %s" % (
                 done.returncode, err[-1] if err else "no message", session_dir)
-        safe_fs.write_atomic(report_json, done.stdout)
-        verdict = first_finding(json.loads(done.stdout.decode("utf-8")))
-        text = subprocess.run(_command(binary, session_dir, "text", baseline), stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, timeout=timeout_s, check=False)
-        if text.returncode == 0:
-            safe_fs.write_atomic(os.path.join(session_dir, "report.txt"), text.stdout)
+        safe_fs.write_atomic(os.path.join(session_dir, "report.txt"), done.stdout)
+        doc = json.loads(safe_fs.read_small(report_json, _MAX_REPORT_BYTES).decode("utf-8"))
+        verdict = first_finding(doc)
     except subprocess.TimeoutExpired:
         return "diagnose timed out after %.0f s — session: %s" % (timeout_s, session_dir)
     except (OSError, ValueError) as e:

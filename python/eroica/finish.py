@@ -4,6 +4,11 @@ Every rank exports its trace and writes its meta file (or its "missed" meta). Ra
 writes session.json, waits for every rank's files (until EROICA_COLLECT_TIMEOUT_S after it
 began waiting) and runs the diagnosis. The threads run at nice 10.
 
+With EROICA_LOCAL_DIR those files stay on the rank's node: the rank summarizes its trace there
+(node_summary.py) and sends the pattern through the job store (exchange.py); rank 0 gathers
+the patterns until EROICA_COLLECT_TIMEOUT_S, writes the central folder (central.py) and
+diagnoses that once.
+
 They are daemon threads: the process never waits for them by itself. At exit, `wait_at_exit`
 gives them together at most EROICA_EXIT_WAIT_S (default 30 s). A rank 0 still collecting or
 diagnosing then hands the rest to a detached process (`python -m eroica finish`, its own
@@ -13,20 +18,29 @@ task is abandoned with one line saying where the data is and how to diagnose it.
 
 import enum
 import os
+import socket
 import subprocess
 import sys
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import agent_link, capture, diagnose, log, safe_fs
+from . import agent_link, capture, central, diagnose, exchange, log, node_summary, safe_fs
+from . import trigger
 from .config import Config
+
+# A node's leader publishes its node's patterns by this share of EROICA_COLLECT_TIMEOUT_S, so
+# that rank 0, waiting the whole of it, still receives the node's bundle.
+_NODE_SHARE = 0.6
+# How long before the exit's deadline a scale-out gather stops waiting (at most half the wait).
+_HURRY_RESERVE_S = 5.0
 
 
 class RankFile(enum.Enum):
     """The file each rank leaves for rank 0 to wait for."""
     META = "meta"  # rank-<r>.meta.json: after a profiling window
     STACKS = "stacks"  # stacks-rank-<r>.json: after a hang
+    BUNDLE = "bundle"  # none: the patterns came through the store (EROICA_LOCAL_DIR)
 
     def path(self, session_dir: str, rank: int) -> str:
         if self is RankFile.META:
@@ -65,6 +79,11 @@ class Finisher:
         # diagnoses: what a detached process needs to take over.
         self.collecting: Optional[Tuple[str, RankFile, float]] = None
         self.handed_off = threading.Event()
+        # Set shortly before the exit's deadline: a scale-out gather stops waiting for the
+        # ranks still missing and diagnoses what it has (it cannot be handed off: it needs the
+        # job store, which often dies with the job).
+        self.hurry = threading.Event()
+        self.hurry_grace_s = 0.0  # set with it: the time left to the exit's deadline, less 1 s
         # Another rank gathers when the job store is gone at its exit: rank 0, which
         # usually hosts it, may be dead. A claim file keeps it to one gatherer.
         self.deputy = False
@@ -72,7 +91,9 @@ class Finisher:
     def capture_done(self, cap: capture.Capture) -> None:
         self.session_dir = cap.session_dir
         cap.export()
-        if self.rank == 0 or self.deputy:
+        if self.cfg.local_dir:
+            self._through_store(cap.session, cap.session_dir, "")
+        elif self.rank == 0 or self.deputy:
             self._gather(cap.session, cap.session_dir, RankFile.META)
 
     def gather_as_deputy(self, session: Dict[str, Any], session_dir: str) -> None:
@@ -84,12 +105,16 @@ class Finisher:
         self.session_dir = session_dir
         capture.write_missed_meta(session, self.rank, self.world_size, session_dir, why,
                                   detector)
-        if self.rank == 0:  # rank 0 still gathers the others' traces and diagnoses
+        if self.cfg.local_dir:  # rank 0 need not wait for this rank's pattern: it says why
+            self._through_store(session, session_dir, "missed the window: %s" % why)
+        elif self.rank == 0:  # rank 0 still gathers the others' traces and diagnoses
             self._gather(session, session_dir, RankFile.META)
 
     def hang_dumped(self, notice: Dict[str, Any], session_dir: str) -> None:
         self.session_dir = session_dir
-        if self.rank == 0:
+        if self.cfg.local_dir:
+            self._stacks_through_store(notice, session_dir)
+        elif self.rank == 0:
             self._gather(notice, session_dir, RankFile.STACKS)
 
     def _gather(self, session: Dict[str, Any], session_dir: str, kind: RankFile) -> None:
@@ -111,6 +136,74 @@ class Finisher:
         collect_and_diagnose(self.cfg, session_dir, self.world_size, kind,
                              self.collecting[2], self.handed_off)
 
+    def _through_store(self, session: Dict[str, Any], raw_dir: str, error: str) -> None:
+        """Scale-out: summarize here, publish the pattern; rank 0 gathers, writes the central
+        folder (central.py) and diagnoses it once."""
+        pattern = None
+        if not error:  # its own bound: a node's ranks queue for the summarizer
+            pattern, error = node_summary.summarize(
+                self.cfg, raw_dir, self.rank, time.monotonic() + self.cfg.diagnose_timeout_s)
+        trace = capture.trace_path(raw_dir, self.rank)
+        self._send(session, raw_dir, central.Evidence.PATTERNS, pattern, error,
+                   trace if os.path.isfile(trace) else None)
+
+    def _stacks_through_store(self, notice: Dict[str, Any], raw_dir: str) -> None:
+        """Scale-out hang: this rank's stack dump (a few KB of JSON) goes the patterns' way."""
+        path = RankFile.STACKS.path(raw_dir, self.rank)
+        try:
+            dump, error = safe_fs.read_small(path, central.MAX_STACKS_BYTES), ""
+        except OSError as e:
+            dump, error = None, "stack dump unreadable: %s" % e
+        self._send(notice, raw_dir, central.Evidence.STACKS, dump, error, None)
+
+    def _send(self, session: Dict[str, Any], raw_dir: str, evidence: "central.Evidence",
+              payload: Optional[bytes], error: str, trace: Optional[str]) -> None:
+        # The deadlines count from here, once this rank's own evidence is made.
+        start = time.monotonic()
+        deadline = start + self.cfg.collect_timeout_s
+        node_deadline = start + _NODE_SHARE * self.cfg.collect_timeout_s
+        header = {"rank": self.rank, "host": socket.gethostname(), "folder": raw_dir,
+                  "trace": trace}
+        if error:
+            header["error"] = error
+        coord = self.coord
+        if coord is None:
+            log.info("rank %d: no job store to send the %s of %s through; its raw files "
+                     "are in %s" % (self.rank, evidence.value, session["session_id"], raw_dir))
+            return
+        ex = exchange.Exchange(coord.store, session["session_id"],
+                               exchange.Topology.from_env(self.rank, self.world_size),
+                               hurry=self.hurry, hurry_grace_s=self.hurry_grace_s)
+        try:
+            own_node = ex.publish((header, payload or b""), node_deadline)
+            if self.rank != 0:
+                log.debug("rank %d sent its %s of %s after %.2f s%s" % (
+                    self.rank, evidence.value, session["session_id"], time.monotonic() - start,
+                    " (hurried by the exit)" if self.hurry.is_set() else ""))
+                return
+            records, missing = ex.gather(own_node, deadline)
+        except trigger.StoreUnavailable as e:
+            log.info("rank %d: the %s of %s could not go through the job store (%s); "
+                     "the raw files are in %s" % (self.rank, evidence.value,
+                                                  session["session_id"], e, raw_dir))
+            return
+        central_dir = os.path.join(self.cfg.dir, safe_fs.component(session["session_id"]))
+        series = coord.get_series(session["session_id"])
+        try:
+            note = central.write_folder(central_dir,
+                                        capture.session_doc(session, self.world_size, series),
+                                        records, missing, evidence)
+        except OSError as e:
+            log.info("rank 0: cannot write the session folder %s: %s" % (central_dir, e))
+            return
+        log.debug("gathered %d %s of %s, %d bytes from the store in %.2f s"
+                  % (len(records), evidence.value, session["session_id"], ex.bytes_read,
+                     time.monotonic() - start))
+        self.session_dir = central_dir
+        self.collecting = (central_dir, RankFile.BUNDLE, time.time())
+        collect_and_diagnose(self.cfg, central_dir, self.world_size, RankFile.BUNDLE,
+                             time.time(), self.handed_off, note)
+
     def write_session_json(self, session: Dict[str, Any], session_dir: str) -> None:
         coord = self.coord
         series = coord.get_series(session["session_id"]) if coord is not None else None
@@ -121,15 +214,17 @@ class Finisher:
 
 def collect_and_diagnose(cfg: Config, session_dir: str, world_size: int, kind: RankFile,
                          deadline_unix_s: float,
-                         handed_off: Optional[threading.Event] = None) -> Optional[str]:
+                         handed_off: Optional[threading.Event] = None,
+                         gathered_note: str = "") -> Optional[str]:
     """Waits (until the deadline) for every rank's file, then diagnoses; returns the line, or
     None when a detached process took over meanwhile."""
-    paths = [kind.path(session_dir, r) for r in range(world_size)]
+    paths = ([] if kind is RankFile.BUNDLE
+             else [kind.path(session_dir, r) for r in range(world_size)])
     wait_s = max(0.0, deadline_unix_s - time.time())
     missing = diagnose.wait_for_files(paths, wait_s, stop=handed_off)
     if handed_off is not None and handed_off.is_set():
         return None
-    note = ""
+    note = gathered_note
     if missing:
         note = "%d of %d rank files missing after %.0f s: %s" % (
             len(missing), len(paths), cfg.collect_timeout_s,
@@ -150,7 +245,15 @@ def collect_and_diagnose(cfg: Config, session_dir: str, world_size: int, kind: R
 
 
 def wait_at_exit(tasks: List[Tuple[threading.Thread, Finisher]], deadline_s: float) -> None:
-    """Joins the tasks until the monotonic `deadline_s`; hands off or abandons the rest."""
+    """Joins the tasks until the monotonic `deadline_s`; hands off or abandons the rest.
+    Scale-out gathers are hurried a little before it, so that they leave time to write the
+    central folder and start its diagnosis (which can be handed off)."""
+    reserve_s = min(_HURRY_RESERVE_S, max(0.0, deadline_s - time.monotonic()) / 2)
+    for thread, _ in tasks:
+        thread.join(max(0.0, deadline_s - reserve_s - time.monotonic()))
+    for _, fin in tasks:  # rank 0 keeps a second to write the folder and start diagnosing
+        fin.hurry_grace_s = max(0.0, deadline_s - time.monotonic() - 1.0)
+        fin.hurry.set()
     for thread, _ in tasks:
         thread.join(max(0.0, deadline_s - time.monotonic()))
     for thread, fin in tasks:

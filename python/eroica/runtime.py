@@ -284,7 +284,7 @@ class Runtime:
             return
         session = dict(session, local_detector=self._detector_state())
         cap = capture_mod.Capture(session, self.rank, self.world_size,
-                                  self._session_dir(session), self.cfg.with_stack,
+                                  self._raw_dir(session), self.cfg.with_stack,
                                   self.cfg.record_shapes, self.cfg.stack_hz,
                                   self.cfg.stack_max_samples)
         try:
@@ -319,21 +319,25 @@ class Runtime:
     def _write_missed(self, session: Dict[str, Any], why: str) -> None:
         log.debug("session %s missed: %s" % (session["session_id"], why))
         self.detector.rebaseline()
-        self._spawn(self._finisher().missed, session, self._session_dir(session), why,
+        self._spawn(self._finisher().missed, session, self._raw_dir(session), why,
                     self._detector_state())
 
     def _detector_state(self) -> Dict[str, Any]:
         return {"best_mean_s": self.detector.best_mean_s,
                 "current_mean_s": self.detector.current_mean_s}
 
-    def _session_dir(self, session: Dict[str, Any]) -> str:
-        return os.path.join(self.cfg.dir, safe_fs.component(session["session_id"]))
+    def _raw_dir(self, session: Dict[str, Any]) -> str:
+        """Where this rank's files of a session (trace, meta, stacks) go: the node-local folder
+        when there is one (EROICA_LOCAL_DIR), else the central one."""
+        root = self.cfg.local_dir or self.cfg.dir
+        return os.path.join(root, safe_fs.component(session["session_id"]))
 
     def _usable(self, session: Dict[str, Any]) -> bool:
-        """Monitor thread: the session's folder exists and is ours, or the session is
-        skipped on this rank with one line (a read-only or foreign folder)."""
+        """Monitor thread: the folder this rank writes the session's files into exists and is
+        ours, or the session is skipped on this rank with one line (a read-only or foreign
+        folder)."""
         try:
-            safe_fs.ensure_session_dir(self._session_dir(session))
+            safe_fs.ensure_session_dir(self._raw_dir(session))
             return True
         except OSError as e:
             log.info("session %s skipped on rank %d: %s" % (
@@ -472,7 +476,7 @@ class Runtime:
             return
         store, self.rank, self.world_size, self.store_kind = resolved
         self.coord = trigger.Coordinator(store)
-        agent_link.register_process(self.cfg.dir, self.rank)
+        agent_link.register_process(self.cfg.local_dir or self.cfg.dir, self.rank)
         log.debug("rank %d/%d coordinates through %s" % (self.rank, self.world_size,
                                                          self.store_kind))
 
@@ -581,14 +585,14 @@ class Runtime:
         self._hangs_handled[session_id] = int(notice["stuck_iteration"])
         if not self._usable(notice):
             return
-        session_dir = self._session_dir(notice)
+        session_dir = self._raw_dir(notice)
         try:
             hang.dump_stacks(finish.RankFile.STACKS.path(session_dir, self.rank),
                              self.rank, self.world_size, self.iteration)
         except OSError as e:
             log.info("rank %d: stacks not written: %s" % (self.rank, e))
             return
-        if self.rank == 0:
+        if self.rank == 0 or self.cfg.local_dir:  # scale-out: every rank sends its dump
             self._spawn(self._finisher().hang_dumped, notice, session_dir)
 
     # ---- exit ------------------------------------------------------------------------------
@@ -611,7 +615,8 @@ class Runtime:
             monitor.join(timeout=min(2.0, self.cfg.exit_wait_s))
         cap, self.capture = self.capture, None
         try:
-            deputy = (self.rank != 0 and bool(self._captured or cap)
+            # Without a shared folder (EROICA_LOCAL_DIR) there is nothing a deputy could read.
+            deputy = (self.rank != 0 and not self.cfg.local_dir and bool(self._captured or cap)
                       and self._store_lost(min(1.0, max(0.1, deadline_s - time.monotonic()))))
             for session, session_dir in self._captured if deputy else ():
                 if not os.path.exists(os.path.join(session_dir, "report.json")):
@@ -629,7 +634,7 @@ class Runtime:
             # Sessions whose target the job never reached: their detection evidence
             # (session.json, the iteration series) is still worth keeping.
             for session in self._pending:
-                self._spawn(self._finisher().missed, session, self._session_dir(session),
+                self._spawn(self._finisher().missed, session, self._raw_dir(session),
                             "the job ended at iteration %d" % self.iteration,
                             self._detector_state())
             self._pending = []

@@ -214,3 +214,48 @@ def _fsync_dir(folder: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def open_lock(folder: str, name: str) -> int:
+    """A lock file `folder/name` (created if absent, never through a link), opened for
+    `fcntl.flock`; returns the descriptor."""
+    path = os.path.join(folder, component(name))
+    flags = (os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+             | getattr(os, "O_NONBLOCK", 0))
+    fd = os.open(path, flags, file_mode())
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafePath(errno.EINVAL, "%s is not a regular file: refused as a lock" % path)
+    return fd
+
+
+def read_small(path: str, max_bytes: int) -> bytes:
+    """A regular file of at most `max_bytes`, never through a link, FIFO or device."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(errno.EINVAL, "%s is not a regular file" % path)
+        if st.st_size > max_bytes:
+            raise UnsafePath(errno.EFBIG, "%s is %d bytes, above the %d expected"
+                             % (path, st.st_size, max_bytes))
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise UnsafePath(errno.EFBIG, "%s grew above %d bytes" % (path, max_bytes))
+        return data
+    finally:
+        os.close(fd)
+
+
+def remove_dir(parent: str, name: str) -> None:
+    """Removes the folder `parent/name` (one safe component, ours, not a link) and all in it;
+    links inside are removed, never followed (`shutil.rmtree` works through descriptors)."""
+    import shutil
+
+    path = os.path.join(parent, component(name))
+    check_ours(path, os.lstat(path))
+    if not getattr(shutil.rmtree, "avoids_symlink_attacks", False):
+        raise UnsafePath(errno.ENOTSUP, "this platform's rmtree may follow links: %s kept" % path)
+    shutil.rmtree(path)

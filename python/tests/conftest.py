@@ -43,7 +43,9 @@ FAKE_DIAGNOSE = r'''#!%(python)s
 # A stand-in for the C++ `eroica diagnose`: records how it was called, prints a fixed report.
 import json, os, sys
 session, fmt = sys.argv[2], sys.argv[sys.argv.index("--format") + 1]
-with open(os.path.join(session, "fake-diagnose-%%s.json" %% fmt), "w") as f:
+json_out = sys.argv[sys.argv.index("--json-out") + 1] if "--json-out" in sys.argv else ""
+with open(os.path.join(session, "fake-diagnose-%%s.json" %% ("json" if json_out else fmt)),
+          "w") as f:
     json.dump({"argv": sys.argv, "nice": os.nice(0),
                "files": sorted(os.listdir(session))}, f)
 doc = {"schema": "eroica.diagnosis/v1", "workers": 3, "healthy": False,
@@ -51,6 +53,9 @@ doc = {"schema": "eroica.diagnosis/v1", "workers": 3, "healthy": False,
                      "function": "enumerate(DataLoader)#__next__",
                      "impact_s_per_iter": 0.03, "location": "ddp_train.py:44"}],
        "warnings": []}
+if json_out:
+    with open(json_out, "w") as f:
+        json.dump(doc, f)
 print(json.dumps(doc) if fmt == "json" else "rank 1: data loading is slow")
 '''
 

@@ -64,7 +64,8 @@ def test_forced_session_traces_exact_iterations_and_gc(tmp_path, fake_diagnose):
     assert json.load(open(report))["findings"][0]["category"] == "dataloader"
     assert open(os.path.join(session, "report.txt")).read().strip()
     call = json.load(open(os.path.join(session, "fake-diagnose-json.json")))
-    assert call["argv"][1:] == ["diagnose", session, "--format", "json"]
+    # One diagnosis makes both reports.
+    assert call["argv"][1:] == ["diagnose", session, "--format", "text", "--json-out", report]
     assert call["nice"] >= 10
     assert "rank-0.meta.json" in call["files"] and "session.json" in call["files"]
     lines = [l for l in done.stderr.splitlines() if l.startswith("eroica:")]

@@ -62,3 +62,11 @@ def test_baseline_is_on_by_default_and_turned_off_by_zero():
     cfg = config.load({"EROICA_BASELINE": "0", "EROICA_BASELINE_AT": "80", "EROICA_BASELINE_ITERS": "0"})
     assert not cfg.baseline and cfg.baseline_at == 80
     assert cfg.baseline_iters == config.Config.baseline_iters  # must be > 0: default kept
+
+
+def test_scale_out_settings():
+    assert config.load({}).local_dir == ""  # unset: the one-folder behaviour
+    cfg = config.load({"EROICA_LOCAL_DIR": "/local", "EROICA_LOCAL_KEEP_SESSIONS": "3",
+                       "EROICA_LOCAL_KEEP_MB": "-1", "EROICA_SUMMARIZE_MEM_MB": "0"})
+    assert (cfg.local_dir, cfg.local_keep_sessions) == ("/local", 3)
+    assert (cfg.local_keep_mb, cfg.summarize_mem_mb) == (20480, 2048)  # bad values: defaults

@@ -65,3 +65,17 @@ def test_finished_tasks_cost_no_wait(tmp_path, capsys):
     start = time.monotonic()
     finish.wait_at_exit([(thread, fin)], start + 30)
     assert time.monotonic() - start < 0.5 and capsys.readouterr().err == ""
+
+
+def test_the_exit_hurries_a_scale_out_gather_before_its_deadline(tmp_path):
+    """A task still waiting on the store is told to hurry a little before the exit's deadline
+    (half of it when the wait is short), with the time left less 1 s as rank 0's grace."""
+    cfg = config.load({"EROICA_EXIT_WAIT_S": "2"})
+    fin = finish.Finisher(cfg, 0, 4, None)
+    thread = finish.spawn(fin.hurry.wait, 30)  # stands for a gather: it ends when hurried
+    start = time.monotonic()
+    finish.wait_at_exit([(thread, fin)], start + cfg.exit_wait_s)
+    waited_s = time.monotonic() - start
+    assert fin.hurry.is_set() and not thread.is_alive()
+    assert 0.9 <= waited_s <= 1.5, waited_s
+    assert fin.hurry_grace_s < 0.2  # 1 s left, 1 s kept for writing

@@ -2,6 +2,7 @@
 // findings out.
 #include <fmt/core.h>
 
+#include "base/file_util.h"
 #include "cli/commands.h"
 #include "cli/diagnosis_run.h"
 #include "report/diagnosis_json.h"
@@ -15,6 +16,7 @@ struct DiagnoseOptions {
   std::string format = "text";
   std::string expect;
   std::string baseline;
+  std::string json_out;
   int threads = 0;
 };
 
@@ -34,6 +36,14 @@ int RunDiagnose(const DiagnoseOptions& options) {
     // A baseline that cannot be read leaves the diagnosis by peers and boxes, said in a warning.
     StatusOr<PatternDiff> diff = ApplyBaselineFrom(options.baseline, options.threads, &*run);
     if (!diff.ok()) run->diagnosis.warnings.push_back(diff.status().message());
+  }
+  if (!options.json_out.empty()) {
+    // The online path wants both documents from one diagnosis (it may take minutes at scale).
+    Status written = WriteFileAtomically(options.json_out, DiagnosisToJson(run->diagnosis).dump(2) + "\n");
+    if (!written.ok()) {
+      fmt::print(stderr, "eroica: {}\n", written.message());
+      return 1;
+    }
   }
   if (options.format == "json") {
     fmt::print("{}\n", DiagnosisToJson(run->diagnosis).dump(2));
@@ -56,6 +66,8 @@ void RegisterDiagnoseCommand(CLI::App& app, int* exit_code) {
                   "Expected boxes (default: built in; the same as /usr/share/eroica/expectations.json)");
   cmd->add_option("--baseline", options->baseline,
                   "The job's baseline (session, trace folder or pattern bundle): also say what changed since");
+  cmd->add_option("--json-out", options->json_out,
+                  "Also write the eroica.diagnosis/v1 JSON to this file (one diagnosis, both documents)");
   cmd->add_option("-j,--threads", options->threads, "Parallel trace readers (default: all cores)");
   cmd->callback([options, exit_code] { *exit_code = RunDiagnose(*options); });
 }

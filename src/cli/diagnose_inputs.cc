@@ -21,7 +21,8 @@ InputKind Classify(const fs::path& path) {
   std::string name = path.filename().string();
   if (name.starts_with("stacks-") && name.ends_with(".json")) return InputKind::kStacks;
   if (name == "session.json" || name.ends_with(".meta.json")) return InputKind::kSessionMeta;
-  if (name == "report.json" || name.starts_with("report.") || name.ends_with(".tmp") ||
+  // raw-traces.json: where each rank's raw trace stayed (python/eroica/central.py), no input.
+  if (name == "report.json" || name.starts_with("report.") || name == "raw-traces.json" || name.ends_with(".tmp") ||
       name.find(".tmp.") != std::string::npos) {
     return InputKind::kSkip;  // a writer's temporary (ours: NAME.tmp.PID.N)
   }

@@ -19,6 +19,10 @@
 //   function:= varint name_str, u8 category, u8 host_kind, f32 beta,
 //              u8 has_mu_sigma, [f32 mu, f32 sigma], f32 calls_per_iter,
 //              f32 mean_duration_us, varint bytes_per_iter, u32 shapes_hash
+// Blocks are self-contained (each has its own string table), so the blocks of several files of
+// one version after a single magic are one bundle: the online scale-out path gathers the ranks'
+// files so (`patterns.pattern`, python/eroica/central.py, which checks that each file's blocks
+// fill it exactly before appending them).
 // Version 1 is version 2 without the located functions (no hot frames) and is still read; readers
 // reject other versions with a message; blocks are read one at a time, so memory is
 // bounded by the block size whatever the file size.

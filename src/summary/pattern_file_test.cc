@@ -127,6 +127,25 @@ TEST(PatternFileTest, BundlesSpanSeveralBlocks) {
   EXPECT_EQ(ranks[49], 49);
 }
 
+// The online scale-out path (python/eroica/central.py) bundles the ranks' files by keeping the
+// first magic and appending every file's blocks: blocks must stay self-contained (each its own
+// string table) for that bundle to read as every worker of every file.
+TEST(PatternFileTest, BlocksOfSeveralFilesAppendedAfterOneMagicAreOneBundle) {
+  std::string bundle{kPatternMagic};
+  for (int r = 0; r < 3; ++r) {
+    PatternWriter writer;
+    WorkerPattern w = MakeWorker(r);
+    w.host = "node" + std::to_string(r);  // each file's string table differs
+    writer.Add(w);
+    bundle += writer.Finish().substr(kPatternMagic.size());
+  }
+  TempDir dir;
+  std::string path = dir.Write("patterns.pattern", bundle);
+  std::vector<std::string> hosts;
+  ASSERT_TRUE(ForEachPattern(path, [&](WorkerPattern&& w) { hosts.push_back(w.host); }).ok());
+  EXPECT_EQ(hosts, (std::vector<std::string>{"node0", "node1", "node2"}));
+}
+
 // A file from a later eroica: one line naming the file and both versions, and `diagnose DIR`
 // must see it as a pattern file (so it reports it) rather than skip it.
 TEST(PatternFileTest, NewerVersionIsOneLineNamingTheFile) {

@@ -6,6 +6,9 @@ Knobs (key=value): pg=1 iters=80 pace_s=0.01 out=DIR
                                                 short_iters > 0, stops after that many
   force_rank=-1 force_at=10   only that rank forces a session there (EROICA_TRIGGER_AT
                               forces one on every rank)
+  hang_rank=-1 hang_at=-1     that rank blocks forever at that iteration
+  barrier=0                   1: without a process group, the ranks still start their loops
+                              together (through the launcher's store), as DDP ranks do
 Writes out/loop-end-rank-<r>.json when its loop ends (normally or by an exception, which it
 then re-raises: the job exits as it would without eroica).
 """
@@ -20,7 +23,7 @@ import torch
 
 opts = {"pg": 1, "iters": 80, "pace_s": 0.01, "out": "/tmp/eroica-faults", "kill_rank": -1,
         "slow_rank": -1, "slow_pace_s": 0.03, "short_iters": 0, "force_rank": -1,
-        "force_at": 10}
+        "force_at": 10, "hang_rank": -1, "hang_at": -1, "barrier": 0}
 for arg in sys.argv[1:]:
     key, _, value = arg.partition("=")
     opts[key] = type(opts[key])(value)
@@ -34,6 +37,16 @@ if opts["pg"]:
     dist.init_process_group("gloo")  # env://: the launcher's store, or rank 0's
     model = DDP(model)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
+if opts["barrier"] and not opts["pg"]:
+    import datetime
+
+    from torch.distributed import TCPStore
+
+    start_store = TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), None,
+                           False, datetime.timedelta(seconds=60))
+    start_store.add("fault_train/start", 1)
+    while start_store.add("fault_train/start", 0) < int(os.environ["WORLD_SIZE"]):
+        time.sleep(0.01)
 iters, pace_s = opts["iters"], opts["pace_s"]
 if rank == opts["slow_rank"]:
     pace_s = opts["slow_pace_s"]
@@ -68,6 +81,8 @@ try:
             in_window += 1
             if in_window == 2:
                 os.kill(os.getpid(), signal.SIGKILL)
+        if rank == opts["hang_rank"] and i == opts["hang_at"]:
+            time.sleep(3600)  # HANG-HERE
         opt.zero_grad()
         model(torch.randn(8, 32)).sum().backward()
         opt.step()

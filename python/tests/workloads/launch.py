@@ -5,6 +5,9 @@ environment (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_*, TORCHELASTIC_*).
 Usage: launch.py NPROC PORT script.py [args...]
   LAUNCH_STORE=rank     rank 0 hosts the store (plain env:// init), not the launcher
   LAUNCH_REPORT=FILE    writes {"codes": [...], "exit_unix": [...]} per rank, as they exit
+  LAUNCH_NODES=N        the ranks as N nodes of NPROC/N contiguous ranks (LOCAL_RANK,
+                        LOCAL_WORLD_SIZE, GROUP_RANK as torchrun sets them on each node)
+  LAUNCH_LOCAL_DIR=T    each rank's EROICA_LOCAL_DIR: T with {node} replaced by its node
 """
 
 import datetime
@@ -24,10 +27,16 @@ def main():
     if not rank_store:
         store = dist.TCPStore("127.0.0.1", port, None, True, datetime.timedelta(seconds=60))
     procs = []
+    per_node = nproc // max(1, int(os.environ.get("LAUNCH_NODES", "1")))
     for rank in range(nproc):
-        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nproc),
-                   LOCAL_WORLD_SIZE=str(nproc), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   TORCHELASTIC_RUN_ID="launchtest", TORCHELASTIC_RESTART_COUNT="0")
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank % per_node),
+                   WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(per_node),
+                   GROUP_RANK=str(rank // per_node), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port), TORCHELASTIC_RUN_ID="launchtest",
+                   TORCHELASTIC_RESTART_COUNT="0")
+        if os.environ.get("LAUNCH_LOCAL_DIR"):
+            env["EROICA_LOCAL_DIR"] = os.environ["LAUNCH_LOCAL_DIR"].replace(
+                "{node}", str(rank // per_node))
         if not rank_store:
             env["TORCHELASTIC_USE_AGENT_STORE"] = "True"
         procs.append(subprocess.Popen([sys.executable] + argv, env=env))
