@@ -12,10 +12,12 @@ DEBIAN_PACKAGES := cmake g++ make pkg-config libsimdjson-dev libfmt-dev libcli11
   libdeflate-dev libisal-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev python3-torch \
   python3-numpy python3-pytest nlohmann-json3-dev iproute2 gzip chromium clang-tidy clang-format clang libclang-rt-14-dev \
   dpkg-dev fakeroot lintian help2man man-db systemd python3-build python3-wheel python3-setuptools \
-  python3-venv python3-pip util-linux
-# npm only where Debian has no such tool: a Dockerfile linter (no hadolint in Debian 12). npm
+  python3-venv python3-pip util-linux python3-yaml
+# npm only where Debian has no such tool: a Dockerfile linter (no hadolint in Debian 12), and
+# the Kubernetes API's schemas with a validator for deploy/ (Debian 12 packages neither, nor
+# kubeconform): kubernetes-models' validators and ajv for the vendored PyTorchJob schema. npm
 # itself comes from Debian unless a Node.js is already installed (it brings its own npm).
-NPM_PACKAGES := dockerfilelint@1.8.0
+NPM_PACKAGES := dockerfilelint@1.8.0 kubernetes-models@5.1.0 ajv@8.20.0
 
 .PHONY: deps build build-asan test unit-test demo bench accuracy package tidy format build-fuzz fuzz clean
 
@@ -35,6 +37,8 @@ deps:
 	    echo "eroica: installing npm package $$p"; \
 	    $$( [ "$$(id -u)" = 0 ] || echo sudo ) npm install -g --no-fund --no-audit --silent $$p; }; \
 	done
+	@# kubectl renders deploy/'s kustomizations; Debian 12's (1.20) has a kustomize too old for them.
+	@command -v kubectl > /dev/null || echo "eroica: no kubectl (1.27+): the deploy_manifests test will fail"
 
 $(BUILD)/build.ninja $(BUILD)/Makefile: CMakeLists.txt
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEROICA_PYTHON=$(PYTHON)

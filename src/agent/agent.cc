@@ -13,8 +13,10 @@
 #include "agent/error_log.h"
 #include "agent/gpu_collector.h"
 #include "agent/host_collector.h"
+#include "agent/job_verdict.h"
 #include "agent/metrics_file_writer.h"
 #include "agent/net_collector.h"
+#include "agent/node_metrics_text.h"
 #include "agent/process_collector.h"
 #include "agent/process_registry.h"
 #include "agent/prometheus_server.h"
@@ -29,6 +31,9 @@ namespace {
 
 constexpr int64_t kNsPerSecond = 1'000'000'000;
 constexpr int64_t kLoopPeriodNs = 100'000'000;
+// A new verdict appears once per diagnosis (minutes apart); a scan of the sessions folder is
+// cheap, but a shared filesystem's metadata server need not see it every second.
+constexpr int kVerdictPollEveryN = 5;
 
 std::string HostName() {
   char name[256] = {0};
@@ -113,6 +118,8 @@ class Agent {
   Sampler host_sampler_;
   std::unique_ptr<Sampler> gpu_sampler_;
   std::unique_ptr<PrometheusServer> prometheus_;
+  std::unique_ptr<VerdictWatcher> verdict_;  // only with a Prometheus page
+  int housekeeping_count_ = 0;
   std::atomic<uint64_t> sessions_written_{0};
   std::atomic<uint64_t> sessions_dropped_{0};
 };
@@ -174,6 +181,8 @@ Status Agent::Start() {
     if (!dir.empty()) EROICA_RETURN_IF_ERROR(EnsureOwnDirectory(dir));
   }
   if (options_.prometheus_port > 0) {
+    std::string report_dir = options_.report_dir.empty() ? options_.dir : options_.report_dir;
+    if (!report_dir.empty()) verdict_ = std::make_unique<VerdictWatcher>(report_dir);
     prometheus_ = std::make_unique<PrometheusServer>([this] { return RenderMetrics(); });
     EROICA_RETURN_IF_ERROR(prometheus_->Start(options_.prometheus_bind, options_.prometheus_port));
     log_.Info(fmt::format("Prometheus metrics on http://{}:{}/metrics", options_.prometheus_bind, prometheus_->port()));
@@ -215,6 +224,9 @@ void Agent::Housekeeping(int64_t now_ns) {
   processes_.SetProcesses(std::move(tracked));
   sessions_.Poll(now_ns, session_dirs);
   store_.CollectGarbage(now_ns);
+  if (verdict_ != nullptr && housekeeping_count_++ % kVerdictPollEveryN == 0) {
+    if (Status status = verdict_->Poll(); !status.ok()) log_.Report("verdict", "latest verdict: " + status.message());
+  }
 }
 
 void Agent::WriteDueSessions(int64_t now_ns) {
@@ -281,7 +293,21 @@ std::string Agent::RenderMetrics() {
   health.sessions_started = sessions_.started();
   health.sessions_written = sessions_written_.load();
   health.sessions_dropped = sessions_dropped_.load();
-  return RenderPrometheusText(health, registry_.Live());
+  std::vector<Registration> live = registry_.Live();
+  std::string page = RenderPrometheusText(health, live);
+  std::map<int64_t, int64_t> rank_of_pid;
+  for (const Registration& process : live) rank_of_pid[process.pid] = process.rank;
+  RenderNodeMetrics(store_.Latest(IsExportedSeries), rank_of_pid, &page);
+  RenderVerdictMetrics(verdict_ ? verdict_->Latest() : std::nullopt, &page);
+  return page;
+}
+
+std::vector<std::string> ExportedMetricNames() {
+  std::vector<std::string> names = HealthMetricNames();
+  for (std::vector<std::string> more : {NodeMetricNames(), VerdictMetricNames()}) {
+    names.insert(names.end(), more.begin(), more.end());
+  }
+  return names;
 }
 
 Status RunAgent(const AgentOptions& given, const std::atomic<bool>& stop) {

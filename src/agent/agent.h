@@ -23,6 +23,9 @@ struct AgentOptions {
   double buffer_s = 120;     // history kept in memory; a session's window must fit in it
   int prometheus_port = 0;   // 0: no Prometheus endpoint
   std::string prometheus_bind = "127.0.0.1";
+  // The folder of session folders whose newest report.json is the job's verdict on /metrics
+  // (the central EROICA_DIR); "" uses `dir`.
+  std::string report_dir;
   std::string host;           // default: gethostname()
   std::vector<int64_t> pids;  // watched without a registration file
   std::string root;           // "" for the real /proc and /sys; tests point it at a fake tree
@@ -39,6 +42,9 @@ Status ValidateAgentOptions(const AgentOptions& options);
 // Runs until `stop` becomes true, or — with session_dir — until that session's metrics file is
 // written. On the way out it writes the files of sessions still open (cut at that moment).
 Status RunAgent(const AgentOptions& options, const std::atomic<bool>& stop);
+
+// Every metric name the Prometheus page can write (health, sampled figures, the verdict).
+std::vector<std::string> ExportedMetricNames();
 
 // "metrics-<host>.eroica-metrics", with characters unsafe in a file name replaced by '_'.
 std::string MetricsFileName(const std::string& host);

@@ -34,15 +34,21 @@ std::string EscapeLabelValue(std::string_view value) {
   return escaped;
 }
 
-std::string RenderPrometheusText(const AgentHealth& h, const std::vector<Registration>& processes) {
-  struct Row {
-    const char* name;
-    const char* type;
-    const char* help;
-    double value;
-  };
+namespace {
+
+struct Row {
+  const char* name;
+  const char* type;
+  const char* help;
+  double value;
+};
+
+constexpr const char* kLoopMetrics[] = {"eroica_agent_ticks_total", "eroica_agent_missed_ticks_total"};
+constexpr const char* kIterationMetric = "eroica_training_last_iteration_seconds";
+
+std::vector<Row> HealthRows(const AgentHealth& h, size_t registered_processes) {
   auto n = [](uint64_t value) { return static_cast<double>(value); };
-  const Row rows[] = {
+  return {
       {"eroica_agent_up", "gauge", "1 while the agent runs.", 1},
       {"eroica_agent_uptime_seconds", "gauge", "Time since the agent started.", h.uptime_s},
       {"eroica_agent_cpu_seconds_total", "counter", "CPU time the agent used.", h.cpu_s},
@@ -51,7 +57,7 @@ std::string RenderPrometheusText(const AgentHealth& h, const std::vector<Registr
        n(h.dropped_samples)},
       {"eroica_agent_series", "gauge", "Series held.", n(h.series)},
       {"eroica_agent_buffer_bytes", "gauge", "Memory the sample buffer uses.", n(h.buffer_bytes)},
-      {"eroica_agent_registered_processes", "gauge", "Training processes watched.", n(processes.size())},
+      {"eroica_agent_registered_processes", "gauge", "Training processes watched.", n(registered_processes)},
       {"eroica_agent_tracked_threads", "gauge", "Threads of those processes followed.", n(h.tracked_threads)},
       {"eroica_agent_gpus", "gauge", "GPUs monitored through NVML.", n(h.gpus)},
       {"eroica_agent_errors_total", "counter", "Problems met (each logged once).", n(h.errors)},
@@ -60,21 +66,32 @@ std::string RenderPrometheusText(const AgentHealth& h, const std::vector<Registr
       {"eroica_agent_sessions_dropped_total", "counter", "Metrics files that could not be written (disk full, ...).",
        n(h.sessions_dropped)},
   };
+}
+
+}  // namespace
+
+std::string RenderPrometheusText(const AgentHealth& h, const std::vector<Registration>& processes) {
   std::string out;
-  for (const Row& row : rows) Metric(&out, row.name, row.type, row.help, row.value);
-  LoopMetric(&out, "eroica_agent_ticks_total", "Sampling loop iterations.", h.host_ticks, h.gpu_ticks);
-  LoopMetric(&out, "eroica_agent_missed_ticks_total", "Ticks skipped because sampling ran late.", h.host_missed_ticks,
+  for (const Row& row : HealthRows(h, processes.size())) Metric(&out, row.name, row.type, row.help, row.value);
+  LoopMetric(&out, kLoopMetrics[0], "Sampling loop iterations.", h.host_ticks, h.gpu_ticks);
+  LoopMetric(&out, kLoopMetrics[1], "Ticks skipped because sampling ran late.", h.host_missed_ticks,
              h.gpu_missed_ticks);
-  out +=
-      "# HELP eroica_training_last_iteration_seconds Latest iteration time a rank reported.\n"
-      "# TYPE eroica_training_last_iteration_seconds gauge\n";
+  fmt::format_to(std::back_inserter(out), "# HELP {0} Latest iteration time a rank reported.\n# TYPE {0} gauge\n",
+                 kIterationMetric);
   for (const Registration& process : processes) {
     if (!process.last_iteration_s) continue;
-    fmt::format_to(std::back_inserter(out),
-                   "eroica_training_last_iteration_seconds{{rank=\"{}\",pid=\"{}\",host=\"{}\"}} {}\n", process.rank,
-                   process.pid, EscapeLabelValue(process.host), *process.last_iteration_s);
+    fmt::format_to(std::back_inserter(out), "{}{{rank=\"{}\",pid=\"{}\",host=\"{}\"}} {}\n", kIterationMetric,
+                   process.rank, process.pid, EscapeLabelValue(process.host), *process.last_iteration_s);
   }
   return out;
+}
+
+std::vector<std::string> HealthMetricNames() {
+  std::vector<std::string> names;
+  for (const Row& row : HealthRows(AgentHealth{}, 0)) names.emplace_back(row.name);
+  for (const char* name : kLoopMetrics) names.emplace_back(name);
+  names.emplace_back(kIterationMetric);
+  return names;
 }
 
 }  // namespace eroica::agent

@@ -31,6 +31,9 @@ struct AgentHealth {
 
 std::string RenderPrometheusText(const AgentHealth& health, const std::vector<Registration>& processes);
 
+// Every metric name RenderPrometheusText can write.
+std::vector<std::string> HealthMetricNames();
+
 // Escapes a label value (backslash, double quote, newline).
 std::string EscapeLabelValue(std::string_view value);
 

@@ -74,6 +74,16 @@ std::vector<MetricsSeries> SampleStore::Snapshot(int64_t from_ns, int64_t to_ns)
   return result;
 }
 
+std::vector<LatestSample> SampleStore::Latest(const std::function<bool(const SeriesInfo&)>& wanted) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<LatestSample> result;
+  for (const std::unique_ptr<Entry>& entry : entries_) {
+    if (entry == nullptr || entry->released || entry->buffer.empty() || !wanted(entry->info)) continue;
+    result.push_back({entry->info, entry->buffer.last_ts_ns(), entry->buffer.last_value()});
+  }
+  return result;
+}
+
 void SampleStore::CollectGarbage(int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   for (SeriesId id = 0; id < entries_.size(); ++id) {

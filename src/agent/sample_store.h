@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,6 +21,13 @@ struct StoreOptions {
   int64_t window_ns = 120'000'000'000;  // keep at least this much history
   size_t max_samples_per_series = 120 * 100 * 2;
   size_t max_series = 8192;
+};
+
+// A series' newest sample, for the Prometheus page.
+struct LatestSample {
+  SeriesInfo info;
+  int64_t ts_ns = 0;
+  int64_t value = 0;
 };
 
 struct StoreStats {
@@ -48,6 +56,10 @@ class SampleStore {
 
   // The samples with from_ns <= ts <= to_ns, one entry per series that has any.
   std::vector<MetricsSeries> Snapshot(int64_t from_ns, int64_t to_ns);
+
+  // The newest sample of every live series that `wanted` accepts (it sees each series' info
+  // under the lock, so it must be cheap); released series are left out.
+  std::vector<LatestSample> Latest(const std::function<bool(const SeriesInfo&)>& wanted);
 
   // Frees released series whose history has aged out (older than now_ns - window).
   void CollectGarbage(int64_t now_ns);

@@ -34,6 +34,8 @@ class SeriesBuffer {
   bool empty() const { return sample_count_ == 0; }
   int64_t first_ts_ns() const { return chunks_.empty() ? 0 : chunks_.front().first_ts_ns; }
   int64_t last_ts_ns() const { return chunks_.empty() ? 0 : chunks_.back().last_ts_ns; }
+  // The newest value (the open chunk's encoder state); 0 when empty.
+  int64_t last_value() const { return chunks_.empty() ? 0 : chunks_.back().prev_value; }
 
  private:
   struct Chunk {

@@ -63,6 +63,7 @@ void RegisterAgentCommand(CLI::App& app, int* exit_code) {
   struct Flags {
     agent::AgentOptions agent;
     bool no_gpu = false;
+    bool list_metrics = false;
   };
   auto flags = std::make_shared<Flags>();
   agent::AgentOptions* options = &flags->agent;
@@ -83,6 +84,9 @@ void RegisterAgentCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   command->add_option("--prometheus-bind", options->prometheus_bind, "Address the Prometheus endpoint binds")
       ->capture_default_str();
+  command->add_option("--report-dir", options->report_dir,
+                      "Folder of sessions whose newest report.json is the verdict on /metrics (default: --dir)");
+  command->add_flag("--list-metrics", flags->list_metrics, "Print every metric name /metrics can export, and exit");
   command->add_option("--host", options->host, "Host name in file names (default: hostname)");
   command->add_option("--pid", options->pids, "Also watch this process (repeatable)");
   command->add_option("--max-threads-per-process", options->max_threads_per_process, "Threads followed per process")
@@ -90,6 +94,11 @@ void RegisterAgentCommand(CLI::App& app, int* exit_code) {
   command->add_option("--root", options->root, "Read /proc and /sys under this prefix (tests, chroots)");
   command->add_flag("--no-gpu", flags->no_gpu, "Do not load NVML");
   command->callback([flags, exit_code] {
+    if (flags->list_metrics) {
+      for (const std::string& name : agent::ExportedMetricNames()) fmt::print("{}\n", name);
+      *exit_code = 0;
+      return;
+    }
     flags->agent.gpu = !flags->no_gpu;
     *exit_code = RunAgentCommand(flags->agent);
   });

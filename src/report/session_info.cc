@@ -42,6 +42,7 @@ void ParseSessionJson(const std::string& text, SessionInfo* info) {
   const Json& j = *parsed;
   info->has_session = true;
   info->session_id = JsonTextOr(j, {"session_id", "id"});
+  info->job_id = JsonTextOr(j, {"job_id"});
   info->reason = JsonTextOr(j, {"reason", "trigger"});
   info->trigger_rank = JsonSmallIntOr(j, {"trigger_rank", "detecting_rank", "rank"}, -1);
   info->trigger_host = JsonTextOr(j, {"trigger_host", "host"});

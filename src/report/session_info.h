@@ -24,6 +24,7 @@ struct RankMeta {
 struct SessionInfo {
   bool has_session = false;  // a session.json was found
   std::string session_id;
+  std::string job_id;  // EROICA_JOB_ID or the launcher's job name, when given
   std::string reason;  // "degradation", "hang", "forced" ...
   int trigger_rank = -1;
   std::string trigger_host;
