@@ -67,7 +67,7 @@ def main():
     parser.add_argument("--eroica", default=str(SOURCE / "build" / "eroica"))
     parser.add_argument("--ranks", type=int, default=4)
     parser.add_argument("--slow-rank", type=int, default=2)
-    parser.add_argument("--slow-from", type=int, default=120)
+    parser.add_argument("--slow-from", type=int, default=140)
     parser.add_argument("--dir", default=str(SOURCE / "out" / "demo"))
     args = parser.parse_args()
     eroica_dir = Path(args.dir) / time.strftime("%Y%m%d-%H%M%S")

@@ -45,7 +45,7 @@ class Config:
     series_len: int = 200
     # The job's baseline: once per job, every rank profiles `baseline_iters` iterations at
     # iteration `baseline_at` (-1: after the detector's warm-up and first window, once iteration
-    # times stop falling, at most two windows later; never after a slowdown was seen), kept as
+    # times stop falling, at most one window later; never after a slowdown was seen), kept as
     # <dir>/<job>.baseline.pattern; later sessions are also diagnosed against it. A new one only
     # on the user's word: `eroica.rebaseline()` or `python -m eroica rebaseline`.
     baseline: bool = True

@@ -36,7 +36,7 @@ _MODE_NONE, _MODE_OPTIMIZER, _MODE_DATALOADER = 0, 1, 2
 _STORE_RETRY_S = 5.0
 # An automatic baseline waits for iteration times to stop falling at most this many detector
 # windows past its earliest iteration.
-_BASELINE_SETTLE_WINDOWS = 2
+_BASELINE_SETTLE_WINDOWS = 1
 
 
 class Runtime:

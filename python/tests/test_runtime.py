@@ -218,24 +218,24 @@ def _baselines_requested(rt):
 
 
 def test_the_automatic_baseline_waits_until_iteration_times_stop_falling(tmp_path):
-    # Warm-up that outlasts the detector's: 20 iterations from 150 ms down to 100 ms, then flat.
-    falling = [150 - 2.5 * i for i in range(20)]
+    # Warm-up that outlasts the detector's: 12 iterations from 130 ms down to 100 ms, then flat.
+    falling = [130 - 2.5 * i for i in range(12)]
     flat = [100 + (1 if i % 2 else -1) for i in range(60)]
     rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=5, EROICA_WINDOW=10, EROICA_BASELINE=1)
     asked = _baselines_requested(rt)
     _feed(rt, falling + flat)
     assert [reason for _, reason in asked] == ["baseline"]
-    assert 22 <= asked[0][0] < 35, asked  # not at warm-up + window (15): times still fell
+    assert 17 <= asked[0][0] < 25, asked  # not at warm-up + window (15): times still fell
     # An iteration set by the user is kept as it is.
     fixed = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=5, EROICA_WINDOW=10, EROICA_BASELINE_AT=15)
     asked = _baselines_requested(fixed)
     _feed(fixed, falling + flat)
     assert asked == [(15, "baseline")]
-    # A job that never stops speeding up gets its baseline after two more windows.
+    # A job that never stops speeding up gets its baseline one window later.
     drifting = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=5, EROICA_WINDOW=10, EROICA_BASELINE=1)
     asked = _baselines_requested(drifting)
     _feed(drifting, [300 - 2.5 * i for i in range(100)])
-    assert asked == [(35, "baseline")]
+    assert asked == [(25, "baseline")]
 
 
 def test_a_baseline_won_by_another_rank_or_overtaken_by_a_slowdown_is_not_asked_for(tmp_path):
