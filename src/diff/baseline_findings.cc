@@ -122,7 +122,8 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
     return a == b || (IsProgramPoint(a) && IsProgramPoint(b));
   };
   std::erase_if(d->findings, [&](const Finding& f) {
-    if (f.scope != FindingScope::kGlobal || f.category != global.category || !same_function(f.function, global.function)) {
+    if (f.scope != FindingScope::kGlobal || f.category != global.category ||
+        !same_function(f.function, global.function)) {
       return false;
     }
     if (!merged) global.evidence += "; " + f.evidence;

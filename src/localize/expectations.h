@@ -36,7 +36,7 @@ struct Box {
 struct Expectations {
   std::vector<Box> boxes;
   // Localization thresholds (docs/DESIGN.md "Localization").
-  double min_beta = 0.01;         // a (f,w) below this is never abnormal
+  double min_beta = 0.01;  // a (f,w) below this is never abnormal
   // Δ outlier: robust z beyond this (the paper's k = 5). The same k spreads of the job's own
   // noise decide a straggler's summed excess (iteration_evidence.h) and a host point's lead on
   // every rank (global_analysis.cc).

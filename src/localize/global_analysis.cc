@@ -228,7 +228,8 @@ std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectat
     bool covered = std::any_of(out.begin(), out.end(), [&](const Finding& g) { return g.category == f.category; });
     if (!covered) out.push_back(std::move(f));
   }
-  bool host_covered = std::any_of(out.begin(), out.end(), [](const Finding& g) { return g.category == FindingCategory::kHost; });
+  bool host_covered =
+      std::any_of(out.begin(), out.end(), [](const Finding& g) { return g.category == FindingCategory::kHost; });
   if (!host_covered) {
     if (std::optional<Finding> point = ConsistentHostPoint(group, e)) out.push_back(std::move(*point));
   }

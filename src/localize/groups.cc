@@ -18,7 +18,7 @@ constexpr double kSameRoleOverlap = 0.5;
 // changes. Operations it calls (compute, memory, communication; any β) and its collectives by
 // name and count.
 struct RoleSignature {
-  std::vector<StringId> operations;                      // sorted, unique
+  std::vector<StringId> operations;                        // sorted, unique
   std::vector<std::pair<StringId, uint32_t>> collectives;  // (name, calls in the window), sorted
 };
 
@@ -98,8 +98,7 @@ std::vector<WorkerGroup> GroupWorkers(const WorkerTable& table) {
     RoleSignature signature = SignatureOf(table, i);
     Candidate* home = nullptr;
     for (Candidate& g : groups) {
-      if (g.has_device == row.has_device && g.role == row.group &&
-          SameRole(g.signature, signature)) {
+      if (g.has_device == row.has_device && g.role == row.group && SameRole(g.signature, signature)) {
         home = &g;
         break;
       }

@@ -14,8 +14,7 @@ namespace eroica {
 
 // The categories that are a worker's own work. Communication is excluded: in a synchronous job
 // a rank's exposed collective time is mostly waiting for the slowest peer.
-inline constexpr Category kOwnWork[] = {Category::kCompute, Category::kMemory, Category::kDataloader,
-                                        Category::kHost};
+inline constexpr Category kOwnWork[] = {Category::kCompute, Category::kMemory, Category::kDataloader, Category::kHost};
 inline constexpr size_t kOwnCount = std::size(kOwnWork);
 
 // Member k's share of iteration i in `category` (nullopt: all its own work).
@@ -61,7 +60,6 @@ class IterationLeaders {
   std::vector<size_t> leader_;
   std::vector<double> best_, second_;
 };
-
 
 // Each member's excess over the group's median share, iteration by iteration, summed over the
 // window and set against the spread of the other members' per-iteration deviations: a loader that

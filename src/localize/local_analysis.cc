@@ -187,7 +187,8 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   std::vector<Excess> out;
   for (size_t k = 0; k < n; ++k) {
     double own_excess = own[k] - own_center.median;
-    bool own_outlier = IsOutlier(group, own_leaders, own_window, k, own_excess, RobustZ(own[k], own_center, e.min_scale_beta), e);
+    bool own_outlier =
+        IsOutlier(group, own_leaders, own_window, k, own_excess, RobustZ(own[k], own_center, e.min_scale_beta), e);
     bool any_category = false;
     for (size_t c = 0; c < kOwnCount; ++c) any_category = any_category || outlier[c][k];
     if (!own_outlier && !any_category) continue;
