@@ -3,8 +3,7 @@
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 BUILD ?= build
-ASAN_BUILD ?= build-asan
-FUZZ_BUILD ?= build-fuzz
+SAN_BUILD ?= build-san
 FUZZ_SECONDS ?= 600
 FUZZ_TEST_SECONDS ?= 12
 PYTHON := /usr/bin/python3
@@ -19,7 +18,7 @@ DEBIAN_PACKAGES := cmake g++ make pkg-config libsimdjson-dev libfmt-dev libcli11
 # itself comes from Debian unless a Node.js is already installed (it brings its own npm).
 NPM_PACKAGES := dockerfilelint@1.8.0 kubernetes-models@5.1.0 ajv@8.20.0
 
-.PHONY: deps build build-asan test unit-test demo bench accuracy package tidy format build-fuzz fuzz clean
+.PHONY: deps build build-san test unit-test demo bench accuracy package tidy format fuzz clean
 
 deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
@@ -47,27 +46,24 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEROICA_PYTHON=$(PYTHON) > /dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
-build-asan: deps
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEROICA_PYTHON=$(PYTHON) -DEROICA_SANITIZE=ON -DEROICA_BUILD_BENCH=OFF > /dev/null
-	cmake --build $(ASAN_BUILD) -j $(JOBS) --target eroica_unit_tests
-
-# The libFuzzer targets (clang, ASan/UBSan, coverage): only they and the libraries they need.
-build-fuzz: deps
-	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-	  -DEROICA_FUZZ=ON -DEROICA_BUILD_BENCH=OFF > /dev/null
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target eroica_fuzzers
+# One clang tree with ASan/UBSan and libFuzzer's coverage for both the sanitized unit tests and
+# the fuzz targets: the libraries are compiled once for both, and nothing else is built there.
+build-san: deps
+	@cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+	  -DEROICA_FUZZ=ON -DEROICA_BUILD_BENCH=OFF -DEROICA_PYTHON=$(PYTHON) > /dev/null
+	cmake --build $(SAN_BUILD) -j $(JOBS) --target eroica_unit_tests eroica_fuzzers
 
 # Long fuzz runs: FUZZ_SECONDS per target (tests/fuzz/run_fuzzers.sh).
-fuzz: build-fuzz
-	tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(JOBS)
+fuzz: build-san
+	tests/fuzz/run_fuzzers.sh $(SAN_BUILD) $(FUZZ_SECONDS) $(JOBS)
 
 # Every test: unit, golden, real-trace and real-PyTorch end-to-end tests, then the unit tests
 # again under ASan/UBSan, then a short run of every fuzz target.
-test: build build-asan build-fuzz
+test: build build-san
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
-	tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(FUZZ_TEST_SECONDS) $(JOBS)
+	tests/fuzz/run_fuzzers.sh $(SAN_BUILD) $(FUZZ_TEST_SECONDS) $(JOBS)
 
 unit-test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
@@ -102,4 +98,4 @@ package: build
 	@ls -l $(BUILD)/package
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD)

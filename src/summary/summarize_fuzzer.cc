@@ -1,5 +1,5 @@
 // libFuzzer target: a plain-JSON trace through the reader and the summarizer. Built by
-// `make build-fuzz` (clang, -DEROICA_FUZZ=ON); seeds in tests/fuzz/corpus/summarize_fuzzer.
+// `make build-san` (clang, -DEROICA_FUZZ=ON); seeds in tests/fuzz/corpus/summarize_fuzzer.
 #include <cstdint>
 #include <string>
 
