@@ -67,5 +67,8 @@ def test_wheel_runs_a_real_two_rank_job_from_a_venv(tmp_path, built_binary):
     assert report["schema"] == "eroica.diagnosis/v1" and report["workers"] == 2, report
     lines = [l for l in job.stderr.splitlines() if l.startswith("eroica:") and "report:" in l]
     assert len(lines) == 1, job.stderr
-    assert calls.read_text().startswith("diagnose %s --format json" % session), calls.read_text()
+    # One diagnosis per session: its text to stdout, its JSON to report.json.
+    assert calls.read_text().splitlines() == [
+        "diagnose %s --format text --json-out %s" % (session, os.path.join(session, "report.json"))
+    ], calls.read_text()
     print("\n" + lines[0])
