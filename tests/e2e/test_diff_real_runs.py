@@ -9,23 +9,35 @@ from eroica_cli import eroica, run_scenario
 GC_RANK = 3
 
 
+def median_iteration_s(truth):
+    times = sorted(t for per_rank in truth["iteration_times_s"].values() for t in per_rank[12:17])
+    return times[len(times) // 2]
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    made = {}
-    # The baseline and the run it explains back to back: the load of this shared machine
-    # drifts between runs.
+    made, truths = {}, {}
+    # Each run and the run it is compared with back to back: the load of this shared machine
+    # drifts between runs. healthy_a sits between its two partners.
     for name, scenario, seed, params, extra in [
+        ("healthy_b", "healthy", 1, [], []),
         ("healthy_a", "healthy", 0, [], []),
         # An 80 ms sleep in every rank's step, alike on every rank: peers see nothing odd. It is
         # large against this shared machine's load drift between two runs (a healthy run here
         # has measured 90 to 157 ms per iteration); a 40 ms sleep was once outweighed by it.
         ("sleep_everywhere", "python_hot_loop_global", 0, ["loop_ms=0", "sleep_ms=80"], []),
-        ("healthy_b", "healthy", 1, [], []),
         ("gc_storm", "gc_storm", 0, [], ["--fault-rank", str(GC_RANK)]),
     ]:
         out = tmp_path_factory.mktemp(name)
-        run_scenario(scenario, out, seed=seed, params=params, extra=extra)
+        truths[name] = run_scenario(scenario, out, seed=seed, params=params, extra=extra)
         made[name] = out
+    # Two healthy runs are alike only if the machine ran them alike: when the testbed's own clock
+    # (outside eroica) says one ran its profiled window over 20 % slower, it is made again, once.
+    a, b = median_iteration_s(truths["healthy_a"]), median_iteration_s(truths["healthy_b"])
+    if abs(a - b) > 0.2 * min(a, b):
+        out = tmp_path_factory.mktemp("healthy_b_again")
+        run_scenario("healthy", out, seed=1)
+        made["healthy_b"] = out
     return made
 
 
