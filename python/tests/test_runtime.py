@@ -259,7 +259,7 @@ def test_a_rebaseline_request_takes_a_new_baseline_after_warm_up(tmp_path):
     assert asked[0][0] >= 30 + 5, asked  # after the new regime's warm-up
 
 
-def test_the_rebaseline_command_reaches_rank_0_once(tmp_path, monkeypatch):
+def test_the_rebaseline_command_reaches_rank_0_once(tmp_path):
     import subprocess
     import sys
     import os

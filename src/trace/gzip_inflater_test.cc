@@ -2,29 +2,14 @@
 
 #include <fmt/core.h>
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <string>
 
 #include "base/temp_dir.h"
+#include "trace/zlib_gzip.h"
 
 namespace eroica {
 namespace {
-
-// gzip as zlib writes it (an independent encoder), one member.
-std::string Gzip(std::string_view in, int level = 6) {
-  z_stream z{};
-  deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&z, in.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
 
 // Text that compresses but not to nothing: several MB inflate over many calls and input refills.
 std::string Lines(int count) {
@@ -63,8 +48,8 @@ Inflated InflateAll(const TempDir& dir, const std::string& gzip, size_t capacity
 TEST(GzipInflaterTest, InflatesLargeInputInSmallAndLargePieces) {
   TempDir dir;
   std::string text = Lines(100000);  // 3.5 MB: several 256 KB input refills
-  std::string gzip = Gzip(text, 1);
-  Inflated small = InflateAll(dir, Gzip(text.substr(0, 5000)), 1);
+  std::string gzip = ZlibGzip(text, 1);
+  Inflated small = InflateAll(dir, ZlibGzip(text.substr(0, 5000)), 1);
   ASSERT_TRUE(small.status.ok()) << small.status.message();
   EXPECT_EQ(small.bytes, text.substr(0, 5000));
   for (size_t capacity : {size_t{4093}, size_t{1} << 20, size_t{8} << 20}) {
@@ -78,14 +63,14 @@ TEST(GzipInflaterTest, InflatesLargeInputInSmallAndLargePieces) {
 TEST(GzipInflaterTest, ConcatenatedMembersAreOneStream) {
   TempDir dir;
   std::string a = Lines(30000), b = "", c = Lines(7);
-  Inflated out = InflateAll(dir, Gzip(a, 1) + Gzip(b) + Gzip(c, 9), 1 << 16);
+  Inflated out = InflateAll(dir, ZlibGzip(a, 1) + ZlibGzip(b) + ZlibGzip(c, 9), 1 << 16);
   ASSERT_TRUE(out.status.ok()) << out.status.message();
   EXPECT_TRUE(out.bytes == a + b + c);
 }
 
 TEST(GzipInflaterTest, AnEmptyMemberInflatesToNothing) {
   TempDir dir;
-  Inflated out = InflateAll(dir, Gzip(""), 4096);
+  Inflated out = InflateAll(dir, ZlibGzip(""), 4096);
   EXPECT_TRUE(out.status.ok()) << out.status.message();
   EXPECT_TRUE(out.bytes.empty());
 }
@@ -93,7 +78,7 @@ TEST(GzipInflaterTest, AnEmptyMemberInflatesToNothing) {
 TEST(GzipInflaterTest, ACutStreamKeepsWhatInflatedAndSaysTruncated) {
   TempDir dir;
   std::string text = Lines(30000);
-  std::string gzip = Gzip(text);
+  std::string gzip = ZlibGzip(text);
   for (size_t keep : {size_t{0}, size_t{5}, gzip.size() / 2, gzip.size() - 4}) {
     Inflated out = InflateAll(dir, gzip.substr(0, keep), 1 << 20);
     ASSERT_FALSE(out.status.ok()) << "kept " << keep;
@@ -108,7 +93,7 @@ TEST(GzipInflaterTest, ACutStreamKeepsWhatInflatedAndSaysTruncated) {
 TEST(GzipInflaterTest, DamageIsAnErrorSayingWhere) {
   TempDir dir;
   std::string text = Lines(50000);
-  std::string gzip = Gzip(text);
+  std::string gzip = ZlibGzip(text);
   std::string bad_crc = gzip;
   bad_crc[gzip.size() - 6] ^= 0x5a;
   Inflated crc = InflateAll(dir, bad_crc, 1 << 20);
@@ -132,7 +117,7 @@ TEST(GzipInflaterTest, DamageIsAnErrorSayingWhere) {
 TEST(GzipInflaterTest, BytesAfterAMemberThatAreNotGzipAreDamage) {
   TempDir dir;
   std::string text = Lines(1000);
-  Inflated out = InflateAll(dir, Gzip(text) + "trailing junk", 1 << 20);
+  Inflated out = InflateAll(dir, ZlibGzip(text) + "trailing junk", 1 << 20);
   ASSERT_FALSE(out.status.ok());
   EXPECT_TRUE(out.bytes == text) << "the member before the junk is whole";
 }
