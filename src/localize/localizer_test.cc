@@ -87,11 +87,12 @@ TEST(LocalizerTest, MoreWorkIsImbalanceSameWorkSlowerIsCompute) {
 }
 
 // Without shapes, calls or items to count: a rank given longer sequences runs its batch's ops
-// slower and its model-sized work (gradient accumulation, the optimizer) at its peers' pace; a
-// slower processor stretches both.
+// slower and its model-sized work (gradient accumulation, the optimizer, the host's time between
+// ops) at its peers' pace; a slower processor stretches both.
 TEST(LocalizerTest, MoreDataWithoutShapesIsImbalanceByTheWorkThatDoesNotScaleWithIt) {
-  auto worker = [](int rank, double batch_stretch, double model_stretch) {
-    WorkerPattern w = Worker(rank, 0.30 * batch_stretch, 0.02, 0.05, 0.93 - 0.30 * batch_stretch);
+  auto worker = [](int rank, double batch_stretch, double model_stretch, double host_stretch) {
+    double host = 0.05 * host_stretch;
+    WorkerPattern w = Worker(rank, 0.30 * batch_stretch, 0.02, host, 0.98 - 0.30 * batch_stretch - host);
     w.functions[0].mean_duration_us = 3000 * batch_stretch;  // aten::addmm, 10 calls
     auto add = [&](const char* name, Category c, HostKind k, double us) {
       FunctionPattern f;
@@ -109,17 +110,23 @@ TEST(LocalizerTest, MoreDataWithoutShapesIsImbalanceByTheWorkThatDoesNotScaleWit
     return w;
   };
   LocalizeInput input;
-  for (int r = 0; r < 4; ++r) input.workers.push_back(worker(r, 1.0, 1.0));
-  input.workers[2] = worker(2, 1.9, 1.05);
+  for (int r = 0; r < 4; ++r) input.workers.push_back(worker(r, 1.0, 1.0, 1.0));
+  input.workers[2] = worker(2, 1.9, 1.05, 1.05);
   Diagnosis more_data = Localize(input, DefaultExpectations());
   ASSERT_FALSE(more_data.healthy());
   EXPECT_EQ(more_data.findings[0].category, FindingCategory::kImbalance) << more_data.findings[0].evidence;
   EXPECT_EQ(more_data.findings[0].workers, std::vector<int>{2});
   EXPECT_NE(more_data.findings[0].evidence.find("not a slower processor"), std::string::npos);
-  input.workers[2] = worker(2, 1.9, 1.9);
+  input.workers[2] = worker(2, 1.9, 1.9, 1.9);
   Diagnosis slower = Localize(input, DefaultExpectations());
   ASSERT_FALSE(slower.healthy());
   EXPECT_EQ(slower.findings[0].category, FindingCategory::kCompute) << slower.findings[0].evidence;
+  // A CFS quota's freezes missed the few ms of gradient and optimizer ops (0.83x in one 10 % quota
+  // run) but not the host's time between ops (5.8x there, 4x here): a slower processor.
+  input.workers[2] = worker(2, 2.2, 0.85, 4.0);
+  Diagnosis frozen = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(frozen.healthy());
+  EXPECT_EQ(frozen.findings[0].category, FindingCategory::kCompute) << frozen.findings[0].evidence;
 }
 
 // A throttled CPU stretches the ops and the Python between them: compute, even when the host

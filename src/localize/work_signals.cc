@@ -52,10 +52,13 @@ bool ShapesDiffer(const WorkerGroup& group, size_t suspect, std::string* functio
 }
 
 // Work whose size is the model's, not the batch's: accumulating each parameter's gradient
-// (autograd's AccumulateGrad nodes, where DDP's reducer hooks also run) and the optimizer's step.
-// A rank given more data (longer sequences, larger samples) runs it at its peers' speed; a slower
-// processor stretches it like everything else (a CFS quota stretched it 7-16x in the runs
-// measured here, while the batch's ops took 2-3.5x; a doubled batch left it at 0.3-1.0x).
+// (autograd's AccumulateGrad nodes, where DDP's reducer hooks also run), the optimizer's step, and
+// the host's own time between ops (Python dispatch, the loop's bookkeeping: one per op launched,
+// whatever the op's size). A rank given more data (longer sequences, larger samples) runs it at its
+// peers' speed; a slower processor stretches it like everything else. The host's time is the larger
+// part on purpose: a CFS quota freezes the process for whole periods, and work of a few ms per
+// iteration often sits between two freezes (one 10 % quota run left the gradient and optimizer
+// ops alone at 0.83x while its host time was 5.8x).
 bool ScalesWithTheModel(std::string_view name, HostKind host_kind) {
   return host_kind == HostKind::kOptimizer || name.find("AccumulateGrad") != std::string_view::npos;
 }
@@ -75,6 +78,7 @@ Stretch CompareStretch(const WorkerGroup& group, size_t suspect) {
     std::string_view name = table.name(f.name);
     bool model = ScalesWithTheModel(name, f.host_kind);
     if ((!model && f.category != Category::kCompute) || IsFoldedTail(name)) continue;
+    if (f.category == Category::kHost) continue;  // counted in the host's time below
     double peer = PeerMedian(group, suspect, [&](size_t k) {
       const FunctionEntry* g = table.Find(group.members[k], f.name, f.category);
       return g ? static_cast<double>(g->mean_duration_us) * g->calls_per_iter : 0.0;
@@ -84,6 +88,13 @@ Stretch CompareStretch(const WorkerGroup& group, size_t suspect) {
     (model ? model_mine : batch_mine) += mine;
     (model ? model_peers : batch_peers) += peer;
   }
+  // The host's critical-path time (which already holds any host-category model-sized entry above).
+  auto host_us = [&](size_t k) {
+    const WorkerRow& row = group.row(k);
+    return static_cast<double>(row.beta(Category::kHost)) * row.iteration_s * 1e6;
+  };
+  model_mine += host_us(suspect);
+  model_peers += PeerMedian(group, suspect, host_us);
   Stretch out;
   out.batch_ratio = batch_peers > 0 ? batch_mine / batch_peers : 0;
   out.model_ratio = model_peers > 0 ? model_mine / model_peers : 0;
@@ -127,9 +138,9 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, double rati
     return out;
   }
   // Without shapes: the batch's ops slower while model-sized work keeps its peers' pace (within
-  // the same ratio that counts as more work). A slower processor stretches both, though a CFS
-  // quota's freezes land unevenly: 1.7-16x on model-sized work in the throttle runs measured
-  // here, never under 1.3x.
+  // the same ratio that counts as more work). A slower processor stretches both: 1.8-7.5x on
+  // model-sized work with the host's time in the throttle runs measured here (quotas 10-40 %),
+  // 0.8-1.2x on ranks given more data.
   // CPU training only: on a GPU the gradient and optimizer ops seen here are the host's launches,
   // which a slower device does not stretch.
   if (group.row(suspect).has_device) return out;
@@ -140,7 +151,7 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, double rati
     out.more_work = true;
     out.evidence = fmt::format(
         "its batch-sized ops take {:.1f}x its peers' time while the work sized by the model (gradient "
-        "accumulation, optimizer step) runs at {:.2f}x: it was given more data per step (longer sequences, larger "
+        "accumulation, optimizer step, the host's time between ops) runs at {:.2f}x: it was given more data per step (longer sequences, larger "
         "samples), not a slower processor",
         stretch.batch_ratio, stretch.model_ratio);
   }
