@@ -41,7 +41,7 @@ from torch.utils.data import DataLoader, Dataset
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "python"))
 import faults  # noqa: E402
-from eroica import stack_sampler  # noqa: E402  (no torch, no hooks: only the sampler class)
+from eroica import loader_workers, stack_sampler  # noqa: E402  (no hooks: the samplers only)
 
 DENSE_FEATURES = 256
 TOKENS_PER_SAMPLE = 16
@@ -274,7 +274,9 @@ def write_fault_report(config, rank, fault):
 
 
 class WindowStacks:
-    """The training thread's stack sampled over the profiled window (stack_hz 0: never)."""
+    """The training thread's stack sampled over the profiled window (stack_hz 0: never), and
+    the DataLoader worker processes' stacks over the same window (loader_workers.py; made
+    before the loader's iterator starts its workers, as `eroica run`'s hooks do)."""
 
     def __init__(self, config, rank):
         self.hz = float(config.get("stack_hz", 0) or 0)
@@ -282,6 +284,13 @@ class WindowStacks:
         self.rank = rank
         self.sampler = None
         self.start_unix_ns = None
+        self.loader_window = 0
+        if self.hz > 0:
+            from torch.utils.data._utils import worker
+
+            target = loader_workers.worker_target(worker._worker_loop)
+            if target is not None:
+                worker._worker_loop = target
 
     def step(self, iteration, first, last):
         if self.hz <= 0:
@@ -290,13 +299,22 @@ class WindowStacks:
             self.start_unix_ns = time.time_ns()
             self.sampler = stack_sampler.StackSampler(threading.get_ident(), self.hz, STACK_MAX_SAMPLES)
             self.sampler.start()
+            control = loader_workers.control()
+            if control is not None:
+                self.loader_window = control.begin(self.rank, self.hz, STACK_MAX_SAMPLES,
+                                                   self.start_unix_ns + int(600e9))
         if self.sampler is not None and first <= iteration <= last:
             self.sampler.mark_step(iteration)
 
     def finish(self):
         if self.sampler is not None:
             self.sampler.stop()
-            self.sampler.write(self.out_dir, self.rank, self.start_unix_ns)
+            workers = []
+            control = loader_workers.control()
+            if control is not None and self.loader_window:
+                control.end()
+                workers = control.collect(self.loader_window)
+            self.sampler.write(self.out_dir, self.rank, self.start_unix_ns, workers)
             self.sampler = None
 
 
@@ -333,10 +351,10 @@ def train(config, rank):
     profile_start = config["profile_start"]
     profile_last = profile_start + config["profile_iters"] - 1
     prof_schedule = schedule(wait=profile_start, warmup=1, active=config["profile_iters"], repeat=1)
+    stacks = WindowStacks(config, rank)  # before the loader's iterator starts its workers
     batches = iter(loader)
     step_start_unix_ns = {}
     forward_s, optimizer_s, data_s = [], [], []
-    stacks = WindowStacks(config, rank)
     with profile(activities=[ProfilerActivity.CPU], schedule=prof_schedule,
                  on_trace_ready=trace_exporter(config["out_dir"], rank)) as prof:
         for iteration in range(config["iters"]):

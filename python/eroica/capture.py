@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional
 
-from . import __version__, agent_link, log, safe_fs, stack_sampler
+from . import __version__, agent_link, loader_workers, log, safe_fs, stack_sampler
 
 
 def trace_path(session_dir: str, rank: int) -> str:
@@ -82,6 +82,7 @@ class Capture:
         self._stack_hz = stack_hz
         self._stack_max_samples = stack_max_samples
         self._sampler: Optional[stack_sampler.StackSampler] = None  # the window's stacks
+        self._loader_generation = 0  # the DataLoader workers' window, 0: none opened
         self.iteration_ids: List[int] = []
         self.iteration_times_s: List[float] = []
         self.stop_reason = ""
@@ -117,6 +118,7 @@ class Capture:
             self._sampler = stack_sampler.StackSampler(threading.get_ident(), self._stack_hz,
                                                        self._stack_max_samples)
             self._sampler.start()
+            self._open_loader_window()
         agent_link.announce_capture(self.session_dir, self.start_unix_ns, self.session["capture_max_s"])
         self._prof = prof
         self._end_iteration = iteration + int(self.session["capture_iters"])
@@ -126,6 +128,25 @@ class Capture:
         self._gc = _GcRanges(record_function)
         self._gc.install()
         return True
+
+    def _open_loader_window(self) -> None:
+        """DataLoader worker processes sample their own stacks until the window closes."""
+        control = loader_workers.control()
+        if control is None:
+            return
+        try:
+            until = self.start_unix_ns + int(float(self.session["capture_max_s"]) * 1e9)
+            self._loader_generation = control.begin(self.rank, self._stack_hz, self._stack_max_samples, until)
+        except Exception as e:  # the training thread's own samples are still taken
+            log.info("rank %d: loader workers not sampled: %s: %s" % (self.rank, type(e).__name__, e))
+
+    def _close_loader_window(self) -> None:
+        control = loader_workers.control()
+        if control is not None and self._loader_generation:
+            try:
+                control.end()
+            except Exception:
+                pass
 
     def _open_step(self, iteration: int) -> None:
         if self._sampler is not None:
@@ -165,6 +186,7 @@ class Capture:
             prof, self._prof = self._prof, None
             if self._sampler is not None:
                 self._sampler.stop()
+                self._close_loader_window()
             if prof is not None:
                 prof.stop()
                 self._stopped_prof = prof
@@ -215,8 +237,15 @@ class Capture:
         sampler, self._sampler = self._sampler, None
         if sampler is None:
             return
+        workers: List[Dict[str, Any]] = []
+        control = loader_workers.control()
+        if control is not None and self._loader_generation:
+            try:
+                workers = control.collect(self._loader_generation)
+            except Exception as e:
+                log.info("rank %d: loader workers' samples lost: %s: %s" % (self.rank, type(e).__name__, e))
         try:
-            sampler.write(self.session_dir, self.rank, self.start_unix_ns)
+            sampler.write(self.session_dir, self.rank, self.start_unix_ns, workers)
         except Exception as e:  # the trace is still good without them
             log.info("rank %d: no stack samples written: %s: %s" % (self.rank, type(e).__name__, e))
 

@@ -1,4 +1,5 @@
-"""Iteration hooks: `_BaseDataLoaderIter.__next__` and `Optimizer.step`, patched in place.
+"""Iteration hooks: `_BaseDataLoaderIter.__next__` and `Optimizer.step`, patched in place (and
+the DataLoader workers' process target, for their stack samples: loader_workers.py).
 
 The wrappers call a *listener* (the per-process Runtime) and never let an error of ours reach
 user code: any exception raised by the listener disables eroica in this process with one
@@ -20,7 +21,7 @@ import time
 import types
 from typing import Any, Callable, List, Tuple
 
-from . import log
+from . import loader_workers, log
 
 _perf_ns = time.perf_counter_ns
 
@@ -126,9 +127,23 @@ def patch_dataloader() -> None:
     from torch.utils.data import dataloader
 
     cls = dataloader._BaseDataLoaderIter
-    if _is_patched(cls, "__next__"):
+    if not _is_patched(cls, "__next__"):
+        _set(cls, "__next__", _make_next_wrapper(cls.__dict__["__next__"]))
+    _patch_worker_loop()
+
+
+def _patch_worker_loop() -> None:
+    """DataLoader worker processes start through loader_workers, which samples their stacks
+    during a capture window (torch looks `_worker_loop` up when it starts its workers)."""
+    try:
+        from torch.utils.data._utils import worker
+    except Exception:
+        return  # a torch without it: the workers are not sampled
+    if _is_patched(worker, "_worker_loop") or not callable(getattr(worker, "_worker_loop", None)):
         return
-    _set(cls, "__next__", _make_next_wrapper(cls.__dict__["__next__"]))
+    target = loader_workers.worker_target(worker._worker_loop)
+    if target is not None:
+        _set(worker, "_worker_loop", target)
 
 
 # ---- Optimizer --------------------------------------------------------------------------------

@@ -11,7 +11,9 @@ trace's clock and names the hottest frames of the job's own code for each progra
 "library_prefixes": [path prefixes of the interpreter's and installed packages' code],
 "frames": [[file, line, function]], "stacks": [[frame index, innermost first]],
 "samples": [[unix ns, stack index]], "dropped", "busy_ns" (the sampler thread's own CPU time,
-with the GIL held: the most it took from training), "error"}.
+with the GIL held: the most it took from training), "error", "loader_workers": [the same
+document, one per DataLoader worker process that sampled its own main thread in the window
+(loader_workers.py), with "pid" and "role"; absent without workers]}.
 
 A sample is taken when the sampler gets the GIL: a C call that holds it (gc.collect(), a
 long op that does not release it) delays the sample to its end, and the sample then stands
@@ -138,7 +140,8 @@ class StackSampler:
         self.samples.append((now_ns, stack_id))
         return True
 
-    def doc(self, rank: int, profiler_start_unix_ns: int) -> Dict[str, Any]:
+    def doc(self, rank: int, profiler_start_unix_ns: int,
+            loader_workers: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
         frames = [None] * len(self._frames)
         for (file, line, function), index in self._frames.items():
             frames[index] = [file, line, function]
@@ -154,10 +157,13 @@ class StackSampler:
                "busy_ns": self.busy_ns}
         if self.error:
             doc["error"] = self.error
+        if loader_workers:
+            doc["loader_workers"] = loader_workers
         return doc
 
-    def write(self, session_dir: str, rank: int, profiler_start_unix_ns: int) -> None:
+    def write(self, session_dir: str, rank: int, profiler_start_unix_ns: int,
+              loader_workers: Optional[List[Dict[str, Any]]] = None) -> None:
         import json
 
-        text = json.dumps(self.doc(rank, profiler_start_unix_ns), separators=(",", ":"))
+        text = json.dumps(self.doc(rank, profiler_start_unix_ns, loader_workers), separators=(",", ":"))
         safe_fs.write_atomic(stacks_path(session_dir, rank), text)

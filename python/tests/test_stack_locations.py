@@ -59,3 +59,24 @@ def test_host_time_on_one_rank_is_named_by_file_and_line(tmp_path, knobs, mark):
     prompt = subprocess.run([REAL_BIN, "prompt", session], check=True, timeout=60,
                             stdout=subprocess.PIPE, text=True).stdout
     assert "`%s:%d`" % (HOT, marked_line(HOT, mark)) in prompt, prompt
+
+
+@needs_bin
+def test_a_loaders_slow_worker_processes_are_named_by_their_line(tmp_path):
+    """With DataLoader worker processes the training thread only waits in the loader's
+    __next__; the workers' own stack samples name the line that is slow in them."""
+    env = clean_env(EROICA_DIR=tmp_path, EROICA_TRIGGER_AT=15, EROICA_POLL_S=0.1,
+                    EROICA_MARGIN=5, EROICA_CAPTURE_ITERS=8, EROICA_BIN=REAL_BIN)
+    done = eroica_run([TORCH_PYTHON, HOT, "world=3", "iters=45", "hot_rank=1", "hot_s=0",
+                       "workers=2", "getitem_s=0.006", "port=%d" % free_port()], env, timeout_s=120)
+    assert done.returncode == 0, done.stderr
+    sessions = [d for d in glob.glob(os.path.join(str(tmp_path), "*"))
+                if os.path.isdir(d) and os.path.basename(d) != "procs"]
+    assert len(sessions) == 1, (sessions, done.stderr)
+    stacks = json.load(open(os.path.join(sessions[0], "rank-1.stacks.json")))
+    workers = stacks.get("loader_workers", [])
+    assert len(workers) == 2 and all(w["samples"] for w in workers), [len(w["samples"]) for w in workers]
+    report = json.load(open(os.path.join(sessions[0], "report.json")))
+    first = report["findings"][0]
+    assert (first["category"], first["workers"]) == ("dataloader", [1]), report["findings"]
+    assert first["location"].startswith("%s:%d(" % (HOT, marked_line(HOT, "# GETITEM-LINE"))), first

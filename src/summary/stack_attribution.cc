@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <string>
 
 namespace eroica {
 namespace {
@@ -13,6 +15,10 @@ constexpr int64_t kMaxSampleIntervalNs = 2'000'000'000;
 constexpr double kDefaultHz = 100;
 
 bool Attributed(Category category) { return category == Category::kHost || category == Category::kDataloader; }
+
+int64_t PeriodNs(const StackSamples& samples) {
+  return static_cast<int64_t>(1e9 / (samples.hz > 0 ? samples.hz : kDefaultHz));
+}
 
 // The innermost frame of the job's own code per stack, or -1.
 std::vector<int64_t> UserFrames(const StackSamples& samples) {
@@ -40,16 +46,26 @@ bool IsLibraryFrame(const SampledFrame& frame, const std::vector<std::string>& p
                      [&](const std::string& prefix) { return !prefix.empty() && file.starts_with(prefix); });
 }
 
-std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(const StackSamples& samples,
-                                                                          const SpanList& path,
-                                                                          const FunctionTable& table,
-                                                                          size_t max_frames) {
-  std::unordered_map<uint32_t, std::vector<HotFrame>> out;
-  if (samples.empty() || path.empty()) return out;
+namespace {
+
+// Sampled time per function, and per (function, user frame) by the frame's location.
+struct Tally {
+  std::map<uint32_t, int64_t> sampled_ns;
+  std::map<uint32_t, std::map<std::string, int64_t>> frame_ns;
+};
+
+// Each sample of one thread stands for the interval since the previous one; its overlap with
+// the critical-path spans of the functions `counted` goes to them and to its user frame.
+void TallySamples(const StackSamples& samples, const SpanList& path, const FunctionTable& table,
+                  bool (*counted)(Category), Tally* tally) {
+  if (samples.samples.empty()) return;
   std::vector<int64_t> user_frames = UserFrames(samples);
-  auto period_ns = static_cast<int64_t>(1e9 / (samples.hz > 0 ? samples.hz : kDefaultHz));
-  std::map<uint32_t, int64_t> sampled_ns;                    // by function
-  std::map<std::pair<uint32_t, int64_t>, int64_t> frame_ns;  // by (function, frame)
+  std::vector<std::string> locations(samples.frames.size());
+  for (size_t k = 0; k < samples.frames.size(); ++k) {
+    const SampledFrame& f = samples.frames[k];
+    locations[k] = fmt::format("{}:{}({})", f.file, f.line, f.function);
+  }
+  int64_t period_ns = PeriodNs(samples);
   size_t cursor = 0;
   int64_t previous = samples.samples.front().ts_ns - period_ns;
   for (const StackSample& sample : samples.samples) {
@@ -60,24 +76,61 @@ std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(const 
     for (size_t k = cursor; k < path.size() && path[k].start_ns < end; ++k) {
       const Span& span = path[k];
       int64_t overlap = std::min(end, span.end_ns) - std::max(begin, span.start_ns);
-      if (overlap <= 0 || !Attributed(table.all()[span.function].category)) continue;
-      sampled_ns[span.function] += overlap;
-      if (int64_t frame = user_frames[sample.stack]; frame >= 0) frame_ns[{span.function, frame}] += overlap;
+      if (overlap <= 0 || !counted(table.all()[span.function].category)) continue;
+      tally->sampled_ns[span.function] += overlap;
+      if (int64_t frame = user_frames[sample.stack]; frame >= 0) {
+        tally->frame_ns[span.function][locations[static_cast<size_t>(frame)]] += overlap;
+      }
     }
   }
-  std::map<uint32_t, std::vector<std::pair<int64_t, int64_t>>> ranked;  // function -> (ns, frame)
-  for (const auto& [key, ns] : frame_ns) ranked[key.first].push_back({ns, key.second});
-  for (auto& [function, frames] : ranked) {
-    int64_t total = sampled_ns[function];
-    if (total < period_ns / 2) continue;  // less than a sample's worth: no evidence
-    std::sort(frames.begin(), frames.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    for (const auto& [ns, frame] : frames) {
-      float share = static_cast<float>(static_cast<double>(ns) / static_cast<double>(total));
-      if (out[function].size() >= max_frames || share < kMinHotFrameShare) break;
-      const SampledFrame& f = samples.frames[static_cast<size_t>(frame)];
-      out[function].push_back({fmt::format("{}:{}({})", f.file, f.line, f.function), share});
-    }
-    if (out[function].empty()) out.erase(function);
+}
+
+// The function's hottest frames of `tally`, or none with less than a sample's worth of time.
+std::vector<HotFrame> HottestFrames(const Tally& tally, uint32_t function, int64_t period_ns, size_t max_frames) {
+  std::vector<HotFrame> out;
+  auto frames = tally.frame_ns.find(function);
+  auto total = tally.sampled_ns.find(function);
+  if (frames == tally.frame_ns.end() || total == tally.sampled_ns.end() || total->second < period_ns / 2) return out;
+  std::vector<std::pair<int64_t, const std::string*>> ranked;
+  for (const auto& [location, ns] : frames->second) ranked.push_back({ns, &location});
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : *a.second < *b.second;
+  });
+  for (const auto& [ns, location] : ranked) {
+    float share = static_cast<float>(static_cast<double>(ns) / static_cast<double>(total->second));
+    if (out.size() >= max_frames || share < kMinHotFrameShare) break;
+    out.push_back({*location, share});
+  }
+  return out;
+}
+
+bool IsDataloader(Category category) { return category == Category::kDataloader; }
+
+}  // namespace
+
+std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(const StackSamples& samples,
+                                                                          const SpanList& path,
+                                                                          const FunctionTable& table,
+                                                                          size_t max_frames) {
+  std::unordered_map<uint32_t, std::vector<HotFrame>> out;
+  if (samples.empty() || path.empty()) return out;
+  Tally training;
+  TallySamples(samples, path, table, Attributed, &training);
+  // While the training thread waits in the loader, the loader's worker processes do the work
+  // it waits for: their user frames at those moments are the loader's time, when they ran any.
+  Tally workers;
+  int64_t worker_period_ns = 0;
+  for (const StackSamples& worker : samples.loader_workers) {
+    TallySamples(worker, path, table, IsDataloader, &workers);
+    worker_period_ns = std::max(worker_period_ns, PeriodNs(worker));
+  }
+  std::set<uint32_t> functions;
+  for (const auto& [function, ns] : training.sampled_ns) functions.insert(function);
+  for (const auto& [function, ns] : workers.sampled_ns) functions.insert(function);
+  for (uint32_t function : functions) {
+    std::vector<HotFrame> hot = HottestFrames(workers, function, worker_period_ns, max_frames);
+    if (hot.empty()) hot = HottestFrames(training, function, PeriodNs(samples), max_frames);
+    if (!hot.empty()) out.emplace(function, std::move(hot));
   }
   return out;
 }

@@ -131,6 +131,79 @@ TEST(StackAttributionTest, OneLateSampleStandsForTheWholeCallThatDelayedIt) {
   EXPECT_EQ(hot.count(op), 0u);
 }
 
+// With worker processes the training thread only waits in the loader's __next__ (its samples
+// name the loop's next() line); the loader's time goes to what the workers ran meanwhile, and
+// an idle worker (in library code only) names nothing.
+TEST(StackAttributionTest, TheLoadersTimeGoesToItsWorkerProcessesUserFrames) {
+  FunctionTable table;
+  uint32_t loader =
+      table.Intern(Category::kDataloader, HostKind::kNone, "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__");
+  uint32_t gap = table.Intern(Category::kHost, HostKind::kPython, "(python between a and b)");
+  SpanList path = {{0, 80'000, loader}, {80'000, 100'000, gap}};
+  StackSamples samples;
+  samples.hz = 1e5;  // 10 µs period
+  samples.frames = {{"/job/train.py", 40, "train"}, {"/job/train.py", 44, "train"}};
+  samples.stacks = {{0}, {1}};
+  for (int64_t t = 10'000; t <= 100'000; t += 10'000) samples.samples.push_back({t, t <= 80'000 ? 0U : 1U});
+  auto worker = [](const char* file, int line, const char* function) {
+    StackSamples w;
+    w.hz = 1e5;
+    w.library_prefixes = {"/usr/lib/python3/dist-packages/torch/"};
+    w.frames = {{file, line, function}, {"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py", 300,
+                                         "_worker_loop"}};
+    w.stacks = {{0, 1}};
+    for (int64_t t = 10'000; t <= 100'000; t += 10'000) w.samples.push_back({t, 0});
+    return w;
+  };
+  StackSamples without_workers = samples;
+  samples.loader_workers.push_back(worker("/job/data.py", 21, "__getitem__"));
+  samples.loader_workers.push_back(
+      worker("/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py", 290, "_worker_loop"));  // idle
+  auto hot = AttributeStackSamples(samples, path, table);
+  ASSERT_EQ(hot.count(loader), 1u);
+  EXPECT_EQ(hot[loader][0].location, "/job/data.py:21(__getitem__)");
+  EXPECT_FLOAT_EQ(hot[loader][0].share, 0.5F);  // one of the two workers was busy
+  ASSERT_EQ(hot.count(gap), 1u);  // the host's time stays the training thread's
+  EXPECT_EQ(hot[gap][0].location, "/job/train.py:44(train)");
+  // Without the workers' samples the loader's time is the training loop's line.
+  auto alone = AttributeStackSamples(without_workers, path, table);
+  ASSERT_EQ(alone.count(loader), 1u);
+  EXPECT_EQ(alone[loader][0].location, "/job/train.py:40(train)");
+  // Only idle workers: the training thread's frames again.
+  StackSamples idle = without_workers;
+  idle.loader_workers.push_back(
+      worker("/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py", 290, "_worker_loop"));
+  auto idle_hot = AttributeStackSamples(idle, path, table);
+  ASSERT_EQ(idle_hot.count(loader), 1u);
+  EXPECT_EQ(idle_hot[loader][0].location, "/job/train.py:40(train)");
+}
+
+TEST(StackAttributionTest, LoaderWorkersAreReadFromTheFileOnTheTrainingThreadsClock) {
+  TempDir dir;
+  StatusOr<Trace> trace = ReadTrace(dir.Write("rank-0.json", ThreeIterations()));
+  ASSERT_TRUE(trace.ok());
+  std::string text = SamplesJson(0);
+  std::string worker = fmt::format(
+      R"({{"pid":9,"role":"dataloader worker","hz":10000,"library_prefixes":[],"frames":[["/job/data.py",21,"__getitem__"]],
+          "stacks":[[0]],"samples":[[{},0],[{},0]]}})",
+      kStepZeroUnixNs + 50'000, kStepZeroUnixNs + 100'000);
+  text.insert(text.rfind('}'), fmt::format(R"(,"loader_workers":[{}])", worker));
+  StatusOr<StackSamples> samples = ParseStackSamples(text, *trace, "rank-0.stacks.json");
+  ASSERT_TRUE(samples.ok()) << samples.status().message();
+  ASSERT_EQ(samples->loader_workers.size(), 1u);
+  ASSERT_EQ(samples->loader_workers[0].samples.size(), 2u);
+  // The training thread's anchors place the worker's samples: step 0 opens at trace time 0.
+  EXPECT_EQ(samples->loader_workers[0].samples[1].ts_ns - samples->loader_workers[0].samples[0].ts_ns, 50'000);
+  EXPECT_EQ(samples->loader_workers[0].samples[1].ts_ns, samples->samples[0].ts_ns);
+  // A damaged worker names the file and the worker.
+  std::string bad = SamplesJson(0);
+  bad.insert(bad.rfind('}'), R"(,"loader_workers":[{"frames":[],"stacks":[[3]],"samples":[]}])");
+  StatusOr<StackSamples> damaged = ParseStackSamples(bad, *trace, "rank-0.stacks.json");
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_NE(damaged.status().message().find("rank-0.stacks.json (a loader worker)"), std::string::npos)
+      << damaged.status().message();
+}
+
 TEST(StackAttributionTest, NoAnchorForARelativeClockIsAnError) {
   TempDir dir;
   StatusOr<Trace> trace = ReadTrace(dir.Write("rank-0.json", ThreeIterations()));

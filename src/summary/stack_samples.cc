@@ -12,17 +12,16 @@
 
 namespace eroica {
 
-StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& trace, const std::string& path) {
-  std::optional<Json> parsed = ParseJson(text);
-  if (!parsed || !parsed->is_object() || JsonStringOr(*parsed, {"schema"}) != "eroica.stack_samples/v1") {
-    return ErrorStatus("{}: not an eroica.stack_samples/v1 file", path);
-  }
-  const Json& doc = *parsed;
-  std::optional<int64_t> offset = UnixClockOffset(trace, &doc);
-  if (!offset) return ErrorStatus("{}: stack samples not used: nothing anchors the trace's clock", path);
-  StackSamples out;
-  out.hz = JsonNumberOr(doc, {"hz"}, 0.0);
-  out.library_prefixes = JsonStrings(JsonField(doc, {"library_prefixes"}));
+namespace {
+
+// A DataLoader's workers, with room; more are ignored.
+constexpr size_t kMaxLoaderWorkers = 256;
+
+// One sampled thread's frames, stacks and samples (the file's top level, or one of its
+// loader_workers), its unix times moved by `offset` onto the trace's clock.
+Status ParseSampleSet(const Json& doc, int64_t offset, const std::string& path, StackSamples* out) {
+  out->hz = JsonNumberOr(doc, {"hz"}, 0.0);
+  out->library_prefixes = JsonStrings(JsonField(doc, {"library_prefixes"}));
   const Json* frames = JsonArrayField(doc, {"frames"});
   const Json* stacks = JsonArrayField(doc, {"stacks"});
   const Json* samples = JsonArrayField(doc, {"samples"});
@@ -35,30 +34,57 @@ StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& tra
     std::optional<std::string> function = f.is_array() && f.size() == 3 ? JsonString(&f[2]) : std::nullopt;
     if (!file || !line || !function)
       return ErrorStatus("{}: damaged stack samples: a frame is not [file, line, function]", path);
-    out.frames.push_back({*file, static_cast<int>(*line), *function});
+    out->frames.push_back({*file, static_cast<int>(*line), *function});
   }
   for (const Json& s : *stacks) {
     std::vector<uint32_t> stack;
     for (int64_t frame : JsonInts(&s, 0, UINT32_MAX)) {
-      if (static_cast<uint64_t>(frame) >= out.frames.size()) {
-        return ErrorStatus("{}: a stack names frame {} of {}", path, frame, out.frames.size());
+      if (static_cast<uint64_t>(frame) >= out->frames.size()) {
+        return ErrorStatus("{}: a stack names frame {} of {}", path, frame, out->frames.size());
       }
       stack.push_back(static_cast<uint32_t>(frame));
     }
-    out.stacks.push_back(std::move(stack));
+    out->stacks.push_back(std::move(stack));
   }
   constexpr int64_t kMaxUnixNs = int64_t{1} << 62;  // bounded: subtracting the offset cannot overflow
   for (const Json& s : *samples) {
     std::optional<int64_t> at = s.is_array() && s.size() == 2 ? JsonInt(&s[0], 0, kMaxUnixNs) : std::nullopt;
     std::optional<int64_t> stack = s.is_array() && s.size() == 2 ? JsonInt(&s[1], 0, UINT32_MAX) : std::nullopt;
     if (!at || !stack) return ErrorStatus("{}: damaged stack samples: a sample is not [unix_ns, stack]", path);
-    if (static_cast<uint64_t>(*stack) >= out.stacks.size()) {
-      return ErrorStatus("{}: a sample names stack {} of {}", path, *stack, out.stacks.size());
+    if (static_cast<uint64_t>(*stack) >= out->stacks.size()) {
+      return ErrorStatus("{}: a sample names stack {} of {}", path, *stack, out->stacks.size());
     }
-    out.samples.push_back({*at - *offset, static_cast<uint32_t>(*stack)});
+    out->samples.push_back({*at - offset, static_cast<uint32_t>(*stack)});
   }
-  std::stable_sort(out.samples.begin(), out.samples.end(),
+  std::stable_sort(out->samples.begin(), out->samples.end(),
                    [](const StackSample& a, const StackSample& b) { return a.ts_ns < b.ts_ns; });
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& trace, const std::string& path) {
+  std::optional<Json> parsed = ParseJson(text);
+  if (!parsed || !parsed->is_object() || JsonStringOr(*parsed, {"schema"}) != "eroica.stack_samples/v1") {
+    return ErrorStatus("{}: not an eroica.stack_samples/v1 file", path);
+  }
+  const Json& doc = *parsed;
+  std::optional<int64_t> offset = UnixClockOffset(trace, &doc);
+  if (!offset) return ErrorStatus("{}: stack samples not used: nothing anchors the trace's clock", path);
+  StackSamples out;
+  if (Status status = ParseSampleSet(doc, *offset, path, &out); !status.ok()) return status;
+  // The DataLoader's worker processes, on the same host's clock as the training thread.
+  if (const Json* workers = JsonArrayField(doc, {"loader_workers"})) {
+    for (const Json& worker : *workers) {
+      if (out.loader_workers.size() >= kMaxLoaderWorkers) break;
+      StackSamples samples;
+      if (!worker.is_object()) return ErrorStatus("{}: damaged stack samples: a loader worker is not an object", path);
+      if (Status status = ParseSampleSet(worker, *offset, path + " (a loader worker)", &samples); !status.ok()) {
+        return status;
+      }
+      if (!samples.samples.empty()) out.loader_workers.push_back(std::move(samples));
+    }
+  }
   return out;
 }
 

@@ -1,5 +1,6 @@
 // The training thread's Python stacks sampled during the window (python/eroica/stack_sampler.py
-// writes rank-<r>.stacks.json beside rank-<r>.json.gz), read back on the trace's clock.
+// writes rank-<r>.stacks.json beside rank-<r>.json.gz), and those of the DataLoader's worker
+// processes in the same window (python/eroica/loader_workers.py), read back on the trace's clock.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +30,11 @@ struct StackSamples {
   std::vector<StackSample> samples;           // by time
   std::vector<std::string> library_prefixes;  // code under these is not the job's own
   double hz = 0;
+  // The DataLoader's worker processes, each its main thread (empty without workers): the
+  // training thread only waits for them in the loader's __next__.
+  std::vector<StackSamples> loader_workers;
 
-  bool empty() const { return samples.empty(); }
+  bool empty() const { return samples.empty() && loader_workers.empty(); }
 };
 
 // Parses the file's text and moves its samples onto `trace`'s clock (trace_clock.h); `path`

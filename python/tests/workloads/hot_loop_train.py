@@ -1,8 +1,10 @@
 """A small DDP job (gloo, CPU) where one rank runs pure Python at a known line every iteration.
 
-Knobs (key=value): world=2 iters=60 hot_rank=1 hot_s=0.03 gc=0 port=29512
+Knobs (key=value): world=2 iters=60 hot_rank=1 hot_s=0.03 gc=0 port=29512 workers=0 getitem_s=0
   hot_rank spins in `hot_loop` (the HOT-LINE below) for hot_s per iteration; gc=1 makes it
-  call gc.collect() there instead, over a heap of many small objects.
+  call gc.collect() there instead, over a heap of many small objects. workers > 0: the batches
+  come from a DataLoader with that many worker processes, whose samples each cost getitem_s
+  of waiting on hot_rank (the GETITEM-LINE: a slow read in the workers).
 """
 
 import gc
@@ -12,7 +14,8 @@ import time
 
 
 def parse(argv):
-    opts = {"world": 2, "iters": 60, "hot_rank": 1, "hot_s": 0.03, "gc": 0, "port": 29512}
+    opts = {"world": 2, "iters": 60, "hot_rank": 1, "hot_s": 0.03, "gc": 0, "port": 29512,
+            "workers": 0, "getitem_s": 0.0}
     for arg in argv:
         key, _, value = arg.partition("=")
         opts[key] = type(opts[key])(value)
@@ -27,6 +30,24 @@ def hot_loop(seconds):
     return total
 
 
+class Samples:
+    """A map-style dataset of random inputs; each sample costs `getitem_s` of waiting."""
+
+    def __init__(self, count, getitem_s):
+        self.count = count
+        self.getitem_s = getitem_s
+
+    def __len__(self):
+        return self.count
+
+    def __getitem__(self, index):
+        import torch
+
+        if self.getitem_s > 0:
+            time.sleep(self.getitem_s)  # GETITEM-LINE
+        return torch.randn(64)
+
+
 def train(rank, opts):
     import torch
     import torch.distributed as dist
@@ -38,8 +59,13 @@ def train(rank, opts):
                                     torch.nn.Linear(128, 1)))
     opt = torch.optim.SGD(model.parameters(), lr=0.001)
     heap = [[i] for i in range(300000)] if opts["gc"] else []
+    batches = None
+    if opts["workers"] > 0:
+        getitem_s = opts["getitem_s"] if rank == opts["hot_rank"] else 0.0
+        batches = iter(torch.utils.data.DataLoader(Samples(16 * opts["iters"], getitem_s), batch_size=16,
+                                                   num_workers=opts["workers"]))
     for _ in range(opts["iters"]):
-        x = torch.randn(16, 64)
+        x = next(batches) if batches is not None else torch.randn(16, 64)
         opt.zero_grad()
         model(x).sum().backward()
         if rank == opts["hot_rank"]:

@@ -1,0 +1,215 @@
+"""Stack samples from the DataLoader's worker processes, during a capture window only.
+
+With `num_workers > 0` the batches are made in worker processes; the training thread only
+waits for them in the iterator's `__next__`, so its own stack samples name the training loop's
+`next()` line, not the code that is slow (a dataset's `__getitem__`, a decode, a collate).
+Each worker therefore samples its own main thread while the parent profiles, and the parent
+adds what the workers saw to its stack-samples file (`loader_workers`); summarize gives the
+loader's critical-path time to the workers' user frames at those moments (src/summary/
+stack_attribution.cc).
+
+How a worker learns of a window: torch starts a worker with `_utils.worker._worker_loop` as
+the process target, looked up when the iterator starts its workers. hooks.py replaces that
+attribute with `worker_target()`: a partial of `_worker_main` holding a private folder's path
+(a string, so it pickles under fork, spawn and forkserver alike). The folder holds a 64-byte control page the parent
+rewrites at each window (a seqlock: the sequence number is odd while it writes); each worker
+maps it and one daemon thread reads it every `POLL_S`. That read is the whole idle cost.
+While a window is open the thread samples the worker's main thread with the training
+thread's StackSampler and, when the window closes, writes its samples to the folder
+(`gen-<g>-pid-<pid>.json`, atomically, announced by a `.active` file while it samples).
+
+Never harmful: a worker whose thread cannot start, map the page or write its file just has no
+samples; nothing here raises into the dataset's code or the training loop, and the parent
+waits for the workers' files at most `COLLECT_WAIT_S`, on the export thread.
+"""
+
+import functools
+import glob
+import json
+import mmap
+import os
+import shutil
+import struct
+import tempfile
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+from . import log, safe_fs, stack_sampler
+
+POLL_S = 0.1
+COLLECT_WAIT_S = 2.0
+MAX_WORKER_FILE_BYTES = 16 << 20  # a worker's window: at most stack_max_samples samples
+MAX_WORKERS = 256  # files taken per window (a DataLoader's workers, with room)
+_PAGE = struct.Struct("<8sQQqdIi")  # magic, seq, generation, until_unix_ns, hz, max_samples, rank
+_MAGIC = b"EROICALW"
+_PAGE_BYTES = 64
+_CONTROL = "control"
+
+_original_worker_loop = None  # torch's, once patched in this process
+_control: Optional["Control"] = None
+
+
+class Control:
+    """The parent's side: the private folder and its control page."""
+
+    def __init__(self):
+        self.folder = tempfile.mkdtemp(prefix="eroica-loader-")
+        self.owner_pid = os.getpid()
+        path = os.path.join(self.folder, _CONTROL)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            os.ftruncate(fd, _PAGE_BYTES)
+            self._page = mmap.mmap(fd, _PAGE_BYTES)
+        finally:
+            os.close(fd)
+        self._seq = 0
+        self.generation = 0
+        self._write(0, 0, 0.0, 0, -1)
+
+    def _write(self, generation: int, until_unix_ns: int, hz: float, max_samples: int, rank: int) -> None:
+        self._seq += 1  # odd: being written
+        _PAGE.pack_into(self._page, 0, _MAGIC, self._seq, 0, 0, 0.0, 0, -1)
+        self._seq += 1
+        _PAGE.pack_into(self._page, 0, _MAGIC, self._seq, generation, until_unix_ns, hz, max_samples, rank)
+
+    def begin(self, rank: int, hz: float, max_samples: int, until_unix_ns: int) -> int:
+        """Opens a window for every worker; returns its generation."""
+        self.generation += 1
+        self._write(self.generation, until_unix_ns, hz, max_samples, rank)
+        return self.generation
+
+    def end(self) -> None:
+        self._write(0, 0, 0.0, 0, -1)
+
+    def collect(self, generation: int, wait_s: float = COLLECT_WAIT_S) -> List[Dict[str, Any]]:
+        """The workers' sample documents for `generation`, waiting (bounded) for those still
+        writing; the files are removed once read."""
+        prefix = os.path.join(self.folder, "gen-%d-pid-" % generation)
+        deadline = time.monotonic() + wait_s
+        while glob.glob(prefix + "*.active") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        docs = []
+        for path in sorted(glob.glob(prefix + "*.json"))[:MAX_WORKERS]:
+            try:
+                doc = json.loads(safe_fs.read_small(path, MAX_WORKER_FILE_BYTES))
+                if isinstance(doc, dict) and doc.get("schema") == stack_sampler.SCHEMA:
+                    docs.append(doc)
+            except Exception as e:  # one worker's samples lost, the others kept
+                log.info("loader worker samples %s unreadable: %s: %s" % (path, type(e).__name__, e))
+        for path in glob.glob(prefix + "*"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        return docs
+
+    def close(self) -> None:
+        if os.getpid() == self.owner_pid:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def control() -> Optional[Control]:
+    return _control
+
+
+def worker_target(original):
+    """What torch should start DataLoader workers with instead of `original` (its
+    `_worker_loop`), or None when the control page cannot be made (no samples from workers)."""
+    global _original_worker_loop, _control
+    try:
+        if _control is None:
+            _control = Control()
+            import atexit
+
+            atexit.register(_control.close)
+        _original_worker_loop = original
+        return functools.partial(_worker_main, _control.folder)
+    except Exception as e:
+        log.once("loader-workers", "DataLoader worker processes will not be stack-sampled: %s: %s"
+                 % (type(e).__name__, e))
+        return None
+
+
+def _worker_main(folder: str, *args, **kwargs):
+    """A DataLoader worker's process target: starts the watcher, then torch's worker loop."""
+    loop = _original_worker_loop
+    if loop is None:  # spawned: this module is fresh, and torch's attribute is torch's own
+        from torch.utils.data._utils import worker
+
+        loop = worker._worker_loop
+    try:
+        _Watcher(folder, threading.get_ident()).start()
+    except Exception:
+        pass  # no samples from this worker; its work goes on
+    return loop(*args, **kwargs)
+
+
+class _Watcher:
+    """The worker's side: reads the control page every POLL_S, samples while a window is open."""
+
+    def __init__(self, folder: str, thread_id: int):
+        self.folder = folder
+        self.thread_id = thread_id
+        self.parent_pid = os.getppid()
+        self._page = None
+
+    def start(self) -> None:
+        threading.Thread(target=self._main, name="eroica-loader-stacks", daemon=True).start()
+
+    def _read(self):
+        """(generation, until_unix_ns, hz, max_samples, rank) or None while being written."""
+        seq = _PAGE.unpack_from(self._page, 0)[1]
+        values = _PAGE.unpack_from(self._page, 0)
+        if seq & 1 or values[1] != seq or values[0] != _MAGIC:
+            return None
+        return values[2:]
+
+    def _main(self) -> None:
+        try:
+            fd = os.open(os.path.join(self.folder, _CONTROL), os.O_RDONLY | os.O_NOFOLLOW)
+            try:
+                self._page = mmap.mmap(fd, _PAGE_BYTES, prot=mmap.PROT_READ)
+            finally:
+                os.close(fd)
+            done = 0
+            while os.getppid() == self.parent_pid:
+                time.sleep(POLL_S)
+                state = self._read()
+                if state is None or state[0] == 0 or state[0] == done:
+                    continue
+                done = state[0]
+                self._sample(*state)
+        except Exception:
+            return  # a watcher's failure costs this worker's samples, nothing else
+
+    def _sample(self, generation: int, until_unix_ns: int, hz: float, max_samples: int, rank: int) -> None:
+        if hz <= 0 or time.time_ns() >= until_unix_ns:
+            return
+        stem = os.path.join(self.folder, "gen-%d-pid-%d" % (generation, os.getpid()))
+        active = stem + ".active"
+        open(active, "w").close()
+        sampler = stack_sampler.StackSampler(self.thread_id, hz, max_samples)
+        period_s = 1.0 / hz
+        try:
+            while time.time_ns() < until_unix_ns:
+                state = self._read()
+                if state is not None and state[0] != generation:
+                    break  # the parent closed the window
+                start_ns = time.thread_time_ns()
+                more = sampler.sample_once()
+                sampler.busy_ns += time.thread_time_ns() - start_ns
+                if not more:
+                    break
+                time.sleep(period_s)
+            doc = sampler.doc(rank, 0)
+            doc["role"] = "dataloader worker"
+            tmp = stem + ".tmp"
+            with open(tmp, "w") as out:
+                json.dump(doc, out, separators=(",", ":"))
+            os.replace(tmp, stem + ".json")
+        finally:
+            try:
+                os.unlink(active)
+            except OSError:
+                pass

@@ -1,0 +1,104 @@
+"""DataLoader worker processes sample their own stacks during a window, and only then."""
+
+import json
+import os
+import time
+
+import pytest
+import torch
+
+from eroica import hooks, loader_workers
+
+
+class SlowSamples(torch.utils.data.Dataset):
+    def __len__(self):
+        return 100000
+
+    def __getitem__(self, index):
+        time.sleep(0.002)  # SLOW-LINE
+        return torch.zeros(4)
+
+
+def slow_line():
+    with open(__file__) as f:
+        return next(i for i, line in enumerate(f, 1) if line.rstrip().endswith("# SLOW-LINE"))
+
+
+@pytest.fixture
+def patched():
+    hooks.patch_dataloader()
+    yield loader_workers.control()
+    hooks.uninstall()
+
+
+def window(control, batches, seconds):
+    begin_ns = time.time_ns()
+    generation = control.begin(3, 200.0, 10000, begin_ns + int(30e9))
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        next(batches)
+    control.end()
+    end_ns = time.time_ns()
+    return control.collect(generation), begin_ns, end_ns
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_each_worker_samples_its_own_code_in_the_window_only(patched, context):
+    loader = torch.utils.data.DataLoader(SlowSamples(), batch_size=4, num_workers=2,
+                                         multiprocessing_context=context)
+    batches = iter(loader)
+    next(batches)  # the workers run
+    time.sleep(0.5)
+    assert patched.collect(patched.generation + 1, wait_s=0) == []  # nothing outside a window
+    docs, begin_ns, end_ns = window(patched, batches, 1.0)
+    assert len(docs) == 2 and len({d["pid"] for d in docs}) == 2
+    for doc in docs:
+        assert doc["role"] == "dataloader worker" and doc["rank"] == 3 and not doc.get("error")
+        times = [t for t, _ in doc["samples"]]
+        assert len(times) >= 20 and begin_ns <= times[0] and times[-1] <= end_ns + int(0.2e9)
+        innermost = [doc["frames"][doc["stacks"][s][0]] for _, s in doc["samples"]]
+        at_line = [f for f in innermost if f[0] == __file__ and f[1] == slow_line()]
+        assert len(at_line) > 0.5 * len(innermost), innermost[:5]
+    # The files are gone once read; the next window starts afresh.
+    assert os.listdir(patched.folder) == ["control"]
+    again, _, _ = window(patched, batches, 0.5)
+    assert len(again) == 2
+    del batches
+
+
+def test_uninstall_gives_torch_its_worker_loop_back(patched):
+    from torch.utils.data._utils import worker
+
+    assert worker._worker_loop.func is loader_workers._worker_main
+    hooks.uninstall()
+    assert not hasattr(worker._worker_loop, "func")
+    hooks.patch_dataloader()  # the fixture's uninstall still has something to undo
+
+
+def test_a_worker_without_its_control_page_still_loads(patched):
+    """The watcher cannot map the page: no samples, and the data still comes."""
+    page = os.path.join(patched.folder, "control")
+    os.rename(page, page + ".away")
+    try:
+        loader = torch.utils.data.DataLoader(SlowSamples(), batch_size=4, num_workers=1)
+        batches = iter(loader)
+        for _ in range(5):
+            assert next(batches).shape == (4, 4)
+        time.sleep(0.3)  # the watcher has tried and given up
+    finally:
+        os.rename(page + ".away", page)
+    docs, _, _ = window(patched, batches, 0.5)
+    assert docs == []
+
+
+def test_damaged_or_foreign_files_in_the_folder_are_skipped(patched):
+    generation = patched.begin(0, 100.0, 100, time.time_ns() + int(1e9))
+    patched.end()
+    stem = os.path.join(patched.folder, "gen-%d-pid-" % generation)
+    with open(stem + "1.json", "w") as f:
+        f.write("{not json")
+    with open(stem + "2.json", "w") as f:
+        json.dump({"schema": "something else"}, f)
+    os.symlink("/etc/passwd", stem + "3.json")
+    assert patched.collect(generation, wait_s=0) == []
+    assert os.listdir(patched.folder) == ["control"]
