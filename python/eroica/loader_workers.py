@@ -189,7 +189,8 @@ class _Watcher:
         stem = os.path.join(self.folder, "gen-%d-pid-%d" % (generation, os.getpid()))
         active = stem + ".active"
         open(active, "w").close()
-        sampler = stack_sampler.StackSampler(self.thread_id, hz, max_samples)
+        sampler = stack_sampler.StackSampler(self.thread_id, hz, max_samples,
+                                             root_code=_worker_main.__code__)
         period_s = 1.0 / hz
         try:
             while time.time_ns() < until_unix_ns:

@@ -64,8 +64,12 @@ class StackSampler:
     """Samples one thread's stack until stopped, at most `max_samples` times."""
 
     def __init__(self, thread_id: int, hz: float, max_samples: int,
-                 clock=time.time_ns, current_frames=sys._current_frames):
+                 clock=time.time_ns, current_frames=sys._current_frames, root_code=None):
         self.thread_id = thread_id
+        # Frames from this code object outwards are not sampled: a forked DataLoader worker's
+        # stack still holds, below its entry, the parent's frames at the fork (the training
+        # loop's `iter(loader)` line), which the worker never runs.
+        self.root_code = root_code
         self.period_s = 1.0 / hz
         self.max_samples = max(1, int(max_samples))
         self._clock = clock
@@ -125,8 +129,11 @@ class StackSampler:
             return True  # the thread is gone or not yet running Python
         ids = []
         frames = self._frames
+        root = self.root_code
         while frame is not None and len(ids) < _MAX_DEPTH:
             code = frame.f_code
+            if code is root:
+                break
             key = (code.co_filename, frame.f_lineno or 0, code.co_name)
             index = frames.get(key)
             if index is None:
