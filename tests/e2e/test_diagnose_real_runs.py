@@ -32,6 +32,9 @@ def test_first_finding_names_the_fault(scenario, rank, params, settings, expecte
     assert not d["healthy"], d
     first = d["findings"][0]
     assert (first["category"], first["scope"]) == expected, first
+    if scenario == "loader_workers_slow":  # located in the worker processes, not at next()
+        sites = truth["locations"][0]
+        assert any(f"{sites['file']}:{line}(" in first.get("location", "") for line in sites["lines"]), first
     if expected[1] == "local":
         assert first["workers"] == truth["ranks"], first
         assert any(s in first["evidence"] for s in ("wait on it", "arrives last", "wait for this link"))
