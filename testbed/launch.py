@@ -33,6 +33,10 @@ ONLINE_ENV = {"EROICA_HANG_MIN_S": "3", "EROICA_HANG_FACTOR": "5", "EROICA_POLL_
 ONLINE_REPORT_WAIT_S = 60.0
 NAME_PREFIX = "eroica"
 WORK_DIR_PARENT = "/var/tmp"  # on disk, not tmpfs: the slow-storage file needs O_DIRECT
+# The ranks' heartbeats, replaced a few times per iteration: in memory, so that the harness's
+# own file writes never stall the training they watch (on disk, a rename waited up to 100 ms
+# behind other writers' journal flushes, on the critical path of the rank that waited).
+BEAT_DIR_PARENT = "/dev/shm"
 PHASES = ["ready", "data", "forward", "backward", "optimizer", "export", "done"]
 POLL_INTERVAL_S = 0.02
 STARTUP_TIMEOUT_S = 90.0
@@ -464,6 +468,9 @@ class Testbed:
         self.network = RankNetwork(self.tag, self.world_size) if use_network_namespaces else None
         self.work_dir = Path(tempfile.mkdtemp(prefix=f"{NAME_PREFIX}-testbed-{self.tag}-",
                                               dir=WORK_DIR_PARENT))
+        self.beat_dir = Path(tempfile.mkdtemp(prefix=f"{NAME_PREFIX}-beats-{self.tag}-",
+                                              dir=BEAT_DIR_PARENT if os.path.isdir(BEAT_DIR_PARENT)
+                                              else WORK_DIR_PARENT))
         self.procs: Dict[int, subprocess.Popen] = {}
         self.log_files = {}
         self.applied_ranks = set()
@@ -492,6 +499,7 @@ class Testbed:
     def start(self):
         sweep_stale(self.cgroups)
         self.config["work_dir"] = str(self.work_dir)
+        self.config["beat_dir"] = str(self.beat_dir)
         config_path = self.work_dir / "config.json"
         config_path.write_text(json.dumps(self.config, indent=1))
         if self.network is not None:
@@ -629,7 +637,7 @@ class Testbed:
         states = {}
         for rank in range(self.world_size):
             try:
-                states[rank] = json.loads((self.work_dir / f"heartbeat-r{rank}.json").read_text())
+                states[rank] = json.loads((self.beat_dir / f"heartbeat-r{rank}.json").read_text())
             except (OSError, ValueError):
                 pass
         return states
@@ -726,4 +734,5 @@ class Testbed:
         for log in self.log_files.values():
             log.close()
         shutil.rmtree(self.work_dir, ignore_errors=True)
+        shutil.rmtree(self.beat_dir, ignore_errors=True)
         return []

@@ -11,7 +11,8 @@ written by the launcher) names the scenario, the faulty ranks and the schedule. 
   export to OUT/rank-<r>.json; with config "stack_hz" > 0, also the training thread's Python
   stack sampled over the same window (python/eroica/stack_sampler.py, as `eroica run` does) to
   OUT/rank-<r>.stacks.json, from which diagnose names a finding's code location,
-- reports progress in WORK/heartbeat-r<r>.json (iteration id and phase) and appends its
+- reports progress in BEATS/heartbeat-r<r>.json (iteration id and phase; config "beat_dir", in
+  memory, else WORK) and appends its
   per-iteration wall times to WORK/iters-r<r>.txt,
 - turns its fault on at the onset iteration (faults.py); faults applied from outside the process
   (a CPU quota, a link throttle) go through a handshake with the launcher so that the onset is exact;
@@ -189,8 +190,8 @@ def make_model(name):
 class Progress:
     """Heartbeat (iteration id + phase, replaced atomically) and per-iteration wall times."""
 
-    def __init__(self, work_dir, rank):
-        self.heartbeat_path = Path(work_dir) / f"heartbeat-r{rank}.json"
+    def __init__(self, work_dir, rank, beat_dir=None):
+        self.heartbeat_path = Path(beat_dir or work_dir) / f"heartbeat-r{rank}.json"
         self.times_file = open(Path(work_dir) / f"iters-r{rank}.txt", "a", buffering=1)
         self.pid = os.getpid()
 
@@ -288,7 +289,7 @@ class WindowStacks:
         if self.hz > 0:
             from torch.utils.data._utils import worker
 
-            target = loader_workers.worker_target(worker._worker_loop)
+            target = loader_workers.worker_target(worker._worker_loop, config["work_dir"])
             if target is not None:
                 worker._worker_loop = target
 
@@ -342,7 +343,7 @@ def train(config, rank):
     model = DistributedDataParallel(make_model(model_name))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
-    progress = Progress(config["work_dir"], rank)
+    progress = Progress(config["work_dir"], rank, config.get("beat_dir"))
     progress.beat(-1, "ready")
 
     def training_state():

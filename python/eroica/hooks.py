@@ -68,6 +68,8 @@ def install(listener_: Any) -> None:
     if "torch.optim" in sys.modules:
         patch_optimizer()
     attach(listener_)
+    if "torch.utils.data" in sys.modules:
+        _patch_worker_loop()  # needs the listener's folder
 
 
 def uninstall() -> None:
@@ -134,14 +136,18 @@ def patch_dataloader() -> None:
 
 def _patch_worker_loop() -> None:
     """DataLoader worker processes start through loader_workers, which samples their stacks
-    during a capture window (torch looks `_worker_loop` up when it starts its workers)."""
+    during a capture window (torch looks `_worker_loop` up when it starts its workers). Only
+    with a listener whose stack sampling is on: its folder holds the workers' control page."""
+    cfg = getattr(_listener, "cfg", None)
+    if cfg is None or not getattr(cfg, "stack_hz", 0) > 0:
+        return
     try:
         from torch.utils.data._utils import worker
     except Exception:
         return  # a torch without it: the workers are not sampled
     if _is_patched(worker, "_worker_loop") or not callable(getattr(worker, "_worker_loop", None)):
         return
-    target = loader_workers.worker_target(worker._worker_loop)
+    target = loader_workers.worker_target(worker._worker_loop, cfg.local_dir or cfg.dir)
     if target is not None:
         _set(worker, "_worker_loop", target)
 

@@ -11,7 +11,9 @@ stack_attribution.cc).
 How a worker learns of a window: torch starts a worker with `_utils.worker._worker_loop` as
 the process target, looked up when the iterator starts its workers. hooks.py replaces that
 attribute with `worker_target()`: a partial of `_worker_main` holding a private folder's path
-(a string, so it pickles under fork, spawn and forkserver alike). The folder holds a 64-byte control page the parent
+(a string, so it pickles under fork, spawn and forkserver alike); the folder is made under
+eroica's own folder (EROICA_LOCAL_DIR, else EROICA_DIR), never elsewhere. It holds a 64-byte
+control page the parent
 rewrites at each window (a seqlock: the sequence number is odd while it writes); each worker
 maps it and one daemon thread reads it every `POLL_S`. That read is the whole idle cost.
 While a window is open the thread samples the worker's main thread with the training
@@ -30,7 +32,6 @@ import mmap
 import os
 import shutil
 import struct
-import tempfile
 import threading
 import time
 from typing import Any, Dict, List, Optional
@@ -53,8 +54,8 @@ _control: Optional["Control"] = None
 class Control:
     """The parent's side: the private folder and its control page."""
 
-    def __init__(self):
-        self.folder = tempfile.mkdtemp(prefix="eroica-loader-")
+    def __init__(self, root: str):
+        self.folder = safe_fs.private_dir(safe_fs.ensure_root(root), "loader-workers-%d" % os.getpid())
         self.owner_pid = os.getpid()
         path = os.path.join(self.folder, _CONTROL)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -113,13 +114,14 @@ def control() -> Optional[Control]:
     return _control
 
 
-def worker_target(original):
+def worker_target(original, root: str):
     """What torch should start DataLoader workers with instead of `original` (its
-    `_worker_loop`), or None when the control page cannot be made (no samples from workers)."""
+    `_worker_loop`), or None when the control page cannot be made (no samples from workers).
+    The page's private folder goes under `root` (eroica's own folder)."""
     global _original_worker_loop, _control
     try:
         if _control is None:
-            _control = Control()
+            _control = Control(root)
             import atexit
 
             atexit.register(_control.close)
@@ -138,6 +140,10 @@ def _worker_main(folder: str, *args, **kwargs):
         from torch.utils.data._utils import worker
 
         loop = worker._worker_loop
+    if _control is not None and _control.owner_pid == os.getpid():
+        # A spawned worker's own eroica (the boot hook of `eroica run`) made a folder; a worker
+        # never captures, and it exits without running atexit.
+        _control.close()
     try:
         _Watcher(folder, threading.get_ident()).start()
     except Exception:

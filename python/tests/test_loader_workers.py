@@ -3,11 +3,12 @@
 import json
 import os
 import time
+import types
 
 import pytest
 import torch
 
-from eroica import hooks, loader_workers
+from eroica import config, hooks, loader_workers
 
 
 class SlowSamples(torch.utils.data.Dataset):
@@ -25,9 +26,27 @@ def slow_line():
 
 
 @pytest.fixture
-def patched():
+def patched(tmp_path_factory):
+    root = str(tmp_path_factory.getbasetemp() / "eroica-root")
+    hooks._listener = types.SimpleNamespace(cfg=config.load({"EROICA_DIR": root}),
+                                            on_batch=lambda *args: None, on_epoch_end=lambda: None)
     hooks.patch_dataloader()
-    yield loader_workers.control()
+    control = loader_workers.control()
+    # The control page's folder is under eroica's own folder, never elsewhere.
+    assert control is not None and os.path.dirname(control.folder) == root
+    yield control
+    hooks.uninstall()
+
+
+def test_no_listener_or_no_stack_sampling_leaves_the_workers_alone():
+    from torch.utils.data._utils import worker
+
+    hooks.detach()
+    hooks.patch_dataloader()
+    assert not hasattr(worker._worker_loop, "func")
+    hooks._listener = types.SimpleNamespace(cfg=config.load({"EROICA_STACK_HZ": "0"}))
+    hooks.patch_dataloader()
+    assert not hasattr(worker._worker_loop, "func")
     hooks.uninstall()
 
 

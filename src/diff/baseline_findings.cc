@@ -11,8 +11,6 @@
 namespace eroica {
 namespace {
 
-bool Grew(const PatternChange& c) { return c.kind == ChangeKind::kGrew || c.kind == ChangeKind::kAppeared; }
-
 bool OnAlmostAll(const PatternChange& c, const BaselineOptions& options) {
   int may_miss = static_cast<int>(std::floor(c.role_workers * options.missing_share));
   return static_cast<int>(c.ranks.size()) >= c.role_workers - may_miss;
@@ -69,7 +67,7 @@ Finding GlobalFinding(const PatternChange& c, const PatternDiff& diff, double sl
 // A local finding's own function grew on its ranks since the baseline: say so, it confirms it.
 void ConfirmLocal(const PatternDiff& diff, Finding* local) {
   for (const PatternChange& c : diff.functions) {
-    if (!Grew(c) || c.function != local->function || local->workers.empty()) continue;
+    if (!c.grew() || c.function != local->function || local->workers.empty()) continue;
     if (std::find(c.ranks.begin(), c.ranks.end(), local->workers.front()) == c.ranks.end()) continue;
     local->evidence += fmt::format("; against the baseline its {} grew {:+.1f} ms/iter on {}", c.function,
                                    c.largest_delta_ms_per_iter, RanksText(c.ranks));
@@ -95,9 +93,9 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
   // most of them (a Python program point can be named differently on a rank).
   const PatternChange* category_wide = nullptr;
   auto wide = [&](const PatternChange& c) {
-    if (!Grew(c) || c.ranks.size() * 2 <= static_cast<size_t>(c.role_workers)) return false;
+    if (!c.grew() || c.ranks.size() * 2 <= static_cast<size_t>(c.role_workers)) return false;
     for (const PatternChange& total : diff.categories) {
-      if (Grew(total) && total.role == c.role && total.category == c.category && OnAlmostAll(total, options)) {
+      if (total.grew() && total.role == c.role && total.category == c.category && OnAlmostAll(total, options)) {
         category_wide = &total;
         return true;
       }
@@ -105,7 +103,7 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
     return false;
   };
   auto cause = std::find_if(diff.functions.begin(), diff.functions.end(),
-                            [&](const PatternChange& c) { return Grew(c) && OnAlmostAll(c, options); });
+                            [&](const PatternChange& c) { return c.grew() && OnAlmostAll(c, options); });
   if (cause == diff.functions.end()) cause = std::find_if(diff.functions.begin(), diff.functions.end(), wide);
   if (cause == diff.functions.end()) return;
   Finding global = GlobalFinding(*cause, diff, slowdown_ms);

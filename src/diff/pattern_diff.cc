@@ -212,12 +212,10 @@ std::vector<PatternChange> CompareColumns(const Column& base, const Column& now,
   return changes;
 }
 
-bool Grew(const PatternChange& c) { return c.kind == ChangeKind::kGrew || c.kind == ChangeKind::kAppeared; }
-
 void SortChanges(std::vector<PatternChange>* changes) {
   std::stable_sort(changes->begin(), changes->end(), [](const PatternChange& a, const PatternChange& b) {
     auto key = [](const PatternChange& c) {
-      return std::make_tuple(!Grew(c), c.category == Category::kCommunication, -std::abs(c.largest_delta_ms_per_iter));
+      return std::make_tuple(!c.grew(), c.category == Category::kCommunication, -std::abs(c.largest_delta_ms_per_iter));
     };
     return key(a) < key(b);
   });

@@ -42,6 +42,8 @@ struct PatternChange {
   double noise_ms_per_iter = 0;  // the bar the change cleared
   std::vector<int> ranks;        // affected workers (ranks on the "now" side)
   int role_workers = 0;          // workers of this role on the "now" side
+
+  bool grew() const { return kind == ChangeKind::kGrew || kind == ChangeKind::kAppeared; }
 };
 
 struct DiffSide {
