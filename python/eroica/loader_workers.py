@@ -60,7 +60,10 @@ class Control:
         path = os.path.join(self.folder, _CONTROL)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
-            os.ftruncate(fd, _PAGE_BYTES)
+            # Written, not truncated: the page's block is allocated now, so a full file system
+            # fails here with an error instead of a SIGBUS at the first store into the mapping.
+            if os.write(fd, bytes(_PAGE_BYTES)) != _PAGE_BYTES:
+                raise OSError("short write of the control page")
             self._page = mmap.mmap(fd, _PAGE_BYTES)
         finally:
             os.close(fd)
@@ -127,9 +130,8 @@ def worker_target(original, root: str):
             atexit.register(_control.close)
         _original_worker_loop = original
         return functools.partial(_worker_main, _control.folder)
-    except Exception as e:
-        log.once("loader-workers", "DataLoader worker processes will not be stack-sampled: %s: %s"
-                 % (type(e).__name__, e))
+    except Exception as e:  # a debug line: whatever broke eroica's folder is said elsewhere
+        log.debug("DataLoader worker processes will not be stack-sampled: %s: %s" % (type(e).__name__, e))
         return None
 
 

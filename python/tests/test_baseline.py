@@ -35,8 +35,11 @@ def baseline_cost(session_dir, doc):
     """Wall time the baseline window added: its iterations against the detector's median before
     it (rank 0's, like every rank's, as the job runs in lock-step)."""
     meta = json.load(open(os.path.join(session_dir, "rank-0.meta.json")))
-    before = statistics.median(doc["iteration_times_s"][-20:])
     window = meta["iteration_times_s"]
+    before_series = doc.get("iteration_times_s")  # absent when rank 0 could not read it in time
+    if not before_series:
+        return float("nan"), float("nan"), window
+    before = statistics.median(before_series[-20:])
     return sum(window) - before * len(window), before, window
 
 

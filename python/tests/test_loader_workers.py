@@ -26,8 +26,10 @@ def slow_line():
 
 
 @pytest.fixture
-def patched(tmp_path_factory):
-    root = str(tmp_path_factory.getbasetemp() / "eroica-root")
+def patched(tmp_path):
+    root = str(tmp_path / "eroica-root")
+    hooks.uninstall()  # whatever an earlier test of this process patched
+    loader_workers._control = None
     hooks._listener = types.SimpleNamespace(cfg=config.load({"EROICA_DIR": root}),
                                             on_batch=lambda *args: None, on_epoch_end=lambda: None)
     hooks.patch_dataloader()
@@ -36,6 +38,8 @@ def patched(tmp_path_factory):
     assert control is not None and os.path.dirname(control.folder) == root
     yield control
     hooks.uninstall()
+    control.close()
+    loader_workers._control = None
 
 
 def test_no_listener_or_no_stack_sampling_leaves_the_workers_alone():
