@@ -6,6 +6,11 @@ BUILD ?= build
 SAN_BUILD ?= build-san
 FUZZ_SECONDS ?= 600
 FUZZ_TEST_SECONDS ?= 12
+# Unity builds (CMake joins each target's files 8 at a time): a clean build of the gcc tree took
+# 405 s of CPU instead of 700 here. UNITY=OFF for quick rebuilds of one file while developing.
+UNITY ?= ON
+CMAKE_COMMON = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEROICA_PYTHON=$(PYTHON) \
+  -DCMAKE_UNITY_BUILD=$(UNITY) -DCMAKE_UNITY_BUILD_BATCH_SIZE=8
 PYTHON := /usr/bin/python3
 DEBIAN_PACKAGES := cmake g++ make pkg-config libsimdjson-dev libfmt-dev libcli11-dev zlib1g-dev \
   libdeflate-dev libisal-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev python3-torch \
@@ -40,17 +45,17 @@ deps:
 	@command -v kubectl > /dev/null || echo "eroica: no kubectl (1.27+): the deploy_manifests test will fail"
 
 $(BUILD)/build.ninja $(BUILD)/Makefile: CMakeLists.txt
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEROICA_PYTHON=$(PYTHON)
+	cmake -S . -B $(BUILD) $(CMAKE_COMMON)
 
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEROICA_PYTHON=$(PYTHON) > /dev/null
+	@cmake -S . -B $(BUILD) $(CMAKE_COMMON) > /dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
 # One clang tree with ASan/UBSan and libFuzzer's coverage for both the sanitized unit tests and
 # the fuzz targets: the libraries are compiled once for both, and nothing else is built there.
 build-san: deps
-	@cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-	  -DEROICA_FUZZ=ON -DEROICA_BUILD_BENCH=OFF -DEROICA_PYTHON=$(PYTHON) > /dev/null
+	@cmake -S . -B $(SAN_BUILD) $(CMAKE_COMMON) -DCMAKE_CXX_COMPILER=clang++ \
+	  -DEROICA_FUZZ=ON -DEROICA_BUILD_BENCH=OFF > /dev/null
 	cmake --build $(SAN_BUILD) -j $(JOBS) --target eroica_unit_tests eroica_fuzzers
 
 # Long fuzz runs: FUZZ_SECONDS per target (tests/fuzz/run_fuzzers.sh).

@@ -25,8 +25,23 @@ import tempfile
 SOURCE_DIR = pathlib.Path(__file__).resolve().parents[2]
 
 
+def unity_sources(command):
+    """A unity build's entry (CMake's unity_<n>_cxx.cxx, `make test` builds so) stands for the
+    sources it includes: one entry each, with the same flags, so that each is checked alone."""
+    unity = pathlib.Path(command["file"])
+    if not unity.name.startswith("unity_") or not unity.is_file():
+        return [command]
+    out = []
+    for source in re.findall(r'^#include "([^"]+\.cc)"', unity.read_text(), re.M):
+        entry = dict(command, file=source)
+        entry["command"] = command["command"].replace(command["file"], source)
+        out.append(entry)
+    return out
+
+
 def clang_commands(build_dir, out_dir):
     commands = json.loads((pathlib.Path(build_dir) / "compile_commands.json").read_text())
+    commands = [entry for c in commands for entry in unity_sources(c)]
     for c in commands:
         c["command"] = re.sub(r"\s-include \S+cmake_pch\.hxx|\s-Winvalid-pch", "", c["command"])
     (pathlib.Path(out_dir) / "compile_commands.json").write_text(json.dumps(commands))
