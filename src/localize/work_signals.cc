@@ -151,7 +151,8 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, double rati
     out.more_work = true;
     out.evidence = fmt::format(
         "its batch-sized ops take {:.1f}x its peers' time while the work sized by the model (gradient "
-        "accumulation, optimizer step, the host's time between ops) runs at {:.2f}x: it was given more data per step (longer sequences, larger "
+        "accumulation, optimizer step, the host's time between ops) runs at {:.2f}x: it was given more data per step "
+        "(longer sequences, larger "
         "samples), not a slower processor",
         stretch.batch_ratio, stretch.model_ratio);
   }

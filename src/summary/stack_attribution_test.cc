@@ -136,8 +136,8 @@ TEST(StackAttributionTest, OneLateSampleStandsForTheWholeCallThatDelayedIt) {
 // an idle worker (in library code only) names nothing.
 TEST(StackAttributionTest, TheLoadersTimeGoesToItsWorkerProcessesUserFrames) {
   FunctionTable table;
-  uint32_t loader =
-      table.Intern(Category::kDataloader, HostKind::kNone, "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__");
+  uint32_t loader = table.Intern(Category::kDataloader, HostKind::kNone,
+                                 "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__");
   uint32_t gap = table.Intern(Category::kHost, HostKind::kPython, "(python between a and b)");
   SpanList path = {{0, 80'000, loader}, {80'000, 100'000, gap}};
   StackSamples samples;
@@ -149,8 +149,8 @@ TEST(StackAttributionTest, TheLoadersTimeGoesToItsWorkerProcessesUserFrames) {
     StackSamples w;
     w.hz = 1e5;
     w.library_prefixes = {"/usr/lib/python3/dist-packages/torch/"};
-    w.frames = {{file, line, function}, {"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py", 300,
-                                         "_worker_loop"}};
+    w.frames = {{file, line, function},
+                {"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py", 300, "_worker_loop"}};
     w.stacks = {{0, 1}};
     for (int64_t t = 10'000; t <= 100'000; t += 10'000) w.samples.push_back({t, 0});
     return w;
@@ -163,7 +163,7 @@ TEST(StackAttributionTest, TheLoadersTimeGoesToItsWorkerProcessesUserFrames) {
   ASSERT_EQ(hot.count(loader), 1u);
   EXPECT_EQ(hot[loader][0].location, "/job/data.py:21(__getitem__)");
   EXPECT_FLOAT_EQ(hot[loader][0].share, 0.5F);  // one of the two workers was busy
-  ASSERT_EQ(hot.count(gap), 1u);  // the host's time stays the training thread's
+  ASSERT_EQ(hot.count(gap), 1u);                // the host's time stays the training thread's
   EXPECT_EQ(hot[gap][0].location, "/job/train.py:44(train)");
   // Without the workers' samples the loader's time is the training loop's line.
   auto alone = AttributeStackSamples(without_workers, path, table);
