@@ -11,7 +11,9 @@
 #include "base/status.h"
 #include "cli/diagnose_inputs.h"
 #include "diff/baseline_findings.h"
+#include "localize/finding_location.h"
 #include "localize/localizer.h"
+#include "localize/worker_table.h"
 
 namespace eroica {
 
@@ -57,6 +59,10 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   if (!base.ok()) return ErrorStatus("baseline {}: {}", baseline_path, base.status().message());
   PatternDiff diff = DiffPatterns(base->workers, run->input.workers);
   ApplyBaseline(diff, &run->diagnosis);
+  // A finding the baseline added has no code location yet: the window's stack samples give it.
+  WorkerTable table;
+  for (const WorkerPattern& worker : run->input.workers) table.Add(worker);
+  LocateFindings(table, &run->diagnosis.findings);
   return diff;
 }
 

@@ -90,7 +90,8 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
   // The functions are sorted own work first, largest change first: the first grown one on almost
   // every worker is the cause; the others' longer waits are its symptom. A function may also
   // stand for its category when that category grew on almost every worker and the function on
-  // most of them (a Python program point can be named differently on a rank).
+  // most of them (a Python program point can be named differently on a rank), or, with no such
+  // function, when the category's growth alone explains the slowdown.
   const PatternChange* category_wide = nullptr;
   auto wide = [&](const PatternChange& c) {
     if (!c.grew() || c.ranks.size() * 2 <= static_cast<size_t>(c.role_workers)) return false;
@@ -105,6 +106,25 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
   auto cause = std::find_if(diff.functions.begin(), diff.functions.end(),
                             [&](const PatternChange& c) { return c.grew() && OnAlmostAll(c, options); });
   if (cause == diff.functions.end()) cause = std::find_if(diff.functions.begin(), diff.functions.end(), wide);
+  if (cause == diff.functions.end()) {
+    // No one function on most workers, but a category of own work grew on almost all of them by
+    // enough to explain the slowdown: the same cost under different names (a Python program
+    // point is named by the ops around it, which differ between ranks). Its largest grown
+    // function names it. Waiting (communication) is the others' symptom, never such a cause.
+    for (const PatternChange& total : diff.categories) {
+      if (!total.grew() || total.category == Category::kCommunication || !OnAlmostAll(total, options) ||
+          total.delta_ms_per_iter < options.explains_share * slowdown_ms) {
+        continue;
+      }
+      cause = std::find_if(diff.functions.begin(), diff.functions.end(), [&](const PatternChange& c) {
+        return c.grew() && c.role == total.role && c.category == total.category;
+      });
+      if (cause != diff.functions.end()) {
+        category_wide = &total;
+        break;
+      }
+    }
+  }
   if (cause == diff.functions.end()) return;
   Finding global = GlobalFinding(*cause, diff, slowdown_ms);
   if (category_wide != nullptr && !OnAlmostAll(*cause, options)) {

@@ -51,6 +51,35 @@ TEST(BaselineFindings, AFunctionOnMostRanksStandsForItsCategoryGrownOnAll) {
   EXPECT_NE(d.findings[0].evidence.find("every rank's host time grew"), std::string::npos);
 }
 
+TEST(BaselineFindings, ACategoryGrownOnAllThatExplainsTheSlowdownIsGlobalUnderAnyOfItsNames) {
+  // Every rank's host time grew 40 ms at one line, which the ops around it named three ways
+  // (a real 4-rank run had two names on 2 ranks each): no one name is on most ranks, the
+  // category is on all.
+  const char* names[] = {"(python between a and b)", "(python between b and c)", "(python between c and d)"};
+  auto job = [&](std::vector<int> grown) {
+    std::vector<WorkerPattern> job;
+    for (int r = 0; r < 5; ++r) {
+      FunctionMs ms = Healthy();
+      for (int k = 0; k < 3; ++k) ms.emplace_back(names[k], Category::kHost, grown[r] == k ? 40 : 0.5);
+      job.push_back(Worker(r, 5, ms));
+    }
+    return job;
+  };
+  std::vector<WorkerPattern> base = job({-1, -1, -1, -1, -1});
+  Diagnosis d;
+  ApplyBaseline(DiffPatterns(base, job({0, 0, 1, 1, 2})), &d);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kHost);
+  EXPECT_EQ(d.findings[0].workers, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_NE(d.findings[0].evidence.find("2 of 5 ranks'"), std::string::npos) << d.findings[0].evidence;
+  EXPECT_NE(d.findings[0].evidence.find("every rank's host time grew"), std::string::npos);
+  // Two ranks' host time alone is no global cause.
+  Diagnosis two;
+  ApplyBaseline(DiffPatterns(base, job({0, 0, -1, -1, -1})), &two);
+  EXPECT_TRUE(two.findings.empty()) << two.findings[0].evidence;
+}
+
 // The peers' global host finding and the baseline's are one problem when both name a program
 // point, whatever ops the point was named by in each.
 TEST(BaselineFindings, AGlobalHostPointFromThePeersMergesWithTheBaselinesUnderAnotherName) {
