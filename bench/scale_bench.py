@@ -29,6 +29,7 @@ import multiprocessing
 import os
 import resource
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -106,7 +107,7 @@ def server_main(port, conn):
 
     raise_nofile()
     server = dist.TCPStore("127.0.0.1", port, None, True, STORE_TIMEOUT)
-    conn.send(vm_kb(os.getpid(), "VmRSS"))
+    conn.send((vm_kb(os.getpid(), "VmRSS"), len(os.listdir("/proc/self/fd"))))
     conn.recv()  # go: the store's CPU time counts from here
     cpu0 = cpu_s()
     fds = len(os.listdir("/proc/self/fd"))  # every client is connected by now
@@ -290,6 +291,30 @@ def rank0_main(port, group, world, per_node, patterns_path, eroica, work, truth_
                  "store_requests": sum(s.requests for s in host.stores)})
 
 
+def free_port():
+    with socket.socket() as s:  # the kernel's choice, free a moment ago: a fixed port may be taken
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def collect(queue, senders, others, timeout_s=600):
+    """One message from each of `senders`; SystemExit as soon as any process died instead of
+    waiting out the timeout."""
+    out, deadline = [], time.monotonic() + timeout_s
+    while len(out) < len(senders):
+        try:
+            out.append(queue.get(timeout=1.0))
+            continue
+        except Exception:
+            pass
+        dead = [p for p in senders + others if p.exitcode not in (None, 0)]
+        if dead or time.monotonic() > deadline:
+            raise SystemExit("scale bench: %s" % (
+                "process %d exited with %s" % (dead[0].pid, dead[0].exitcode) if dead
+                else "no answer in %d s" % timeout_s))
+    return out
+
+
 def synth_ranks(eroica, templates, world, work, seed, stragglers):
     path = os.path.join(work, "ranks_%d.pattern" % world)
     cmd = [eroica, "synth", templates, "-o", path, "-n", str(world), "--workers-per-block", "1",
@@ -313,11 +338,11 @@ def gather(args):
     shutil.rmtree(os.path.join(central_root, "scale-%d" % args.ranks), ignore_errors=True)
 
     ctx = multiprocessing.get_context("fork")
-    port = 29500 + os.getpid() % 2000
+    port = free_port()
     parent, child = ctx.Pipe()
     server = ctx.Process(target=server_main, args=(port, child), daemon=True)
     server.start()
-    server_base_kb = parent.recv()
+    server_base_kb, server_base_fds = parent.recv()
     ready, go, results = ctx.Queue(), ctx.Event(), ctx.Queue()
     groups = connection_groups(args.ranks, args.per_node, args.share)
     # Whole nodes per process, spread round-robin: each process hosts leaders and their ranks.
@@ -333,15 +358,14 @@ def gather(args):
     for p in clients + [rank0]:
         p.start()
     connections, errors = 0, []
-    for _ in clients + [rank0]:
-        _, n, errs = ready.get(timeout=600)
+    for _, n, errs in collect(ready, clients + [rank0], [server]):
         connections += n
         errors += errs
     connected_s = time.time() - t0
     load_before = os.getloadavg()
     parent.send("go")
     go.set()
-    docs = [results.get(timeout=600) for _ in clients + [rank0]]
+    docs = collect(results, clients + [rank0], [server])
     parent.send("measure")
     store_mem = parent.recv()
     parent.send("stop")
@@ -356,7 +380,7 @@ def gather(args):
     out = {
         "ranks": args.ranks, "per_node": args.per_node, "client_processes": args.procs,
         "connections": connections, "ranks_per_connection": args.share,
-        "store_fds": store_mem["fds"], "nofile_limit": nofile,
+        "store_fds": store_mem["fds"], "store_base_fds": server_base_fds, "nofile_limit": nofile,
         "connect_s": round(connected_s, 2),
         "publish_spread_s": round(last_publish - r0["started"], 3),
         "last_publish_to_report_s": round(r0["reported_at"] - last_publish, 3),
