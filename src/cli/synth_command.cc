@@ -69,6 +69,13 @@ void RegisterSynthCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--global", options->synth.global_kind, "Also plant a global fault: python or dataloader");
   cmd->add_option("--global-excess", options->synth.global_excess, "Its time, as a share of the healthy iteration");
   cmd->add_option("--truth", options->truth, "Where the planted truth goes (default: OUTPUT.truth.json)");
+  // 1 with `summarize`'s level (9): magic + each block is exactly the pattern file that rank's
+  // own `eroica summarize` would write, what it sends in the scale-out path (bench/scale_bench.py).
+  cmd->add_option("--workers-per-block", options->synth.workers_per_block,
+                  "Workers per self-contained block (default 4096; 1: one rank's own pattern per block)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--zstd-level", options->synth.zstd_level, "zstd level of each block (summarize writes 9)")
+      ->check(CLI::Range(1, 19));
   cmd->callback([options, exit_code] { *exit_code = RunSynth(*options); });
 }
 

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "base/temp_dir.h"
@@ -108,6 +110,47 @@ TEST(SynthesizerTest, WritesAReadableBundleWithTheTruth) {
   StatusOr<std::vector<WorkerPattern>> repeat = ReadPatternFile(again);
   ASSERT_TRUE(repeat.ok());
   EXPECT_EQ((*repeat)[42].functions[0].beta, (*workers)[42].functions[0].beta);
+}
+
+// One worker per block at summarize's level: the magic and one block are exactly the pattern
+// file that rank's own `eroica summarize` writes (what bench/scale_bench.py sends per rank).
+TEST(SynthesizerTest, OneWorkerPerBlockIsEachRanksOwnPatternFile) {
+  TempDir dir;
+  SynthOptions options;
+  options.workers = 12;
+  options.workers_per_block = 1;
+  options.zstd_level = 9;
+  std::string bundle = dir.path() + "/synth.pattern";
+  ASSERT_TRUE(Synthesize(Templates(), options, bundle, "").ok());
+  std::ifstream in(bundle, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(bytes.substr(0, kPatternMagic.size()), kPatternMagic);
+  size_t pos = kPatternMagic.size();
+  int rank = 0;
+  auto u32 = [&](size_t at) {
+    uint32_t v = 0;
+    std::memcpy(&v, bytes.data() + at, 4);
+    return v;
+  };
+  while (pos < bytes.size()) {
+    ASSERT_LE(pos + 12, bytes.size());
+    size_t size = 12 + u32(pos);
+    EXPECT_EQ(u32(pos + 8), 1u) << "workers in block " << rank;
+    std::string own = dir.path() + "/own.pattern", again = dir.path() + "/again.pattern";
+    std::ofstream(own, std::ios::binary) << kPatternMagic << bytes.substr(pos, size);
+    StatusOr<std::vector<WorkerPattern>> workers = ReadPatternFile(own);
+    ASSERT_TRUE(workers.ok()) << workers.status().message();
+    ASSERT_EQ(workers->size(), 1u);
+    EXPECT_EQ((*workers)[0].rank, rank);
+    ASSERT_TRUE(WritePatternFile(again, *workers).ok());
+    std::ifstream a(again, std::ios::binary);
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(a)), std::istreambuf_iterator<char>()),
+              std::string(kPatternMagic) + bytes.substr(pos, size))
+        << "rank " << rank << " differs from what summarize writes for its pattern";
+    pos += size;
+    ++rank;
+  }
+  EXPECT_EQ(rank, 12);
 }
 
 TEST(SynthesizerTest, RejectsWhatCannotBeALocalFault) {
