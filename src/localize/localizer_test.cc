@@ -235,6 +235,31 @@ TEST(LocalizerTest, GlobalCommunicationWithoutAStraggler) {
   EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
 }
 
+// More ranks than cores: each waits for the others' CPU, and which rank waits least moves from
+// iteration to iteration. Over the window every rank's exposed communication is 0.48-0.52 (above
+// the 0.35 box), but in each iteration the rank that arrived last paid only 0.15: no network cost.
+// A slow network makes every rank pay in every iteration.
+TEST(LocalizerTest, CommunicationTheLastToArrivePaysOnlyOnAverageIsWaitingNotTheNetwork) {
+  auto job = [](bool network) {
+    LocalizeInput input;
+    for (int r = 0; r < 4; ++r) {
+      WorkerPattern w = Worker(r, 0.40, 0.02, 0.08, 0.50);
+      for (int i = 0; i < 4; ++i) {
+        float comm = network ? 0.50f : (i == r ? 0.15f : 0.62f);  // rank i arrives last in iteration i
+        w.iteration_category_beta.push_back({0.90f - comm, 0, comm, 0.02f, 0.08f});
+      }
+      input.workers.push_back(w);
+    }
+    return input;
+  };
+  Diagnosis waiting = Localize(job(false), DefaultExpectations());
+  EXPECT_TRUE(waiting.healthy()) << waiting.findings[0].evidence;
+  Diagnosis network = Localize(job(true), DefaultExpectations());
+  ASSERT_FALSE(network.healthy());
+  EXPECT_EQ(network.findings[0].category, FindingCategory::kCommunication);
+  EXPECT_EQ(network.findings[0].scope, FindingScope::kGlobal);
+}
+
 TEST(LocalizerTest, TwoWorkersTheOneTheOtherWaitsForIsTheCause) {
   LocalizeInput input;
   input.workers.push_back(Worker(0, 0.30, 0.02, 0.03, 0.65));
@@ -309,8 +334,10 @@ TEST(LocalizerTest, MoreWorkCountsEvenWhenTimingsAreNoisy) {
     WorkerPattern w = Worker(r, r == 1 ? 0.53 : 0.36, 0.03, 0.10, r == 1 ? 0.34 : 0.51);
     // Noisy iterations: rank 1 is not above every peer in every one of them.
     for (int i = 0; i < 5; ++i) {
-      float own = (r == 1 ? 0.55f : 0.40f) + (r == 2 && i == 0 ? 0.3f : 0.0f);
-      w.iteration_category_beta.push_back({own, 0, 1 - own, 0, 0});
+      float spike = r == 2 && i == 0 ? 0.3f : 0.0f;
+      float own = (r == 1 ? 0.55f : 0.40f) + spike;
+      float comm = (r == 1 ? 0.34f : 0.51f) - spike;  // the window's exposed communication
+      w.iteration_category_beta.push_back({own, 0, comm, 0, 0});
     }
     if (r == 1) w.dataloader_ops_per_iter = 192;
     input.workers.push_back(w);
