@@ -167,9 +167,12 @@ class _Watcher:
 
     def _read(self):
         """(generation, until_unix_ns, hz, max_samples, rank) or None while being written."""
-        seq = _PAGE.unpack_from(self._page, 0)[1]
+        # A seqlock's read: the sequence number before and after the fields must be the same
+        # even number, else the parent was writing (another process: the copy can tear).
+        before = _PAGE.unpack_from(self._page, 0)[1]
         values = _PAGE.unpack_from(self._page, 0)
-        if seq & 1 or values[1] != seq or values[0] != _MAGIC:
+        after = _PAGE.unpack_from(self._page, 0)[1]
+        if before & 1 or values[1] != before or after != before or values[0] != _MAGIC:
             return None
         return values[2:]
 
