@@ -121,25 +121,22 @@ def server_main(port, conn):
 class CountingStore:
     """A store connection as Exchange uses it, counting the requests it sends the server."""
 
+    _COUNTED = ("add", "get", "set", "delete_key")
+
     def __init__(self, store):
         self._store = store
         self.requests = 0
 
-    def add(self, key, value):
-        self.requests += 1
-        return self._store.add(key, value)
+    def __getattr__(self, name):
+        method = getattr(self._store, name)
+        if name not in self._COUNTED:
+            return method
 
-    def get(self, key):
-        self.requests += 1
-        return self._store.get(key)
+        def counted(*args):
+            self.requests += 1
+            return method(*args)
 
-    def set(self, key, value):
-        self.requests += 1
-        return self._store.set(key, value)
-
-    def delete_key(self, key):
-        self.requests += 1
-        return self._store.delete_key(key)
+        return counted
 
 
 def connection_groups(world, per_node, share):

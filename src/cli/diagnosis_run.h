@@ -59,10 +59,16 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   if (!base.ok()) return ErrorStatus("baseline {}: {}", baseline_path, base.status().message());
   PatternDiff diff = DiffPatterns(base->workers, run->input.workers);
   ApplyBaseline(diff, &run->diagnosis);
-  // A finding the baseline added has no code location yet: the window's stack samples give it.
-  WorkerTable table;
-  for (const WorkerPattern& worker : run->input.workers) table.Add(worker);
-  LocateFindings(table, &run->diagnosis.findings);
+  // A finding the baseline added has no code location yet: the window's stack samples give it
+  // (the table is built again only then; localization's own is gone).
+  bool unlocated = std::any_of(run->diagnosis.findings.begin(), run->diagnosis.findings.end(), [](const Finding& f) {
+    return f.location.empty() && f.evidence.starts_with("against the baseline");
+  });
+  if (unlocated) {
+    WorkerTable table;
+    for (const WorkerPattern& worker : run->input.workers) table.Add(worker);
+    LocateFindings(table, &run->diagnosis.findings);
+  }
   return diff;
 }
 
