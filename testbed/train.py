@@ -366,6 +366,10 @@ def train(config, rank):
             if iteration == profile_last + 1:
                 progress.beat(iteration - 1, "export")
             prof.step()
+            # The window's last step closed inside prof.step() just now: the sampler stops and
+            # writes outside it, as eroica's own capture does, never inside the profiled step.
+            if iteration == profile_last + 1:
+                stacks.finish()
             # Anchors the trace's relative clock to the host's: ProfilerStep#N opened just now.
             if profile_start <= iteration < profile_start + config["profile_iters"] + 1:
                 step_start_unix_ns[iteration] = time.time_ns()
@@ -403,8 +407,6 @@ def train(config, rank):
             optimizer_s.append(time.perf_counter() - optimizer_started_s)
             fault.after_step(iteration, training_state)
             progress.record(iteration, time.perf_counter() - started_s, started_monotonic_s)
-            if iteration == profile_last:
-                stacks.finish()
         progress.beat(config["iters"], "done")
     stacks.finish()
     write_meta(config, rank, step_start_unix_ns)

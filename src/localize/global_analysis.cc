@@ -177,12 +177,20 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
   return out;
 }
 
+// Whether a host point recurs in every profiled iteration of the worker: a cost of each step
+// does, a one-off (the window's last step running into its capture's teardown, a log line every
+// N steps) is not a cost of the step, however large it is once.
+bool InEveryIteration(const FunctionEntry& f, int iterations) {
+  if (iterations < 2) return true;
+  return static_cast<double>(f.calls_per_iter) * iterations >= iterations - 0.5;
+}
+
 // Host work below every box. Scheduling noise on a shared machine moves between program points,
 // iterations and ranks; real work (a loop, GC, a slow collate, a checkpoint in the step) sits at
-// one point and is each rank's largest host cost. So the point that leads each rank's next host
-// point on (almost) every rank, by more than the job's own noise (the spread of those next
-// points across ranks, k of them as for outliers) and the noise floor, is a global cost. What
-// it costs is counted above the next point only: the part the noise cannot explain.
+// one point in every step and is each rank's largest host cost. So the point that leads each
+// rank's next host point on (almost) every rank, by more than the job's own noise (the spread of
+// those next points across ranks, k of them as for outliers) and the noise floor, is a global
+// cost. What it costs is counted above the next point only: the part the noise cannot explain.
 std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expectations& e) {
   size_t n = group.size();
   if (n < 2) return std::nullopt;
@@ -198,6 +206,7 @@ std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expec
       std::string_view name = group.table->name(f.name);
       // Folded tails and unattributed Python are many places at once, not a point.
       if (f.category != Category::kHost || IsFoldedTail(name) || name == kUnattributedPython) continue;
+      if (!InEveryIteration(f, group.row(k).iterations)) continue;
       if (f.beta > t.first) {
         t.second = t.first;
         t.first = f.beta;

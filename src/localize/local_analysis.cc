@@ -351,6 +351,57 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, std::
   }
 }
 
+// In a synchronous job the others wait at the next collective for the rank that is late: that
+// wait is what a straggler costs the job. On a shared machine some rank is slower in each step
+// (it lost the CPU to the others, which were working meanwhile), and the others wait for
+// whoever it was. So a suspect's own-work excess counts only when the others wait for it more
+// than for any unsuspected peer, by the noise floor: a healthy 4-rank run on 2 cores once had
+// a rank's loader +11 ms per iteration while the others waited 0.05 of a step for it and as
+// long for an unsuspected rank; real stragglers here were waited for 0.4-1.4x their excess
+// and their peers not at all. Ranks that never wait (no collective seen) keep own work alone.
+// The wait is taken in each iteration, as a share of it, and averaged with each iteration
+// weighing alike: one long iteration (a 6-rank run's first step took 1.4 s, its others 0.2-0.3 s)
+// would otherwise hold most of the window and its noise.
+std::vector<double> WaitedForPerMember(const WorkerGroup& group) {
+  size_t n = group.size();
+  std::vector<double> waited(n, 0.0);
+  size_t iterations = SIZE_MAX;
+  for (uint32_t member : group.members) iterations = std::min(iterations, group.table->iteration_betas(member).size());
+  if (iterations == 0 || iterations == SIZE_MAX) {
+    for (size_t k = 0; k < n; ++k) waited[k] = OthersWaitFor(group, k);
+    return waited;
+  }
+  constexpr auto kComm = static_cast<size_t>(Category::kCommunication);
+  std::vector<double> comm(n), others;
+  for (size_t i = 0; i < iterations; ++i) {
+    for (size_t k = 0; k < n; ++k) comm[k] = group.table->iteration_betas(group.members[k])[i][kComm];
+    for (size_t k = 0; k < n; ++k) {
+      others.clear();
+      for (size_t j = 0; j < n; ++j) {
+        if (j != k) others.push_back(comm[j]);
+      }
+      waited[k] += (MedianInPlace(others) - comm[k]) / static_cast<double>(iterations);
+    }
+  }
+  return waited;
+}
+
+void KeepThoseTheOthersWaitFor(const WorkerGroup& group, const Expectations& e, std::vector<Excess>* excesses) {
+  size_t n = group.size();
+  if (n < 3 || excesses->empty()) return;
+  bool waits = false;
+  for (size_t k = 0; k < n; ++k) waits = waits || group.row(k).beta(Category::kCommunication) > 0;
+  if (!waits) return;
+  std::vector<bool> suspect(n, false);
+  for (const Excess& x : *excesses) suspect[x.member] = true;
+  std::vector<double> waited = WaitedForPerMember(group);
+  double noise = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (!suspect[k]) noise = std::max(noise, waited[k]);
+  }
+  std::erase_if(*excesses, [&](const Excess& x) { return waited[x.member] - noise < e.min_excess_beta; });
+}
+
 }  // namespace
 
 std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectations& e) {
@@ -358,6 +409,7 @@ std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectati
   if (group.size() < 2) return findings;
   std::vector<Excess> excesses = OutlyingExcesses(group, e);
   AddImbalancedWorkers(group, e, &excesses);
+  KeepThoseTheOthersWaitFor(group, e, &excesses);
   // With two workers both differ; only the one whose peer waits on it is the cause.
   if (group.size() == 2) {
     std::erase_if(excesses, [&](const Excess& x) {
