@@ -135,7 +135,24 @@ struct OverBox {
   std::vector<double> distances;
 };
 
-std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectations& e, bool has_device) {
+// The rank that waits least in collectives: the one the others wait for, when one is late.
+int LeastWaitingRank(const WorkerGroup& group) {
+  size_t least = 0;
+  for (size_t k = 1; k < group.size(); ++k) {
+    if (group.row(k).beta(Category::kCommunication) < group.row(least).beta(Category::kCommunication)) least = k;
+  }
+  return group.row(least).rank;
+}
+
+std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectations& e, bool has_device,
+                                      bool straggler_found) {
+  // Ranks that wait in a collective for a late peer hold it open while their link moves nothing:
+  // over a link box, but the late rank, whose transfer ran at once, is not. A slow network makes
+  // every rank pay, the late one too (as for the communication category's box). When a straggler
+  // was found, its peers' waits explain their idle links whatever the late rank's own transfer
+  // showed (a CFS quota freezes it inside its collectives too); a slow network still shows in
+  // what even the least-waiting rank pays (the category's box).
+  int least_waiting = LeastWaitingRank(group);
   std::map<std::pair<Category, StringId>, OverBox> over;
   for (size_t k = 0; k < group.size(); ++k) {
     for (const FunctionEntry& f : group.functions(k)) {
@@ -153,6 +170,10 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
   size_t n = group.size();
   for (auto& [key, o] : over) {
     if (!MostWorkers(o.ranks.size(), n, e)) continue;
+    if (key.first == Category::kCommunication &&
+        (straggler_found || std::find(o.ranks.begin(), o.ranks.end(), least_waiting) == o.ranks.end())) {
+      continue;
+    }
     std::vector<double> betas = o.betas;
     betas.resize(n, 0.0);
     double median_beta = MedianInPlace(betas);
@@ -253,11 +274,11 @@ std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expec
 
 }  // namespace
 
-std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectations& e) {
+std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectations& e, bool straggler_found) {
   if (group.size() == 0) return {};
   bool has_device = group.row(0).has_device;
   std::vector<Finding> out = CategoryFindings(group, e, has_device);
-  for (Finding& f : FunctionFindings(group, e, has_device)) {
+  for (Finding& f : FunctionFindings(group, e, has_device, straggler_found)) {
     bool covered = std::any_of(out.begin(), out.end(), [&](const Finding& g) { return g.category == f.category; });
     if (!covered) out.push_back(std::move(f));
   }

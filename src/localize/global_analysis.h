@@ -10,7 +10,10 @@
 
 namespace eroica {
 
-std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectations& expectations);
+// `straggler_found`: a rank of the group was found late on its own work; the others' waits for it
+// then explain their idle links in collectives.
+std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectations& expectations,
+                                        bool straggler_found = false);
 
 // Ranks listed in a finding are capped; the evidence says how many there are.
 inline constexpr size_t kMaxListedWorkers = 64;

@@ -156,7 +156,9 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
     }
     std::vector<Finding> local = FindLocalProblems(group, expectations);
     std::vector<Finding> links = FindDegradedLinks(group, expectations);
-    std::vector<Finding> global = FindGlobalProblems(group, expectations);
+    bool straggler = std::any_of(local.begin(), local.end(),
+                                 [](const Finding& f) { return f.category != FindingCategory::kCommunication; });
+    std::vector<Finding> global = FindGlobalProblems(group, expectations, straggler);
     // A degraded link explains the group's slow collectives: not a global network problem.
     if (!links.empty()) {
       std::erase_if(global, [](const Finding& g) { return g.category == FindingCategory::kCommunication; });

@@ -127,6 +127,25 @@ TEST(LocalizerTest, MoreDataWithoutShapesIsImbalanceByTheWorkThatDoesNotScaleWit
   Diagnosis frozen = Localize(input, DefaultExpectations());
   ASSERT_FALSE(frozen.healthy());
   EXPECT_EQ(frozen.findings[0].category, FindingCategory::kCompute) << frozen.findings[0].evidence;
+  // Freezes can miss the host's time as well; the node agent's μ then tells: the frozen rank's ops
+  // had the processor for a fraction of their time (0.08 against 0.21-0.37 in a 10 % quota run),
+  // a rank given more data keeps it busier than its waiting peers (0.69 against 0.47-0.52).
+  auto with_mu = [](WorkerPattern w, double mu) {
+    for (FunctionPattern& f : w.functions) {
+      if (f.category == Category::kCompute) f.mu = mu;
+    }
+    return w;
+  };
+  for (int r = 0; r < 4; ++r) input.workers[r] = with_mu(worker(r, 1.0, 1.0, 1.0), 0.25 + 0.04 * r);
+  input.workers[2] = with_mu(worker(2, 2.2, 1.0, 1.0), 0.08);
+  Diagnosis starved = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(starved.healthy());
+  EXPECT_EQ(starved.findings[0].category, FindingCategory::kCompute) << starved.findings[0].evidence;
+  EXPECT_NE(starved.findings[0].evidence.find("starved of the processor"), std::string::npos);
+  input.workers[2] = with_mu(worker(2, 1.9, 1.05, 1.05), 0.69);
+  Diagnosis busy = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(busy.healthy());
+  EXPECT_EQ(busy.findings[0].category, FindingCategory::kImbalance) << busy.findings[0].evidence;
 }
 
 // A throttled CPU stretches the ops and the Python between them: compute, even when the host
@@ -246,6 +265,24 @@ TEST(LocalizerTest, GlobalCommunicationWithoutAStraggler) {
 // iteration to iteration. Over the window every rank's exposed communication is 0.48-0.52 (above
 // the 0.35 box), but in each iteration the rank that arrived last paid only 0.15: no network cost.
 // A slow network makes every rank pay in every iteration.
+// The waiting ranks' links move nothing while they wait for a late rank: below the link box's μ,
+// on most ranks. That is the straggler's cost, not a degraded network.
+TEST(LocalizerTest, IdleLinksOfRanksWaitingForAStragglerAreNotTheNetwork) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    bool late = r == 2;
+    WorkerPattern w = Worker(r, late ? 0.70 : 0.20, 0.02, 0.05, late ? 0.20 : 0.70);
+    for (FunctionPattern& f : w.functions) {
+      if (f.category == Category::kCommunication) f.mu = 0.01;  // a small model's gradients on loopback
+    }
+    input.workers.push_back(w);
+  }
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_EQ(d.findings.size(), 1u) << d.findings.back().evidence;
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{2});
+}
+
 TEST(LocalizerTest, CommunicationTheLastToArrivePaysOnlyOnAverageIsWaitingNotTheNetwork) {
   auto job = [](bool network) {
     LocalizeInput input;

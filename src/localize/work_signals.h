@@ -1,7 +1,7 @@
 // Imbalance or slow device? A rank given more work runs more calls, bigger shapes or more
 // bytes, or loads more items, or (with none of these recorded) runs its batch's ops slower while
 // the work sized by the model keeps its peers' pace; a slow rank runs the same work, every op
-// longer.
+// longer, and with the node agent's samples its ops hold the processor for less of their time.
 #pragma once
 
 #include <string>
@@ -13,6 +13,7 @@ namespace eroica {
 struct WorkComparison {
   bool more_work = false;
   std::string evidence;  // which signal, with the numbers ("data-loader ops per iteration 192 vs 64")
+  std::string slower;    // when not more work: what shows the processor itself slower, if anything
 };
 
 // Compares group member `suspect` (an index into group.members) with its peers.
