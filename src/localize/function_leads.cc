@@ -17,11 +17,16 @@ struct TopTwo {
 
 }  // namespace
 
+bool InEveryIteration(const FunctionEntry& f, int iterations) {
+  if (iterations < 2) return true;
+  return static_cast<double>(f.calls_per_iter) * iterations >= iterations - 0.5;
+}
+
 std::vector<double> HostFunctionLeads(const WorkerGroup& group) {
   std::unordered_map<StringId, TopTwo> top;
   for (size_t k = 0; k < group.size(); ++k) {
     for (const FunctionEntry& f : group.functions(k)) {
-      if (f.category != Category::kHost) continue;
+      if (f.category != Category::kHost || !InEveryIteration(f, group.row(k).iterations)) continue;
       TopTwo& t = top[f.name];
       if (f.beta > t.first) {
         t.second = t.first;

@@ -12,8 +12,14 @@
 
 namespace eroica {
 
+// Whether a host point recurs in every profiled iteration of the worker: a cost of each step
+// does; a one-off does not (the window's last step preempted once on a shared machine, a log line
+// every N steps), however large it is once.
+bool InEveryIteration(const FunctionEntry& f, int iterations);
+
 // Per member of `group`: its largest lead in β over the most of any peer at one host function
-// (0 where it leads nowhere). The top two β per function in one pass over the group.
+// that recurs in every iteration (0 where it leads nowhere). The top two β per function in one
+// pass over the group.
 std::vector<double> HostFunctionLeads(const WorkerGroup& group);
 
 }  // namespace eroica

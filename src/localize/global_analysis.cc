@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "base/robust_stats.h"
+#include "localize/function_leads.h"
 #include "summary/function_name.h"
 
 namespace eroica {
@@ -196,14 +197,6 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
   out.reserve(best.size());
   for (auto& [category, f] : best) out.push_back(std::move(f));
   return out;
-}
-
-// Whether a host point recurs in every profiled iteration of the worker: a cost of each step
-// does, a one-off (the window's last step running into its capture's teardown, a log line every
-// N steps) is not a cost of the step, however large it is once.
-bool InEveryIteration(const FunctionEntry& f, int iterations) {
-  if (iterations < 2) return true;
-  return static_cast<double>(f.calls_per_iter) * iterations >= iterations - 0.5;
 }
 
 // Host work below every box. Scheduling noise on a shared machine moves between program points,

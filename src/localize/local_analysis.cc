@@ -278,7 +278,10 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
                    x.category_excess * iteration_ms, x.excess * iteration_ms, iteration_ms) +
                also + x.uniform_slowdown + WaitingEvidence(group, x.member);
   WorkComparison work = CompareWork(group, x.member, e.imbalance_ratio);
-  if (work.more_work) {
+  // Timings say "more data" only about slower ops: a rank whose own loader workers or Python
+  // take its CPU also runs its ops slower, and its excess is still its loader's or Python's
+  // (a slow-worker loader run was once named `imbalance` so). Counts, bytes and shapes are exact.
+  if (work.more_work && (!work.from_timing || x.category == Category::kCompute)) {
     f.category = FindingCategory::kImbalance;
     f.evidence += "; it is given more work: " + work.evidence;
   } else if (x.category == Category::kCompute) {

@@ -411,6 +411,7 @@ LocalizeInput NoisyHostRun(const std::vector<std::pair<const char*, double>>& ra
       f.category = Category::kHost;
       f.host_kind = HostKind::kPython;
       f.beta = r == 2 ? point.second : peer_point_beta;
+      f.calls_per_iter = 1;  // once in every step
       w.functions.push_back(f);
       w.category_beta[static_cast<int>(Category::kHost)] += f.beta;
     }
@@ -436,6 +437,13 @@ TEST(LocalizerTest, HostTimeFarAboveEveryPeerAtOneProgramPointIsTheRanksCode) {
   Expectations persistence_only = DefaultExpectations();
   persistence_only.point_lead_beta = 10;  // rank 0's noisy iteration then hides rank 2
   EXPECT_TRUE(Localize(NoisyHostRun({{loop, 0.40}}, 0.04), persistence_only).healthy());
+  // The same time at a point seen in one iteration of the five is a one-off, not its code per
+  // step: a healthy run's rank preempted once at the window's end put 0.2 there.
+  LocalizeInput once = NoisyHostRun({{loop, 0.40}}, 0.04);
+  for (FunctionPattern& f : once.workers[2].functions) {
+    if (f.name == loop) f.calls_per_iter = 0.2;
+  }
+  EXPECT_TRUE(Localize(once, DefaultExpectations()).healthy());
 }
 
 TEST(LocalizerTest, TheSameHostExcessSpreadOverManyPointsIsNoise) {

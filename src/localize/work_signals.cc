@@ -187,6 +187,7 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, double rati
   bool measurable = stretch.model_peer_us >= 0.01 * iteration_us;
   if (measurable && stretch.batch_ratio >= ratio && stretch.model_ratio < ratio) {
     out.more_work = true;
+    out.from_timing = true;
     out.evidence = fmt::format(
         "its batch-sized ops take {:.1f}x its peers' time while the work sized by the model (gradient "
         "accumulation, optimizer step, the host's time between ops) runs at {:.2f}x: it was given more data per step "

@@ -12,8 +12,9 @@ namespace eroica {
 
 struct WorkComparison {
   bool more_work = false;
-  std::string evidence;  // which signal, with the numbers ("data-loader ops per iteration 192 vs 64")
-  std::string slower;    // when not more work: what shows the processor itself slower, if anything
+  std::string evidence;      // which signal, with the numbers ("data-loader ops per iteration 192 vs 64")
+  std::string slower;        // when not more work: what shows the processor itself slower, if anything
+  bool from_timing = false;  // more work read from op timings alone (no count, bytes or shapes)
 };
 
 // Compares group member `suspect` (an index into group.members) with its peers.
