@@ -122,6 +122,10 @@ def worker_target(original, root: str):
     `_worker_loop`), or None when the control page cannot be made (no samples from workers).
     The page's private folder goes under `root` (eroica's own folder)."""
     global _original_worker_loop, _control
+    if isinstance(original, functools.partial) and original.func is _worker_main:
+        # Already ours (eroica's hooks, then a harness that also samples, asked again): made
+        # our own original, each worker would start itself until its stack ran out.
+        return original
     try:
         if _control is None:
             _control = Control(root)

@@ -102,6 +102,19 @@ def test_uninstall_gives_torch_its_worker_loop_back(patched):
     hooks.patch_dataloader()  # the fixture's uninstall still has something to undo
 
 
+def test_asking_twice_keeps_one_wrapper_and_the_workers_load(patched, tmp_path):
+    """A harness that samples workers itself, under `eroica run`, asks for a target again: it
+    must get eroica's own back (wrapping it once more made every worker recurse and crash)."""
+    from torch.utils.data._utils import worker
+
+    ours = worker._worker_loop
+    assert loader_workers.worker_target(ours, str(tmp_path)) is ours
+    loader = torch.utils.data.DataLoader(SlowSamples(), batch_size=4, num_workers=1)
+    batches = iter(loader)
+    for _ in range(3):
+        assert next(batches).shape == (4, 4)
+
+
 def test_a_worker_without_its_control_page_still_loads(patched):
     """The watcher cannot map the page: no samples, and the data still comes."""
     page = os.path.join(patched.folder, "control")
