@@ -519,6 +519,29 @@ LocalizeInput LoaderUpOnRank3(float rank3_comm) {
   return input;
 }
 
+// The same with an odd number of ranks (the others' median then averages two) and with many
+// (the others' median is taken for every rank in one sort per iteration, not one scan each).
+LocalizeInput LoaderUpOnRank3Of(int n, float rank3_comm) {
+  LocalizeInput input = LoaderUpOnRank3(rank3_comm);
+  for (int r = 4; r < n; ++r) {
+    WorkerPattern w = input.workers[r % 2 == 0 ? 0 : 2];
+    w.rank = r;
+    input.workers.push_back(w);
+  }
+  for (WorkerPattern& w : input.workers) w.world_size = n;
+  return input;
+}
+
+TEST(LocalizerTest, TheOthersWaitIsJudgedAtAnyGroupSize) {
+  for (int n : {5, 20001}) {
+    Diagnosis noise = Localize(LoaderUpOnRank3Of(n, 0.25f), DefaultExpectations());
+    for (const Finding& f : noise.findings) EXPECT_NE(f.scope, FindingScope::kLocal) << n << ": " << f.evidence;
+    Diagnosis d = Localize(LoaderUpOnRank3Of(n, 0.13f), DefaultExpectations());
+    ASSERT_FALSE(d.healthy()) << n;
+    EXPECT_EQ(d.findings[0].workers, std::vector<int>{3}) << n;
+  }
+}
+
 TEST(LocalizerTest, AnExcessTheOthersDoNotWaitForIsNoise) {
   Diagnosis noise = Localize(LoaderUpOnRank3(0.25f), DefaultExpectations());
   EXPECT_TRUE(noise.healthy()) << noise.findings[0].evidence;
