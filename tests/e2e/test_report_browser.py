@@ -138,6 +138,12 @@ def test_report_of_a_healthy_run_says_healthy(tmp_path):
     run_scenario("healthy", tmp_path / "run")
     html = tmp_path / "healthy.html"
     line = eroica("report", tmp_path / "run", "-o", html).stdout
+    if "healthy: no problem found" not in line:
+        # Made again once, as in test_diagnose_real_runs: a neighbour on these 2 shared cores can
+        # disturb one healthy run; a finding that comes back is eroica's.
+        print("first run:", line)
+        run_scenario("healthy", tmp_path / "again")
+        line = eroica("report", tmp_path / "again", "-o", html).stdout
     text = html.read_text()
     # The one line names the file, so "healthy" alone would match the path: check the verdict.
     assert "healthy: no problem found on 4 workers" in line, line
