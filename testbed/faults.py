@@ -529,6 +529,10 @@ SCENARIOS = {s.name: s for s in [
     Scenario("dataloader_stall_global", DataloaderStall, "all", {"stall_ms": 40}),
     Scenario("loader_workers_slow", LoaderWorkersSlow, "1", {"getitem_ms": 12, "collate_ms": 0},
              settings={"num_workers": 2}),
+    # Every rank's loader workers too slow: a global dataloader cost with worker processes (their
+    # CPU readings say they were not queued behind training: they waited on their own).
+    Scenario("loader_workers_slow_global", LoaderWorkersSlow, "all", {"getitem_ms": 12, "collate_ms": 0},
+             settings={"num_workers": 2}),
     Scenario("slow_storage", SlowStorage, "1", {"record_kib": 1024, "file_mib": 64}),
     Scenario("cpu_throttle", CpuThrottle, "1", {"quota_pct": 25, "share": 0}),
     Scenario("gc_storm", GcStorm, "1", {"cycles_per_step": 20000, "gc_threshold": 100,
@@ -543,6 +547,8 @@ SCENARIOS = {s.name: s for s in [
              settings={"model": "transformer"}),
     Scenario("checkpoint_sync", SyncCheckpoint, "1", {"fsync": 1}),
     Scenario("net_throttle", NetThrottle, "1", {"rate_mbit": 400}),
+    # Every rank's link throttled: a slow network, which every rank pays in every collective.
+    Scenario("net_throttle_global", NetThrottle, "all", {"rate_mbit": 400}),
     Scenario("hang", Hang, "1", {}),
 ]}
 # Two faults at once: a rank whose collate stalls 150 ms per batch (the larger cost) and another

@@ -119,6 +119,8 @@ VALIDATION_FAULTS = {
     "dataloader_stall_global": [(SIX_MLP, ("stall_ms=30",)), (FOUR_TRANSFORMER, ("stall_ms=60",))],
     "loader_workers_slow": [(SIX_MLP_WORKERS, ("getitem_ms=10",)),
                             (FOUR_TRANSFORMER_WORKERS_ACCUM, ("getitem_ms=8", "collate_ms=20"))],
+    "loader_workers_slow_global": [(SIX_MLP_WORKERS, ("getitem_ms=10",)),
+                                   (FOUR_TRANSFORMER_WORKERS_ACCUM, ("getitem_ms=8", "collate_ms=20"))],
     "slow_storage": [(SIX_MLP, ("record_kib=512",)), (FOUR_TRANSFORMER_WORKERS, ("record_kib=1024",))],
     "cpu_throttle": [(SIX_MLP, ("share=0.35",)), (FOUR_TRANSFORMER_ACCUM, ("share=0.3",))],
     "gc_storm": [(SIX_MLP, ("cycles_per_step=10000",)), (FOUR_TRANSFORMER_WORKERS, ("cycles_per_step=30000",))],
@@ -132,6 +134,7 @@ VALIDATION_FAULTS = {
     "checkpoint_sync": [(SIX_MLP, ()), (FOUR_TRANSFORMER_WORKERS, ("fsync=0",))],
     "two_faults": [(SIX_MLP, ("stall_ms=150", "share=0.5")), (FOUR_TRANSFORMER, ("stall_ms=200", "share=0.4"))],
     "net_throttle": [(SIX_MLP, ("rate_mbit=300",)), (FOUR_TRANSFORMER, ("rate_mbit=400",))],
+    "net_throttle_global": [(SIX_MLP, ("rate_mbit=300",)), (FOUR_TRANSFORMER, ("rate_mbit=200",))],
     "hang": [(SIX_MLP, ()), (FOUR_TRANSFORMER_WORKERS, ())],
 }
 VALIDATION_HEALTHY = [(SIX_MLP, 100), (SIX_MLP, 101), (FOUR_TRANSFORMER_WORKERS_ACCUM, 102),

@@ -36,7 +36,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional
 
-from . import log, safe_fs, stack_sampler
+from . import cpu_share, log, safe_fs, stack_sampler
 
 POLL_S = 0.1
 COLLECT_WAIT_S = 2.0
@@ -207,6 +207,7 @@ class _Watcher:
         sampler = stack_sampler.StackSampler(self.thread_id, hz, max_samples,
                                              root_code=_worker_main.__code__)
         period_s = 1.0 / hz
+        cpu_start = cpu_share.snapshot()
         try:
             while time.time_ns() < until_unix_ns:
                 state = self._read()
@@ -218,6 +219,7 @@ class _Watcher:
                 if not more:
                     break
                 time.sleep(period_s)
+            sampler.cpu = cpu_share.window(cpu_start, cpu_share.snapshot())
             doc = sampler.doc(rank, 0)
             doc["role"] = "dataloader worker"
             tmp = stem + ".tmp"

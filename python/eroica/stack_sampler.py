@@ -13,7 +13,8 @@ trace's clock and names the hottest frames of the job's own code for each progra
 "samples": [[unix ns, stack index]], "dropped", "busy_ns" (the sampler thread's own CPU time,
 with the GIL held: the most it took from training), "error", "loader_workers": [the same
 document, one per DataLoader worker process that sampled its own main thread in the window
-(loader_workers.py), with "pid" and "role"; absent without workers]}.
+(loader_workers.py), with "pid" and "role"; absent without workers], "cpu": who had the
+processor over the window (cpu_share.py; absent where /proc cannot be read)}.
 
 A sample is taken when the sampler gets the GIL: a C call that holds it (gc.collect(), a
 long op that does not release it) delays the sample to its end, and the sample then stands
@@ -31,7 +32,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import safe_fs
+from . import cpu_share, safe_fs
 
 SCHEMA = "eroica.stack_samples/v1"
 _MAX_DEPTH = 64  # innermost frames kept per sample: the user frame is near the top
@@ -83,9 +84,15 @@ class StackSampler:
         self.error = ""
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self._cpu_start: Optional[Dict[str, Any]] = None
+        self.cpu: Optional[Dict[str, Any]] = None
+        # The sampled thread's kernel id, when this is made on it (as the capture does), for its
+        # own CPU reading beside the process's.
+        self._native_id = threading.get_native_id() if thread_id == threading.get_ident() else None
 
     def start(self) -> None:
         """Never raises: without a thread (none left to start) the window has no samples."""
+        self._cpu_start = cpu_share.snapshot(self._native_id)
         try:
             thread = threading.Thread(target=self._main, name="eroica-stacks", daemon=True)
             thread.start()
@@ -98,6 +105,8 @@ class StackSampler:
         self.step_start_unix_ns[str(iteration)] = self._clock()
 
     def stop(self) -> None:
+        if self._cpu_start is not None and self.cpu is None:
+            self.cpu = cpu_share.window(self._cpu_start, cpu_share.snapshot(self._native_id))
         self._stop.set()
         thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():
@@ -166,6 +175,8 @@ class StackSampler:
             doc["error"] = self.error
         if loader_workers:
             doc["loader_workers"] = loader_workers
+        if self.cpu:
+            doc["cpu"] = self.cpu
         return doc
 
     def write(self, session_dir: str, rank: int, profiler_start_unix_ns: int,

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "base/robust_stats.h"
+#include "localize/cpu_contention.h"
 #include "localize/function_leads.h"
 #include "summary/function_name.h"
 
@@ -100,7 +101,15 @@ Finding MakeGlobal(const WorkerGroup& group, Category category, const std::strin
   return f;
 }
 
-std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectations& e, bool has_device) {
+// A category's level over its box is no finding where the node's CPUs explain the wait.
+std::string CpuExplains(const WorkerGroup& group, Category category, double level) {
+  if (category == Category::kCommunication) return CpuExplainsCommunication(group, level);
+  if (category == Category::kDataloader) return CpuExplainsDataloader(group, level);
+  return "";
+}
+
+std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectations& e, bool has_device,
+                                      std::vector<std::string>* notes) {
   std::vector<Finding> out;
   size_t n = group.size();
   for (int c = 0; c < kCategoryCount; ++c) {
@@ -115,6 +124,10 @@ std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectatio
     if (!MostWorkers(over.size(), n, e)) continue;
     double level = category == Category::kCommunication ? UnavoidableCommunication(group) : MedianInPlace(betas);
     if (level - *high < e.min_excess_beta) continue;
+    if (std::string why = CpuExplains(group, category, level); !why.empty()) {
+      notes->push_back(std::move(why));
+      continue;
+    }
     auto [function, function_beta] = TopFunctionOf(group, category);
     size_t count = over.size();
     Finding f = MakeGlobal(group, category, function, level, *high, RanksPaying(group, betas, level));
@@ -130,7 +143,29 @@ std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectatio
   return out;
 }
 
+// What each rank's largest other host point takes (median over ranks): the share a program point
+// of this job's own Python holds anyway. A Python point over its box costs what it holds above that,
+// not above the box: the box decides that one point is too much, the job's other points say what
+// a point normally costs (a 40 ms loop at 0.49 of a step, other points at 0.05: 0.44 is lost, not
+// the 0.09 above a 0.40 box).
+double NextHostPointLevel(const WorkerGroup& group, StringId point) {
+  std::vector<double> next;
+  next.reserve(group.size());
+  for (size_t k = 0; k < group.size(); ++k) {
+    double best = 0;
+    for (const FunctionEntry& f : group.functions(k)) {
+      if (f.category != Category::kHost || f.name == point) continue;
+      std::string_view name = group.table->name(f.name);
+      if (IsFoldedTail(name) || name == kUnattributedPython) continue;
+      best = std::max(best, static_cast<double>(f.beta));
+    }
+    next.push_back(best);
+  }
+  return MedianInPlace(next);
+}
+
 struct OverBox {
+  HostKind host_kind = HostKind::kNone;
   std::vector<int> ranks;
   std::vector<double> betas;
   std::vector<double> distances;
@@ -146,7 +181,7 @@ int LeastWaitingRank(const WorkerGroup& group) {
 }
 
 std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectations& e, bool has_device,
-                                      bool straggler_found) {
+                                      bool straggler_found, std::vector<std::string>* notes) {
   // Ranks that wait in a collective for a late peer hold it open while their link moves nothing:
   // over a link box, but the late rank, whose transfer ran at once, is not. A slow network makes
   // every rank pay, the late one too (as for the communication category's box). When a straggler
@@ -161,6 +196,7 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
       double d = e.Distance(f.category, f.host_kind, f.beta, f.mu, f.sigma, has_device);
       if (d <= 0 || IsFoldedTail(group.table->name(f.name))) continue;
       OverBox& o = over[{f.category, f.name}];
+      o.host_kind = f.host_kind;
       o.ranks.push_back(group.row(k).rank);
       o.betas.push_back(f.beta);
       o.distances.push_back(d);
@@ -169,11 +205,21 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
   // One finding per category: its worst function.
   std::map<Category, Finding> best;
   size_t n = group.size();
+  std::string cpu_explains_links;  // computed once, for the first link over its box
+  bool links_checked = false;
   for (auto& [key, o] : over) {
     if (!MostWorkers(o.ranks.size(), n, e)) continue;
     if (key.first == Category::kCommunication &&
         (straggler_found || std::find(o.ranks.begin(), o.ranks.end(), least_waiting) == o.ranks.end())) {
       continue;
+    }
+    if (key.first == Category::kCommunication) {
+      if (!links_checked) {
+        links_checked = true;
+        cpu_explains_links = CpuExplainsCommunication(group, UnavoidableCommunication(group));
+        if (!cpu_explains_links.empty()) notes->push_back(cpu_explains_links);
+      }
+      if (!cpu_explains_links.empty()) continue;
     }
     std::vector<double> betas = o.betas;
     betas.resize(n, 0.0);
@@ -188,6 +234,10 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
     }
     Finding f = MakeGlobal(group, key.first, name, median_beta, median_beta - median_distance,
                            RanksPaying(group, all, median_beta));
+    if (o.host_kind == HostKind::kPython && !IsFoldedTail(name) && name != kUnattributedPython) {
+      double usual = std::min(median_beta - median_distance, NextHostPointLevel(group, key.second));
+      f.impact_s_per_iter = (median_beta - usual) * MedianIterationS(group);
+    }
     f.evidence = fmt::format("{} of {} workers spend β {:.3f} in {} (expected at most {:.3f})", count, n, median_beta,
                              name, median_beta - median_distance);
     auto it = best.find(key.first);
@@ -267,11 +317,14 @@ std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expec
 
 }  // namespace
 
-std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectations& e, bool straggler_found) {
+std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectations& e, bool straggler_found,
+                                        std::vector<std::string>* notes) {
   if (group.size() == 0) return {};
+  std::vector<std::string> ignored;
+  if (notes == nullptr) notes = &ignored;
   bool has_device = group.row(0).has_device;
-  std::vector<Finding> out = CategoryFindings(group, e, has_device);
-  for (Finding& f : FunctionFindings(group, e, has_device, straggler_found)) {
+  std::vector<Finding> out = CategoryFindings(group, e, has_device, notes);
+  for (Finding& f : FunctionFindings(group, e, has_device, straggler_found, notes)) {
     bool covered = std::any_of(out.begin(), out.end(), [&](const Finding& g) { return g.category == f.category; });
     if (!covered) out.push_back(std::move(f));
   }

@@ -2,6 +2,7 @@
 // input pipeline, network), as opposed to one odd worker.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "localize/expectations.h"
@@ -11,9 +12,10 @@
 namespace eroica {
 
 // `straggler_found`: a rank of the group was found late on its own work; the others' waits for it
-// then explain their idle links in collectives.
+// then explain their idle links in collectives. `notes` gets why a cost over its box is no
+// finding (the nodes' CPUs explain the wait: cpu_contention.h).
 std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectations& expectations,
-                                        bool straggler_found = false);
+                                        bool straggler_found = false, std::vector<std::string>* notes = nullptr);
 
 // Ranks listed in a finding are capped; the evidence says how many there are.
 inline constexpr size_t kMaxListedWorkers = 64;

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "base/rank_ranges.h"
+#include "localize/cpu_contention.h"
 #include "localize/finding_location.h"
 #include "localize/global_analysis.h"
 #include "localize/groups.h"
@@ -155,10 +156,12 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
           fmt::format("rank {} has no peer with the same role: compared with expectations only", group.row(0).rank));
     }
     std::vector<Finding> local = FindLocalProblems(group, expectations);
+    ExcuseScheduledOut(group, expectations, &local, &d.notes);
+    AddQuotaThrottled(group, expectations, &local);
     std::vector<Finding> links = FindDegradedLinks(group, expectations);
     bool straggler = std::any_of(local.begin(), local.end(),
                                  [](const Finding& f) { return f.category != FindingCategory::kCommunication; });
-    std::vector<Finding> global = FindGlobalProblems(group, expectations, straggler);
+    std::vector<Finding> global = FindGlobalProblems(group, expectations, straggler, &d.notes);
     // A degraded link explains the group's slow collectives: not a global network problem.
     if (!links.empty()) {
       std::erase_if(global, [](const Finding& g) { return g.category == FindingCategory::kCommunication; });

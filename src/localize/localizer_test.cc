@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 namespace eroica {
 namespace {
@@ -69,6 +71,82 @@ TEST(LocalizerTest, DataloaderStragglerIsTheCauseNotTheOthersWaiting) {
   EXPECT_EQ(f.workers, std::vector<int>{5});
   EXPECT_NEAR(f.impact_s_per_iter, (0.95 - 0.35) * 0.2, 1e-6);  // all its own-work excess
   EXPECT_NE(f.evidence.find("wait on it"), std::string::npos);
+}
+
+// Rank 2's own work is 0.18 of a step above its peers' (others wait for it), on a node where
+// every rank's training thread queued for a CPU (0.3 of the window). Its thread queued 0.25
+// longer than theirs and slept outside collectives no longer: the scheduler's lottery, a note.
+// Kept: the same rank held back by its CPU quota, queued while its peers were not (a noisy
+// neighbour), sleeping longer than its peers (slow storage queues at every wake-up too), or
+// without the training thread's or the cgroup's readings.
+struct BusyNodeRank {
+  float throttled = 0;
+  float peer_queued = 0.3f;
+  float main_cpu = 0.2f;  // 0.05: it slept 0.15 longer outside collectives
+  bool main_read = true;
+};
+
+LocalizeInput LoaderStragglerOnABusyNode(BusyNodeRank late_rank) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    bool late = r == 2;
+    WorkerPattern w = late ? Worker(r, 0.40, 0.22, 0.05, 0.15) : Worker(r, 0.40, 0.04, 0.05, 0.33);
+    // Slept outside collectives: 1 - main_cpu - main_run_delay - communication = 0.1 on peers.
+    float queued = late ? late_rank.peer_queued + 0.25f : late_rank.peer_queued;
+    float main_cpu = late ? late_rank.main_cpu : 1.0f - queued - 0.33f - 0.1f;
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.97f,
+                     .process_cpu = 0.45f,
+                     .run_delay = queued + 0.3f,
+                     .throttled = late ? late_rank.throttled : 0.0f,
+                     .main_cpu = late && !late_rank.main_read ? -1.0f : main_cpu,
+                     .main_run_delay = late && !late_rank.main_read ? -1.0f : queued};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, ARankTheSchedulerQueuedOnANodeTheJobOversubscribesIsNoStraggler) {
+  Diagnosis lottery = Localize(LoaderStragglerOnABusyNode({}), DefaultExpectations());
+  EXPECT_TRUE(lottery.healthy()) << lottery.findings[0].evidence;
+  ASSERT_FALSE(lottery.notes.empty());
+  EXPECT_NE(lottery.notes.back().find("scheduler gave rank 2 less"), std::string::npos) << lottery.notes.back();
+  // A quota that held it back for 0.1 of the window explains less than its 0.25 of extra
+  // queueing, but every runnable thread queues while it is throttled: its own limit all the same.
+  for (BusyNodeRank kept :
+       {BusyNodeRank{.throttled = 0.1f}, BusyNodeRank{.throttled = -1.0f}, BusyNodeRank{.peer_queued = 0.02f},
+        BusyNodeRank{.main_cpu = 0.05f}, BusyNodeRank{.main_read = false}}) {
+    Diagnosis d = Localize(LoaderStragglerOnABusyNode(kept), DefaultExpectations());
+    ASSERT_FALSE(d.healthy()) << kept.throttled << " " << kept.peer_queued << " " << kept.main_cpu;
+    EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
+    EXPECT_EQ(d.findings[0].workers, std::vector<int>{2});
+  }
+}
+
+// A rank its CPU quota held back is named even when a worse straggler hides its cost (the others
+// wait for that one): rank 1 stalls in its loader, rank 3's cgroup throttled it 0.35 of the
+// window. Throttling on every rank alike (a pod-wide limit) names no one.
+TEST(LocalizerTest, ARankHeldBackByItsCpuQuotaIsNamedBesideAWorseStraggler) {
+  auto job = [](bool everyone_throttled) {
+    LocalizeInput input;
+    for (int r = 0; r < 4; ++r) {
+      WorkerPattern w = r == 1 ? Worker(r, 0.10, 0.80, 0.03, 0.07) : Worker(r, 0.12, 0.02, 0.03, 0.83);
+      w.cpu = CpuShare{.cpus = 2, .host_busy = 0.45f, .process_cpu = 0.25f, .run_delay = 0.25f, .throttled = 0.0f};
+      if (r == 3 || everyone_throttled) w.cpu->throttled = 0.35f;
+      input.workers.push_back(w);
+    }
+    return input;
+  };
+  Diagnosis d = Localize(job(false), DefaultExpectations());
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kDataloader);
+  EXPECT_EQ(d.findings[1].workers, std::vector<int>{3});
+  EXPECT_EQ(d.findings[1].category, FindingCategory::kCompute);
+  EXPECT_NE(d.findings[1].evidence.find("CPU quota held it back 0.35"), std::string::npos) << d.findings[1].evidence;
+  Diagnosis pod_wide = Localize(job(true), DefaultExpectations());
+  ASSERT_EQ(pod_wide.findings.size(), 1u) << pod_wide.findings.back().evidence;
+  EXPECT_EQ(pod_wide.findings[0].workers, std::vector<int>{1});
 }
 
 TEST(LocalizerTest, MoreWorkIsImbalanceSameWorkSlowerIsCompute) {
@@ -259,6 +337,65 @@ TEST(LocalizerTest, GlobalCommunicationWithoutAStraggler) {
   ASSERT_EQ(d.findings.size(), 1u);
   EXPECT_EQ(d.findings[0].category, FindingCategory::kCommunication);
   EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
+}
+
+// The same collectives' cost on saturated nodes: every rank pays 0.44-0.45 of each step, but the
+// cores were busy 99% of the window and the processes queued for a CPU, so the ranks waited for
+// descheduled peers. A slow network leaves the cores idle while every rank sleeps in it (0.55
+// idle): that stays a network finding. Without readings nothing changes.
+LocalizeInput CommunicationOnNodes(std::optional<float> host_busy) {
+  LocalizeInput input;
+  for (int r = 0; r < 6; ++r) {
+    WorkerPattern w = Worker(r, 0.45, 0.02, 0.08, 0.45 - 0.002 * r);
+    if (host_busy) w.cpu = CpuShare{.cpus = 2, .host_busy = *host_busy, .process_cpu = 0.3f, .run_delay = 0.9f};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, CollectivesOnNodesWithNoIdleCoreWaitedForTheCpuNotTheNetwork) {
+  Diagnosis saturated = Localize(CommunicationOnNodes(0.99f), DefaultExpectations());
+  EXPECT_TRUE(saturated.healthy()) << saturated.findings[0].evidence;
+  ASSERT_FALSE(saturated.notes.empty());
+  EXPECT_NE(saturated.notes.back().find("not for the network"), std::string::npos) << saturated.notes.back();
+  for (std::optional<float> busy : {std::optional<float>(0.45f), std::optional<float>()}) {
+    Diagnosis d = Localize(CommunicationOnNodes(busy), DefaultExpectations());
+    ASSERT_FALSE(d.healthy());
+    EXPECT_EQ(d.findings[0].category, FindingCategory::kCommunication);
+    EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
+  }
+}
+
+// Every rank waits 0.16 of each step for its DataLoader workers. Workers queued for a CPU longer
+// than that (0.25 s per second) were starved by the node, not slow: a note, no finding. Workers
+// that ran when they wanted to (a slow transform, storage) are the loader's own cost, and so is
+// a loader without workers on the same busy node.
+LocalizeInput LoaderWaitOnBusyNodes(float loader_cpu, float loader_queued) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w = Worker(r, 0.55, 0.16 + 0.002 * r, 0.05, 0.24);
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.99f,
+                     .process_cpu = 0.4f,
+                     .run_delay = 0.7f,
+                     .loader_cpu = loader_cpu,
+                     .loader_run_delay = loader_queued};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, LoaderWorkersQueuedForACpuAreStarvedNotSlow) {
+  Diagnosis starved = Localize(LoaderWaitOnBusyNodes(0.02f, 0.25f), DefaultExpectations());
+  EXPECT_TRUE(starved.healthy()) << starved.findings[0].evidence;
+  ASSERT_FALSE(starved.notes.empty());
+  EXPECT_NE(starved.notes.back().find("starved of processors"), std::string::npos) << starved.notes.back();
+  for (auto [cpu, queued] : {std::pair{0.05f, 0.01f}, std::pair{0.0f, 0.0f}}) {
+    Diagnosis d = Localize(LoaderWaitOnBusyNodes(cpu, queued), DefaultExpectations());
+    ASSERT_FALSE(d.healthy()) << cpu;
+    EXPECT_EQ(d.findings[0].category, FindingCategory::kDataloader);
+    EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
+  }
 }
 
 // More ranks than cores: each waits for the others' CPU, and which rank waits least moves from

@@ -13,6 +13,7 @@ void WorkerTable::Add(const WorkerPattern& w) {
   for (int c = 0; c < kCategoryCount; ++c) row.category_beta[c] = static_cast<float>(w.category_beta[c]);
   row.dataloader_ops_per_iter = static_cast<float>(w.dataloader_ops_per_iter);
   row.compute_calls_per_iter = static_cast<float>(w.compute_calls_per_iter);
+  row.cpu = w.cpu;
   row.functions_begin = static_cast<uint32_t>(functions_.size());
   for (const FunctionPattern& f : w.functions) {
     FunctionEntry e;

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,6 +51,7 @@ struct WorkerRow {
   uint32_t functions_begin = 0, functions_count = 0;
   uint32_t iterations_begin = 0, iterations_count = 0;
   uint32_t collectives_begin = 0, collectives_count = 0;
+  std::optional<CpuShare> cpu;  // who had the processor over the window, when read
 
   float beta(Category c) const { return category_beta[static_cast<size_t>(c)]; }
 };

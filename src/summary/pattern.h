@@ -39,6 +39,27 @@ struct CollectiveCall {
   float duration_us = 0;  // how long the transfer took on this worker, waiting included
 };
 
+// Who had the processor over the window (python/eroica/cpu_share.py, from the stack samples'
+// file): waits in a collective or for the loader on a node whose cores were all busy are waits
+// for a CPU, whatever the trace calls them.
+struct CpuShare {
+  float cpus = 0;         // the node's online cores
+  float host_busy = 0;    // share of all its cores' time spent busy (0..1)
+  float process_cpu = 0;  // cores used by the training process's threads
+  float run_delay = 0;    // thread-seconds its threads were runnable and queued, per second
+  // The same for its DataLoader worker processes together (0 without workers or their files).
+  float loader_cpu = 0;
+  float loader_run_delay = 0;
+  // Share of the window the process's CPU quota (its cgroup's or an ancestor's) held it back;
+  // negative where no cgroup figure was read. Quota throttling counts as run delay too.
+  float throttled = -1;
+  // The training thread alone (the one that runs the step): time on a CPU and queued, per
+  // second; negative where it was not read. What is left of its time it slept: in I/O, sleeps,
+  // collectives, waiting for loader workers.
+  float main_cpu = -1;
+  float main_run_delay = -1;
+};
+
 struct WorkerPattern {
   int rank = -1;
   int world_size = -1;
@@ -58,6 +79,7 @@ struct WorkerPattern {
   std::vector<CollectiveCall> collectives;  // the window's first collective calls, in order
   std::vector<FunctionPattern> functions;   // by β, descending; the tail folded into "(other ...)"
   std::vector<std::string> warnings;        // data-quality notes from reading and summarizing
+  std::optional<CpuShare> cpu;              // absent without the sampler's "cpu" reading
 
   int iterations() const { return static_cast<int>(step_ids.size()); }
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <future>
@@ -103,6 +104,13 @@ void WriteWorker(const WorkerPattern& w, StringTable* strings, ByteWriter* out) 
       out->F32(frame.share);
     }
   }
+  out->U8(w.cpu.has_value() ? 1 : 0);
+  if (w.cpu) {
+    for (float v : {w.cpu->cpus, w.cpu->host_busy, w.cpu->process_cpu, w.cpu->run_delay, w.cpu->loader_cpu,
+                    w.cpu->loader_run_delay, w.cpu->throttled, w.cpu->main_cpu, w.cpu->main_run_delay}) {
+      out->F32(v);
+    }
+  }
 }
 
 // Fills every field of *w, reusing its strings' and vectors' storage: a bundle of a million
@@ -175,6 +183,7 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
   w->warnings.resize(warnings);
   for (std::string& warning : w->warnings) assign(&warning, in->Varint());
   for (FunctionPattern& f : w->functions) f.hot_frames.clear();
+  w->cpu.reset();
   if (version < 2) return in->ok();
   uint64_t located = in->Varint();
   if (!in->ok() || located > functions) return false;
@@ -188,6 +197,21 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
       assign(&frame.location, in->Varint());
       frame.share = in->F32();
     }
+  }
+  if (version < 3) return in->ok();
+  if (in->U8() != 0) {
+    CpuShare cpu;
+    for (float* v :
+         {&cpu.cpus, &cpu.host_busy, &cpu.process_cpu, &cpu.run_delay, &cpu.loader_cpu, &cpu.loader_run_delay}) {
+      float read = in->F32();
+      *v = std::isfinite(read) ? std::max(0.0f, read) : 0.0f;
+    }
+    for (float* v : {&cpu.throttled, &cpu.main_cpu, &cpu.main_run_delay}) {
+      float read = in->F32();
+      *v = std::isfinite(read) && read >= 0 && read < 1e6f ? read : -1.0f;
+    }
+    cpu.throttled = std::min(1.0f, cpu.throttled);
+    w->cpu = cpu;
   }
   return in->ok();
 }

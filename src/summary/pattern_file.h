@@ -1,8 +1,8 @@
 // The pattern file: one worker's pattern (`eroica summarize -o x.pattern`) or a bundle of many
 // (one file per node or per job: a million small files is itself a bottleneck).
 //
-// Format, version 2 (all integers little-endian):
-//   file    := "EROICAP\x02" block*
+// Format, version 3 (all integers little-endian):
+//   file    := "EROICAP\x03" block*
 //   block   := u32 compressed_bytes, u32 raw_bytes, u32 worker_count, zstd(payload)
 //   payload := strings worker*            (a block's workers share one string table)
 //   strings := varint n, (varint len, bytes)*
@@ -15,7 +15,10 @@
 //              varint n_collectives, (varint name_str, f32 duration_us)*,
 //              varint n_functions, function*, varint n_warnings, varint warning_str*,
 //              varint n_located, (varint function_index, varint n_frames,
-//                                 (varint location_str, f32 share)*)*
+//                                 (varint location_str, f32 share)*)*,
+//              u8 has_cpu, [f32 cpus, host_busy, process_cpu, run_delay, loader_cpu,
+//                           loader_run_delay, throttled, main_cpu, main_run_delay (these
+//                           three negative: unknown)]
 //   function:= varint name_str, u8 category, u8 host_kind, f32 beta,
 //              u8 has_mu_sigma, [f32 mu, f32 sigma], f32 calls_per_iter,
 //              f32 mean_duration_us, varint bytes_per_iter, u32 shapes_hash
@@ -23,7 +26,8 @@
 // one version after a single magic are one bundle: the online scale-out path gathers the ranks'
 // files so (`patterns.pattern`, python/eroica/central.py, which checks that each file's blocks
 // fill it exactly before appending them).
-// Version 1 is version 2 without the located functions (no hot frames) and is still read; readers
+// Version 2 is version 3 without the CPU share, version 1 version 2 without the located functions
+// (no hot frames); both are still read; readers
 // reject other versions with a message; blocks are read one at a time, so memory is
 // bounded by the block size whatever the file size.
 #pragma once
@@ -38,7 +42,7 @@
 
 namespace eroica {
 
-inline constexpr std::string_view kPatternMagic = "EROICAP\x02";
+inline constexpr std::string_view kPatternMagic = "EROICAP\x03";
 inline constexpr char kOldestReadablePatternVersion = 1;
 // A pattern holds kCategoryCount shares per worker and iteration, and host kinds below
 // kHostKindCount: changing either changes the format, so the magic's version byte changes too.

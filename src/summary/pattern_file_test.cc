@@ -45,6 +45,15 @@ WorkerPattern MakeWorker(int rank) {
   g.hot_frames = {{"train.py:57(step)", 0.75F}, {"data.py:12(load)", 0.125F}};
   w.functions.push_back(g);
   w.warnings = {"no ProfilerStep markers"};
+  w.cpu = CpuShare{.cpus = 2,
+                   .host_busy = 0.875f,
+                   .process_cpu = 0.5f,
+                   .run_delay = 0.75f,
+                   .loader_cpu = 0.25f,
+                   .loader_run_delay = 0.125f,
+                   .throttled = 0.0625f,
+                   .main_cpu = 0.375f,
+                   .main_run_delay = 0.25f};
   return w;
 }
 
@@ -76,20 +85,36 @@ TEST(PatternFileTest, RoundTripsEveryField) {
   EXPECT_EQ(w.functions[1].hot_frames[0].location, "train.py:57(step)");
   EXPECT_FLOAT_EQ(w.functions[1].hot_frames[1].share, 0.125F);
   EXPECT_EQ(w.warnings, std::vector<std::string>{"no ProfilerStep markers"});
+  ASSERT_TRUE(w.cpu.has_value());
+  EXPECT_FLOAT_EQ(w.cpu->host_busy, 0.875f);
+  EXPECT_FLOAT_EQ(w.cpu->run_delay, 0.75f);
+  EXPECT_FLOAT_EQ(w.cpu->loader_cpu, 0.25f);
+  EXPECT_FLOAT_EQ(w.cpu->loader_run_delay, 0.125f);
+  EXPECT_FLOAT_EQ(w.cpu->throttled, 0.0625f);
+  EXPECT_FLOAT_EQ(w.cpu->main_cpu, 0.375f);
+  EXPECT_FLOAT_EQ(w.cpu->main_run_delay, 0.25f);
 }
 
-// A version-1 file: one block whose worker ends after its warnings (no located functions).
-std::string VersionOneFile(WorkerPattern w) {
-  for (FunctionPattern& f : w.functions) f.hot_frames.clear();
+// An older version's file: one block whose worker ends before the fields that version lacks
+// (version 2: no CPU share; version 1: no located functions either).
+std::string OlderVersionFile(WorkerPattern w, char version) {
+  for (FunctionPattern& f : w.functions) {
+    if (version < 2) f.hot_frames.clear();
+  }
+  w.cpu.reset();
   PatternWriter writer;
   writer.Add(w);
-  std::string v2 = writer.Finish();
-  ByteReader header(std::string_view(v2).substr(8, 12));
+  std::string v3 = writer.Finish();
+  ByteReader header(std::string_view(v3).substr(8, 12));
   uint32_t compressed = header.U32(), raw_bytes = header.U32(), count = header.U32();
   std::string raw(raw_bytes, '\0');
-  EXPECT_EQ(ZSTD_decompress(raw.data(), raw.size(), v2.data() + 20, compressed), raw_bytes);
-  EXPECT_EQ(raw.back(), '\0');  // n_located = 0
+  EXPECT_EQ(ZSTD_decompress(raw.data(), raw.size(), v3.data() + 20, compressed), raw_bytes);
+  EXPECT_EQ(raw.back(), '\0');  // has_cpu = 0
   raw.pop_back();
+  if (version < 2) {
+    EXPECT_EQ(raw.back(), '\0');  // n_located = 0
+    raw.pop_back();
+  }
   std::string packed(ZSTD_compressBound(raw.size()), '\0');
   packed.resize(ZSTD_compress(packed.data(), packed.size(), raw.data(), raw.size(), 3));
   ByteWriter out;
@@ -97,15 +122,26 @@ std::string VersionOneFile(WorkerPattern w) {
   out.U32(static_cast<uint32_t>(raw.size()));
   out.U32(count);
   std::string file = "EROICAP";
-  file.push_back('\x01');
+  file.push_back(version);
   file += out.bytes();
   file += packed;
   return file;
 }
 
+TEST(PatternFileTest, ReadsVersionTwoFilesWithoutCpuShare) {
+  TempDir dir;
+  std::string path = dir.Write("v2.pattern", OlderVersionFile(MakeWorker(4), '\x02'));
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_EQ(read->size(), 1u);
+  EXPECT_FALSE((*read)[0].cpu.has_value());
+  ASSERT_EQ((*read)[0].functions[1].hot_frames.size(), 2u);
+  EXPECT_EQ((*read)[0].warnings, std::vector<std::string>{"no ProfilerStep markers"});
+}
+
 TEST(PatternFileTest, ReadsVersionOneFilesWithoutHotFrames) {
   TempDir dir;
-  std::string path = dir.Write("v1.pattern", VersionOneFile(MakeWorker(3)));
+  std::string path = dir.Write("v1.pattern", OlderVersionFile(MakeWorker(3), '\x01'));
   ASSERT_TRUE(LooksLikePatternFile(path));
   StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
   ASSERT_TRUE(read.ok()) << read.status().message();
@@ -160,7 +196,7 @@ TEST(PatternFileTest, NewerVersionIsOneLineNamingTheFile) {
   ASSERT_FALSE(read.ok());
   std::string message = read.status().message();
   EXPECT_EQ(message, path +
-                         ": pattern format version 3 is not supported (this eroica reads 1 to 2; "
+                         ": pattern format version 4 is not supported (this eroica reads 1 to 3; "
                          "a newer eroica wrote it)");
   newer[7] = static_cast<char>(200);
   read = ReadPatternFile(dir.Write("v200.pattern", newer));

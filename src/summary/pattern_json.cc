@@ -40,7 +40,7 @@ nlohmann::json PatternToJson(const WorkerPattern& w) {
   for (int c = 0; c < kCategoryCount; ++c) {
     category_beta[std::string(CategoryName(static_cast<Category>(c)))] = Round(w.category_beta[c], 6);
   }
-  return {
+  nlohmann::json doc = {
       {"schema", kPatternJsonSchema},
       {"rank", w.rank},
       {"world_size", w.world_size},
@@ -61,6 +61,18 @@ nlohmann::json PatternToJson(const WorkerPattern& w) {
       {"collectives", collectives},
       {"warnings", w.warnings},
   };
+  if (w.cpu) {
+    doc["cpu"] = {{"cpus", Round(w.cpu->cpus, 3)},
+                  {"host_busy", Round(w.cpu->host_busy, 4)},
+                  {"process_cpu", Round(w.cpu->process_cpu, 4)},
+                  {"run_delay", Round(w.cpu->run_delay, 4)},
+                  {"loader_cpu", Round(w.cpu->loader_cpu, 4)},
+                  {"loader_run_delay", Round(w.cpu->loader_run_delay, 4)}};
+    if (w.cpu->throttled >= 0) doc["cpu"]["throttled"] = Round(w.cpu->throttled, 4);
+    if (w.cpu->main_cpu >= 0) doc["cpu"]["main_cpu"] = Round(w.cpu->main_cpu, 4);
+    if (w.cpu->main_run_delay >= 0) doc["cpu"]["main_run_delay"] = Round(w.cpu->main_run_delay, 4);
+  }
+  return doc;
 }
 
 }  // namespace eroica

@@ -204,6 +204,51 @@ TEST(StackAttributionTest, LoaderWorkersAreReadFromTheFileOnTheTrainingThreadsCl
       << damaged.status().message();
 }
 
+// The training process's CPU reading, its loader workers' summed in (a worker without samples
+// still ran in the window); a reading without a core count, or with absurd figures, is none.
+TEST(StackAttributionTest, CpuReadingsOfTheProcessAndItsLoaderWorkersAreRead) {
+  TempDir dir;
+  StatusOr<Trace> trace = ReadTrace(dir.Write("rank-0.json", ThreeIterations()));
+  ASSERT_TRUE(trace.ok());
+  auto with = [](std::string text, const std::string& fields) {
+    text.insert(text.rfind('}'), fields);
+    return text;
+  };
+  const std::string worker_cpu =
+      R"({"frames":[],"stacks":[],"samples":[],"cpu":{"cpus":2,"process_cpu":0.25,"run_delay":0.5}})";
+  std::string text = with(
+      SamplesJson(0),
+      R"(,"cpu":{"cpus":2,"host_busy":0.97,"process_cpu":0.5,"run_delay":0.75,"throttled":0.25,"main_cpu":0.3,"main_run_delay":0.4})"
+      R"(,"loader_workers":[)" +
+          worker_cpu + "," + worker_cpu + "]");
+  StatusOr<StackSamples> samples = ParseStackSamples(text, *trace, "rank-0.stacks.json");
+  ASSERT_TRUE(samples.ok()) << samples.status().message();
+  ASSERT_TRUE(samples->cpu.has_value());
+  EXPECT_FLOAT_EQ(samples->cpu->cpus, 2);
+  EXPECT_FLOAT_EQ(samples->cpu->host_busy, 0.97f);
+  EXPECT_FLOAT_EQ(samples->cpu->run_delay, 0.75f);
+  EXPECT_FLOAT_EQ(samples->cpu->loader_cpu, 0.5f);
+  EXPECT_FLOAT_EQ(samples->cpu->loader_run_delay, 1.0f);
+  EXPECT_FLOAT_EQ(samples->cpu->throttled, 0.25f);
+  EXPECT_FLOAT_EQ(samples->cpu->main_cpu, 0.3f);
+  EXPECT_FLOAT_EQ(samples->cpu->main_run_delay, 0.4f);
+  EXPECT_TRUE(samples->loader_workers.empty());  // no samples: nothing to attribute
+
+  for (const char* bad : {R"(,"cpu":{"host_busy":0.9})", R"(,"cpu":[1,2])", R"(,"cpu":{"cpus":1e300})"}) {
+    StatusOr<StackSamples> none = ParseStackSamples(with(SamplesJson(0), bad), *trace, "rank-0.stacks.json");
+    ASSERT_TRUE(none.ok()) << bad;
+    EXPECT_FALSE(none->cpu.has_value()) << bad;
+  }
+  StatusOr<StackSamples> odd = ParseStackSamples(
+      with(SamplesJson(0), R"(,"cpu":{"cpus":2,"host_busy":7,"run_delay":-3,"process_cpu":"x"})"), *trace, "r");
+  ASSERT_TRUE(odd.ok() && odd->cpu.has_value());
+  EXPECT_FLOAT_EQ(odd->cpu->host_busy, 1.0f);
+  EXPECT_FLOAT_EQ(odd->cpu->run_delay, 0.0f);
+  EXPECT_FLOAT_EQ(odd->cpu->process_cpu, 0.0f);
+  EXPECT_LT(odd->cpu->throttled, 0.0f);  // not read: unknown, never "not throttled"
+  EXPECT_LT(odd->cpu->main_cpu, 0.0f);
+}
+
 TEST(StackAttributionTest, NoAnchorForARelativeClockIsAnError) {
   TempDir dir;
   StatusOr<Trace> trace = ReadTrace(dir.Write("rank-0.json", ThreeIterations()));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 
@@ -16,6 +17,34 @@ namespace {
 
 // A DataLoader's workers, with room; more are ignored.
 constexpr size_t kMaxLoaderWorkers = 256;
+
+// A "cpu" reading's figure, or 0 when absent or out of any sane range (a core count, or cores'
+// worth of time per second, below a million).
+float CpuFigure(const Json& cpu, const char* key) {
+  double v = JsonNumberOr(cpu, {key}, 0.0);
+  return std::isfinite(v) && v > 0 && v < 1e6 ? static_cast<float>(v) : 0.0f;
+}
+
+// The training process's reading ("cpu", python/eroica/cpu_share.py), or none.
+std::optional<CpuShare> ProcessCpu(const Json& doc) {
+  const Json* cpu = JsonField(doc, {"cpu"});
+  if (cpu == nullptr || !cpu->is_object()) return std::nullopt;
+  CpuShare share;
+  share.cpus = CpuFigure(*cpu, "cpus");
+  share.host_busy = std::min(1.0f, CpuFigure(*cpu, "host_busy"));
+  share.process_cpu = CpuFigure(*cpu, "process_cpu");
+  share.run_delay = CpuFigure(*cpu, "run_delay");
+  // Figures that may be absent: negative when not read (never "zero").
+  auto optional_figure = [&](const char* key, double max) {
+    std::optional<double> v = JsonNumber(JsonField(*cpu, {key}));
+    return v && std::isfinite(*v) && *v >= 0 && *v <= max ? static_cast<float>(*v) : -1.0f;
+  };
+  share.throttled = optional_figure("throttled", 1);
+  share.main_cpu = optional_figure("main_cpu", 1e6);
+  share.main_run_delay = optional_figure("main_run_delay", 1e6);
+  if (share.cpus <= 0) return std::nullopt;
+  return share;
+}
 
 // One sampled thread's frames, stacks and samples (the file's top level, or one of its
 // loader_workers), its unix times moved by `offset` onto the trace's clock.
@@ -73,12 +102,18 @@ StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& tra
   if (!offset) return ErrorStatus("{}: stack samples not used: nothing anchors the trace's clock", path);
   StackSamples out;
   if (Status status = ParseSampleSet(doc, *offset, path, &out); !status.ok()) return status;
+  out.cpu = ProcessCpu(doc);
   // The DataLoader's worker processes, on the same host's clock as the training thread.
   if (const Json* workers = JsonArrayField(doc, {"loader_workers"})) {
+    size_t seen = 0;
     for (const Json& worker : *workers) {
-      if (out.loader_workers.size() >= kMaxLoaderWorkers) break;
+      if (++seen > kMaxLoaderWorkers) break;
       StackSamples samples;
       if (!worker.is_object()) return ErrorStatus("{}: damaged stack samples: a loader worker is not an object", path);
+      if (std::optional<CpuShare> cpu = ProcessCpu(worker); cpu && out.cpu) {
+        out.cpu->loader_cpu += cpu->process_cpu;
+        out.cpu->loader_run_delay += cpu->run_delay;
+      }
       if (Status status = ParseSampleSet(worker, *offset, path + " (a loader worker)", &samples); !status.ok()) {
         return status;
       }

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
+#include "summary/pattern.h"
 #include "trace/trace.h"
 
 namespace eroica {
@@ -33,6 +35,8 @@ struct StackSamples {
   // The DataLoader's worker processes, each its main thread (empty without workers): the
   // training thread only waits for them in the loader's __next__.
   std::vector<StackSamples> loader_workers;
+  // Who had the processor over the window (the file's "cpu", its loader workers' summed in).
+  std::optional<CpuShare> cpu;
 
   bool empty() const { return samples.empty() && loader_workers.empty(); }
 };

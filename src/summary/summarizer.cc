@@ -345,6 +345,7 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
   pattern.functions =
       BuildFunctionPatterns(table.all(), window.length_ns(), iterations, options.max_functions, &pattern.category_beta);
   AttachHotFrames(options.stack_samples, summary.critical_path, table, &pattern.functions);
+  pattern.cpu = options.stack_samples.cpu;
   for (const FunctionStats& f : table.all()) summary.function_names.push_back(f.name);
   return summary;
 }

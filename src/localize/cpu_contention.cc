@@ -1,0 +1,180 @@
+#include "localize/cpu_contention.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "base/robust_stats.h"
+
+namespace eroica {
+
+std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group) {
+  std::vector<double> idle, delay, loader_cpu, loader_queued;
+  for (size_t k = 0; k < group.size(); ++k) {
+    const std::optional<CpuShare>& cpu = group.row(k).cpu;
+    if (!cpu) continue;
+    idle.push_back(1.0 - static_cast<double>(cpu->host_busy));
+    delay.push_back(cpu->run_delay);
+    if (cpu->loader_cpu > 0 || cpu->loader_run_delay > 0) {
+      loader_cpu.push_back(cpu->loader_cpu);
+      loader_queued.push_back(cpu->loader_run_delay);
+    }
+  }
+  if (2 * idle.size() <= group.size()) return std::nullopt;
+  GroupCpu out;
+  out.readings = idle.size();
+  out.idle_share = MedianInPlace(idle);
+  out.run_delay = MedianInPlace(delay);
+  out.with_loader = loader_cpu.size();
+  if (!loader_cpu.empty()) {
+    out.loader_cpu = MedianInPlace(loader_cpu);
+    out.loader_queued = MedianInPlace(loader_queued);
+  }
+  return out;
+}
+
+std::string CpuExplainsCommunication(const WorkerGroup& group, double level) {
+  std::optional<GroupCpu> cpu = ReadGroupCpu(group);
+  if (!cpu || cpu->idle_share >= 0.5 * level || cpu->run_delay < level) return "";
+  return fmt::format(
+      "collectives took β {:.2f} of each step even on the least-waiting rank, but the nodes' cores were busy "
+      "{:.0f}% of the window (a slow network would have left them idle about as long) and each training process "
+      "had threads queued for a CPU {:.2f} s per second, longer than it waited: the ranks waited for descheduled "
+      "peers, not for the network (more runnable threads than cores)",
+      level, 100.0 * (1.0 - cpu->idle_share), cpu->run_delay);
+}
+
+std::string CpuExplainsDataloader(const WorkerGroup& group, double level) {
+  std::optional<GroupCpu> cpu = ReadGroupCpu(group);
+  if (!cpu || 2 * cpu->with_loader <= group.size() || cpu->loader_queued < level) return "";
+  return fmt::format(
+      "training waited β {:.2f} of each step for its DataLoader workers, but those workers were queued for a CPU "
+      "{:.2f} s per second (they ran {:.2f} cores' worth) on nodes {:.0f}% busy: the input pipeline was starved of "
+      "processors, not slow by itself",
+      level, cpu->loader_queued, cpu->loader_cpu, 100.0 * (1.0 - cpu->idle_share));
+}
+
+namespace {
+
+bool OwnWork(FindingCategory c) {
+  return c == FindingCategory::kCompute || c == FindingCategory::kHost || c == FindingCategory::kDataloader ||
+         c == FindingCategory::kMemory;
+}
+
+// The training thread's share of the window spent neither on a CPU, nor queued, nor in the
+// collectives the trace shows it exposed to: sleeping in I/O, a sleep, a lock, the loader.
+double SleptOutsideCollectives(const WorkerRow& row) {
+  return 1.0 - row.cpu->main_cpu - row.cpu->main_run_delay - row.beta(Category::kCommunication);
+}
+
+bool HasTrainingThread(const WorkerRow& row) {
+  return row.cpu && row.cpu->main_run_delay >= 0 && row.cpu->main_cpu >= 0;
+}
+
+// Why `member`'s own-work excess (share of its step) is the scheduler's, or "".
+std::string ScheduledOut(const WorkerGroup& group, size_t member, double excess, double noise_floor) {
+  const WorkerRow& mine = group.row(member);
+  if (!HasTrainingThread(mine) || mine.cpu->throttled < 0 || excess <= 0) return "";
+  std::vector<double> peer_queued, peer_slept;
+  for (size_t k = 0; k < group.size(); ++k) {
+    if (k == member || !HasTrainingThread(group.row(k))) continue;
+    peer_queued.push_back(group.row(k).cpu->main_run_delay);
+    peer_slept.push_back(SleptOutsideCollectives(group.row(k)));
+  }
+  if (peer_queued.empty() || 2 * peer_queued.size() < group.size() - 1) return "";
+  double queued = MedianInPlace(peer_queued);
+  double extra = mine.cpu->main_run_delay - queued;
+  double slept = SleptOutsideCollectives(mine) - MedianInPlace(peer_slept);
+  if (mine.cpu->throttled >= noise_floor || extra < excess || queued < excess || slept >= noise_floor) return "";
+  return fmt::format(
+      "rank {}'s own work was {:.2f} of a step above its peers', but its training thread was queued for a CPU {:.2f} "
+      "of the window longer than theirs, where each of theirs queued {:.2f} too, it slept no longer outside "
+      "collectives ({:+.2f}), and no CPU quota held it ({:.2f}): the job has more runnable threads than cores, and "
+      "this window the scheduler gave rank {} less; no finding",
+      mine.rank, excess, extra, queued, slept, mine.cpu->throttled, mine.rank);
+}
+
+}  // namespace
+
+void AddQuotaThrottled(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local) {
+  size_t n = group.size();
+  if (n < 2) return;
+  std::vector<double> throttled, own_work;
+  for (size_t k = 0; k < n; ++k) {
+    const std::optional<CpuShare>& cpu = group.row(k).cpu;
+    throttled.push_back(cpu && cpu->throttled > 0 ? cpu->throttled : 0.0);
+    own_work.push_back(1.0 - group.row(k).beta(Category::kCommunication));
+  }
+  double iteration_s = MedianIterationS(group);
+  for (size_t k = 0; k < n; ++k) {
+    const std::optional<CpuShare>& cpu = group.row(k).cpu;
+    if (!cpu || cpu->throttled < e.min_excess_beta) continue;
+    std::vector<double> peer_throttled, peer_work;
+    for (size_t j = 0; j < n; ++j) {
+      if (j == k) continue;
+      peer_throttled.push_back(throttled[j]);
+      peer_work.push_back(own_work[j]);
+    }
+    double quota_excess = throttled[k] - MedianInPlace(peer_throttled);
+    double work_excess = own_work[k] - MedianInPlace(peer_work);
+    // When a later rank makes everyone wait, the quota's cost hides in that wait this window
+    // (its own work may even look short: it is measured beside the later rank's) and shows
+    // once that rank is fixed; the limit is there all the same.
+    if (quota_excess < e.min_excess_beta) continue;
+    int rank = group.row(k).rank;
+    std::string figures = fmt::format(
+        "its CPU quota held it back {:.2f} of the window (its cgroup's cpu.stat; peers {:.2f}), while its own work "
+        "took {:.2f} of a step against its peers' {:.2f}",
+        throttled[k], throttled[k] - quota_excess, own_work[k], own_work[k] - work_excess);
+    auto existing = std::find_if(local->begin(), local->end(),
+                                 [&](const Finding& f) { return f.workers == std::vector<int>{rank}; });
+    if (existing != local->end()) {
+      existing->evidence += "; " + figures;
+      continue;
+    }
+    Finding f;
+    f.scope = FindingScope::kLocal;
+    f.category = FindingCategory::kCompute;
+    f.workers = {rank};
+    const FunctionEntry* top = nullptr;
+    for (const FunctionEntry& entry : group.functions(k)) {
+      if (entry.category == Category::kCompute && (top == nullptr || entry.beta > top->beta)) top = &entry;
+    }
+    if (top != nullptr) {
+      f.function = std::string(group.table->name(top->name));
+      f.beta = top->beta;
+    }
+    f.impact_s_per_iter = std::max(0.0, work_excess) * iteration_s;
+    f.evidence = fmt::format("rank {}: {}", rank, figures);
+    if (work_excess < e.min_excess_beta) {
+      f.evidence +=
+          "; it costs little this window, where the others wait for a later rank, and will once that one "
+          "is fixed";
+    }
+    f.action = fmt::format(
+        "Rank {} is held back by its own CPU limit: raise or remove its quota (cgroup cpu.max, Kubernetes "
+        "resources.limits.cpu) or give it fewer threads.",
+        rank);
+    local->push_back(std::move(f));
+  }
+}
+
+void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local,
+                        std::vector<std::string>* notes) {
+  double iteration_s = MedianIterationS(group);
+  if (iteration_s <= 0) return;
+  std::erase_if(*local, [&](const Finding& f) {
+    if (f.scope != FindingScope::kLocal || f.workers.size() != 1 || !OwnWork(f.category)) return false;
+    for (size_t k = 0; k < group.size(); ++k) {
+      if (group.row(k).rank != f.workers[0]) continue;
+      std::string why = ScheduledOut(group, k, f.impact_s_per_iter / iteration_s, e.min_excess_beta);
+      if (why.empty()) return false;
+      notes->push_back(std::move(why));
+      return true;
+    }
+    return false;
+  });
+}
+
+}  // namespace eroica

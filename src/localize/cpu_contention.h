@@ -1,0 +1,70 @@
+// What the nodes' processors say about a group's waits (python/eroica/cpu_share.py reads them
+// over the capture window). A trace shows a rank waiting in a collective or for its DataLoader
+// the same way whether the other side was slow or was runnable and queued for a CPU: on a node
+// with more runnable threads than cores, every step of a ring all-reduce waits for a descheduled
+// peer, and loader workers wait behind the training processes. Global findings that blame the
+// network or the input pipeline first ask whether the CPU explains the wait.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "localize/expectations.h"
+#include "localize/finding.h"
+#include "localize/groups.h"
+
+namespace eroica {
+
+struct GroupCpu {
+  size_t readings = 0;       // members with a reading
+  double idle_share = 0;     // median over members of their node's idle share of all cores
+  double run_delay = 0;      // median thread-seconds a training process was queued, per second
+  size_t with_loader = 0;    // members whose loader worker processes were read
+  double loader_cpu = 0;     // median cores their loader workers used
+  double loader_queued = 0;  // median thread-seconds those workers were queued, per second
+};
+
+// Medians over the members that have readings; nullopt unless most members have one.
+std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group);
+
+// Why `level` of each step, paid in collectives even by the least-waiting rank, is not the
+// network's, or "" when the readings do not say so. A slow network makes every rank of a node
+// sleep in its collectives at the same time, so the node's cores sit idle for about `level` of
+// the window unless other work takes them, and its ranks' threads sleep rather than queue. Where
+// the nodes had less than half of that idle and each rank's threads were queued for a CPU at
+// least as long as it waited (thread-seconds per second, median over ranks), the collectives
+// waited for descheduled peers. Measured on the tuning split (4 ranks on 2 cores): throttled links
+// queued 0.26-0.58 of their wait (0.48-0.58 beside a build that took the idle cores), runs with
+// more runnable threads than cores 1.5-3.2.
+std::string CpuExplainsCommunication(const WorkerGroup& group, double level);
+
+// Why `level` of each step spent waiting for the DataLoader's worker processes is not the
+// loader's own slowness, or "": workers that were queued for a CPU at least as long as the
+// training processes waited for them would have kept up had they run (they share the node's
+// cores with the training processes they feed). A loader in the training process itself (no
+// workers) is never excused: it slows down with everything else the process does.
+std::string CpuExplainsDataloader(const WorkerGroup& group, double level);
+
+// Local findings on own work (compute, host, data loader, memory) whose excess the node's
+// scheduler explains become notes. A rank whose training thread was queued for a CPU longer
+// than its peers' by at least its own-work excess, where its peers' queued at least that long
+// too (the job itself has more runnable threads than cores: which rank loses the lottery moves
+// between windows), which slept no longer than theirs outside collectives (a rank on slow
+// storage queues more too, at every wake-up, but mostly it sleeps), and whose CPU quota did not
+// hold it back (throttled for less than the noise floor, `min_excess_beta`: a quota's
+// throttling queues every runnable thread at once, so any material throttling is the rank's own
+// limit), is not slow by its own work. Kept: a rank held back by its quota (a CPU limit is its
+// own problem), a rank queued while its peers were not (a noisy neighbour on its node), and
+// ranks without readings.
+void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local,
+                        std::vector<std::string>* notes);
+
+// A rank its own CPU quota held back (its cgroup's or an ancestor's cpu.stat: throttled for the
+// noise floor and more above its peers) is slowed by its CPU limit: a local compute finding
+// costed at its own-work excess, even when a worse straggler hides it from the others' waits
+// (they wait for that one, not for it, and the quota then costs little until that one is
+// fixed). An existing finding on it gets the quota's figures instead.
+void AddQuotaThrottled(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local);
+
+}  // namespace eroica
