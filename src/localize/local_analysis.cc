@@ -280,8 +280,11 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
   WorkComparison work = CompareWork(group, x.member, e.imbalance_ratio);
   // Timings say "more data" only about slower ops: a rank whose own loader workers or Python
   // take its CPU also runs its ops slower, and its excess is still its loader's or Python's
-  // (a slow-worker loader run was once named `imbalance` so). Counts, bytes and shapes are exact.
-  if (work.more_work && (!work.from_timing || x.category == Category::kCompute)) {
+  // (a slow-worker loader run was once named `imbalance` so). Nor about a rank its CPU quota
+  // held back (its cgroup's throttled time, cpu_contention.h): the quota stretches every op,
+  // model-sized or not, in whole periods. Counts, bytes and shapes are exact.
+  bool quota_held_it = w.cpu && w.cpu->throttled >= e.min_excess_beta;
+  if (work.more_work && (!work.from_timing || (x.category == Category::kCompute && !quota_held_it))) {
     f.category = FindingCategory::kImbalance;
     f.evidence += "; it is given more work: " + work.evidence;
   } else if (x.category == Category::kCompute) {

@@ -224,6 +224,20 @@ TEST(LocalizerTest, MoreDataWithoutShapesIsImbalanceByTheWorkThatDoesNotScaleWit
   Diagnosis busy = Localize(input, DefaultExpectations());
   ASSERT_FALSE(busy.healthy());
   EXPECT_EQ(busy.findings[0].category, FindingCategory::kImbalance) << busy.findings[0].evidence;
+  // The same timings on a rank whose cgroup says its CPU quota held it back 0.3 of the window:
+  // the quota, not more data (a quota's freezes can miss the model-sized work, as above).
+  for (int r = 0; r < 4; ++r) {
+    input.workers[r] = worker(r, 1.0, 1.0, 1.0);
+    input.workers[r].cpu = CpuShare{
+        .cpus = 2, .host_busy = 0.6f, .process_cpu = 0.3f, .run_delay = 0.3f, .throttled = r == 2 ? 0.3f : 0.0f};
+  }
+  input.workers[2].functions = worker(2, 1.9, 1.05, 1.05).functions;
+  input.workers[2].category_beta = worker(2, 1.9, 1.05, 1.05).category_beta;
+  Diagnosis quota = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(quota.healthy());
+  EXPECT_EQ(quota.findings[0].category, FindingCategory::kCompute) << quota.findings[0].evidence;
+  EXPECT_NE(quota.findings[0].evidence.find("CPU quota held it back 0.30"), std::string::npos)
+      << quota.findings[0].evidence;
 }
 
 // A throttled CPU stretches the ops and the Python between them: compute, even when the host
