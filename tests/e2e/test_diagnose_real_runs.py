@@ -25,6 +25,11 @@ FAULTS = [
     ("gc_storm_global", "all", [], [], ("host", "global")),
     ("python_light_global", "all", [], [], ("host", "global")),
     ("loader_workers_slow", 1, [], ["--num-workers", "2"], ("dataloader", "local")),
+    # Who had the processor: every link throttled is a slow network even on 2 busy cores (the
+    # ranks' threads slept in their collectives, they were not queued); every rank's loader
+    # workers sleeping is the loader's own cost (the workers were not queued behind training).
+    ("net_throttle_global", "all", [], [], ("communication", "global")),
+    ("loader_workers_slow_global", "all", [], ["--num-workers", "2"], ("dataloader", "global")),
 ]
 
 
@@ -48,6 +53,22 @@ def test_first_finding_names_the_fault(scenario, rank, params, settings, expecte
     # Only the cause is reported, never the peers' waiting as a communication problem.
     if expected[0] != "communication":
         assert all(f["category"] != "communication" for f in d["findings"]), d["findings"]
+
+
+def test_the_cpu_readings_reach_the_pattern_and_name_a_quota(tmp_path):
+    """The window's CPU readings travel from the stack sampler's file into each rank's pattern:
+    the rank under a CPU quota shows its cgroup's throttling, its peers none, and every rank its
+    training thread's own time."""
+    run_scenario("cpu_throttle", tmp_path, params=["quota_pct=10"], extra=["--fault-rank", "1"])
+    cpu = {r: pattern(tmp_path / f"rank-{r}.json", tmp_path)["cpu"] for r in range(4)}
+    assert cpu[1]["throttled"] >= 0.1, cpu
+    assert all(cpu[r]["throttled"] < 0.03 for r in (0, 2, 3)), cpu
+    for r, c in cpu.items():
+        assert c["cpus"] >= 1 and 0 <= c["host_busy"] <= 1 and c["main_cpu"] > 0, (r, c)
+    d = diagnose(tmp_path)
+    first = d["findings"][0]
+    assert (first["category"], first["workers"]) == ("compute", [1]), first
+    assert "CPU quota held it back" in first["evidence"], first["evidence"]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
