@@ -16,6 +16,11 @@ struct RobustCenter {
 
 RobustCenter MedianAndMad(std::vector<double> values);
 
+// For each value, the median of all the others, from one sort: leaving out the value at sorted
+// position p shifts the order statistics above p down by one. O(n log n), not O(n^2), for groups
+// of up to a million workers. 0 for each value when there is no other.
+std::vector<double> MedianOfOthers(const std::vector<double>& values);
+
 // |x - median| in units of the robust spread (1.4826·MAD estimates σ for normal data), with
 // the spread floored at `min_scale` so near-identical peers do not turn noise into outliers.
 double RobustZ(double x, const RobustCenter& center, double min_scale);

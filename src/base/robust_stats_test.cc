@@ -14,6 +14,21 @@ TEST(RobustStatsTest, MedianOddEvenEmpty) {
   EXPECT_DOUBLE_EQ(MedianInPlace(empty), 0);
 }
 
+TEST(RobustStatsTest, MedianOfOthersLeavesOutEachValueOnce) {
+  EXPECT_EQ(MedianOfOthers({}), std::vector<double>{});
+  EXPECT_EQ(MedianOfOthers({7}), std::vector<double>{0});
+  EXPECT_EQ(MedianOfOthers({1, 2}), (std::vector<double>{2, 1}));
+  // Ties: leaving out one of two equal values leaves the other.
+  EXPECT_EQ(MedianOfOthers({5, 1, 5, 9}), (std::vector<double>{5, 5, 5, 5}));
+  std::vector<double> values{3, 10, 1, 4, 4, 8};
+  std::vector<double> got = MedianOfOthers(values);
+  for (size_t k = 0; k < values.size(); ++k) {
+    std::vector<double> others = values;
+    others.erase(others.begin() + static_cast<long>(k));
+    EXPECT_DOUBLE_EQ(got[k], MedianInPlace(others)) << k;
+  }
+}
+
 TEST(RobustStatsTest, OneOutlierDoesNotMoveTheCenter) {
   RobustCenter c = MedianAndMad({0.10, 0.11, 0.09, 0.10, 0.90});
   EXPECT_DOUBLE_EQ(c.median, 0.10);

@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "base/robust_stats.h"
@@ -72,20 +74,39 @@ bool HasTrainingThread(const WorkerRow& row) {
   return row.cpu && row.cpu->main_run_delay >= 0 && row.cpu->main_cpu >= 0;
 }
 
-// Why `member`'s own-work excess (share of its step) is the scheduler's, or "".
-std::string ScheduledOut(const WorkerGroup& group, size_t member, double excess, double noise_floor) {
-  const WorkerRow& mine = group.row(member);
-  if (!HasTrainingThread(mine) || mine.cpu->throttled < 0 || excess <= 0) return "";
-  std::vector<double> peer_queued, peer_slept;
+// The training threads' readings of a group, with each one's peers' medians (one sort each).
+struct TrainingThreads {
+  std::vector<size_t> index;  // per member: its slot below, or SIZE_MAX without a reading
+  std::vector<double> queued, slept, peers_queued, peers_slept;
+};
+
+TrainingThreads ReadTrainingThreads(const WorkerGroup& group) {
+  TrainingThreads t;
+  t.index.assign(group.size(), SIZE_MAX);
   for (size_t k = 0; k < group.size(); ++k) {
-    if (k == member || !HasTrainingThread(group.row(k))) continue;
-    peer_queued.push_back(group.row(k).cpu->main_run_delay);
-    peer_slept.push_back(SleptOutsideCollectives(group.row(k)));
+    if (!HasTrainingThread(group.row(k))) continue;
+    t.index[k] = t.queued.size();
+    t.queued.push_back(group.row(k).cpu->main_run_delay);
+    t.slept.push_back(SleptOutsideCollectives(group.row(k)));
   }
-  if (peer_queued.empty() || 2 * peer_queued.size() < group.size() - 1) return "";
-  double queued = MedianInPlace(peer_queued);
-  double extra = mine.cpu->main_run_delay - queued;
-  double slept = SleptOutsideCollectives(mine) - MedianInPlace(peer_slept);
+  t.peers_queued = MedianOfOthers(t.queued);
+  t.peers_slept = MedianOfOthers(t.slept);
+  return t;
+}
+
+// Why `member`'s own-work excess (share of its step) is the scheduler's, or "".
+std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, size_t member, double excess,
+                         double noise_floor) {
+  const WorkerRow& mine = group.row(member);
+  size_t slot = t.index[member];
+  // Most peers must have been read too: a median of a few says little.
+  if (slot == SIZE_MAX || mine.cpu->throttled < 0 || excess <= 0 || 2 * (t.queued.size() - 1) < group.size() - 1 ||
+      t.queued.size() < 2) {
+    return "";
+  }
+  double queued = t.peers_queued[slot];
+  double extra = t.queued[slot] - queued;
+  double slept = t.slept[slot] - t.peers_slept[slot];
   if (mine.cpu->throttled >= noise_floor || extra < excess || queued < excess || slept >= noise_floor) return "";
   return fmt::format(
       "rank {}'s own work was {:.2f} of a step above its peers', but its training thread was queued for a CPU {:.2f} "
@@ -100,37 +121,36 @@ std::string ScheduledOut(const WorkerGroup& group, size_t member, double excess,
 void AddQuotaThrottled(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local) {
   size_t n = group.size();
   if (n < 2) return;
-  std::vector<double> throttled, own_work;
+  std::vector<double> throttled(n), own_work(n);
+  bool any = false;
   for (size_t k = 0; k < n; ++k) {
     const std::optional<CpuShare>& cpu = group.row(k).cpu;
-    throttled.push_back(cpu && cpu->throttled > 0 ? cpu->throttled : 0.0);
-    own_work.push_back(1.0 - group.row(k).beta(Category::kCommunication));
+    throttled[k] = cpu && cpu->throttled > 0 ? cpu->throttled : 0.0;
+    own_work[k] = 1.0 - group.row(k).beta(Category::kCommunication);
+    any = any || throttled[k] >= e.min_excess_beta;
+  }
+  if (!any) return;
+  std::vector<double> peers_throttled = MedianOfOthers(throttled);
+  std::vector<double> peers_work = MedianOfOthers(own_work);
+  std::unordered_map<int, Finding*> by_rank;
+  for (Finding& f : *local) {
+    if (f.workers.size() == 1) by_rank.emplace(f.workers[0], &f);
   }
   double iteration_s = MedianIterationS(group);
   for (size_t k = 0; k < n; ++k) {
-    const std::optional<CpuShare>& cpu = group.row(k).cpu;
-    if (!cpu || cpu->throttled < e.min_excess_beta) continue;
-    std::vector<double> peer_throttled, peer_work;
-    for (size_t j = 0; j < n; ++j) {
-      if (j == k) continue;
-      peer_throttled.push_back(throttled[j]);
-      peer_work.push_back(own_work[j]);
-    }
-    double quota_excess = throttled[k] - MedianInPlace(peer_throttled);
-    double work_excess = own_work[k] - MedianInPlace(peer_work);
+    double quota_excess = throttled[k] - peers_throttled[k];
+    double work_excess = own_work[k] - peers_work[k];
     // When a later rank makes everyone wait, the quota's cost hides in that wait this window
     // (its own work may even look short: it is measured beside the later rank's) and shows
     // once that rank is fixed; the limit is there all the same.
-    if (quota_excess < e.min_excess_beta) continue;
+    if (throttled[k] < e.min_excess_beta || quota_excess < e.min_excess_beta) continue;
     int rank = group.row(k).rank;
     std::string figures = fmt::format(
         "its CPU quota held it back {:.2f} of the window (its cgroup's cpu.stat; peers {:.2f}), while its own work "
         "took {:.2f} of a step against its peers' {:.2f}",
-        throttled[k], throttled[k] - quota_excess, own_work[k], own_work[k] - work_excess);
-    auto existing = std::find_if(local->begin(), local->end(),
-                                 [&](const Finding& f) { return f.workers == std::vector<int>{rank}; });
-    if (existing != local->end()) {
-      existing->evidence += "; " + figures;
+        throttled[k], peers_throttled[k], own_work[k], peers_work[k]);
+    if (auto it = by_rank.find(rank); it != by_rank.end()) {
+      it->second->evidence += "; " + figures;
       continue;
     }
     Finding f;
@@ -163,17 +183,19 @@ void AddQuotaThrottled(const WorkerGroup& group, const Expectations& e, std::vec
 void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local,
                         std::vector<std::string>* notes) {
   double iteration_s = MedianIterationS(group);
-  if (iteration_s <= 0) return;
+  if (iteration_s <= 0 || local->empty()) return;
+  TrainingThreads threads = ReadTrainingThreads(group);
+  if (threads.queued.size() < 2) return;
+  std::unordered_map<int, size_t> member_of;
+  for (size_t k = 0; k < group.size(); ++k) member_of.emplace(group.row(k).rank, k);
   std::erase_if(*local, [&](const Finding& f) {
     if (f.scope != FindingScope::kLocal || f.workers.size() != 1 || !OwnWork(f.category)) return false;
-    for (size_t k = 0; k < group.size(); ++k) {
-      if (group.row(k).rank != f.workers[0]) continue;
-      std::string why = ScheduledOut(group, k, f.impact_s_per_iter / iteration_s, e.min_excess_beta);
-      if (why.empty()) return false;
-      notes->push_back(std::move(why));
-      return true;
-    }
-    return false;
+    auto it = member_of.find(f.workers[0]);
+    if (it == member_of.end()) return false;
+    std::string why = ScheduledOut(group, threads, it->second, f.impact_s_per_iter / iteration_s, e.min_excess_beta);
+    if (why.empty()) return false;
+    notes->push_back(std::move(why));
+    return true;
   });
 }
 

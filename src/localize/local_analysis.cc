@@ -368,22 +368,10 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, std::
 // The wait is taken in each iteration, as a share of it, and averaged with each iteration
 // weighing alike: one long iteration (a 6-rank run's first step took 1.4 s, its others 0.2-0.3 s)
 // would otherwise hold most of the window and its noise.
-// For each member: the median of the others' values minus its own, from one sort. Leaving out
-// the member at sorted position p shifts the order statistics above p down by one: O(n log n),
-// not O(n^2), for groups of up to a million workers.
+// For each member: the median of the others' values minus its own (MedianOfOthers: one sort).
 void AddOthersMedianGap(const std::vector<double>& values, double weight, std::vector<double>* out) {
-  size_t n = values.size();
-  std::vector<size_t> order(n), position(n);
-  for (size_t k = 0; k < n; ++k) order[k] = k;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return values[a] < values[b]; });
-  for (size_t r = 0; r < n; ++r) position[order[r]] = r;
-  size_t m = n - 1;  // the others' count
-  for (size_t k = 0; k < n; ++k) {
-    size_t p = position[k];
-    auto other = [&](size_t r) { return values[order[r < p ? r : r + 1]]; };
-    double median = m % 2 == 1 ? other(m / 2) : (other(m / 2 - 1) + other(m / 2)) / 2;
-    (*out)[k] += weight * (median - values[k]);
-  }
+  std::vector<double> others = MedianOfOthers(values);
+  for (size_t k = 0; k < values.size(); ++k) (*out)[k] += weight * (others[k] - values[k]);
 }
 
 std::vector<double> WaitedForPerMember(const WorkerGroup& group) {

@@ -683,6 +683,24 @@ LocalizeInput LoaderUpOnRank3Of(int n, float rank3_comm) {
   return input;
 }
 
+// A pod-wide CPU limit over 20,001 ranks: every rank throttled alike names no one, and the
+// peers' medians come from one sort, not one scan per rank.
+TEST(LocalizerTest, APodWideQuotaNamesNoRankAtAnyGroupSize) {
+  LocalizeInput large = LoaderUpOnRank3Of(20001, 0.25f);
+  for (WorkerPattern& w : large.workers) {
+    w.cpu = CpuShare{.cpus = 96,
+                     .host_busy = 0.5f,
+                     .process_cpu = 1,
+                     .run_delay = 0.2f,
+                     .throttled = 0.2f,
+                     .main_cpu = 0.5f,
+                     .main_run_delay = 0.1f};
+  }
+  for (const Finding& f : Localize(large, DefaultExpectations()).findings) {
+    EXPECT_EQ(f.evidence.find("CPU quota"), std::string::npos) << f.evidence;
+  }
+}
+
 TEST(LocalizerTest, TheOthersWaitIsJudgedAtAnyGroupSize) {
   for (int n : {5, 20001}) {
     Diagnosis noise = Localize(LoaderUpOnRank3Of(n, 0.25f), DefaultExpectations());
