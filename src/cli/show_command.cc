@@ -37,6 +37,17 @@ void PrintText(const WorkerPattern& w, size_t max_functions) {
       fmt::print("  {:>57}  at {} ({:.0f}% of its sampled time)\n", "", frame.location, 100.0 * frame.share);
     }
   }
+  if (w.cpu) {
+    const CpuShare& c = *w.cpu;
+    fmt::print("  cpu: node {:.0f}% busy ({:g} cores); process {:.2f} cores, queued {:.2f} s/s", 100.0 * c.host_busy,
+               c.cpus, c.process_cpu, c.run_delay);
+    if (c.main_cpu >= 0) fmt::print("; training thread {:.2f}, queued {:.2f}", c.main_cpu, c.main_run_delay);
+    if (c.throttled >= 0) fmt::print("; quota throttled {:.2f} of the window", c.throttled);
+    if (c.loader_cpu > 0 || c.loader_run_delay > 0) {
+      fmt::print("; loader workers {:.2f} cores, queued {:.2f} s/s", c.loader_cpu, c.loader_run_delay);
+    }
+    fmt::print("\n");
+  }
   for (const std::string& warning : w.warnings) fmt::print("  warning: {}\n", warning);
 }
 

@@ -207,6 +207,20 @@ def main():
         write("straggler_4rank", f"rank-{rank}.json",
               kineto(cpu_run(loader_us=30_000 if slow else 500,
                              collective_us=1_500 if slow else 29_500), rank, 4))
+    # Every rank waits half of each step in its all-reduce, on a node whose 2 cores were busy 99 %
+    # of the window with every rank's training thread queued longer than it waited: the stack
+    # sampler's CPU readings (rank-<r>.stacks.json "cpu") make it a note, not a slow network.
+    for rank in range(4):
+        events = cpu_run(collective_us=12_000 + 50 * rank)
+        write("cpu_saturated_4rank", f"rank-{rank}.json", kineto(events, rank, 4))
+        steps = {e["name"].split("#")[1]: e["ts"] * 1000 for e in events if e.get("name", "").startswith("ProfilerStep#")}
+        write("cpu_saturated_4rank", f"rank-{rank}.stacks.json", {
+            "schema": "eroica.stack_samples/v1", "rank": rank, "pid": PID, "hz": 150,
+            "profiler_start_unix_ns": EPOCH_US * 1000, "step_start_unix_ns": steps, "library_prefixes": [],
+            "frames": [], "stacks": [], "samples": [], "dropped": 0, "busy_ns": 0,
+            "cpu": {"window_ns": 40_000_000, "cpus": 2, "allowed_cpus": 2, "host_busy": 0.99,
+                    "process_cpu": 0.45, "run_delay": 0.8 + 0.01 * rank, "threads": 7, "throttled": 0.0,
+                    "main_cpu": 0.3, "main_run_delay": 0.35}})
     # A healthy rank beside files that are not traces: a warning each, the rest diagnosed.
     write("bad_files_beside", "rank-0.json", kineto(cpu_run(), 0, 2))
     write("bad_files_beside", "rank-1.json", kineto(cpu_run(), 1, 2))
