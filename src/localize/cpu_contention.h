@@ -36,7 +36,7 @@ std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group);
 // least as long as it waited (thread-seconds per second, median over ranks), the collectives
 // waited for descheduled peers. Measured on the tuning split (4 ranks on 2 cores): throttled links
 // queued 0.26-0.58 of their wait (0.48-0.58 beside a build that took the idle cores), runs with
-// more runnable threads than cores 1.5-3.2.
+// more runnable threads than cores 1.5-3.4.
 std::string CpuExplainsCommunication(const WorkerGroup& group, double level);
 
 // Why `level` of each step spent waiting for the DataLoader's worker processes is not the
