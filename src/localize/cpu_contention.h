@@ -3,7 +3,8 @@
 // the same way whether the other side was slow or was runnable and queued for a CPU: on a node
 // with more runnable threads than cores, every step of a ring all-reduce waits for a descheduled
 // peer, and loader workers wait behind the training processes. Global findings that blame the
-// network or the input pipeline first ask whether the CPU explains the wait.
+// network or the input pipeline first ask whether the CPU explains the wait (on CPU training
+// only: global_analysis.cc), and a local straggler whether the scheduler does.
 #pragma once
 
 #include <optional>

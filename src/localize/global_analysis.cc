@@ -101,8 +101,12 @@ Finding MakeGlobal(const WorkerGroup& group, Category category, const std::strin
   return f;
 }
 
-// A category's level over its box is no finding where the node's CPUs explain the wait.
-std::string CpuExplains(const WorkerGroup& group, Category category, double level) {
+// A category's level over its box is no finding where the node's CPUs explain the wait: on CPU
+// training, where the ranks, their collectives' threads and their loaders share the cores that
+// do the step's work. On GPU training the device does it, collectives wait on the device, and
+// cores too busy for the loader are the input pipeline's own shortage: a finding.
+std::string CpuExplains(const WorkerGroup& group, Category category, double level, bool has_device) {
+  if (has_device) return "";
   if (category == Category::kCommunication) return CpuExplainsCommunication(group, level);
   if (category == Category::kDataloader) return CpuExplainsDataloader(group, level);
   return "";
@@ -124,7 +128,7 @@ std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectatio
     if (!MostWorkers(over.size(), n, e)) continue;
     double level = category == Category::kCommunication ? UnavoidableCommunication(group) : MedianInPlace(betas);
     if (level - *high < e.min_excess_beta) continue;
-    if (std::string why = CpuExplains(group, category, level); !why.empty()) {
+    if (std::string why = CpuExplains(group, category, level, has_device); !why.empty()) {
       notes->push_back(std::move(why));
       continue;
     }
@@ -216,7 +220,7 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
     if (key.first == Category::kCommunication) {
       if (!links_checked) {
         links_checked = true;
-        cpu_explains_links = CpuExplainsCommunication(group, UnavoidableCommunication(group));
+        cpu_explains_links = CpuExplains(group, Category::kCommunication, UnavoidableCommunication(group), has_device);
         if (!cpu_explains_links.empty()) notes->push_back(cpu_explains_links);
       }
       if (!cpu_explains_links.empty()) continue;

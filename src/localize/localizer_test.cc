@@ -404,6 +404,14 @@ TEST(LocalizerTest, LoaderWorkersQueuedForACpuAreStarvedNotSlow) {
   EXPECT_TRUE(starved.healthy()) << starved.findings[0].evidence;
   ASSERT_FALSE(starved.notes.empty());
   EXPECT_NE(starved.notes.back().find("starved of processors"), std::string::npos) << starved.notes.back();
+  // On GPU training the device does the step's work: cores too busy for the loader are the input
+  // pipeline's own shortage, and a slow network still a network.
+  for (LocalizeInput gpu : {LoaderWaitOnBusyNodes(0.02f, 0.25f), CommunicationOnNodes(0.99f)}) {
+    for (WorkerPattern& w : gpu.workers) w.has_device = true;
+    Diagnosis d = Localize(gpu, DefaultExpectations());
+    ASSERT_FALSE(d.healthy());
+    EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal) << d.findings[0].evidence;
+  }
   for (auto [cpu, queued] : {std::pair{0.05f, 0.01f}, std::pair{0.0f, 0.0f}}) {
     Diagnosis d = Localize(LoaderWaitOnBusyNodes(cpu, queued), DefaultExpectations());
     ASSERT_FALSE(d.healthy()) << cpu;
