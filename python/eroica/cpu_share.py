@@ -134,9 +134,16 @@ def snapshot(main_tid: Optional[int] = None) -> Optional[Dict[str, Any]]:
 
 
 def window(start: Optional[Dict[str, Any]], end: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """The "cpu" summary between two snapshots, or None when either is missing or empty.
-    Threads that ended inside the window take their time with them, so the process's figures
-    are a lower bound."""
+    """The "cpu" summary between two snapshots, or None when either is missing or empty; never
+    raises (the training thread calls it as its window closes). Threads that ended inside the
+    window take their time with them, so the process's figures are a lower bound."""
+    try:
+        return _window(start, end)
+    except Exception:
+        return None
+
+
+def _window(start: Optional[Dict[str, Any]], end: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     if not start or not end:
         return None
     window_ns = end["ns"] - start["ns"]

@@ -60,6 +60,12 @@ def test_missing_or_empty_readings_give_none():
     assert cpu_share.window(snap, snap) is None  # an empty window
 
 
+def test_damaged_snapshots_give_none_never_an_exception():
+    snap = cpu_share.snapshot()
+    assert cpu_share.window(snap, {"ns": "x"}) is None
+    assert cpu_share.window({"ns": 1, "total": 0}, dict(snap, throttled=[1])) is None
+
+
 def test_unreadable_proc_gives_none_never_an_exception(monkeypatch):
     def refuse(path):
         raise OSError("no /proc here")
