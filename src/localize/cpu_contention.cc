@@ -11,6 +11,10 @@
 
 namespace eroica {
 
+bool HeldBackByQuota(const WorkerRow& row, const Expectations& e) {
+  return row.cpu && row.cpu->throttled >= e.min_excess_beta;
+}
+
 std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group) {
   std::vector<double> idle, delay, loader_cpu, loader_queued;
   for (size_t k = 0; k < group.size(); ++k) {
@@ -25,7 +29,6 @@ std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group) {
   }
   if (2 * idle.size() <= group.size()) return std::nullopt;
   GroupCpu out;
-  out.readings = idle.size();
   out.idle_share = MedianInPlace(idle);
   out.run_delay = MedianInPlace(delay);
   out.with_loader = loader_cpu.size();
@@ -96,7 +99,7 @@ TrainingThreads ReadTrainingThreads(const WorkerGroup& group) {
 
 // Why `member`'s own-work excess (share of its step) is the scheduler's, or "".
 std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, size_t member, double excess,
-                         double noise_floor) {
+                         const Expectations& e) {
   const WorkerRow& mine = group.row(member);
   size_t slot = t.index[member];
   // Most peers must have been read too: a median of a few says little.
@@ -107,7 +110,7 @@ std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, siz
   double queued = t.peers_queued[slot];
   double extra = t.queued[slot] - queued;
   double slept = t.slept[slot] - t.peers_slept[slot];
-  if (mine.cpu->throttled >= noise_floor || extra < excess || queued < excess || slept >= noise_floor) return "";
+  if (HeldBackByQuota(mine, e) || extra < excess || queued < excess || slept >= e.min_excess_beta) return "";
   return fmt::format(
       "rank {}'s own work was {:.2f} of a step above its peers', but its training thread was queued for a CPU {:.2f} "
       "of the window longer than theirs, where each of theirs queued {:.2f} too, it slept no longer outside "
@@ -127,7 +130,7 @@ void AddQuotaThrottled(const WorkerGroup& group, const Expectations& e, std::vec
     const std::optional<CpuShare>& cpu = group.row(k).cpu;
     throttled[k] = cpu && cpu->throttled > 0 ? cpu->throttled : 0.0;
     own_work[k] = 1.0 - group.row(k).beta(Category::kCommunication);
-    any = any || throttled[k] >= e.min_excess_beta;
+    any = any || HeldBackByQuota(group.row(k), e);
   }
   if (!any) return;
   std::vector<double> peers_throttled = MedianOfOthers(throttled);
@@ -143,7 +146,7 @@ void AddQuotaThrottled(const WorkerGroup& group, const Expectations& e, std::vec
     // When a later rank makes everyone wait, the quota's cost hides in that wait this window
     // (its own work may even look short: it is measured beside the later rank's) and shows
     // once that rank is fixed; the limit is there all the same.
-    if (throttled[k] < e.min_excess_beta || quota_excess < e.min_excess_beta) continue;
+    if (!HeldBackByQuota(group.row(k), e) || quota_excess < e.min_excess_beta) continue;
     int rank = group.row(k).rank;
     std::string figures = fmt::format(
         "its CPU quota held it back {:.2f} of the window (its cgroup's cpu.stat; peers {:.2f}), while its own work "
@@ -192,7 +195,7 @@ void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::ve
     if (f.scope != FindingScope::kLocal || f.workers.size() != 1 || !OwnWork(f.category)) return false;
     auto it = member_of.find(f.workers[0]);
     if (it == member_of.end()) return false;
-    std::string why = ScheduledOut(group, threads, it->second, f.impact_s_per_iter / iteration_s, e.min_excess_beta);
+    std::string why = ScheduledOut(group, threads, it->second, f.impact_s_per_iter / iteration_s, e);
     if (why.empty()) return false;
     notes->push_back(std::move(why));
     return true;

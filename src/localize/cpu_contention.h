@@ -18,13 +18,17 @@
 namespace eroica {
 
 struct GroupCpu {
-  size_t readings = 0;       // members with a reading
   double idle_share = 0;     // median over members of their node's idle share of all cores
   double run_delay = 0;      // median thread-seconds a training process was queued, per second
   size_t with_loader = 0;    // members whose loader worker processes were read
   double loader_cpu = 0;     // median cores their loader workers used
   double loader_queued = 0;  // median thread-seconds those workers were queued, per second
 };
+
+// Its cgroup's quota held the rank back for the noise floor (`min_excess_beta`) of the window or
+// more: its own CPU limit, which stretches every op in whole periods and queues every runnable
+// thread at once.
+bool HeldBackByQuota(const WorkerRow& row, const Expectations& e);
 
 // Medians over the members that have readings; nullopt unless most members have one.
 std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group);

@@ -101,19 +101,37 @@ Finding MakeGlobal(const WorkerGroup& group, Category category, const std::strin
   return f;
 }
 
-// A category's level over its box is no finding where the node's CPUs explain the wait: on CPU
-// training, where the ranks, their collectives' threads and their loaders share the cores that
-// do the step's work. On GPU training the device does it, collectives wait on the device, and
-// cores too busy for the loader are the input pipeline's own shortage: a finding.
-std::string CpuExplains(const WorkerGroup& group, Category category, double level, bool has_device) {
-  if (has_device) return "";
-  if (category == Category::kCommunication) return CpuExplainsCommunication(group, level);
-  if (category == Category::kDataloader) return CpuExplainsDataloader(group, level);
-  return "";
-}
+// Whether the nodes' CPUs explain a category's wait (cpu_contention.h), asked once per category
+// and group, whichever rule asks first (the category's box, a link's μ box); its note is added
+// once. Only on CPU training, where the ranks, their collectives' threads and their loaders share
+// the cores that do the step's work. On GPU training the device does it, collectives wait on the
+// device, and cores too busy for the loader are the input pipeline's own shortage: a finding.
+class CpuExplanations {
+ public:
+  CpuExplanations(const WorkerGroup& group, bool has_device, std::vector<std::string>* notes)
+      : group_(group), cpu_training_(!has_device), notes_(notes) {}
 
+  bool Explain(Category category, double level) {
+    if (!cpu_training_) return false;
+    auto [it, fresh] = why_.try_emplace(category);
+    if (fresh) {
+      if (category == Category::kCommunication) it->second = CpuExplainsCommunication(group_, level);
+      if (category == Category::kDataloader) it->second = CpuExplainsDataloader(group_, level);
+      if (!it->second.empty()) notes_->push_back(it->second);
+    }
+    return !it->second.empty();
+  }
+
+ private:
+  const WorkerGroup& group_;
+  bool cpu_training_;
+  std::vector<std::string>* notes_;
+  std::map<Category, std::string> why_;
+};
+
+// `unavoidable`: UnavoidableCommunication(group), the communication category's level.
 std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectations& e, bool has_device,
-                                      std::vector<std::string>* notes) {
+                                      double unavoidable, CpuExplanations* cpu) {
   std::vector<Finding> out;
   size_t n = group.size();
   for (int c = 0; c < kCategoryCount; ++c) {
@@ -126,12 +144,8 @@ std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectatio
       if (e.CategoryDistance(category, betas[k], has_device) > 0) over.push_back(group.row(k).rank);
     }
     if (!MostWorkers(over.size(), n, e)) continue;
-    double level = category == Category::kCommunication ? UnavoidableCommunication(group) : MedianInPlace(betas);
-    if (level - *high < e.min_excess_beta) continue;
-    if (std::string why = CpuExplains(group, category, level, has_device); !why.empty()) {
-      notes->push_back(std::move(why));
-      continue;
-    }
+    double level = category == Category::kCommunication ? unavoidable : MedianInPlace(betas);
+    if (level - *high < e.min_excess_beta || cpu->Explain(category, level)) continue;
     auto [function, function_beta] = TopFunctionOf(group, category);
     size_t count = over.size();
     Finding f = MakeGlobal(group, category, function, level, *high, RanksPaying(group, betas, level));
@@ -185,7 +199,7 @@ int LeastWaitingRank(const WorkerGroup& group) {
 }
 
 std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectations& e, bool has_device,
-                                      bool straggler_found, std::vector<std::string>* notes) {
+                                      bool straggler_found, double unavoidable, CpuExplanations* cpu) {
   // Ranks that wait in a collective for a late peer hold it open while their link moves nothing:
   // over a link box, but the late rank, whose transfer ran at once, is not. A slow network makes
   // every rank pay, the late one too (as for the communication category's box). When a straggler
@@ -209,21 +223,12 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
   // One finding per category: its worst function.
   std::map<Category, Finding> best;
   size_t n = group.size();
-  std::string cpu_explains_links;  // computed once, for the first link over its box
-  bool links_checked = false;
   for (auto& [key, o] : over) {
     if (!MostWorkers(o.ranks.size(), n, e)) continue;
     if (key.first == Category::kCommunication &&
-        (straggler_found || std::find(o.ranks.begin(), o.ranks.end(), least_waiting) == o.ranks.end())) {
+        (straggler_found || std::find(o.ranks.begin(), o.ranks.end(), least_waiting) == o.ranks.end() ||
+         cpu->Explain(Category::kCommunication, unavoidable))) {
       continue;
-    }
-    if (key.first == Category::kCommunication) {
-      if (!links_checked) {
-        links_checked = true;
-        cpu_explains_links = CpuExplains(group, Category::kCommunication, UnavoidableCommunication(group), has_device);
-        if (!cpu_explains_links.empty()) notes->push_back(cpu_explains_links);
-      }
-      if (!cpu_explains_links.empty()) continue;
     }
     std::vector<double> betas = o.betas;
     betas.resize(n, 0.0);
@@ -325,10 +330,11 @@ std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectat
                                         std::vector<std::string>* notes) {
   if (group.size() == 0) return {};
   std::vector<std::string> ignored;
-  if (notes == nullptr) notes = &ignored;
   bool has_device = group.row(0).has_device;
-  std::vector<Finding> out = CategoryFindings(group, e, has_device, notes);
-  for (Finding& f : FunctionFindings(group, e, has_device, straggler_found, notes)) {
+  CpuExplanations cpu(group, has_device, notes != nullptr ? notes : &ignored);
+  double unavoidable = UnavoidableCommunication(group);
+  std::vector<Finding> out = CategoryFindings(group, e, has_device, unavoidable, &cpu);
+  for (Finding& f : FunctionFindings(group, e, has_device, straggler_found, unavoidable, &cpu)) {
     bool covered = std::any_of(out.begin(), out.end(), [&](const Finding& g) { return g.category == f.category; });
     if (!covered) out.push_back(std::move(f));
   }

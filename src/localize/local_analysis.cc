@@ -9,6 +9,7 @@
 
 #include "base/robust_stats.h"
 #include "localize/collective_waits.h"
+#include "localize/cpu_contention.h"
 #include "localize/function_leads.h"
 #include "localize/iteration_evidence.h"
 #include "localize/work_signals.h"
@@ -283,8 +284,7 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
   // (a slow-worker loader run was once named `imbalance` so). Nor about a rank its CPU quota
   // held back (its cgroup's throttled time, cpu_contention.h): the quota stretches every op,
   // model-sized or not, in whole periods. Counts, bytes and shapes are exact.
-  bool quota_held_it = w.cpu && w.cpu->throttled >= e.min_excess_beta;
-  if (work.more_work && (!work.from_timing || (x.category == Category::kCompute && !quota_held_it))) {
+  if (work.more_work && (!work.from_timing || (x.category == Category::kCompute && !HeldBackByQuota(w, e)))) {
     f.category = FindingCategory::kImbalance;
     f.evidence += "; it is given more work: " + work.evidence;
   } else if (x.category == Category::kCompute) {

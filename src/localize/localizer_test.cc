@@ -372,6 +372,19 @@ TEST(LocalizerTest, CollectivesOnNodesWithNoIdleCoreWaitedForTheCpuNotTheNetwork
   EXPECT_TRUE(saturated.healthy()) << saturated.findings[0].evidence;
   ASSERT_FALSE(saturated.notes.empty());
   EXPECT_NE(saturated.notes.back().find("not for the network"), std::string::npos) << saturated.notes.back();
+  // Links that moved almost nothing (over the link box's μ) on the same saturated nodes: the same
+  // wait, so the same one note, not a second copy from the link rule.
+  LocalizeInput idle_links = CommunicationOnNodes(0.99f);
+  for (WorkerPattern& w : idle_links.workers) {
+    for (FunctionPattern& f : w.functions) {
+      if (f.category == Category::kCommunication) f.mu = 0.01;
+    }
+  }
+  Diagnosis links = Localize(idle_links, DefaultExpectations());
+  EXPECT_TRUE(links.healthy()) << links.findings[0].evidence;
+  EXPECT_EQ(std::count_if(links.notes.begin(), links.notes.end(),
+                          [](const std::string& n) { return n.find("not for the network") != std::string::npos; }),
+            1);
   for (std::optional<float> busy : {std::optional<float>(0.45f), std::optional<float>()}) {
     Diagnosis d = Localize(CommunicationOnNodes(busy), DefaultExpectations());
     ASSERT_FALSE(d.healthy());

@@ -18,11 +18,11 @@ namespace {
 // A DataLoader's workers, with room; more are ignored.
 constexpr size_t kMaxLoaderWorkers = 256;
 
-// A "cpu" reading's figure, or 0 when absent or out of any sane range (a core count, or cores'
-// worth of time per second, below a million).
-float CpuFigure(const Json& cpu, const char* key) {
-  double v = JsonNumberOr(cpu, {key}, 0.0);
-  return std::isfinite(v) && v > 0 && v < 1e6 ? static_cast<float>(v) : 0.0f;
+// A "cpu" reading's figure, or `absent` when it is missing or out of [0, max] (a core count, or
+// cores' worth of time per second, below a million; a share of the window at most 1).
+float CpuFigure(const Json& cpu, const char* key, double max, float absent) {
+  std::optional<double> v = JsonNumber(JsonField(cpu, {key}));
+  return v && std::isfinite(*v) && *v >= 0 && *v <= max ? static_cast<float>(*v) : absent;
 }
 
 // The training process's reading ("cpu", python/eroica/cpu_share.py), or none.
@@ -30,18 +30,15 @@ std::optional<CpuShare> ProcessCpu(const Json& doc) {
   const Json* cpu = JsonField(doc, {"cpu"});
   if (cpu == nullptr || !cpu->is_object()) return std::nullopt;
   CpuShare share;
-  share.cpus = CpuFigure(*cpu, "cpus");
-  share.host_busy = std::min(1.0f, CpuFigure(*cpu, "host_busy"));
-  share.process_cpu = CpuFigure(*cpu, "process_cpu");
-  share.run_delay = CpuFigure(*cpu, "run_delay");
+  constexpr double kMax = 1e6;
+  share.cpus = CpuFigure(*cpu, "cpus", kMax, 0);
+  share.host_busy = std::min(1.0f, CpuFigure(*cpu, "host_busy", kMax, 0));
+  share.process_cpu = CpuFigure(*cpu, "process_cpu", kMax, 0);
+  share.run_delay = CpuFigure(*cpu, "run_delay", kMax, 0);
   // Figures that may be absent: negative when not read (never "zero").
-  auto optional_figure = [&](const char* key, double max) {
-    std::optional<double> v = JsonNumber(JsonField(*cpu, {key}));
-    return v && std::isfinite(*v) && *v >= 0 && *v <= max ? static_cast<float>(*v) : -1.0f;
-  };
-  share.throttled = optional_figure("throttled", 1);
-  share.main_cpu = optional_figure("main_cpu", 1e6);
-  share.main_run_delay = optional_figure("main_run_delay", 1e6);
+  share.throttled = CpuFigure(*cpu, "throttled", 1, -1);
+  share.main_cpu = CpuFigure(*cpu, "main_cpu", kMax, -1);
+  share.main_run_delay = CpuFigure(*cpu, "main_run_delay", kMax, -1);
   if (share.cpus <= 0) return std::nullopt;
   return share;
 }
