@@ -30,7 +30,7 @@ std::optional<Json> RankMeta(const Trace& trace) {
 int64_t MostCommonNumericPid(const Trace& trace) {
   std::map<int64_t, int64_t> counts;
   for (const TraceEvent& e : trace.events) {
-    if (!IsStringPid(e.pid) && e.pid > 0) ++counts[e.pid];
+    if (!IsStringPid(e.pid) && e.pid > 0) ++counts[trace.IdValue(e.pid)];
   }
   int64_t best = -1, best_count = 0;
   for (auto [pid, count] : counts) {

@@ -91,17 +91,20 @@ void SortRuns(SpanList* spans, Less less) {
   if (from != spans) spans->swap(*from);
 }
 
-}  // namespace
-
-SpanList InnermostTimeline(SpanList spans) {
-  std::erase_if(spans, [](const Span& s) { return s.end_ns <= s.start_ns; });
-  SortRuns(&spans, [](const Span& x, const Span& y) {
+// Timeline order: by start, and on equal starts the longer (outer) span first; ties keep the
+// order spans came in (SortRuns merges stably).
+void SortForTimeline(SpanList* spans) {
+  std::erase_if(*spans, [](const Span& s) { return s.end_ns <= s.start_ns; });
+  SortRuns(spans, [](const Span& x, const Span& y) {
     return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
   });
-  // The innermost active span is the one that started last (on equal starts, the one that
-  // ends first: it sorts later). Spans start in sorted order, so a stack holds them in
-  // priority order: its top, once the ended spans on it are popped, is the innermost. (A heap
-  // ordered by start gives the same top; the stack does it without the log factor.)
+}
+
+// The innermost active span is the one that started last (on equal starts, the one that ends
+// first: it sorts later). Spans start in sorted order, so a stack holds them in priority order:
+// its top, once the ended spans on it are popped, is the innermost. (A heap ordered by start
+// gives the same top; the stack does it without the log factor.)
+SpanList WalkTimeline(const SpanList& spans) {
   std::vector<size_t> active;
   SpanList out;
   out.reserve(2 * spans.size() + 1);  // each span adds at most two pieces: no regrowth copies
@@ -125,26 +128,114 @@ SpanList InnermostTimeline(SpanList spans) {
   return out;
 }
 
-SpanList PaintCriticalPath(std::vector<SpanList> layers, int64_t window_start_ns, int64_t window_end_ns,
-                           uint32_t fill_function) {
+// Paints [lo, hi) of a window [window_lo, window_hi): spans are ordered by their bounds within
+// the window, as when the whole window is painted, and only then cut to [lo, hi), so a slice
+// names at every instant the owner the whole window's painting names.
+SpanList PaintRange(std::vector<SpanList>* layers, int64_t window_lo, int64_t window_hi, int64_t lo, int64_t hi,
+                    uint32_t fill_function) {
   SpanList owned;
   SpanList covered;
-  for (SpanList& layer : layers) {
+  for (SpanList& layer : *layers) {
     for (Span& span : layer) {
-      span.start_ns = std::max(span.start_ns, window_start_ns);
-      span.end_ns = std::min(span.end_ns, window_end_ns);
+      span.start_ns = std::max(span.start_ns, window_lo);
+      span.end_ns = std::min(span.end_ns, window_hi);
     }
-    SpanList timeline = InnermostTimeline(std::move(layer));
+    SortForTimeline(&layer);
+    if (lo > window_lo || hi < window_hi) {
+      for (Span& span : layer) {
+        span.start_ns = std::max(span.start_ns, lo);
+        span.end_ns = std::min(span.end_ns, hi);
+      }
+      std::erase_if(layer, [](const Span& s) { return s.end_ns <= s.start_ns; });  // keeps the order
+    }
+    SpanList timeline = WalkTimeline(layer);
     if (timeline.empty()) continue;  // most layers are, on any one trace: no copy of `covered`
     AppendUncovered(timeline, covered, &owned);
     covered = Union(covered, timeline);
   }
-  AppendUncovered({{window_start_ns, window_end_ns, fill_function}}, covered, &owned);
+  AppendUncovered({{lo, hi, fill_function}}, covered, &owned);
   SortRuns(&owned, [](const Span& x, const Span& y) { return x.start_ns < y.start_ns; });
   SpanList out;
   out.reserve(owned.size());
   for (const Span& span : owned) AppendMerged(&out, span);
   return out;
+}
+
+}  // namespace
+
+SpanList InnermostTimeline(SpanList spans) {
+  SortForTimeline(&spans);
+  return WalkTimeline(spans);
+}
+
+SpanList PaintCriticalPath(std::vector<SpanList> layers, int64_t window_start_ns, int64_t window_end_ns,
+                           uint32_t fill_function) {
+  return PaintRange(&layers, window_start_ns, window_end_ns, window_start_ns, window_end_ns, fill_function);
+}
+
+CriticalPath PaintCriticalPathBySlices(size_t layer_count, int64_t window_start_ns, int64_t window_end_ns,
+                                       size_t slices, uint32_t fill_function, const GatherSlice& gather) {
+  CriticalPath path(window_start_ns);
+  std::vector<SpanList> layers(layer_count);
+  for (size_t k = 0; k < slices; ++k) {
+    int64_t lo = SliceStart(window_start_ns, window_end_ns, slices, k);
+    int64_t hi = SliceStart(window_start_ns, window_end_ns, slices, k + 1);
+    if (hi <= lo) continue;
+    for (SpanList& layer : layers) layer.clear();
+    gather(k, lo, hi, &layers);
+    for (const Span& span : PaintRange(&layers, window_start_ns, window_end_ns, lo, hi, fill_function)) {
+      path.Append(span);
+    }
+  }
+  return path;
+}
+
+CriticalPath CriticalPath::FromSpans(const SpanList& spans) {
+  CriticalPath path(spans.empty() ? 0 : spans.front().start_ns);
+  for (const Span& span : spans) path.Append(span);
+  return path;
+}
+
+void CriticalPath::Append(const Span& span) {
+  if (span.end_ns <= end_ns_) return;
+  auto length = static_cast<uint64_t>(span.end_ns - end_ns_);
+  end_ns_ = span.end_ns;
+  if (!pieces_.empty() && pieces_.back().function == span.function) {
+    Piece& last = pieces_.back();
+    if (last.length == kLongPiece) {
+      long_lengths_.back() += static_cast<int64_t>(length);
+      return;
+    }
+    length += last.length;
+    pieces_.pop_back();
+  }
+  if (length >= kLongPiece) {
+    pieces_.push_back({kLongPiece, span.function});
+    long_lengths_.push_back(static_cast<int64_t>(length));
+  } else {
+    pieces_.push_back({static_cast<uint32_t>(length), span.function});
+  }
+}
+
+SpanList CriticalPath::ToSpans() const {
+  SpanList out;
+  out.reserve(size());
+  for (Span span : *this) out.push_back(span);
+  return out;
+}
+
+int64_t CriticalPath::Iterator::Length() const {
+  const Piece& piece = path_->pieces_[index_];
+  return piece.length == kLongPiece ? path_->long_lengths_[long_index_] : piece.length;
+}
+
+Span CriticalPath::Iterator::operator*() const { return {start_, start_ + Length(), path_->pieces_[index_].function}; }
+
+CriticalPath::Iterator& CriticalPath::Iterator::operator++() {
+  start_ += Length();
+  if (path_->pieces_[index_].length == kLongPiece) ++long_index_;
+  ++index_;
+  return *this;
 }
 
 }  // namespace eroica

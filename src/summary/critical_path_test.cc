@@ -4,6 +4,7 @@
 
 #include <random>
 #include <set>
+#include <tuple>
 
 namespace eroica {
 
@@ -81,6 +82,86 @@ TEST(PaintCriticalPathTest, ClipsToTheWindowAndFillsIdleTime) {
   SpanList path = PaintCriticalPath({{{-50, 20, 1}, {90, 150, 2}}}, 0, 100, 7);
   SpanList expected = {{0, 20, 1}, {20, 90, 7}, {90, 100, 2}};
   EXPECT_EQ(path, expected);
+}
+
+// Painting slice by slice must give the whole window's path exactly, whatever the slices cut:
+// nested and overlapping spans, equal spans in one layer (file order decides), spans that start
+// before or end after the window, and spans much longer than a slice.
+TEST(PaintCriticalPathBySlicesTest, EqualsTheWholeWindowsPathOnRandomLayers) {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 300; ++round) {
+    size_t layer_count = 1 + rng() % 4;
+    std::vector<SpanList> layers(layer_count);
+    uint32_t function = 0;
+    for (SpanList& layer : layers) {
+      int count = static_cast<int>(rng() % 40);
+      for (int i = 0; i < count; ++i) {
+        int64_t start = static_cast<int64_t>(rng() % 1200) - 100;
+        int64_t length = rng() % 4 == 0 ? static_cast<int64_t>(rng() % 900) : static_cast<int64_t>(rng() % 40);
+        if (rng() % 5 == 0 && !layer.empty()) {  // an exact twin of an earlier span
+          layer.push_back({layer[rng() % layer.size()].start_ns, 0, ++function});
+          layer.back().end_ns = layer.back().start_ns + length;
+          continue;
+        }
+        layer.push_back({start, start + length, ++function});
+      }
+    }
+    int64_t window_start = static_cast<int64_t>(rng() % 50), window_end = 900 + static_cast<int64_t>(rng() % 200);
+    SpanList whole = PaintCriticalPath(layers, window_start, window_end, 999);
+    for (size_t slices : {1u, 2u, 3u, 7u, 64u, 1000u}) {
+      auto gather = [&](size_t k, int64_t lo, int64_t hi, std::vector<SpanList>* out) {
+        EXPECT_EQ(lo, SliceStart(window_start, window_end, slices, k));
+        for (size_t l = 0; l < layers.size(); ++l) {
+          for (const Span& s : layers[l]) {
+            if (s.end_ns > lo && s.start_ns < hi) (*out)[l].push_back(s);
+          }
+        }
+      };
+      CriticalPath sliced = PaintCriticalPathBySlices(layer_count, window_start, window_end, slices, 999, gather);
+      ASSERT_EQ(sliced.ToSpans(), whole) << "round " << round << ", " << slices << " slices";
+      EXPECT_EQ(sliced.start_ns(), window_start);
+      EXPECT_EQ(sliced.end_ns(), window_end);
+    }
+  }
+}
+
+TEST(SliceOfTest, NamesTheSliceWhoseBoundsHoldTheInstant) {
+  for (auto [start, end, slices] : {std::tuple<int64_t, int64_t, size_t>{0, 100, 7},
+                                    {-5, 3, 8},
+                                    {10, 11, 1},
+                                    {1'700'000'000'000'000'000, 1'700'000'600'000'000'000, 4096}}) {
+    for (size_t k = 0; k < slices; ++k) {
+      int64_t lo = SliceStart(start, end, slices, k), hi = SliceStart(start, end, slices, k + 1);
+      if (hi <= lo) continue;
+      EXPECT_EQ(SliceOf(start, end, slices, lo), k);
+      EXPECT_EQ(SliceOf(start, end, slices, hi - 1), k);
+    }
+    EXPECT_EQ(SliceStart(start, end, slices, slices), end);
+    EXPECT_EQ(SliceOf(start, end, slices, start - 1), 0u);
+    EXPECT_EQ(SliceOf(start, end, slices, end + 5), slices - 1);
+  }
+}
+
+// Pieces are 8 bytes: lengths past 32 bits (4.3 s) are kept exactly, and a piece that grows past
+// them by merging too.
+TEST(CriticalPathTest, LongPiecesAndMergesKeepExactBounds) {
+  constexpr int64_t kBig = int64_t{1} << 33;
+  SpanList spans = {{5, 10, 1}, {10, 10 + kBig, 2}, {10 + kBig, 20 + kBig, 3}, {20 + kBig, 30 + kBig, 3}};
+  CriticalPath path = CriticalPath::FromSpans(spans);
+  SpanList expected = {{5, 10, 1}, {10, 10 + kBig, 2}, {10 + kBig, 30 + kBig, 3}};
+  EXPECT_EQ(path.ToSpans(), expected);
+  EXPECT_EQ(path.size(), 3u);
+  CriticalPath growing(0);
+  growing.Append({0, 3'000'000'000, 4});
+  growing.Append({3'000'000'000, 6'000'000'000, 4});  // merged past 2^32
+  growing.Append({6'000'000'000, 6'000'000'001, 5});
+  growing.Append({6'000'000'001, 6'000'000'001 + kBig, 5});
+  SpanList grown = {{0, 6'000'000'000, 4}, {6'000'000'000, 6'000'000'001 + kBig, 5}};
+  EXPECT_EQ(growing.ToSpans(), grown);
+  growing.set_function(0, 7);
+  EXPECT_EQ((*growing.begin()).function, 7u);
+  EXPECT_TRUE(CriticalPath(3).empty());
+  EXPECT_TRUE(CriticalPath(3).ToSpans().empty());
 }
 
 }  // namespace

@@ -41,14 +41,14 @@ std::string PointName(const FunctionTable& table, uint32_t before, uint32_t afte
 }  // namespace
 
 void NameProgramPoints(const Trace& trace, const BigVector<EventRole>& roles, const BigVector<uint32_t>& functions,
-                       const WorkerWindow& window, uint32_t unattributed, SpanList* critical_path,
+                       const WorkerWindow& window, uint32_t unattributed, CriticalPath* critical_path,
                        FunctionTable* table) {
   std::vector<size_t> gaps;
   std::vector<int64_t> gap_starts, gap_ends;
-  for (size_t i = 0; i < critical_path->size(); ++i) {
-    const Span& span = (*critical_path)[i];
+  for (auto it = critical_path->begin(); it != critical_path->end(); ++it) {
+    Span span = *it;
     if (span.function != unattributed) continue;
-    gaps.push_back(i);
+    gaps.push_back(it.index());
     gap_starts.push_back(span.start_ns);
     gap_ends.push_back(span.end_ns);
   }
@@ -90,11 +90,10 @@ void NameProgramPoints(const Trace& trace, const BigVector<EventRole>& roles, co
       std::string name = PointName(*table, key.first, key.second);
       it = points.emplace(key, table->Intern(Category::kHost, HostKind::kPython, name)).first;
     }
-    Span& span = (*critical_path)[gaps[g]];
-    span.function = it->second;
+    critical_path->set_function(gaps[g], it->second);
     FunctionStats& stats = (*table)[it->second];
     ++stats.calls;
-    stats.total_duration_ns += span.end_ns - span.start_ns;
+    stats.total_duration_ns += gap_ends[g] - gap_starts[g];
   }
 }
 

@@ -24,7 +24,7 @@ namespace eroica {
 // landmarks are the CPU ops of the window's training thread (all threads of the training
 // process when no step marks one). Spans with no op on either side keep `unattributed`.
 void NameProgramPoints(const Trace& trace, const BigVector<EventRole>& roles, const BigVector<uint32_t>& functions,
-                       const WorkerWindow& window, uint32_t unattributed, SpanList* critical_path,
+                       const WorkerWindow& window, uint32_t unattributed, CriticalPath* critical_path,
                        FunctionTable* table);
 
 }  // namespace eroica

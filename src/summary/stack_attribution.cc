@@ -56,7 +56,7 @@ struct Tally {
 
 // Each sample of one thread stands for the interval since the previous one; its overlap with
 // the critical-path spans of the functions `counted` goes to them and to its user frame.
-void TallySamples(const StackSamples& samples, const SpanList& path, const FunctionTable& table,
+void TallySamples(const StackSamples& samples, const CriticalPath& path, const FunctionTable& table,
                   bool (*counted)(Category), Tally* tally) {
   if (samples.samples.empty()) return;
   std::vector<int64_t> user_frames = UserFrames(samples);
@@ -66,15 +66,15 @@ void TallySamples(const StackSamples& samples, const SpanList& path, const Funct
     locations[k] = fmt::format("{}:{}({})", f.file, f.line, f.function);
   }
   int64_t period_ns = PeriodNs(samples);
-  size_t cursor = 0;
+  CriticalPath::Iterator cursor = path.begin();
   int64_t previous = samples.samples.front().ts_ns - period_ns;
   for (const StackSample& sample : samples.samples) {
     int64_t end = sample.ts_ns;
     int64_t begin = std::max(previous, end - kMaxSampleIntervalNs);
     previous = end;
-    while (cursor < path.size() && path[cursor].end_ns <= begin) ++cursor;
-    for (size_t k = cursor; k < path.size() && path[k].start_ns < end; ++k) {
-      const Span& span = path[k];
+    while (cursor != path.end() && (*cursor).end_ns <= begin) ++cursor;
+    for (CriticalPath::Iterator k = cursor; k != path.end() && (*k).start_ns < end; ++k) {
+      const Span span = *k;
       int64_t overlap = std::min(end, span.end_ns) - std::max(begin, span.start_ns);
       if (overlap <= 0 || !counted(table.all()[span.function].category)) continue;
       tally->sampled_ns[span.function] += overlap;
@@ -109,7 +109,7 @@ bool IsDataloader(Category category) { return category == Category::kDataloader;
 }  // namespace
 
 std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(const StackSamples& samples,
-                                                                          const SpanList& path,
+                                                                          const CriticalPath& path,
                                                                           const FunctionTable& table,
                                                                           size_t max_frames) {
   std::unordered_map<uint32_t, std::vector<HotFrame>> out;

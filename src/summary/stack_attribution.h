@@ -24,7 +24,7 @@ inline constexpr float kMinHotFrameShare = 0.1F;
 // Function index -> its hottest user frames (at most `max_frames`), for the host and
 // dataloader functions of `table` that own sampled time on `path` (sorted, disjoint).
 std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(const StackSamples& samples,
-                                                                          const SpanList& path,
+                                                                          const CriticalPath& path,
                                                                           const FunctionTable& table,
                                                                           size_t max_frames = 2);
 

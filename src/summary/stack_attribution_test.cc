@@ -124,7 +124,7 @@ TEST(StackAttributionTest, OneLateSampleStandsForTheWholeCallThatDelayedIt) {
   samples.frames = {{"/job/train.py", 57, "step"}, {"/job/train.py", 58, "step"}};
   samples.stacks = {{0}, {1}};
   samples.samples = {{999, 1}, {91'000, 0}};
-  auto hot = AttributeStackSamples(samples, path, table);
+  auto hot = AttributeStackSamples(samples, CriticalPath::FromSpans(path), table);
   ASSERT_EQ(hot.count(gap), 1u);
   ASSERT_EQ(hot[gap].size(), 1u);
   EXPECT_EQ(hot[gap][0].location, "/job/train.py:57(step)");
@@ -159,21 +159,21 @@ TEST(StackAttributionTest, TheLoadersTimeGoesToItsWorkerProcessesUserFrames) {
   samples.loader_workers.push_back(worker("/job/data.py", 21, "__getitem__"));
   samples.loader_workers.push_back(
       worker("/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py", 290, "_worker_loop"));  // idle
-  auto hot = AttributeStackSamples(samples, path, table);
+  auto hot = AttributeStackSamples(samples, CriticalPath::FromSpans(path), table);
   ASSERT_EQ(hot.count(loader), 1u);
   EXPECT_EQ(hot[loader][0].location, "/job/data.py:21(__getitem__)");
   EXPECT_FLOAT_EQ(hot[loader][0].share, 0.5F);  // one of the two workers was busy
   ASSERT_EQ(hot.count(gap), 1u);                // the host's time stays the training thread's
   EXPECT_EQ(hot[gap][0].location, "/job/train.py:44(train)");
   // Without the workers' samples the loader's time is the training loop's line.
-  auto alone = AttributeStackSamples(without_workers, path, table);
+  auto alone = AttributeStackSamples(without_workers, CriticalPath::FromSpans(path), table);
   ASSERT_EQ(alone.count(loader), 1u);
   EXPECT_EQ(alone[loader][0].location, "/job/train.py:40(train)");
   // Only idle workers: the training thread's frames again.
   StackSamples idle = without_workers;
   idle.loader_workers.push_back(
       worker("/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py", 290, "_worker_loop"));
-  auto idle_hot = AttributeStackSamples(idle, path, table);
+  auto idle_hot = AttributeStackSamples(idle, CriticalPath::FromSpans(path), table);
   ASSERT_EQ(idle_hot.count(loader), 1u);
   EXPECT_EQ(idle_hot[loader][0].location, "/job/train.py:40(train)");
 }

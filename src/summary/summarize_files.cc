@@ -34,10 +34,11 @@ StackSamples StackSamplesBeside(const Trace& trace, std::string* note) {
 
 // A reader's memory besides its events: the read buffer (a few MB, more for a refused event
 // array chunk), the inflate slots, the interned strings. The summarizer's per-event working
-// arrays then take about 1.2x the events' own bytes (BENCHMARKS.md: 413 MB peak for 195 MB of
-// events), so a reader's peak is about 2.2x its events plus this.
+// arrays (role, function id, slice index, critical-path piece: at most 17 bytes beside an event's
+// 40) then add under half the events' own bytes (BENCHMARKS.md: 177 MB peak for 114 MB of
+// events), so a reader's peak is about 1.5x its events plus this.
 constexpr size_t kReaderFixedBytes = size_t{32} << 20;
-constexpr double kPeakPerEventByte = 2.2;
+constexpr double kPeakPerEventByte = 1.5;
 // Below this share a reader could keep only small traces: run fewer readers instead.
 constexpr size_t kMinReaderShare = size_t{96} << 20;
 

@@ -50,8 +50,8 @@ TEST(SummarizeFilesTest, ATraceOverTheMemoryBudgetIsAnErrorNotAPartialPattern) {
     text.back() = ']';
     return dir.Write(name, text + "}");
   };
-  // 33 MB: one reader, whose share leaves about 470 KB for events (6,600 of them) after its fixed part.
-  std::string small = trace("rank0.json", 5), large = trace("rank1.json", 400);  // 205 and 16,400 events (1.6 MB)
+  // 33 MB: one reader, whose share leaves about 700 KB for events (17,000 of them) after its fixed part.
+  std::string small = trace("rank0.json", 5), large = trace("rank1.json", 800);  // 205 and 32,800 events (3.3 MB)
   FileSummaries limited = SummarizeFiles({small, large}, 2, {}, nullptr, size_t{33} << 20);
   ASSERT_EQ(limited.patterns.size(), 1u);
   ASSERT_EQ(limited.errors.size(), 1u);

@@ -127,13 +127,14 @@ BigVector<uint32_t> AssignFunctions(const Trace& trace, const BigVector<EventRol
     key.assign(reinterpret_cast<const char*>(&e.name), sizeof(e.name));
     key.push_back(static_cast<char>(role));
     if (comm) {
-      key.append(reinterpret_cast<const char*>(&e.collective), sizeof(e.collective));
-      key += SizeBucket(e.bytes);
+      StringId collective = trace.Collective(e);
+      key.append(reinterpret_cast<const char*>(&collective), sizeof(collective));
+      key += SizeBucket(trace.Bytes(e));
     }
     auto it = cache.find(key);
     if (it == cache.end()) {
       RoleMapping mapping = MapRole(role, has_device);
-      std::string name = FunctionName(role, trace.Str(e.name), trace.Str(e.collective), e.bytes);
+      std::string name = FunctionName(role, trace.Str(e.name), trace.Str(trace.Collective(e)), trace.Bytes(e));
       it = cache.emplace(key, table->Intern(mapping.category, mapping.host_kind, name)).first;
     }
     functions[i] = it->second;
@@ -146,49 +147,93 @@ uint32_t HashShapes(std::string_view shapes) { return static_cast<uint32_t>(std:
 
 constexpr size_t kMaxCollectiveCalls = 64;
 
-struct LayeredSpans {
-  std::vector<SpanList> layers = std::vector<SpanList>(kLayerCount);
-};
+// The events that paint the critical path: what PaintCriticalPath's layers would hold. CPU-side
+// layers only take the training process's events.
+bool PaintsPath(const TraceEvent& e, EventRole role, const WorkerWindow& window) {
+  if (role == EventRole::kIgnore || role == EventRole::kStepMarker) return false;
+  if (!IsDeviceRole(role) && e.pid != window.main_pid) return false;
+  return e.end_ns() > window.start_ns && e.ts_ns < window.end_ns;
+}
 
-// Collects each event's span into its layer and its call figures into the function table.
-// CPU-side layers only take the training process's events.
-LayeredSpans CollectSpans(const Trace& trace, const BigVector<EventRole>& roles, const BigVector<uint32_t>& functions,
-                          const WorkerWindow& window, bool has_device, FunctionTable* table) {
-  LayeredSpans spans;
-  // Room for each layer up front (the events of its roles bound it): growing by doubling would
-  // copy the spans and fault in twice their memory.
-  std::array<size_t, 256> per_role{};
-  for (EventRole role : roles) ++per_role[static_cast<uint8_t>(role)];
-  std::array<size_t, kLayerCount> room{};
-  for (size_t r = 0; r < per_role.size(); ++r) {
-    auto role = static_cast<EventRole>(r);
-    if (per_role[r] == 0 || role == EventRole::kIgnore || role == EventRole::kStepMarker) continue;
-    room[MapRole(role, has_device).layer] += per_role[r];
-  }
-  for (size_t layer = 0; layer < kLayerCount; ++layer) spans.layers[layer].reserve(room[layer]);
+// Each function's calls, time, bytes and shapes from the events that start in the window.
+void CountCalls(const Trace& trace, const BigVector<EventRole>& roles, const BigVector<uint32_t>& functions,
+                const WorkerWindow& window, FunctionTable* table) {
   std::vector<int64_t> shape_hashes(trace.strings.size(), -1);  // by string id, -1: not hashed yet
   for (size_t i = 0; i < trace.events.size(); ++i) {
-    EventRole role = roles[i];
-    if (role == EventRole::kIgnore || role == EventRole::kStepMarker) continue;
     const TraceEvent& e = trace.events[i];
-    bool device = IsDeviceRole(role);
-    if (!device && e.pid != window.main_pid) continue;
-    if (e.end_ns() <= window.start_ns || e.ts_ns >= window.end_ns) continue;
+    if (!PaintsPath(e, roles[i], window) || e.ts_ns < window.start_ns) continue;
     FunctionStats& stats = (*table)[functions[i]];
-    if (e.ts_ns >= window.start_ns) {
-      ++stats.calls;
-      stats.total_duration_ns += e.dur_ns;
-      if (e.bytes > 0) stats.bytes += e.bytes;
-      if (e.shapes != 0) {
-        int64_t& hash = shape_hashes[e.shapes];  // shapes repeat: each string is hashed once
-        if (hash < 0) hash = HashShapes(trace.Str(e.shapes));
-        stats.shapes_hash += static_cast<uint32_t>(hash);
-      }
+    ++stats.calls;
+    stats.total_duration_ns += e.dur_ns;
+    if (e.extra == 0) continue;
+    if (int64_t bytes = trace.Bytes(e); bytes > 0) stats.bytes += bytes;
+    if (StringId shapes = trace.Shapes(e); shapes != 0) {
+      int64_t& hash = shape_hashes[shapes];  // shapes repeat: each string is hashed once
+      if (hash < 0) hash = HashShapes(trace.Str(shapes));
+      stats.shapes_hash += static_cast<uint32_t>(hash);
     }
-    Layer layer = MapRole(role, has_device).layer;
-    spans.layers[layer].push_back({e.ts_ns, e.end_ns(), functions[i]});
   }
-  return spans;
+}
+
+// The painting events by time slice of the window: each event's index under every slice its
+// span meets, in file order within a slice. 4 bytes per event (and per extra slice a long span
+// meets) instead of holding every span at once.
+struct SliceIndex {
+  size_t slices = 1;
+  std::vector<size_t> offsets;  // slice k's entries are [offsets[k], offsets[k + 1])
+  BigVector<uint32_t> entries;  // event indices
+};
+
+// About this many spans per slice: a slice's working arrays stay in the cache and small
+// beside the events, and per-slice overhead stays negligible.
+constexpr size_t kSpansPerSlice = size_t{1} << 15;
+
+SliceIndex IndexBySlice(const Trace& trace, const BigVector<EventRole>& roles, const WorkerWindow& window) {
+  SliceIndex index;
+  size_t painting = 0;
+  for (size_t i = 0; i < trace.events.size(); ++i) painting += PaintsPath(trace.events[i], roles[i], window);
+  index.slices = std::max<size_t>(1, painting / kSpansPerSlice);
+  std::vector<size_t> counts;
+  auto slices_of = [&](const TraceEvent& e) {
+    int64_t from = std::max(e.ts_ns, window.start_ns), to = std::min(e.end_ns(), window.end_ns);
+    return std::pair{SliceOf(window.start_ns, window.end_ns, index.slices, from),
+                     SliceOf(window.start_ns, window.end_ns, index.slices, to - 1)};
+  };
+  while (true) {  // long spans meet many slices: fewer, larger slices when they would double the index
+    counts.assign(index.slices + 1, 0);
+    size_t total = 0;
+    for (size_t i = 0; i < trace.events.size(); ++i) {
+      if (!PaintsPath(trace.events[i], roles[i], window)) continue;
+      auto [first, last] = slices_of(trace.events[i]);
+      for (size_t k = first; k <= last; ++k) ++counts[k];
+      total += last - first + 1;
+    }
+    if (index.slices == 1 || total <= 2 * painting) break;
+    index.slices /= 2;
+  }
+  index.offsets.assign(index.slices + 1, 0);
+  for (size_t k = 0; k < index.slices; ++k) index.offsets[k + 1] = index.offsets[k] + counts[k];
+  index.entries.resize(index.offsets.back());
+  std::vector<size_t> fill(index.offsets.begin(), index.offsets.end() - 1);
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    if (!PaintsPath(trace.events[i], roles[i], window)) continue;
+    auto [first, last] = slices_of(trace.events[i]);
+    for (size_t k = first; k <= last; ++k) index.entries[fill[k]++] = static_cast<uint32_t>(i);
+  }
+  return index;
+}
+
+CriticalPath PaintPath(const Trace& trace, const BigVector<EventRole>& roles, const BigVector<uint32_t>& functions,
+                       const WorkerWindow& window, bool has_device, uint32_t unattributed) {
+  SliceIndex index = IndexBySlice(trace, roles, window);
+  auto gather = [&](size_t k, int64_t /*lo*/, int64_t /*hi*/, std::vector<SpanList>* layers) {
+    for (size_t j = index.offsets[k]; j < index.offsets[k + 1]; ++j) {
+      uint32_t i = index.entries[j];
+      const TraceEvent& e = trace.events[i];
+      (*layers)[MapRole(roles[i], has_device).layer].push_back({e.ts_ns, e.end_ns(), functions[i]});
+    }
+  };
+  return PaintCriticalPathBySlices(kLayerCount, window.start_ns, window.end_ns, index.slices, unattributed, gather);
 }
 
 // Ops the data loader runs per iteration: the work of its items (more items, more ops).
@@ -218,7 +263,8 @@ double DataloaderOpsPerIteration(const Trace& trace, const BigVector<EventRole>&
 }
 
 // Σβ per category within each iteration, splitting spans at step boundaries.
-std::vector<std::array<float, kCategoryCount>> IterationCategoryBetas(const SpanList& path, const WorkerWindow& window,
+std::vector<std::array<float, kCategoryCount>> IterationCategoryBetas(const CriticalPath& path,
+                                                                      const WorkerWindow& window,
                                                                       const FunctionTable& table) {
   const std::vector<int64_t>& starts = window.step_starts_ns;
   std::vector<std::array<double, kCategoryCount>> owned(starts.size());
@@ -283,7 +329,7 @@ std::string RoleFromProcessGroups(const TraceMetadata& meta) {
 }
 
 // The kept functions' hottest user frames, from the window's stack samples.
-void AttachHotFrames(const StackSamples& samples, const SpanList& path, const FunctionTable& table,
+void AttachHotFrames(const StackSamples& samples, const CriticalPath& path, const FunctionTable& table,
                      std::vector<FunctionPattern>* functions) {
   if (samples.empty()) return;
   std::unordered_map<std::string_view, std::vector<HotFrame>*> by_name;
@@ -308,11 +354,11 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
   FunctionTable table;
   uint32_t unattributed = table.Intern(Category::kHost, HostKind::kPython, std::string(kUnattributedPython));
   BigVector<uint32_t> functions = AssignFunctions(trace, roles, has_device, &by_name, &table);
-  LayeredSpans spans = CollectSpans(trace, roles, functions, window, has_device, &table);
+  CountCalls(trace, roles, functions, window, &table);
 
   Summary summary;
   summary.window_start_ns = window.start_ns;
-  summary.critical_path = PaintCriticalPath(std::move(spans.layers), window.start_ns, window.end_ns, unattributed);
+  summary.critical_path = PaintPath(trace, roles, functions, window, has_device, unattributed);
   NameProgramPoints(trace, roles, functions, window, unattributed, &summary.critical_path, &table);
   for (const Span& span : summary.critical_path) table[span.function].owned_ns += span.end_ns - span.start_ns;
   AddUtilization(summary.critical_path, has_device, options.samples, &table);

@@ -21,7 +21,7 @@ struct SummarizeOptions {
 // The pattern plus the critical path it was computed from (for reports and annotations).
 struct Summary {
   WorkerPattern pattern;
-  SpanList critical_path;                   // partition of the window; Span::function indexes names
+  CriticalPath critical_path;               // partition of the window; Span::function indexes names
   std::vector<std::string> function_names;  // before pruning
   int64_t window_start_ns = 0;
 };

@@ -19,7 +19,7 @@ struct Moments {
 };
 
 // Time-weighted moments of a piecewise-constant series over each span's interval.
-void Accumulate(const SpanList& path, const ResourceSamples& series, const std::vector<bool>& wanted,
+void Accumulate(const CriticalPath& path, const ResourceSamples& series, const std::vector<bool>& wanted,
                 std::vector<Moments>* moments) {
   size_t i = 1;
   for (const Span& span : path) {
@@ -65,7 +65,7 @@ std::optional<ResourceKind> ResourceFor(Category category, bool has_device,
   return std::nullopt;
 }
 
-void AddUtilization(const SpanList& path, bool has_device, const std::vector<ResourceSamples>& samples,
+void AddUtilization(const CriticalPath& path, bool has_device, const std::vector<ResourceSamples>& samples,
                     FunctionTable* table) {
   std::vector<FunctionStats>& functions = table->all();
   for (const ResourceSamples& series : samples) {

@@ -26,7 +26,7 @@ std::optional<ResourceKind> ResourceFor(Category category, bool has_device,
                                         const std::vector<ResourceSamples>& available);
 
 // Fills mu/sigma of every function in `table` that owns enough sampled time on `path`.
-void AddUtilization(const SpanList& path, bool has_device, const std::vector<ResourceSamples>& samples,
+void AddUtilization(const CriticalPath& path, bool has_device, const std::vector<ResourceSamples>& samples,
                     FunctionTable* table);
 
 }  // namespace eroica

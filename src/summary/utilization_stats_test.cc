@@ -16,7 +16,7 @@ TEST(UtilizationStatsTest, TimeWeightedMeanAndSpreadOverOwnedSpans) {
   for (const Span& s : path) table[s.function].owned_ns += s.end_ns - s.start_ns;
   // NIC: 0.8 over (0,50], 0.4 over (50,100], 0.1 over (100,300].
   ResourceSamples nic{ResourceKind::kNetwork, {0, 50, 100, 300}, {0, 0.8f, 0.4f, 0.1f}};
-  AddUtilization(path, /*has_device=*/true, {nic}, &table);
+  AddUtilization(CriticalPath::FromSpans(path), /*has_device=*/true, {nic}, &table);
   ASSERT_TRUE(table[allreduce].mu.has_value());
   // Owned 200 ns: 50 at 0.8, 50 at 0.4, 100 at 0.1 -> mean 0.35.
   EXPECT_NEAR(*table[allreduce].mu, 0.35, 1e-6);
@@ -30,7 +30,7 @@ TEST(UtilizationStatsTest, TooLittleCoverageLeavesMuAbsent) {
   uint32_t f = table.Intern(Category::kHost, HostKind::kPython, "loop");
   SpanList path = {{0, 1000, f}};
   table[f].owned_ns = 1000;
-  AddUtilization(path, false, {{ResourceKind::kCpu, {900, 1000}, {0, 1.0f}}}, &table);
+  AddUtilization(CriticalPath::FromSpans(path), false, {{ResourceKind::kCpu, {900, 1000}, {0, 1.0f}}}, &table);
   EXPECT_FALSE(table[f].mu.has_value());
 }
 

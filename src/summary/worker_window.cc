@@ -70,16 +70,16 @@ WorkerWindow FindWorkerWindow(const Trace& trace, const BigVector<EventRole>& ro
   CorrelationSet launched;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
-    if (roles[i] == EventRole::kLaunch && e.correlation >= 0 && e.ts_ns >= window.start_ns && e.ts_ns < cpu_end_ns) {
-      launched.Add(e.correlation);
+    if (roles[i] == EventRole::kLaunch && e.correlation != -1 && e.ts_ns >= window.start_ns && e.ts_ns < cpu_end_ns) {
+      if (int64_t correlation = trace.Correlation(e); correlation >= 0) launched.Add(correlation);
     }
   }
   launched.Seal();
   window.end_ns = cpu_end_ns;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
-    if (IsDeviceRole(roles[i]) && e.correlation >= 0 && e.end_ns() > window.end_ns &&
-        launched.Contains(e.correlation)) {
+    if (IsDeviceRole(roles[i]) && e.correlation != -1 && e.end_ns() > window.end_ns &&
+        launched.Contains(trace.Correlation(e))) {
       window.end_ns = e.end_ns();
     }
   }

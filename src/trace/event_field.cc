@@ -26,7 +26,6 @@ Field TopLevelField(std::string_view key) {
 
 Field ArgsField(std::string_view key) {
   if (key == "correlation") return Field::kCorrelation;
-  if (key == "External id") return Field::kExternalId;
   if (key == "bytes") return Field::kBytes;
   if (key == "In msg nelems") return Field::kInMsgNelems;
   if (key == "Input Dims") return Field::kInputDims;

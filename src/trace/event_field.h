@@ -21,7 +21,6 @@ enum class Field : uint8_t {
   kTid,
   kArgs,         // "args": the members after it are the args' own, until the object closes
   kCorrelation,  // args.correlation
-  kExternalId,   // args["External id"]
   kBytes,        // args.bytes
   kInMsgNelems,  // args["In msg nelems"]
   kInputDims,    // args["Input Dims"]

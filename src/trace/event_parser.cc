@@ -29,7 +29,7 @@ bool ParseId(value v, Trace* trace, int64_t* out) {
 
 }  // namespace
 
-bool EventParser::ParseArgs(object args, TraceEvent* event) {
+bool EventParser::ParseArgs(object args, ParsedEvent* event) {
   int64_t in_nelems = -1;
   int dtype_bytes = 0;
   for (auto member : args) {
@@ -40,9 +40,6 @@ bool EventParser::ParseArgs(object args, TraceEvent* event) {
     switch (ArgsField(key)) {
       case Field::kCorrelation:
         if (auto id = ParseInteger(v.raw_json_token())) event->correlation = *id;
-        break;
-      case Field::kExternalId:
-        if (auto id = ParseInteger(v.raw_json_token())) event->external_id = *id;
         break;
       case Field::kBytes:
         if (auto n = ParseInteger(v.raw_json_token())) event->bytes = *n;
@@ -70,7 +67,7 @@ bool EventParser::ParseArgs(object args, TraceEvent* event) {
   return true;
 }
 
-EventParser::Outcome EventParser::ParseEvent(object object, TraceEvent* event) {
+EventParser::Outcome EventParser::ParseEvent(object object, ParsedEvent* event) {
   char phase = 0;
   bool has_ts = false, has_dur = false, bad_number = false;
   for (auto member : object) {
@@ -126,43 +123,44 @@ EventParser::Outcome EventParser::ParseEvent(object object, TraceEvent* event) {
   return Outcome::kMalformed;
 }
 
+void EventParser::Keep(const ParsedEvent& event, int64_t file_offset) {
+  if (trace_->Add(event)) {
+    ++trace_->stats.complete_events;
+    return;
+  }
+  ++trace_->stats.malformed_events;
+  NoteProblem(file_offset, "more distinct pid/tid numbers than can be kept");
+}
+
 void EventParser::NoteProblem(int64_t file_offset, std::string_view what) {
   if (trace_->stats.first_problem.empty()) {
-    trace_->stats.first_problem = fmt::format("{} at byte {}", what, file_offset);
+    trace_->stats.first_problem = file_offset < 0 ? std::string(what) : fmt::format("{} at byte {}", what, file_offset);
   }
 }
 
 void EventParser::OnEventChunk(std::string_view array, size_t capacity, const std::vector<uint32_t>& element_offsets,
                                const std::vector<uint32_t>& element_ends, int64_t file_offset) {
   ReadStats& stats = trace_->stats;
-  BigVector<TraceEvent>& kept = trace_->events;
   stats.events_seen += static_cast<int64_t>(element_offsets.size());
   for (size_t i = 0; i < element_offsets.size(); ++i) {
-    TraceEvent& event = kept.emplace_back();
+    ParsedEvent event;
     FastEventParser::Result result;
     const char* end = array.data() + element_ends[i];
     if (fast_.Parse(array.data() + element_offsets[i], end, &event, &result) == end) {
-      if (result == FastEventParser::Result::kKept) {
-        ++stats.complete_events;
-      } else {
-        kept.pop_back();
-      }
+      if (result == FastEventParser::Result::kKept) Keep(event, file_offset + element_offsets[i]);
       continue;
     }
-    kept.pop_back();
     ParseWithSimdjson(array, capacity, element_offsets[i], element_ends[i], file_offset);
   }
 }
 
 const char* EventParser::ParseEventInPlace(const char* begin, const char* limit) {
-  BigVector<TraceEvent>& kept = trace_->events;
-  TraceEvent& event = kept.emplace_back();
+  ParsedEvent event;
   FastEventParser::Result result;
   const char* end = fast_.Parse(begin, limit, &event, &result);
-  if (end == nullptr || result != FastEventParser::Result::kKept) kept.pop_back();
   if (end == nullptr) return nullptr;
   ++trace_->stats.events_seen;
-  if (result == FastEventParser::Result::kKept) ++trace_->stats.complete_events;
+  if (result == FastEventParser::Result::kKept) Keep(event, -1);
   return FastEventParser::SkipSeparator(end, limit);
 }
 
@@ -175,7 +173,7 @@ void EventParser::ParseWithSimdjson(std::string_view array, size_t capacity, uin
   simdjson::padded_string_view view(element.data(), element.size(), capacity - offset);
   simdjson::ondemand::document doc;
   object event_object;
-  TraceEvent event;
+  ParsedEvent event;
   ReadStats saved = stats;
   Outcome outcome = Outcome::kMalformed;
   if (!parser_.iterate(view).get(doc) && !doc.get_object().get(event_object)) {
@@ -186,8 +184,7 @@ void EventParser::ParseWithSimdjson(std::string_view array, size_t capacity, uin
     ++stats.malformed_events;
     NoteProblem(file_offset + offset, "malformed event");
   } else if (outcome == Outcome::kKept) {
-    ++stats.complete_events;
-    trace_->events.push_back(event);
+    Keep(event, file_offset + offset);
   }
 }
 

@@ -340,7 +340,7 @@ struct FastEventParser::EventState {
   int dtype_bytes = 0;
 
   // A collective's size from its element count and dtype, when args had no "bytes".
-  void CloseArgs(TraceEvent* event) {
+  void CloseArgs(ParsedEvent* event) {
     event->bytes = ArgsBytes(event->bytes, in_nelems, dtype_bytes);
     in_nelems = -1;
     dtype_bytes = 0;
@@ -349,7 +349,7 @@ struct FastEventParser::EventState {
 
 // Reads the value at the cursor as `field` says; kArgs and kEnd are the callers'. False when
 // unsure of the value.
-[[gnu::always_inline]] inline bool FastEventParser::ReadValue(Field field, Cursor* c, TraceEvent* event,
+[[gnu::always_inline]] inline bool FastEventParser::ReadValue(Field field, Cursor* c, ParsedEvent* event,
                                                               EventState* state) {
   std::string_view text;
   switch (field) {
@@ -403,7 +403,6 @@ struct FastEventParser::EventState {
       return true;
     }
     case Field::kCorrelation:
-    case Field::kExternalId:
     case Field::kBytes:
     case Field::kInMsgNelems: {
       int64_t plain = 0;
@@ -417,7 +416,6 @@ struct FastEventParser::EventState {
       }
       if (!n) return true;
       if (field == Field::kCorrelation) event->correlation = *n;
-      if (field == Field::kExternalId) event->external_id = *n;
       if (field == Field::kBytes) event->bytes = *n;
       if (field == Field::kInMsgNelems) state->in_nelems = *n;
       return true;
@@ -452,7 +450,7 @@ struct FastEventParser::EventState {
   return false;
 }
 
-bool FastEventParser::ParseArgs(Cursor* c, TraceEvent* event, EventState* state, Layout* layout) {
+bool FastEventParser::ParseArgs(Cursor* c, ParsedEvent* event, EventState* state, Layout* layout) {
   bool empty = false;
   if (!c->OpenObject(&empty)) return false;
   for (bool more = !empty; more;) {
@@ -468,11 +466,11 @@ bool FastEventParser::ParseArgs(Cursor* c, TraceEvent* event, EventState* state,
   return true;
 }
 
-const char* FastEventParser::Parse(const char* begin, const char* limit, TraceEvent* event, Result* result) {
+const char* FastEventParser::Parse(const char* begin, const char* limit, ParsedEvent* event, Result* result) {
   if (layouts_on_) {
     *result = ParseByLayout(begin, limit, event);
     if (*result != Result::kUnsure) return end_;
-    *event = TraceEvent{};  // the full walk starts over
+    *event = ParsedEvent{};  // the full walk starts over
   }
   layout_.Start(begin);
   *result = Parse(begin, limit, event, &layout_);
@@ -483,7 +481,7 @@ const char* FastEventParser::Parse(const char* begin, const char* limit, TraceEv
   return end_;
 }
 
-FastEventParser::Result FastEventParser::Judge(const EventState& state, const TraceEvent& event) {
+FastEventParser::Result FastEventParser::Judge(const EventState& state, const ParsedEvent& event) {
   switch (JudgeEvent(state.phase, state.has_ts, state.has_dur, state.bad_number, event.dur_ns, &trace_->stats)) {
     case EventVerdict::kKeep:
       return Result::kKept;
@@ -495,7 +493,7 @@ FastEventParser::Result FastEventParser::Judge(const EventState& state, const Tr
   return Result::kUnsure;
 }
 
-FastEventParser::Result FastEventParser::ParseByLayout(const char* begin, const char* limit, TraceEvent* event) {
+FastEventParser::Result FastEventParser::ParseByLayout(const char* begin, const char* limit, ParsedEvent* event) {
   Cursor c{begin, limit};
   EventState state;
   uint32_t node = LayoutTrie::kRoot;
@@ -532,7 +530,7 @@ FastEventParser::Result FastEventParser::ParseByLayout(const char* begin, const 
   }
 }
 
-FastEventParser::Result FastEventParser::Parse(const char* begin, const char* limit, TraceEvent* event,
+FastEventParser::Result FastEventParser::Parse(const char* begin, const char* limit, ParsedEvent* event,
                                                Layout* layout) {
   Cursor c{begin, limit};
   bool empty = false;

@@ -1,5 +1,5 @@
 // The fast path for one trace event: a hand-written walk over one JSON object that reads the
-// fields a TraceEvent keeps and skips the rest without building anything. It covers the events
+// fields a ParsedEvent keeps and skips the rest without building anything. It covers the events
 // profilers write (keys and kept strings without escapes, numbers where numbers belong); on
 // anything else it answers kUnsure, and the caller parses that event with simdjson, which
 // decides exactly. The walk never reads past the element, except for SIMD loads into the
@@ -28,7 +28,7 @@ class FastEventParser {
   // kJsonPadding, 128 bytes, readable there). Returns the byte after the object's '}' and sets
   // *result, or returns nullptr when unsure (then trace->stats is untouched). A `limit` that
   // cuts the object makes it unsure.
-  const char* Parse(const char* begin, const char* limit, TraceEvent* event, Result* result);
+  const char* Parse(const char* begin, const char* limit, ParsedEvent* event, Result* result);
 
   // Past the whitespace and the one ',' that follow an element, if that is what follows.
   static const char* SkipSeparator(const char* p, const char* limit);
@@ -70,12 +70,12 @@ class FastEventParser {
   static constexpr int kMaxFixedValue = 24;
 
   // The full walk: key by key, recording the layout.
-  Result Parse(const char* begin, const char* limit, TraceEvent* event, Layout* layout);
-  bool ParseArgs(Cursor* c, TraceEvent* event, EventState* state, Layout* layout);
+  Result Parse(const char* begin, const char* limit, ParsedEvent* event, Layout* layout);
+  bool ParseArgs(Cursor* c, ParsedEvent* event, EventState* state, Layout* layout);
   // The walk along a learned layout: kUnsure as soon as the event leaves it.
-  Result ParseByLayout(const char* begin, const char* limit, TraceEvent* event);
-  bool ReadValue(Field field, Cursor* c, TraceEvent* event, EventState* state);
-  Result Judge(const EventState& state, const TraceEvent& event);
+  Result ParseByLayout(const char* begin, const char* limit, ParsedEvent* event);
+  bool ReadValue(Field field, Cursor* c, ParsedEvent* event, EventState* state);
+  Result Judge(const EventState& state, const ParsedEvent& event);
 
   Trace* trace_;
   LayoutTrie layouts_;

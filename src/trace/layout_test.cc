@@ -19,8 +19,8 @@ std::vector<std::string> Rows(const Trace& t) {
   std::vector<std::string> rows;
   for (const TraceEvent& e : t.events) {
     rows.push_back(fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", t.Str(e.name), t.Str(e.cat), e.ts_ns, e.dur_ns,
-                               e.pid, e.tid, e.correlation, e.external_id, e.bytes, t.Str(e.shapes),
-                               t.Str(e.collective)));
+                               t.IdValue(e.pid), t.IdValue(e.tid), t.Correlation(e), "", t.Bytes(e), t.Str(t.Shapes(e)),
+                               t.Str(t.Collective(e))));
   }
   const ReadStats& s = t.stats;
   rows.push_back(fmt::format("seen {} kept {} malformed {} no-ts {} negative {} absurd {} truncated {}", s.events_seen,
@@ -95,16 +95,16 @@ TEST(LayoutTest, EventsThatLeaveALearnedLayoutReadAsTheFullWalkReadsThem) {
   StatusOr<Trace> t = ReadTrace(path);
   ASSERT_TRUE(t.ok());
   // Spot checks that the variants were read as JSON says, not as the layout suggested.
-  EXPECT_EQ(t->events[0].bytes, 16);  // 4 Floats
-  EXPECT_EQ(t->events[0].correlation, 3);
-  EXPECT_EQ(t->Str(t->events[0].shapes), "[[2]]");
+  EXPECT_EQ(t->Bytes(t->events[0]), 16);  // 4 Floats
+  EXPECT_EQ(t->Correlation(t->events[0]), 3);
+  EXPECT_EQ(t->Str(t->Shapes(t->events[0])), "[[2]]");
   int string_pids = 0, stray_correlations = 0, escaped_names = 0, later_duplicates = 0, eight_bytes = 0;
   for (const TraceEvent& e : t->events) {
     string_pids += e.pid == kStringPidBase + t->strings.Intern("GPU 0");
-    stray_correlations += e.correlation == 9;  // "correlation" after non-object args is no arg
+    stray_correlations += t->Correlation(e) == 9;  // "correlation" after non-object args is no arg
     escaped_names += t->Str(e.name) == "k\"q";
-    later_duplicates += e.correlation == 4;
-    eight_bytes += e.bytes == 8;  // 4 Halfs, or a second args object's "bytes"
+    later_duplicates += t->Correlation(e) == 4;
+    eight_bytes += t->Bytes(e) == 8;  // 4 Halfs, or a second args object's "bytes"
   }
   EXPECT_EQ(string_pids, 3);
   EXPECT_EQ(stray_correlations, 0);
@@ -132,7 +132,7 @@ TEST(LayoutTest, EventsThatNeverRepeatALayoutReadTheSameBothWays) {
   const int count = 20000;
   for (int i = 0; i < count; ++i) {
     text += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "op{}", "pid": 1, "tid": 2, "ts": {}, "dur": 3, )"
-                        R"("args": {{"key{}": {}, "External id": {}}}}})",
+                        R"("args": {{"key{}": {}, "correlation": {}}}}})",
                         i % 7, 10 * i, i, i, i);
     text += i + 1 < count ? ",\n" : "\n]";
   }
@@ -142,7 +142,7 @@ TEST(LayoutTest, EventsThatNeverRepeatALayoutReadTheSameBothWays) {
   StatusOr<Trace> t = ReadTrace(path);
   ASSERT_TRUE(t.ok());
   ASSERT_EQ(t->events.size(), static_cast<size_t>(count));
-  EXPECT_EQ(t->events.back().external_id, count - 1);
+  EXPECT_EQ(t->Correlation(t->events.back()), count - 1);
 }
 
 TEST(LayoutTrieTest, LearnsSharedPrefixesOnceAndBoundsItsSize) {

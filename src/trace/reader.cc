@@ -55,13 +55,13 @@ StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& options) {
   // A modest start only: the size is the file's claim (a sparse 200 GB file costs nothing on
   // disk), so nothing proportional to it is reserved; the vector grows with events parsed.
   trace.events.reserve(kInitialEvents);
-  size_t max_events = options.max_event_bytes == 0 ? SIZE_MAX : options.max_event_bytes / sizeof(TraceEvent);
-  EventParser parser(&trace, options.learn_layouts, max_events);
+  size_t max_event_bytes = options.max_event_bytes == 0 ? SIZE_MAX : options.max_event_bytes;
+  EventParser parser(&trace, options.learn_layouts, max_event_bytes);
   JsonSplitter splitter(source->get(), path, options.chunk_bytes);
   StatusOr<SplitResult> split = splitter.Run(&parser);
   if (!split.ok()) return split.status();
   // Reading stops at the first read past the budget; a file read in fewer reads is judged here.
-  if (split->stopped_by_sink || trace.events.size() > max_events) {
+  if (split->stopped_by_sink || trace.event_bytes() > max_event_bytes) {
     return ErrorStatus("{}: its events need more than the {} MB of memory allowed ({} events kept after {} MB of JSON)",
                        path, options.max_event_bytes >> 20, trace.events.size(), split->bytes_read >> 20);
   }
@@ -75,6 +75,8 @@ StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& options) {
     }
     if (trace.stats.first_problem.empty()) trace.stats.first_problem = split->problem;
   }
+  trace.events.shrink_to_fit();
+  trace.extras.shrink_to_fit();
   if (trace.meta.base_time_ns != 0) {
     for (TraceEvent& event : trace.events) event.ts_ns += trace.meta.base_time_ns;
   }

@@ -78,11 +78,11 @@ TEST(ReadTraceTest, KinetoObjectWithMetadataAfterEvents) {
   EXPECT_EQ(step.dur_ns, 500250);
   const TraceEvent& kernel = trace->events[2];
   EXPECT_EQ(trace->Str(kernel.cat), "kernel");
-  EXPECT_EQ(kernel.correlation, 77);
-  EXPECT_EQ(kernel.bytes, 4096);
-  EXPECT_EQ(trace->Str(kernel.collective), "allreduce");
+  EXPECT_EQ(trace->Correlation(kernel), 77);
+  EXPECT_EQ(trace->Bytes(kernel), 4096);
+  EXPECT_EQ(trace->Str(trace->Collective(kernel)), "allreduce");
   EXPECT_EQ(kernel.ts_ns, 1711964646000000000 + 1020001);
-  EXPECT_EQ(trace->Str(trace->events[3].shapes), "[[32, 64], [64, 8]]");
+  EXPECT_EQ(trace->Str(trace->Shapes(trace->events[3])), "[[32, 64], [64, 8]]");
   EXPECT_EQ(trace->Str(trace->events[4].name), "<built-in method numel of Tensor object at 0x>");
   EXPECT_TRUE(IsStringPid(trace->events[5].pid));
 }
@@ -240,6 +240,38 @@ TEST(ReadTraceTest, BadFieldsAreCountedAndTheRestIsKept) {
   EXPECT_EQ(trace->stats.missing_timestamp, 1);
   EXPECT_EQ(trace->stats.malformed_events, 3);
   EXPECT_FALSE(DescribeReadProblems(*trace).empty());
+}
+
+// Events are stored in 40 bytes: ids that do not fit 32 bits (a 64-bit thread id, a correlation
+// past 2^31) and the rarer args live beside them, and read back as they were written.
+TEST(ReadTraceTest, WideIdsAndRareArgsReadBackExactly) {
+  TempDir dir;
+  std::string_view text = R"([
+    {"name": "a", "ph": "X", "ts": 1, "dur": 2, "pid": 7, "tid": 140234567890123, "args": {"correlation": 5000000000}},
+    {"name": "b", "ph": "X", "ts": 2, "dur": 2, "pid": -5000000000, "tid": 140234567890123, "args": {"correlation": 12}},
+    {"name": "c", "ph": "X", "ts": 3, "dur": 2, "pid": 7, "tid": 140234567890124, "args": {"bytes": 64, "Input Dims": [[2]]}},
+    {"name": "d", "ph": "X", "ts": 4, "dur": 2, "pid": "Spans", "tid": 2147483647, "args": {"correlation": -7}}
+  ])";
+  StatusOr<Trace> trace = ReadTrace(dir.Write("wide.json", text));
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ASSERT_EQ(trace->events.size(), 4u);
+  const Trace& t = *trace;
+  EXPECT_EQ(t.IdValue(t.events[0].pid), 7);
+  EXPECT_EQ(t.IdValue(t.events[0].tid), 140234567890123);
+  EXPECT_EQ(t.Correlation(t.events[0]), 5000000000);
+  EXPECT_EQ(t.Bytes(t.events[0]), -1);
+  EXPECT_EQ(t.IdValue(t.events[1].pid), -5000000000);
+  EXPECT_EQ(t.events[1].tid, t.events[0].tid);  // one number, one code: equality holds on codes
+  EXPECT_NE(t.events[2].tid, t.events[0].tid);
+  EXPECT_EQ(t.Correlation(t.events[1]), 12);
+  EXPECT_EQ(t.events[1].extra, 0u);  // nothing rare: no side entry
+  EXPECT_EQ(t.Bytes(t.events[2]), 64);
+  EXPECT_EQ(t.Str(t.Shapes(t.events[2])), "[[2]]");
+  EXPECT_EQ(t.Correlation(t.events[2]), -1);
+  EXPECT_TRUE(IsStringPid(t.events[3].pid));
+  EXPECT_EQ(t.IdValue(t.events[3].tid), 2147483647);
+  EXPECT_EQ(t.Correlation(t.events[3]), -7);
+  EXPECT_EQ(t.extras.size(), 3u);
 }
 
 TEST(RankFromFileNameTest, Patterns) {

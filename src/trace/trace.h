@@ -4,34 +4,66 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
-#include "base/huge_page_allocator.h"
+#include "base/growable_array.h"
 #include "base/interner.h"
 
 namespace eroica {
 
-// One complete ("ph":"X") event. Instants, flows, counters and metadata events are counted
-// but not kept: the critical path needs durations, and correlation args link launches to
-// kernels more reliably than flow events do (docs/TRACE-FORMAT.md §4).
-struct TraceEvent {
+// One complete ("ph":"X") event as the parsers read it, before it is stored. Instants, flows,
+// counters and metadata events are counted but not kept: the critical path needs durations, and
+// correlation args link launches to kernels more reliably than flow events do
+// (docs/TRACE-FORMAT.md §4).
+struct ParsedEvent {
   int64_t ts_ns = 0;  // absolute when the trace has baseTimeNanoseconds or epoch µs
   int64_t dur_ns = 0;
   int64_t pid = 0;  // string pids ("CPU functions", "Spans") map to kStringPidBase + id
   int64_t tid = 0;
   int64_t correlation = -1;  // args.correlation: links cuda_runtime/driver launches to kernels
-  int64_t external_id = -1;  // args["External id"]
   int64_t bytes = -1;        // memcpy/memset bytes, or a collective's message size in bytes
   StringId name = 0;
   StringId cat = 0;
   StringId shapes = 0;      // args["Input Dims"] as raw JSON text, for imbalance checks
   StringId collective = 0;  // args["Collective name"] (2024+ traces)
+};
+
+// A kept event as stored: 40 bytes, because a trace holds millions and its memory is paid on
+// every training node that summarizes. Ids that fit 32 bits are stored as they are (OS pids and
+// tids, device and stream numbers, CUPTI's 32-bit correlation ids); the few that do not, and
+// the args only some events carry (bytes, shapes, a collective's name), go to Trace::extras.
+// Read them through Trace's accessors.
+struct TraceEvent {
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+  StringId name = 0;
+  StringId cat = 0;
+  int32_t pid = 0;  // an id code: compare for equality; Trace::IdValue gives the number
+  int32_t tid = 0;
+  int32_t correlation = -1;  // -1: none; kCorrelationInExtra: Trace::Correlation has it
+  uint32_t extra = 0;        // 0: none; else 1 + its index in Trace::extras
 
   int64_t end_ns() const { return ts_ns + dur_ns; }
 };
+static_assert(sizeof(TraceEvent) == 40);
 
-inline constexpr int64_t kStringPidBase = int64_t{1} << 40;
-inline bool IsStringPid(int64_t pid) { return pid >= kStringPidBase; }
+// What some events carry beyond the common fields.
+struct EventExtra {
+  int64_t correlation = -1;  // when it did not fit TraceEvent::correlation
+  int64_t bytes = -1;
+  StringId shapes = 0;
+  StringId collective = 0;
+};
+
+// pid/tid codes: numbers in [-kDirectIdLimit, kDirectIdLimit) are themselves; string ids
+// ("Spans") are kStringPidBase + their interned id; any other number gets a code from
+// kWideIdBase up (Trace::IdValue maps it back).
+inline constexpr int64_t kDirectIdLimit = int64_t{1} << 30;
+inline constexpr int64_t kStringPidBase = kDirectIdLimit;
+inline constexpr int64_t kWideIdBase = kDirectIdLimit + (int64_t{1} << 29);
+inline constexpr int32_t kCorrelationInExtra = -2;
+inline bool IsStringPid(int64_t pid) { return pid >= kStringPidBase && pid < kWideIdBase; }
 
 struct ProcessGroup {
   std::string name;
@@ -76,11 +108,31 @@ struct ReadStats {
 
 struct Trace {
   Interner strings;
-  BigVector<TraceEvent> events;  // complete events, in file order
+  GrowableArray<TraceEvent> events;  // complete events, in file order
+  GrowableArray<EventExtra> extras;  // indexed by TraceEvent::extra - 1
+  std::vector<int64_t> wide_ids;     // pid/tid numbers outside the direct range, by code
   TraceMetadata meta;
   ReadStats stats;
 
   std::string_view Str(StringId id) const { return strings.Get(id); }
+
+  // Stores one parsed event; false when an id does not fit any code (2^29 distinct ones).
+  bool Add(const ParsedEvent& parsed);
+  int64_t Correlation(const TraceEvent& e) const {
+    return e.correlation == kCorrelationInExtra ? extras[e.extra - 1].correlation : e.correlation;
+  }
+  int64_t Bytes(const TraceEvent& e) const { return e.extra == 0 ? -1 : extras[e.extra - 1].bytes; }
+  StringId Shapes(const TraceEvent& e) const { return e.extra == 0 ? 0 : extras[e.extra - 1].shapes; }
+  StringId Collective(const TraceEvent& e) const { return e.extra == 0 ? 0 : extras[e.extra - 1].collective; }
+  // The number a pid/tid code stands for (string pids stay codes).
+  int64_t IdValue(int32_t code) const {
+    return code >= kWideIdBase ? wide_ids[static_cast<size_t>(code - kWideIdBase)] : code;
+  }
+  size_t event_bytes() const { return events.size() * sizeof(TraceEvent) + extras.size() * sizeof(EventExtra); }
+
+ private:
+  bool IdCode(int64_t id, int32_t* code);
+  std::unordered_map<int64_t, int32_t> wide_codes_;
 };
 
 }  // namespace eroica
