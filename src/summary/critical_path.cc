@@ -173,17 +173,16 @@ SpanList PaintCriticalPath(std::vector<SpanList> layers, int64_t window_start_ns
   return PaintRange(&layers, window_start_ns, window_end_ns, window_start_ns, window_end_ns, fill_function);
 }
 
-CriticalPath PaintCriticalPathBySlices(size_t layer_count, int64_t window_start_ns, int64_t window_end_ns,
-                                       size_t slices, uint32_t fill_function, const GatherSlice& gather) {
-  CriticalPath path(window_start_ns);
+CriticalPath PaintCriticalPathBySlices(size_t layer_count, const TimeSlices& slices, uint32_t fill_function,
+                                       const GatherSlice& gather) {
+  CriticalPath path(slices.start_ns);
   std::vector<SpanList> layers(layer_count);
-  for (size_t k = 0; k < slices; ++k) {
-    int64_t lo = SliceStart(window_start_ns, window_end_ns, slices, k);
-    int64_t hi = SliceStart(window_start_ns, window_end_ns, slices, k + 1);
+  for (size_t k = 0; k < slices.count(); ++k) {
+    int64_t lo = slices.Start(k), hi = slices.Start(k + 1);
     if (hi <= lo) continue;
     for (SpanList& layer : layers) layer.clear();
     gather(k, lo, hi, &layers);
-    for (const Span& span : PaintRange(&layers, window_start_ns, window_end_ns, lo, hi, fill_function)) {
+    for (const Span& span : PaintRange(&layers, slices.start_ns, slices.end_ns, lo, hi, fill_function)) {
       path.Append(span);
     }
   }
@@ -222,20 +221,6 @@ SpanList CriticalPath::ToSpans() const {
   out.reserve(size());
   for (Span span : *this) out.push_back(span);
   return out;
-}
-
-int64_t CriticalPath::Iterator::Length() const {
-  const Piece& piece = path_->pieces_[index_];
-  return piece.length == kLongPiece ? path_->long_lengths_[long_index_] : piece.length;
-}
-
-Span CriticalPath::Iterator::operator*() const { return {start_, start_ + Length(), path_->pieces_[index_].function}; }
-
-CriticalPath::Iterator& CriticalPath::Iterator::operator++() {
-  start_ += Length();
-  if (path_->pieces_[index_].length == kLongPiece) ++long_index_;
-  ++index_;
-  return *this;
 }
 
 }  // namespace eroica

@@ -3,6 +3,7 @@
 // ranges ...), and within a layer the innermost (latest-started) span.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -78,24 +79,56 @@ class CriticalPath {
   std::vector<int64_t> long_lengths_;  // pieces of 4.3 s and more, in order
 };
 
+inline int64_t CriticalPath::Iterator::Length() const {
+  const Piece& piece = path_->pieces_[index_];
+  return piece.length == kLongPiece ? path_->long_lengths_[long_index_] : piece.length;
+}
+
+inline Span CriticalPath::Iterator::operator*() const {
+  return {start_, start_ + Length(), path_->pieces_[index_].function};
+}
+
+inline CriticalPath::Iterator& CriticalPath::Iterator::operator++() {
+  start_ += Length();
+  if (path_->pieces_[index_].length == kLongPiece) ++long_index_;
+  ++index_;
+  return *this;
+}
+
 // `layers` in priority order, highest first. Returns sorted, disjoint spans covering exactly
 // [window_start_ns, window_end_ns); instants no layer covers go to `fill_function`.
 SpanList PaintCriticalPath(std::vector<SpanList> layers, int64_t window_start_ns, int64_t window_end_ns,
                            uint32_t fill_function);
 
-// Slice k of `slices` equal slices of [window_start_ns, window_end_ns) starts here; slice
-// `slices` starts at the window's end.
-inline int64_t SliceStart(int64_t window_start_ns, int64_t window_end_ns, size_t slices, size_t k) {
-  __int128 length = window_end_ns - window_start_ns;
-  return window_start_ns + static_cast<int64_t>(length * static_cast<__int128>(k) / static_cast<__int128>(slices));
-}
-// The slice that holds instant t (clamped to the window's slices).
-inline size_t SliceOf(int64_t window_start_ns, int64_t window_end_ns, size_t slices, int64_t t) {
-  __int128 length = window_end_ns - window_start_ns;
-  if (t <= window_start_ns || length <= 0) return 0;
-  __int128 k = ((static_cast<__int128>(t - window_start_ns) + 1) * static_cast<__int128>(slices) - 1) / length;
-  return k >= static_cast<__int128>(slices) ? slices - 1 : static_cast<size_t>(k);
-}
+// A window cut into slices 2^shift ns wide (the last one ends at the window's end): an
+// instant's slice is one subtraction and one shift, for millions of events.
+struct TimeSlices {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int shift = 0;
+
+  // The narrowest power-of-two slices that cut [start_ns, end_ns) into at most `count` slices.
+  static TimeSlices About(int64_t start_ns, int64_t end_ns, size_t count) {
+    TimeSlices slices{start_ns, end_ns, 0};
+    while (slices.count() > std::max<size_t>(count, 1)) ++slices.shift;
+    return slices;
+  }
+  uint64_t length() const {
+    return end_ns > start_ns ? static_cast<uint64_t>(end_ns) - static_cast<uint64_t>(start_ns) : 0;
+  }
+  size_t count() const { return length() == 0 ? 1 : static_cast<size_t>(((length() - 1) >> shift) + 1); }
+  // Where slice k starts; slice count() starts at the window's end.
+  int64_t Start(size_t k) const {
+    if (k >= count()) return std::max(start_ns, end_ns);
+    return start_ns + static_cast<int64_t>(static_cast<uint64_t>(k) << shift);
+  }
+  // The slice that holds instant t, clamped to the window's slices.
+  size_t Of(int64_t t) const {
+    if (t <= start_ns) return 0;
+    uint64_t k = (static_cast<uint64_t>(t) - static_cast<uint64_t>(start_ns)) >> shift;
+    return static_cast<size_t>(std::min<uint64_t>(k, count() - 1));
+  }
+};
 
 // The same path as PaintCriticalPath, painted one time slice at a time so that only one
 // slice's spans are held: `gather(k, lo, hi, &layers)` fills each layer (cleared) with the spans
@@ -103,8 +136,8 @@ inline size_t SliceOf(int64_t window_start_ns, int64_t window_end_ns, size_t sli
 // At every instant the owner depends only on the spans active then, so the slices' paths,
 // joined, are the whole one.
 using GatherSlice = std::function<void(size_t slice, int64_t lo, int64_t hi, std::vector<SpanList>* layers)>;
-CriticalPath PaintCriticalPathBySlices(size_t layer_count, int64_t window_start_ns, int64_t window_end_ns,
-                                       size_t slices, uint32_t fill_function, const GatherSlice& gather);
+CriticalPath PaintCriticalPathBySlices(size_t layer_count, const TimeSlices& slices, uint32_t fill_function,
+                                       const GatherSlice& gather);
 
 // One layer's own timeline: overlapping spans resolve to the innermost. Sorted, disjoint.
 SpanList InnermostTimeline(SpanList spans);

@@ -108,37 +108,47 @@ TEST(PaintCriticalPathBySlicesTest, EqualsTheWholeWindowsPathOnRandomLayers) {
     }
     int64_t window_start = static_cast<int64_t>(rng() % 50), window_end = 900 + static_cast<int64_t>(rng() % 200);
     SpanList whole = PaintCriticalPath(layers, window_start, window_end, 999);
-    for (size_t slices : {1u, 2u, 3u, 7u, 64u, 1000u}) {
+    for (size_t count : {1u, 2u, 3u, 7u, 64u, 1000u}) {
+      TimeSlices slices = TimeSlices::About(window_start, window_end, count);
       auto gather = [&](size_t k, int64_t lo, int64_t hi, std::vector<SpanList>* out) {
-        EXPECT_EQ(lo, SliceStart(window_start, window_end, slices, k));
+        EXPECT_EQ(lo, slices.Start(k));
         for (size_t l = 0; l < layers.size(); ++l) {
           for (const Span& s : layers[l]) {
             if (s.end_ns > lo && s.start_ns < hi) (*out)[l].push_back(s);
           }
         }
       };
-      CriticalPath sliced = PaintCriticalPathBySlices(layer_count, window_start, window_end, slices, 999, gather);
-      ASSERT_EQ(sliced.ToSpans(), whole) << "round " << round << ", " << slices << " slices";
+      CriticalPath sliced = PaintCriticalPathBySlices(layer_count, slices, 999, gather);
+      ASSERT_EQ(sliced.ToSpans(), whole) << "round " << round << ", " << slices.count() << " slices";
       EXPECT_EQ(sliced.start_ns(), window_start);
       EXPECT_EQ(sliced.end_ns(), window_end);
     }
   }
 }
 
-TEST(SliceOfTest, NamesTheSliceWhoseBoundsHoldTheInstant) {
-  for (auto [start, end, slices] : {std::tuple<int64_t, int64_t, size_t>{0, 100, 7},
-                                    {-5, 3, 8},
-                                    {10, 11, 1},
-                                    {1'700'000'000'000'000'000, 1'700'000'600'000'000'000, 4096}}) {
-    for (size_t k = 0; k < slices; ++k) {
-      int64_t lo = SliceStart(start, end, slices, k), hi = SliceStart(start, end, slices, k + 1);
-      if (hi <= lo) continue;
-      EXPECT_EQ(SliceOf(start, end, slices, lo), k);
-      EXPECT_EQ(SliceOf(start, end, slices, hi - 1), k);
+TEST(TimeSlicesTest, OfNamesTheSliceWhoseBoundsHoldTheInstant) {
+  for (auto [start, end, count] : {std::tuple<int64_t, int64_t, size_t>{0, 100, 7},
+                                   {-5, 3, 8},
+                                   {10, 11, 1},
+                                   {10, 10, 4},
+                                   {1'700'000'000'000'000'000, 1'700'000'600'000'000'000, 4096}}) {
+    TimeSlices slices = TimeSlices::About(start, end, count);
+    EXPECT_LE(slices.count(), std::max<size_t>(count, 1));
+    if (slices.shift > 0) {  // the narrowest such width: one step narrower is too many slices
+      TimeSlices narrower = slices;
+      --narrower.shift;
+      EXPECT_GT(narrower.count(), count);
     }
-    EXPECT_EQ(SliceStart(start, end, slices, slices), end);
-    EXPECT_EQ(SliceOf(start, end, slices, start - 1), 0u);
-    EXPECT_EQ(SliceOf(start, end, slices, end + 5), slices - 1);
+    for (size_t k = 0; k < slices.count(); ++k) {
+      int64_t lo = slices.Start(k), hi = slices.Start(k + 1);
+      if (hi <= lo) continue;
+      EXPECT_EQ(slices.Of(lo), k);
+      EXPECT_EQ(slices.Of(hi - 1), k);
+    }
+    EXPECT_EQ(slices.Start(0), start);
+    EXPECT_EQ(slices.Start(slices.count()), std::max(start, end));
+    EXPECT_EQ(slices.Of(start - 1), 0u);
+    EXPECT_EQ(slices.Of(end + 5), slices.count() - 1);
   }
 }
 

@@ -179,40 +179,35 @@ void CountCalls(const Trace& trace, const BigVector<EventRole>& roles, const Big
 // span meets, in file order within a slice. 4 bytes per event (and per extra slice a long span
 // meets) instead of holding every span at once.
 struct SliceIndex {
-  size_t slices = 1;
+  TimeSlices slices;
   std::vector<size_t> offsets;  // slice k's entries are [offsets[k], offsets[k + 1])
   BigVector<uint32_t> entries;  // event indices
 };
 
-// About this many spans per slice: a slice's working arrays stay in the cache and small
-// beside the events, and per-slice overhead stays negligible.
-constexpr size_t kSpansPerSlice = size_t{1} << 15;
-
-SliceIndex IndexBySlice(const Trace& trace, const BigVector<EventRole>& roles, const WorkerWindow& window) {
+SliceIndex IndexBySlice(const Trace& trace, const BigVector<EventRole>& roles, const WorkerWindow& window,
+                        size_t spans_per_slice) {
   SliceIndex index;
-  size_t painting = 0;
-  for (size_t i = 0; i < trace.events.size(); ++i) painting += PaintsPath(trace.events[i], roles[i], window);
-  index.slices = std::max<size_t>(1, painting / kSpansPerSlice);
-  std::vector<size_t> counts;
+  index.slices = TimeSlices::About(window.start_ns, window.end_ns, trace.events.size() / spans_per_slice);
   auto slices_of = [&](const TraceEvent& e) {
     int64_t from = std::max(e.ts_ns, window.start_ns), to = std::min(e.end_ns(), window.end_ns);
-    return std::pair{SliceOf(window.start_ns, window.end_ns, index.slices, from),
-                     SliceOf(window.start_ns, window.end_ns, index.slices, to - 1)};
+    return std::pair{index.slices.Of(from), index.slices.Of(to - 1)};
   };
-  while (true) {  // long spans meet many slices: fewer, larger slices when they would double the index
-    counts.assign(index.slices + 1, 0);
-    size_t total = 0;
+  std::vector<size_t> counts;
+  while (true) {  // long spans meet many slices: fewer, wider slices when they would double the index
+    counts.assign(index.slices.count(), 0);
+    size_t painting = 0, total = 0;
     for (size_t i = 0; i < trace.events.size(); ++i) {
       if (!PaintsPath(trace.events[i], roles[i], window)) continue;
       auto [first, last] = slices_of(trace.events[i]);
       for (size_t k = first; k <= last; ++k) ++counts[k];
+      ++painting;
       total += last - first + 1;
     }
-    if (index.slices == 1 || total <= 2 * painting) break;
-    index.slices /= 2;
+    if (index.slices.count() == 1 || total <= 2 * painting) break;
+    ++index.slices.shift;
   }
-  index.offsets.assign(index.slices + 1, 0);
-  for (size_t k = 0; k < index.slices; ++k) index.offsets[k + 1] = index.offsets[k] + counts[k];
+  index.offsets.assign(counts.size() + 1, 0);
+  for (size_t k = 0; k < counts.size(); ++k) index.offsets[k + 1] = index.offsets[k] + counts[k];
   index.entries.resize(index.offsets.back());
   std::vector<size_t> fill(index.offsets.begin(), index.offsets.end() - 1);
   for (size_t i = 0; i < trace.events.size(); ++i) {
@@ -224,16 +219,26 @@ SliceIndex IndexBySlice(const Trace& trace, const BigVector<EventRole>& roles, c
 }
 
 CriticalPath PaintPath(const Trace& trace, const BigVector<EventRole>& roles, const BigVector<uint32_t>& functions,
-                       const WorkerWindow& window, bool has_device, uint32_t unattributed) {
-  SliceIndex index = IndexBySlice(trace, roles, window);
-  auto gather = [&](size_t k, int64_t /*lo*/, int64_t /*hi*/, std::vector<SpanList>* layers) {
-    for (size_t j = index.offsets[k]; j < index.offsets[k + 1]; ++j) {
-      uint32_t i = index.entries[j];
-      const TraceEvent& e = trace.events[i];
-      (*layers)[MapRole(roles[i], has_device).layer].push_back({e.ts_ns, e.end_ns(), functions[i]});
-    }
+                       const WorkerWindow& window, bool has_device, uint32_t unattributed,
+                       const SummarizeOptions& options) {
+  auto add = [&](size_t i, std::vector<SpanList>* layers) {
+    const TraceEvent& e = trace.events[i];
+    (*layers)[MapRole(roles[i], has_device).layer].push_back({e.ts_ns, e.end_ns(), functions[i]});
   };
-  return PaintCriticalPathBySlices(kLayerCount, window.start_ns, window.end_ns, index.slices, unattributed, gather);
+  TimeSlices one = TimeSlices::About(window.start_ns, window.end_ns, 1);
+  if (trace.events.size() <= options.one_slice_events) {
+    auto all = [&](size_t /*k*/, int64_t /*lo*/, int64_t /*hi*/, std::vector<SpanList>* layers) {
+      for (size_t i = 0; i < trace.events.size(); ++i) {
+        if (PaintsPath(trace.events[i], roles[i], window)) add(i, layers);
+      }
+    };
+    return PaintCriticalPathBySlices(kLayerCount, one, unattributed, all);
+  }
+  SliceIndex index = IndexBySlice(trace, roles, window, std::max<size_t>(options.spans_per_slice, 1));
+  auto gather = [&](size_t k, int64_t /*lo*/, int64_t /*hi*/, std::vector<SpanList>* layers) {
+    for (size_t j = index.offsets[k]; j < index.offsets[k + 1]; ++j) add(index.entries[j], layers);
+  };
+  return PaintCriticalPathBySlices(kLayerCount, index.slices, unattributed, gather);
 }
 
 // Ops the data loader runs per iteration: the work of its items (more items, more ops).
@@ -358,7 +363,7 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
 
   Summary summary;
   summary.window_start_ns = window.start_ns;
-  summary.critical_path = PaintPath(trace, roles, functions, window, has_device, unattributed);
+  summary.critical_path = PaintPath(trace, roles, functions, window, has_device, unattributed, options);
   NameProgramPoints(trace, roles, functions, window, unattributed, &summary.critical_path, &table);
   for (const Span& span : summary.critical_path) table[span.function].owned_ns += span.end_ns - span.start_ns;
   AddUtilization(summary.critical_path, has_device, options.samples, &table);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 
+#include "base/file_util.h"
 #include "base/temp_dir.h"
 #include "summary/pattern_file.h"
 #include "summary/summary_test_util.h"
@@ -123,6 +124,17 @@ TEST(SummarizeTest, EveryRealTraceSumsToOneAndFitsInTenKilobytes) {
     std::string out = dir.path() + "/p.pattern";
     ASSERT_TRUE(WritePatternFile(out, {summary->pattern}).ok());
     EXPECT_LE(std::filesystem::file_size(out), 10u * 1024) << name;
+    // Painted in many small slices through the slice index (large traces' path), the same
+    // critical path and the same pattern, byte for byte.
+    SummarizeOptions sliced_options;
+    sliced_options.spans_per_slice = 500;
+    sliced_options.one_slice_events = 0;
+    StatusOr<Summary> sliced = Summarize(*trace, sliced_options);
+    ASSERT_TRUE(sliced.ok()) << name;
+    EXPECT_EQ(sliced->critical_path.ToSpans(), summary->critical_path.ToSpans()) << name;
+    std::string sliced_out = dir.path() + "/sliced.pattern";
+    ASSERT_TRUE(WritePatternFile(sliced_out, {sliced->pattern}).ok());
+    EXPECT_EQ(ReadSmallFile(sliced_out, 1 << 20).value(), ReadSmallFile(out, 1 << 20).value()) << name;
   }
 }
 
