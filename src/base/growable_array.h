@@ -7,7 +7,9 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <type_traits>
@@ -58,6 +60,20 @@ class GrowableArray {
   void reserve(size_t n) {
     if (n > capacity_) Grow(n);
   }
+  // `n` values; the new ones are zero.
+  void resize(size_t n) {
+    if (n > capacity_) Grow(n);
+    if (n > size_) std::memset(static_cast<void*>(data_ + size_), 0, (n - size_) * sizeof(T));
+    size_ = n;
+  }
+  // The first `n` values will not be read again: their whole pages go back to the system now
+  // (a slice index consumed front to back no longer adds to the peak). Reading them gives zeros.
+  void ReleaseFront(size_t n) {
+    if (data_ == nullptr) return;
+    auto begin = reinterpret_cast<uintptr_t>(data_);
+    uintptr_t end = (begin + std::min(n, size_) * sizeof(T)) / kSmallPage * kSmallPage;
+    if (end > begin) madvise(data_, end - begin, MADV_DONTNEED);  // data_ is page-aligned (mmap)
+  }
   // Returns the memory past size() to the system (a trace read to its end keeps no slack).
   void shrink_to_fit() {
     size_t keep = Rounded(size_ * sizeof(T));
@@ -73,6 +89,7 @@ class GrowableArray {
 
  private:
   static constexpr size_t kPage = size_t{2} << 20;  // a huge page: growth keeps them whole
+  static constexpr uintptr_t kSmallPage = 4096;
   static size_t Rounded(size_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
 
   void Grow(size_t at_least) {

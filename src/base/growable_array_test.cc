@@ -50,5 +50,25 @@ TEST(GrowableArrayTest, ShrinkMoveAndEmpty) {
   EXPECT_EQ(moved.capacity(), 0u);
 }
 
+TEST(GrowableArrayTest, ResizeZeroesAndReleasedFrontReadsAsZero) {
+  GrowableArray<uint32_t> values;
+  values.resize(3'000'000);
+  EXPECT_EQ(values.size(), 3'000'000u);
+  EXPECT_EQ(values[2'999'999], 0u);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<uint32_t>(i + 1);
+  values.ReleaseFront(2'000'000);
+  EXPECT_EQ(values[0], 0u);  // a released page
+  for (size_t i = 2'000'000; i < values.size(); i += 997) {
+    ASSERT_EQ(values[i], static_cast<uint32_t>(i + 1)) << i;  // from value 2,000,000 on all is kept
+  }
+  EXPECT_EQ(values.back(), 3'000'000u);
+  values.resize(10);
+  values.resize(20);  // grown again: the new values are zero, not what was there before
+  EXPECT_EQ(values[15], 0u);
+  GrowableArray<uint32_t> empty;
+  empty.ReleaseFront(5);  // nothing mapped: nothing to do
+  EXPECT_TRUE(empty.empty());
+}
+
 }  // namespace
 }  // namespace eroica

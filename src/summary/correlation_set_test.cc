@@ -4,6 +4,7 @@
 
 #include <random>
 #include <set>
+#include <vector>
 
 namespace eroica {
 namespace {
@@ -13,13 +14,15 @@ namespace {
 TEST(CorrelationSetTest, AnswersAsASetWouldForDenseAndSparseIds) {
   std::mt19937_64 rng(3);
   for (int64_t spread : {int64_t{2}, int64_t{1} << 40}) {
-    CorrelationSet set;
+    std::vector<int64_t> ids;
     std::set<int64_t> want;
     for (int i = 0; i < 5000; ++i) {
-      int64_t id = 1000 + static_cast<int64_t>(rng() % static_cast<uint64_t>(5000 * spread));
-      set.Add(id);
-      want.insert(id);
+      ids.push_back(1000 + static_cast<int64_t>(rng() % static_cast<uint64_t>(5000 * spread)));
+      want.insert(ids.back());
     }
+    CorrelationSet set;
+    set.Plan(*want.begin(), *want.rbegin(), ids.size());
+    for (int64_t id : ids) set.Add(id);
     set.Seal();
     for (int i = 0; i < 20000; ++i) {
       int64_t probe = static_cast<int64_t>(rng() % static_cast<uint64_t>(5000 * spread + 3000));
@@ -32,6 +35,11 @@ TEST(CorrelationSetTest, AnswersAsASetWouldForDenseAndSparseIds) {
   CorrelationSet empty;
   empty.Seal();
   EXPECT_FALSE(empty.Contains(0));
+  CorrelationSet unplanned;  // listed, then sorted
+  for (int64_t id : {9, 3, 7}) unplanned.Add(id);
+  unplanned.Seal();
+  EXPECT_TRUE(unplanned.Contains(3) && unplanned.Contains(7) && unplanned.Contains(9));
+  EXPECT_FALSE(unplanned.Contains(5));
 }
 
 }  // namespace

@@ -180,8 +180,8 @@ void CountCalls(const Trace& trace, const BigVector<EventRole>& roles, const Big
 // meets) instead of holding every span at once.
 struct SliceIndex {
   TimeSlices slices;
-  std::vector<size_t> offsets;  // slice k's entries are [offsets[k], offsets[k + 1])
-  BigVector<uint32_t> entries;  // event indices
+  std::vector<size_t> offsets;      // slice k's entries are [offsets[k], offsets[k + 1])
+  GrowableArray<uint32_t> entries;  // event indices; released slice by slice as they are painted
 };
 
 SliceIndex IndexBySlice(const Trace& trace, const BigVector<EventRole>& roles, const WorkerWindow& window,
@@ -237,6 +237,7 @@ CriticalPath PaintPath(const Trace& trace, const BigVector<EventRole>& roles, co
   SliceIndex index = IndexBySlice(trace, roles, window, std::max<size_t>(options.spans_per_slice, 1));
   auto gather = [&](size_t k, int64_t /*lo*/, int64_t /*hi*/, std::vector<SpanList>* layers) {
     for (size_t j = index.offsets[k]; j < index.offsets[k + 1]; ++j) add(index.entries[j], layers);
+    index.entries.ReleaseFront(index.offsets[k + 1]);  // the path grows as the index shrinks
   };
   return PaintCriticalPathBySlices(kLayerCount, index.slices, unattributed, gather);
 }

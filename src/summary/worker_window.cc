@@ -67,12 +67,25 @@ WorkerWindow FindWorkerWindow(const Trace& trace, const BigVector<EventRole>& ro
     cpu_end_ns = std::max(cpu_end_ns, step->end_ns());
   }
   // GPU work launched inside the steps belongs to them, even when it runs after they end.
-  CorrelationSet launched;
-  for (size_t i = 0; i < trace.events.size(); ++i) {
+  auto launched_in_steps = [&](size_t i) -> int64_t {  // the launch's correlation id, or -1
     const TraceEvent& e = trace.events[i];
-    if (roles[i] == EventRole::kLaunch && e.correlation != -1 && e.ts_ns >= window.start_ns && e.ts_ns < cpu_end_ns) {
-      if (int64_t correlation = trace.Correlation(e); correlation >= 0) launched.Add(correlation);
+    bool inside =
+        roles[i] == EventRole::kLaunch && e.correlation != -1 && e.ts_ns >= window.start_ns && e.ts_ns < cpu_end_ns;
+    return inside ? trace.Correlation(e) : -1;
+  };
+  int64_t smallest = std::numeric_limits<int64_t>::max(), largest = -1;
+  size_t count = 0;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    if (int64_t id = launched_in_steps(i); id >= 0) {
+      smallest = std::min(smallest, id);
+      largest = std::max(largest, id);
+      ++count;
     }
+  }
+  CorrelationSet launched;
+  launched.Plan(smallest, largest, count);
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    if (int64_t id = launched_in_steps(i); id >= 0) launched.Add(id);
   }
   launched.Seal();
   window.end_ns = cpu_end_ns;
