@@ -18,7 +18,8 @@ processor over the window (cpu_share.py; absent where /proc cannot be read)}.
 
 A sample is taken when the sampler gets the GIL: a C call that holds it (gc.collect(), a
 long op that does not release it) delays the sample to its end, and the sample then stands
-for the whole interval since the previous one, with the stack of the frame that made the call.
+for that delay, with the stack of the frame that made the call. The sampling period itself is
+split at its middle between the samples on either side (summary/stack_attribution.cc).
 
 Zero cost outside a window: no thread exists then. In a window, one sample costs a few µs of
 GIL time per frame of depth; the buffer is bounded (EROICA_STACK_MAX_SAMPLES), and anything

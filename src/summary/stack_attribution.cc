@@ -54,8 +54,12 @@ struct Tally {
   std::map<uint32_t, std::map<std::string, int64_t>> frame_ns;
 };
 
-// Each sample of one thread stands for the interval since the previous one; its overlap with
-// the critical-path spans of the functions `counted` goes to them and to its user frame.
+// The interval each sample stands for. The sampler sleeps one period after a sample, then waits
+// for the GIL: time past the period is the GIL holder's, whose code the late sample shows (a
+// gc.collect() that delayed it); the period itself is split at its middle between the samples
+// on either side, each nearer to what it saw (a sample just after a loop ended otherwise took the
+// whole loop for the code that followed it). Its overlap with the critical-path spans of the
+// functions `counted` goes to them and to its user frame.
 void TallySamples(const StackSamples& samples, const CriticalPath& path, const FunctionTable& table,
                   bool (*counted)(Category), Tally* tally) {
   if (samples.samples.empty()) return;
@@ -66,12 +70,18 @@ void TallySamples(const StackSamples& samples, const CriticalPath& path, const F
     locations[k] = fmt::format("{}:{}({})", f.file, f.line, f.function);
   }
   int64_t period_ns = PeriodNs(samples);
+  const std::vector<StackSample>& taken = samples.samples;
+  // Where the period after sample i hands over to sample i + 1.
+  auto handover = [&](size_t i) {
+    int64_t gap = taken[i + 1].ts_ns - taken[i].ts_ns;
+    return taken[i].ts_ns + std::min(gap, std::min(period_ns, kMaxSampleIntervalNs)) / 2;
+  };
   CriticalPath::Iterator cursor = path.begin();
-  int64_t previous = samples.samples.front().ts_ns - period_ns;
-  for (const StackSample& sample : samples.samples) {
-    int64_t end = sample.ts_ns;
-    int64_t begin = std::max(previous, end - kMaxSampleIntervalNs);
-    previous = end;
+  for (size_t i = 0; i < taken.size(); ++i) {
+    const StackSample& sample = taken[i];
+    int64_t begin = i == 0 ? sample.ts_ns - period_ns / 2 : handover(i - 1);
+    begin = std::max(begin, sample.ts_ns - kMaxSampleIntervalNs);
+    int64_t end = i + 1 < taken.size() ? handover(i) : sample.ts_ns + period_ns / 2;
     while (cursor != path.end() && (*cursor).end_ns <= begin) ++cursor;
     for (CriticalPath::Iterator k = cursor; k != path.end() && (*k).start_ns < end; ++k) {
       const Span span = *k;

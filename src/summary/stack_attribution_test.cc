@@ -29,13 +29,13 @@ std::string ThreeIterations() {
   return "[" + events + "]";
 }
 
-// A sample every 100 µs; each shows the code that ran in the 100 µs before it. The innermost
+// A sample every 100 µs, each in the middle of the 100 µs whose code it shows. The innermost
 // frames are library code (the standard library, torch in site-packages), the job's own below.
 std::string SamplesJson(int64_t anchor_shift_ns) {
   std::string samples;
   for (int i = 0; i < 3; ++i) {
     for (int k = 1; k <= 10; ++k) {
-      int64_t unix_ns = kStepZeroUnixNs + anchor_shift_ns + (1000 * i + 100 * k) * 1000;
+      int64_t unix_ns = kStepZeroUnixNs + anchor_shift_ns + (1000 * i + 100 * k - 50) * 1000;
       int stack = k == 1 ? 0 : k <= 5 ? 1 : k <= 9 ? 2 : 3;
       samples += fmt::format("[{},{}],", unix_ns, stack);
     }
@@ -131,6 +131,26 @@ TEST(StackAttributionTest, OneLateSampleStandsForTheWholeCallThatDelayedIt) {
   EXPECT_EQ(hot.count(op), 0u);
 }
 
+// Samples on time stand for the time around them, not since the one before: a loop that ends
+// just before a sample is not taken for the code the sample shows.
+TEST(StackAttributionTest, OnTimeSamplesStandForTheTimeAroundThem) {
+  FunctionTable table;
+  uint32_t loop = table.Intern(Category::kHost, HostKind::kPython, "(python between a and b)");
+  uint32_t after = table.Intern(Category::kHost, HostKind::kPython, "(python between b and c)");
+  SpanList path = {{0, 10'000, loop}, {10'000, 20'000, after}};
+  StackSamples samples;
+  samples.hz = 1e5;  // 10 µs period: the samples below are on time
+  samples.frames = {{"/job/train.py", 10, "loop"}, {"/job/train.py", 20, "forward"}};
+  samples.stacks = {{0}, {1}};
+  samples.samples = {{5'000, 0}, {15'000, 1}};
+  auto hot = AttributeStackSamples(samples, CriticalPath::FromSpans(path), table);
+  ASSERT_EQ(hot[loop].size(), 1u);
+  EXPECT_EQ(hot[loop][0].location, "/job/train.py:10(loop)");  // not half the loop to forward
+  EXPECT_FLOAT_EQ(hot[loop][0].share, 1.0F);
+  ASSERT_EQ(hot[after].size(), 1u);
+  EXPECT_EQ(hot[after][0].location, "/job/train.py:20(forward)");
+}
+
 // With worker processes the training thread only waits in the loader's __next__ (its samples
 // name the loop's next() line); the loader's time goes to what the workers ran meanwhile, and
 // an idle worker (in library code only) names nothing.
@@ -186,7 +206,7 @@ TEST(StackAttributionTest, LoaderWorkersAreReadFromTheFileOnTheTrainingThreadsCl
   std::string worker = fmt::format(
       R"({{"pid":9,"role":"dataloader worker","hz":10000,"library_prefixes":[],"frames":[["/job/data.py",21,"__getitem__"]],
           "stacks":[[0]],"samples":[[{},0],[{},0]]}})",
-      kStepZeroUnixNs + 50'000, kStepZeroUnixNs + 100'000);
+      kStepZeroUnixNs, kStepZeroUnixNs + 50'000);
   text.insert(text.rfind('}'), fmt::format(R"(,"loader_workers":[{}])", worker));
   StatusOr<StackSamples> samples = ParseStackSamples(text, *trace, "rank-0.stacks.json");
   ASSERT_TRUE(samples.ok()) << samples.status().message();
