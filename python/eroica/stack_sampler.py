@@ -37,6 +37,7 @@ from . import cpu_share, safe_fs
 
 SCHEMA = "eroica.stack_samples/v1"
 _MAX_DEPTH = 64  # innermost frames kept per sample: the user frame is near the top
+_WINDOW_SWITCH_INTERVAL_S = 0.001  # the GIL switch interval while a window samples (default 0.005)
 
 
 def stacks_path(session_dir: str, rank: int) -> str:
@@ -86,6 +87,7 @@ class StackSampler:
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._cpu_start: Optional[Dict[str, Any]] = None
+        self._switch_interval_restore: Optional[float] = None
         self.cpu: Optional[Dict[str, Any]] = None
         # The sampled thread's kernel id, when this is made on it (as the capture does), for its
         # own CPU reading beside the process's.
@@ -94,6 +96,7 @@ class StackSampler:
     def start(self) -> None:
         """Never raises: without a thread (none left to start) the window has no samples."""
         self._cpu_start = cpu_share.snapshot(self._native_id)
+        self._shorten_switch_interval()
         try:
             thread = threading.Thread(target=self._main, name="eroica-stacks", daemon=True)
             thread.start()
@@ -105,6 +108,27 @@ class StackSampler:
         """Training thread: ProfilerStep#iteration opens now (anchors the trace's clock)."""
         self.step_start_unix_ns[str(iteration)] = self._clock()
 
+    def _shorten_switch_interval(self) -> None:
+        # A sample needs the GIL. A thread running pure Python (a loop in the step) gives it up
+        # only every switch interval (5 ms by default), by which time an 8 ms loop may be over:
+        # the sample then shows the code after it, which gets the loop's time. For the window
+        # only, the interval is shortened so a sample waits at most about a millisecond.
+        try:
+            interval = sys.getswitchinterval()
+            if interval > _WINDOW_SWITCH_INTERVAL_S:
+                sys.setswitchinterval(_WINDOW_SWITCH_INTERVAL_S)
+                self._switch_interval_restore = interval
+        except Exception:
+            pass
+
+    def _restore_switch_interval(self) -> None:
+        restore, self._switch_interval_restore = self._switch_interval_restore, None
+        try:  # unless someone else changed it meanwhile
+            if restore is not None and sys.getswitchinterval() == _WINDOW_SWITCH_INTERVAL_S:
+                sys.setswitchinterval(restore)
+        except Exception:
+            pass
+
     def stop(self) -> None:
         if self._cpu_start is not None and self.cpu is None:
             self.cpu = cpu_share.window(self._cpu_start, cpu_share.snapshot(self._native_id))
@@ -112,6 +136,7 @@ class StackSampler:
         thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=1.0)
+        self._restore_switch_interval()
 
     def _main(self) -> None:
         wait = self._stop.wait

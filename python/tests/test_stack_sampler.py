@@ -96,3 +96,56 @@ def test_no_sampler_thread_outside_a_window(tmp_path):
     off.stop("iterations")
     off.export()
     assert not os.path.exists(stack_sampler.stacks_path(str(tmp_path), 1))
+
+
+def test_the_gil_switch_interval_is_short_in_a_window_only(monkeypatch):
+    # A pure-Python loop gives the GIL up only every switch interval; a shorter one while the
+    # window samples lets a sample land inside an 8 ms loop instead of after it.
+    monkeypatch.setattr(sys, "getswitchinterval", sys.getswitchinterval)  # restored after the test
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.005)
+    try:
+        sampler = stack_sampler.StackSampler(threading.get_ident(), hz=100, max_samples=10)
+        sampler.start()
+        assert sys.getswitchinterval() == stack_sampler._WINDOW_SWITCH_INTERVAL_S
+        sampler.stop()
+        assert sys.getswitchinterval() == 0.005
+        # Changed by someone else during the window: theirs stays.
+        sampler = stack_sampler.StackSampler(threading.get_ident(), hz=100, max_samples=10)
+        sampler.start()
+        sys.setswitchinterval(0.002)
+        sampler.stop()
+        assert sys.getswitchinterval() == 0.002
+        # Already shorter than the window's: left alone.
+        sys.setswitchinterval(0.0005)
+        sampler = stack_sampler.StackSampler(threading.get_ident(), hz=100, max_samples=10)
+        sampler.start()
+        assert sys.getswitchinterval() == 0.0005
+        sampler.stop()
+        assert sys.getswitchinterval() == 0.0005
+    finally:
+        sys.setswitchinterval(before)
+
+
+def test_samples_land_inside_a_short_pure_python_loop():
+    # The training thread runs 8 ms loops of pure Python back to back with a little else between:
+    # with the window's short switch interval the sampler gets the GIL within each loop.
+    in_loop = []
+
+    def loop_8ms() -> None:
+        end = time.perf_counter() + 0.008
+        while time.perf_counter() < end:  # the frame the samples must name
+            pass
+
+    sampler = stack_sampler.StackSampler(threading.get_ident(), hz=150, max_samples=1000)
+    sampler.start()
+    for _ in range(40):
+        loop_8ms()
+        time.sleep(0.001)
+    sampler.stop()
+    stacks = {index: stack for stack, index in sampler._stacks.items()}
+    functions = {index: key[2] for key, index in sampler._frames.items()}
+    for _, stack_id in sampler.samples:
+        in_loop.append(functions[stacks[stack_id][0]] == "loop_8ms")  # the innermost frame
+    assert len(in_loop) >= 10, len(in_loop)
+    assert sum(in_loop) >= 0.6 * len(in_loop), (sum(in_loop), len(in_loop))
