@@ -226,7 +226,8 @@ CriticalPath PaintPath(const Trace& trace, const BigVector<EventRole>& roles, co
     (*layers)[MapRole(roles[i], has_device).layer].push_back({e.ts_ns, e.end_ns(), functions[i]});
   };
   TimeSlices one = TimeSlices::About(window.start_ns, window.end_ns, 1);
-  if (trace.events.size() <= options.one_slice_events) {
+  // The index holds 32-bit event numbers: a trace of more events (170 GB of them) is one slice.
+  if (trace.events.size() <= options.one_slice_events || trace.events.size() > UINT32_MAX) {
     auto all = [&](size_t /*k*/, int64_t /*lo*/, int64_t /*hi*/, std::vector<SpanList>* layers) {
       for (size_t i = 0; i < trace.events.size(); ++i) {
         if (PaintsPath(trace.events[i], roles[i], window)) add(i, layers);
