@@ -128,8 +128,8 @@ def test_the_gil_switch_interval_is_short_in_a_window_only(monkeypatch):
 
 
 def test_samples_land_inside_a_short_pure_python_loop():
-    # The training thread runs 8 ms loops of pure Python back to back with a little else between:
-    # with the window's short switch interval the sampler gets the GIL within each loop.
+    # The training thread runs 8 ms loops of pure Python with 1 ms sleeps between them: with the
+    # window's short switch interval the sampler gets the GIL within a loop.
     in_loop = []
 
     def loop_8ms() -> None:
@@ -147,5 +147,8 @@ def test_samples_land_inside_a_short_pure_python_loop():
     functions = {index: key[2] for key, index in sampler._frames.items()}
     for _, stack_id in sampler.samples:
         in_loop.append(functions[stacks[stack_id][0]] == "loop_8ms")  # the innermost frame
-    assert len(in_loop) >= 10, len(in_loop)
-    assert sum(in_loop) >= 0.6 * len(in_loop), (sum(in_loop), len(in_loop))
+    # With the default 5 ms interval none of them lands in the loop (the sampler, waking inside
+    # a loop, gets the GIL only in the sleep after it); here most do. The bound leaves room for
+    # a loaded machine.
+    assert len(in_loop) >= 8, len(in_loop)
+    assert sum(in_loop) >= 0.3 * len(in_loop), (sum(in_loop), len(in_loop))
