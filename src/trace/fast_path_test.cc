@@ -157,10 +157,10 @@ TEST(FastPathTest, RefusedEventsReadEveryFieldAsTheFastWalkDoes) {
   ASSERT_EQ(fast->events.size(), bodies.size());
   ASSERT_EQ(exact->events.size(), bodies.size());
   auto row = [](const Trace& t, const TraceEvent& e) {
-    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", t.Str(e.name), t.Str(e.cat), e.ts_ns, e.dur_ns,
-                       IsStringPid(e.pid) ? std::string(t.Str(static_cast<StringId>(e.pid - kStringPidBase)))
-                                          : std::to_string(t.IdValue(e.pid)),
-                       t.IdValue(e.tid), t.Correlation(e), t.Bytes(e), t.Str(t.Shapes(e)), t.Str(t.Collective(e)));
+    return fmt::format(
+        "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", t.Str(e.name), t.Str(e.cat), e.ts_ns, e.dur_ns,
+        IsStringPid(e.pid) ? std::string(t.Str(StringOfIdCode(e.pid))) : std::to_string(t.IdValue(e.pid)),
+        t.IdValue(e.tid), t.Correlation(e), t.Bytes(e), t.Str(t.Shapes(e)), t.Str(t.Collective(e)));
   };
   for (size_t i = 0; i < bodies.size(); ++i) {
     EXPECT_EQ(row(*exact, exact->events[i]), row(*fast, fast->events[i])) << i;

@@ -100,7 +100,7 @@ TEST(LayoutTest, EventsThatLeaveALearnedLayoutReadAsTheFullWalkReadsThem) {
   EXPECT_EQ(t->Str(t->Shapes(t->events[0])), "[[2]]");
   int string_pids = 0, stray_correlations = 0, escaped_names = 0, later_duplicates = 0, eight_bytes = 0;
   for (const TraceEvent& e : t->events) {
-    string_pids += e.pid == kStringPidBase + t->strings.Intern("GPU 0");
+    string_pids += e.pid == kStringIdCodeBase + t->strings.Intern("GPU 0");
     stray_correlations += t->Correlation(e) == 9;  // "correlation" after non-object args is no arg
     escaped_names += t->Str(e.name) == "k\"q";
     later_duplicates += t->Correlation(e) == 4;

@@ -250,11 +250,12 @@ TEST(ReadTraceTest, WideIdsAndRareArgsReadBackExactly) {
     {"name": "a", "ph": "X", "ts": 1, "dur": 2, "pid": 7, "tid": 140234567890123, "args": {"correlation": 5000000000}},
     {"name": "b", "ph": "X", "ts": 2, "dur": 2, "pid": -5000000000, "tid": 140234567890123, "args": {"correlation": 12}},
     {"name": "c", "ph": "X", "ts": 3, "dur": 2, "pid": 7, "tid": 140234567890124, "args": {"bytes": 64, "Input Dims": [[2]]}},
-    {"name": "d", "ph": "X", "ts": 4, "dur": 2, "pid": "Spans", "tid": 2147483647, "args": {"correlation": -7}}
+    {"name": "d", "ph": "X", "ts": 4, "dur": 2, "pid": "Spans", "tid": 2147483647, "args": {"correlation": -7}},
+    {"name": "e", "ph": "X", "ts": 5, "dur": 2, "pid": 1073741829, "tid": 1, "args": {}}
   ])";
   StatusOr<Trace> trace = ReadTrace(dir.Write("wide.json", text));
   ASSERT_TRUE(trace.ok()) << trace.status().message();
-  ASSERT_EQ(trace->events.size(), 4u);
+  ASSERT_EQ(trace->events.size(), 5u);
   const Trace& t = *trace;
   EXPECT_EQ(t.IdValue(t.events[0].pid), 7);
   EXPECT_EQ(t.IdValue(t.events[0].tid), 140234567890123);
@@ -269,6 +270,10 @@ TEST(ReadTraceTest, WideIdsAndRareArgsReadBackExactly) {
   EXPECT_EQ(t.Str(t.Shapes(t.events[2])), "[[2]]");
   EXPECT_EQ(t.Correlation(t.events[2]), -1);
   EXPECT_TRUE(IsStringPid(t.events[3].pid));
+  EXPECT_EQ(t.Str(StringOfIdCode(t.events[3].pid)), "Spans");
+  // A number where string ids' codes start (2^30 + 5) stays a number, apart from string id 5.
+  EXPECT_FALSE(IsStringPid(t.events[4].pid));
+  EXPECT_EQ(t.IdValue(t.events[4].pid), 1073741829);
   EXPECT_EQ(t.IdValue(t.events[3].tid), 2147483647);
   EXPECT_EQ(t.Correlation(t.events[3]), -7);
   EXPECT_EQ(t.extras.size(), 3u);

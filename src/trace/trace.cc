@@ -3,8 +3,12 @@
 namespace eroica {
 
 bool Trace::IdCode(int64_t id, int32_t* code) {
-  if ((id >= -kDirectIdLimit && id < kDirectIdLimit) || IsStringPid(id)) {
+  if (id >= -kDirectIdLimit && id < kDirectIdLimit) {
     *code = static_cast<int32_t>(id);
+    return true;
+  }
+  if (id >= kStringPidBase && id - kStringPidBase < kWideIdBase - kStringIdCodeBase) {
+    *code = static_cast<int32_t>(kStringIdCodeBase + (id - kStringPidBase));
     return true;
   }
   auto it = wide_codes_.find(id);

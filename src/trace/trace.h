@@ -56,14 +56,18 @@ struct EventExtra {
   StringId collective = 0;
 };
 
-// pid/tid codes: numbers in [-kDirectIdLimit, kDirectIdLimit) are themselves; string ids
-// ("Spans") are kStringPidBase + their interned id; any other number gets a code from
-// kWideIdBase up (Trace::IdValue maps it back).
+// A string pid/tid as the parsers read it: kStringPidBase + its interned id (real ids are far
+// below; ParsedEvent only).
+inline constexpr int64_t kStringPidBase = int64_t{1} << 40;
+// pid/tid codes in a TraceEvent: numbers in [-kDirectIdLimit, kDirectIdLimit) are themselves;
+// string ids ("Spans") are kStringIdCodeBase + their interned id; any other number gets a code
+// from kWideIdBase up (Trace::IdValue maps it back). Equal ids, equal codes.
 inline constexpr int64_t kDirectIdLimit = int64_t{1} << 30;
-inline constexpr int64_t kStringPidBase = kDirectIdLimit;
+inline constexpr int64_t kStringIdCodeBase = kDirectIdLimit;
 inline constexpr int64_t kWideIdBase = kDirectIdLimit + (int64_t{1} << 29);
 inline constexpr int32_t kCorrelationInExtra = -2;
-inline bool IsStringPid(int64_t pid) { return pid >= kStringPidBase && pid < kWideIdBase; }
+inline bool IsStringPid(int64_t code) { return code >= kStringIdCodeBase && code < kWideIdBase; }
+inline StringId StringOfIdCode(int64_t code) { return static_cast<StringId>(code - kStringIdCodeBase); }
 
 struct ProcessGroup {
   std::string name;
