@@ -98,10 +98,9 @@ def test_no_sampler_thread_outside_a_window(tmp_path):
     assert not os.path.exists(stack_sampler.stacks_path(str(tmp_path), 1))
 
 
-def test_the_gil_switch_interval_is_short_in_a_window_only(monkeypatch):
+def test_the_gil_switch_interval_is_short_in_a_window_only():
     # A pure-Python loop gives the GIL up only every switch interval; a shorter one while the
     # window samples lets a sample land inside an 8 ms loop instead of after it.
-    monkeypatch.setattr(sys, "getswitchinterval", sys.getswitchinterval)  # restored after the test
     before = sys.getswitchinterval()
     sys.setswitchinterval(0.005)
     try:

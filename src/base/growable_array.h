@@ -15,6 +15,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "base/huge_page_allocator.h"
+
 namespace eroica {
 
 template <typename T>
@@ -88,7 +90,7 @@ class GrowableArray {
   }
 
  private:
-  static constexpr size_t kPage = size_t{2} << 20;  // a huge page: growth keeps them whole
+  static constexpr size_t kPage = kHugePageBytes;  // growth keeps huge pages whole
   static constexpr uintptr_t kSmallPage = 4096;
   static size_t Rounded(size_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
 

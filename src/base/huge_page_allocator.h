@@ -12,6 +12,9 @@
 
 namespace eroica {
 
+// A transparent huge page: mappings are rounded to it so their pages can stay whole.
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+
 template <typename T>
 class HugePageAllocator {
  public:
@@ -44,7 +47,7 @@ class HugePageAllocator {
   }
 
  private:
-  static constexpr size_t kHuge = size_t{2} << 20;
+  static constexpr size_t kHuge = kHugePageBytes;
   static size_t Rounded(size_t bytes) { return (bytes + kHuge - 1) / kHuge * kHuge; }
 };
 

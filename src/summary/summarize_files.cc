@@ -35,7 +35,7 @@ StackSamples StackSamplesBeside(const Trace& trace, std::string* note) {
 // A reader's memory besides its events: the read buffer (a few MB, more for a refused event
 // array chunk), the inflate slots, the interned strings. The summarizer's per-event working
 // arrays (role, function id, slice index, critical-path piece: at most 17 bytes beside an event's
-// 40) then add under half the events' own bytes (BENCHMARKS.md: 177 MB peak for 114 MB of
+// 40) then add under half the events' own bytes (BENCHMARKS.md: 153 MB peak for 109 MB of
 // events), so a reader's peak is about 1.5x its events plus this.
 constexpr size_t kReaderFixedBytes = size_t{32} << 20;
 constexpr double kPeakPerEventByte = 1.5;

@@ -225,7 +225,6 @@ CriticalPath PaintPath(const Trace& trace, const BigVector<EventRole>& roles, co
     const TraceEvent& e = trace.events[i];
     (*layers)[MapRole(roles[i], has_device).layer].push_back({e.ts_ns, e.end_ns(), functions[i]});
   };
-  TimeSlices one = TimeSlices::About(window.start_ns, window.end_ns, 1);
   // The index holds 32-bit event numbers: a trace of more events (170 GB of them) is one slice.
   if (trace.events.size() <= options.one_slice_events || trace.events.size() > UINT32_MAX) {
     auto all = [&](size_t /*k*/, int64_t /*lo*/, int64_t /*hi*/, std::vector<SpanList>* layers) {
@@ -233,7 +232,8 @@ CriticalPath PaintPath(const Trace& trace, const BigVector<EventRole>& roles, co
         if (PaintsPath(trace.events[i], roles[i], window)) add(i, layers);
       }
     };
-    return PaintCriticalPathBySlices(kLayerCount, one, unattributed, all);
+    return PaintCriticalPathBySlices(kLayerCount, TimeSlices::About(window.start_ns, window.end_ns, 1), unattributed,
+                                     all);
   }
   SliceIndex index = IndexBySlice(trace, roles, window, std::max<size_t>(options.spans_per_slice, 1));
   auto gather = [&](size_t k, int64_t /*lo*/, int64_t /*hi*/, std::vector<SpanList>* layers) {
