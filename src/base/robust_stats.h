@@ -9,6 +9,10 @@ namespace eroica {
 // Median of the values (averaging the middle two); 0 for an empty input. Reorders `values`.
 double MedianInPlace(std::vector<double>& values);
 
+// A median of n values varies √(π/2) ≈ 1.2533 times as much as their mean: its standard error
+// is kMedianStandardError · σ / √n (large n, normal data).
+inline constexpr double kMedianStandardError = 1.2533;
+
 struct RobustCenter {
   double median = 0;
   double mad = 0;  // median absolute deviation, unscaled

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -261,9 +262,14 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
 // Host work below every box. Scheduling noise on a shared machine moves between program points,
 // iterations and ranks; real work (a loop, GC, a slow collate, a checkpoint in the step) sits at
 // one point in every step and is each rank's largest host cost. So the point that leads each
-// rank's next host point on (almost) every rank, by more than the job's own noise (the spread of
-// those next points across ranks, k of them as for outliers) and the noise floor, is a global
-// cost. What it costs is counted above the next point only: the part the noise cannot explain.
+// rank's next host point on (almost) every rank, by more than the job's own noise and the noise
+// floor, is a global cost. The noise of one rank's lead is the spread of those next points across
+// ranks; the lead tested is the median over n ranks, whose own noise is that spread × 1.2533/√n
+// (a median's standard error), and it must stand k of those above zero, as a window's excess
+// stands k of its standard errors (iteration_evidence.h). That noise is floored at the spread
+// floor, so the smallest lead that counts stays k × 0.01: a healthy job's one larger Python gap
+// is no global cost. What it costs is counted above the next point only: the part the noise
+// cannot explain.
 std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expectations& e) {
   size_t n = group.size();
   if (n < 2) return std::nullopt;
@@ -307,9 +313,10 @@ std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expec
     leads.push_back(beta - runner_up);
   }
   RobustCenter noise = MedianAndMad(next);
-  double spread = std::max(1.4826 * noise.mad, e.min_scale_beta);
+  double spread = 1.4826 * noise.mad;
   double lead = MedianInPlace(leads);
-  if (lead < std::max(e.min_excess_beta, e.outlier_z * spread)) return std::nullopt;
+  double lead_noise = std::max(kMedianStandardError * spread / std::sqrt(static_cast<double>(n)), e.min_scale_beta);
+  if (lead < std::max(e.min_excess_beta, e.outlier_z * lead_noise)) return std::nullopt;
   auto [low_it, high_it] = std::minmax_element(betas.begin(), betas.end());
   double low = *low_it, high = *high_it;
   std::vector<double> sorted = betas;
