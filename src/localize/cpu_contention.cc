@@ -97,7 +97,14 @@ TrainingThreads ReadTrainingThreads(const WorkerGroup& group) {
   return t;
 }
 
-// Why `member`'s own-work excess (share of its step) is the scheduler's, or "".
+// The least excess that makes a straggler, as IsOutlier (local_analysis.cc) asks of a group this size.
+double StragglerFloor(const WorkerGroup& group, const Expectations& e) {
+  return static_cast<double>(group.size()) < e.small_group ? e.small_group_min_excess_beta : e.min_excess_beta;
+}
+
+// Why `member`'s own-work excess (share of its step) is the scheduler's, or "". Time its training
+// thread spent queued for a CPU beyond its peers' is time its ops and Python took longer; the
+// excess that queueing leaves must still make a straggler on its own.
 std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, size_t member, double excess,
                          const Expectations& e) {
   const WorkerRow& mine = group.row(member);
@@ -110,13 +117,19 @@ std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, siz
   double queued = t.peers_queued[slot];
   double extra = t.queued[slot] - queued;
   double slept = t.slept[slot] - t.peers_slept[slot];
-  if (HeldBackByQuota(mine, e) || extra < excess || queued < excess || slept >= e.min_excess_beta) return "";
+  double explained = std::min(extra, excess);
+  double left = excess - explained;
+  double floor = StragglerFloor(group, e);
+  if (HeldBackByQuota(mine, e) || extra <= 0 || queued < explained || slept >= e.min_excess_beta || left >= floor) {
+    return "";
+  }
   return fmt::format(
       "rank {}'s own work was {:.2f} of a step above its peers', but its training thread was queued for a CPU {:.2f} "
       "of the window longer than theirs, where each of theirs queued {:.2f} too, it slept no longer outside "
-      "collectives ({:+.2f}), and no CPU quota held it ({:.2f}): the job has more runnable threads than cores, and "
-      "this window the scheduler gave rank {} less; no finding",
-      mine.rank, excess, extra, queued, slept, mine.cpu->throttled, mine.rank);
+      "collectives ({:+.2f}), and no CPU quota held it ({:.2f}); what the queueing leaves ({:.2f}) is below a "
+      "straggler's {:.2f}: the job has more runnable threads than cores, and this window the scheduler gave rank {} "
+      "less; no finding",
+      mine.rank, excess, extra, queued, slept, mine.cpu->throttled, left, floor, mine.rank);
 }
 
 }  // namespace

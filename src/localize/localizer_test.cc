@@ -75,14 +75,16 @@ TEST(LocalizerTest, DataloaderStragglerIsTheCauseNotTheOthersWaiting) {
 
 // Rank 2's own work is 0.18 of a step above its peers' (others wait for it), on a node where
 // every rank's training thread queued for a CPU (0.3 of the window). Its thread queued 0.25
-// longer than theirs and slept outside collectives no longer: the scheduler's lottery, a note.
+// longer than theirs and slept outside collectives no longer: the scheduler's lottery, a note; so
+// is queueing that leaves less of its excess than a straggler needs.
 // Kept: the same rank held back by its CPU quota, queued while its peers were not (a noisy
 // neighbour), sleeping longer than its peers (slow storage queues at every wake-up too), or
 // without the training thread's or the cgroup's readings.
 struct BusyNodeRank {
   float throttled = 0;
   float peer_queued = 0.3f;
-  float main_cpu = 0.2f;  // 0.05: it slept 0.15 longer outside collectives
+  float extra_queued = 0.25f;  // its thread's queueing beyond its peers'; its excess is 0.18
+  float main_cpu = 0.2f;       // 0.05: it slept 0.15 longer outside collectives
   bool main_read = true;
 };
 
@@ -92,8 +94,8 @@ LocalizeInput LoaderStragglerOnABusyNode(BusyNodeRank late_rank) {
     bool late = r == 2;
     WorkerPattern w = late ? Worker(r, 0.40, 0.22, 0.05, 0.15) : Worker(r, 0.40, 0.04, 0.05, 0.33);
     // Slept outside collectives: 1 - main_cpu - main_run_delay - communication = 0.1 on peers.
-    float queued = late ? late_rank.peer_queued + 0.25f : late_rank.peer_queued;
-    float main_cpu = late ? late_rank.main_cpu : 1.0f - queued - 0.33f - 0.1f;
+    float queued = late ? late_rank.peer_queued + late_rank.extra_queued : late_rank.peer_queued;
+    float main_cpu = late ? late_rank.main_cpu + (0.25f - late_rank.extra_queued) : 1.0f - queued - 0.33f - 0.1f;
     w.cpu = CpuShare{.cpus = 2,
                      .host_busy = 0.97f,
                      .process_cpu = 0.45f,
@@ -111,10 +113,13 @@ TEST(LocalizerTest, ARankTheSchedulerQueuedOnANodeTheJobOversubscribesIsNoStragg
   EXPECT_TRUE(lottery.healthy()) << lottery.findings[0].evidence;
   ASSERT_FALSE(lottery.notes.empty());
   EXPECT_NE(lottery.notes.back().find("scheduler gave rank 2 less"), std::string::npos) << lottery.notes.back();
+  // Queueing that explains all but 0.03 of its 0.18 leaves less than a straggler's 0.05: the same.
+  EXPECT_TRUE(Localize(LoaderStragglerOnABusyNode({.extra_queued = 0.15f}), DefaultExpectations()).healthy());
   // A quota that held it back for 0.1 of the window explains less than its 0.25 of extra
   // queueing, but every runnable thread queues while it is throttled: its own limit all the same.
   for (BusyNodeRank kept :
        {BusyNodeRank{.throttled = 0.1f}, BusyNodeRank{.throttled = -1.0f}, BusyNodeRank{.peer_queued = 0.02f},
+        BusyNodeRank{.extra_queued = 0.08f},  // 0.10 of its excess left: its own
         BusyNodeRank{.main_cpu = 0.05f}, BusyNodeRank{.main_read = false}}) {
     Diagnosis d = Localize(LoaderStragglerOnABusyNode(kept), DefaultExpectations());
     ASSERT_FALSE(d.healthy()) << kept.throttled << " " << kept.peer_queued << " " << kept.main_cpu;
