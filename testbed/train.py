@@ -275,9 +275,10 @@ def write_fault_report(config, rank, fault):
 
 
 class WindowStacks:
-    """The training thread's stack sampled over the profiled window (stack_hz 0: never), and
-    the DataLoader worker processes' stacks over the same window (loader_workers.py; made
-    before the loader's iterator starts its workers, as `eroica run`'s hooks do)."""
+    """The training thread's stack sampled over the profiled window (stack_hz 0: no samples,
+    only the window's CPU reading, as `eroica run` writes it), and the DataLoader worker
+    processes' stacks over the same window (loader_workers.py; made before the loader's
+    iterator starts its workers, as `eroica run`'s hooks do)."""
 
     def __init__(self, config, rank):
         self.hz = float(config.get("stack_hz", 0) or 0)
@@ -294,13 +295,11 @@ class WindowStacks:
                 worker._worker_loop = target
 
     def step(self, iteration, first, last):
-        if self.hz <= 0:
-            return
         if iteration == first:
             self.start_unix_ns = time.time_ns()
             self.sampler = stack_sampler.StackSampler(threading.get_ident(), self.hz, STACK_MAX_SAMPLES)
             self.sampler.start()
-            control = loader_workers.control()
+            control = loader_workers.control() if self.hz > 0 else None
             if control is not None:
                 self.loader_window = control.begin(self.rank, self.hz, STACK_MAX_SAMPLES,
                                                    self.start_unix_ns + int(600e9))

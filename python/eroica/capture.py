@@ -114,10 +114,10 @@ class Capture:
         self.start_unix_ns = time.time_ns()
         self.start_monotonic_ns = time.monotonic_ns()
         prof.start()
+        # At stack_hz 0 the sampler only reads the window's CPU share (no thread, no samples).
+        self._sampler = stack_sampler.StackSampler(threading.get_ident(), self._stack_hz, self._stack_max_samples)
+        self._sampler.start()
         if self._stack_hz > 0:
-            self._sampler = stack_sampler.StackSampler(threading.get_ident(), self._stack_hz,
-                                                       self._stack_max_samples)
-            self._sampler.start()
             self._open_loader_window()
         agent_link.announce_capture(self.session_dir, self.start_unix_ns, self.session["capture_max_s"])
         self._prof = prof

@@ -21,6 +21,10 @@ long op that does not release it) delays the sample to its end, and the sample t
 for that delay, with the stack of the frame that made the call. The sampling period itself is
 split at its middle between the samples on either side (summary/stack_attribution.cc).
 
+With EROICA_STACK_HZ=0 nothing is sampled, but the file is still written with the window's
+CPU reading ("hz": 0, no samples): without it, a node whose cores are all busy would look like
+a slow network or a straggler.
+
 Zero cost outside a window: no thread exists then. In a window, one sample costs a few µs of
 GIL time per frame of depth; the buffer is bounded (EROICA_STACK_MAX_SAMPLES), and anything
 that goes wrong stops the sampler with a note in the file, never an exception in training.
@@ -73,7 +77,10 @@ class StackSampler:
         # stack still holds, below its entry, the parent's frames at the fork (the training
         # loop's `iter(loader)` line), which the worker never runs.
         self.root_code = root_code
-        self.period_s = 1.0 / hz
+        # hz 0: no samples, only the window's CPU reading (cpu_share.py), which is what lets
+        # diagnose tell a node's CPU contention from a straggler or a slow network.
+        self.sampling = hz > 0
+        self.period_s = 1.0 / hz if self.sampling else 0.0
         self.max_samples = max(1, int(max_samples))
         self._clock = clock
         self._current_frames = current_frames
@@ -96,6 +103,8 @@ class StackSampler:
     def start(self) -> None:
         """Never raises: without a thread (none left to start) the window has no samples."""
         self._cpu_start = cpu_share.snapshot(self._native_id)
+        if not self.sampling:
+            return
         self._shorten_switch_interval()
         try:
             thread = threading.Thread(target=self._main, name="eroica-stacks", daemon=True)
@@ -191,7 +200,7 @@ class StackSampler:
         for stack, index in self._stacks.items():
             stacks[index] = list(stack)
         doc = {"schema": SCHEMA, "rank": rank, "pid": os.getpid(),
-               "hz": round(1.0 / self.period_s, 3),
+               "hz": round(1.0 / self.period_s, 3) if self.sampling else 0,
                "profiler_start_unix_ns": profiler_start_unix_ns,
                "step_start_unix_ns": dict(self.step_start_unix_ns),
                "library_prefixes": library_prefixes(), "frames": frames, "stacks": stacks,

@@ -89,13 +89,24 @@ def test_no_sampler_thread_outside_a_window(tmp_path):
     assert len(doc["samples"]) >= 5 and set(doc["step_start_unix_ns"]) == {"0", "1"}
     assert 0 < doc["busy_ns"] < 0.1 * sum(cap.iteration_times_s) * 1e9
     assert doc["profiler_start_unix_ns"] == cap.start_unix_ns
-    # Off (EROICA_STACK_HZ=0): no thread in the window and no file.
+    # Off (EROICA_STACK_HZ=0): no thread in the window, the switch interval untouched, and a
+    # file with no samples but the window's CPU reading, which diagnose needs to tell a busy
+    # node from a slow network.
+    interval = sys.getswitchinterval()
     off = capture.Capture(session, 1, 2, str(tmp_path), stack_hz=0)
     off.start(0)
-    assert samplers() == []
-    off.stop("iterations")
+    assert samplers() == [] and sys.getswitchinterval() == interval
+    for i in range(1, 3):
+        start = time.monotonic()
+        while time.monotonic() - start < 0.05:
+            torch.ones(10).sum()
+        done = off.on_boundary(i, 0.05)
+    assert done
     off.export()
-    assert not os.path.exists(stack_sampler.stacks_path(str(tmp_path), 1))
+    doc = json.load(open(stack_sampler.stacks_path(str(tmp_path), 1)))
+    assert doc["hz"] == 0 and doc["samples"] == [] and set(doc["step_start_unix_ns"]) == {"0", "1"}
+    if os.path.exists("/proc/self/stat"):
+        assert doc["cpu"]["window_ns"] > 0
 
 
 def test_the_gil_switch_interval_is_short_in_a_window_only():
