@@ -102,11 +102,14 @@ double StragglerFloor(const WorkerGroup& group, const Expectations& e) {
   return static_cast<double>(group.size()) < e.small_group ? e.small_group_min_excess_beta : e.min_excess_beta;
 }
 
-// Why `member`'s own-work excess (share of its step) is the scheduler's, or "". Time its training
-// thread spent queued for a CPU beyond its peers' is time its ops and Python took longer; the
-// excess that queueing leaves must still make a straggler on its own.
-std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, size_t member, double excess,
-                         const Expectations& e) {
+// Why `member`'s own-work excess (share of its step) in `category` is the scheduler's, or "". Time
+// its training thread spent queued for a CPU beyond its peers' is time its ops and Python took
+// longer; the excess that queueing leaves must still make a straggler on its own. Host and loader
+// time can also be sleep (slow storage queues at every wake-up too), so there the rank must not
+// have slept longer outside collectives; ops run or queue, and that sleep estimate counts the
+// straggler's shorter wait in collectives as sleep, so it is not asked of compute.
+std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, size_t member, FindingCategory category,
+                         double excess, const Expectations& e) {
   const WorkerRow& mine = group.row(member);
   size_t slot = t.index[member];
   // Most peers must have been read too: a median of a few says little.
@@ -120,7 +123,9 @@ std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, siz
   double explained = std::min(extra, excess);
   double left = excess - explained;
   double floor = StragglerFloor(group, e);
-  if (HeldBackByQuota(mine, e) || extra <= 0 || queued < explained || slept >= e.min_excess_beta || left >= floor) {
+  bool may_sleep = category == FindingCategory::kHost || category == FindingCategory::kDataloader;
+  if (HeldBackByQuota(mine, e) || extra <= 0 || queued < explained || (may_sleep && slept >= e.min_excess_beta) ||
+      left >= floor) {
     return "";
   }
   return fmt::format(
@@ -208,7 +213,7 @@ void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::ve
     if (f.scope != FindingScope::kLocal || f.workers.size() != 1 || !OwnWork(f.category)) return false;
     auto it = member_of.find(f.workers[0]);
     if (it == member_of.end()) return false;
-    std::string why = ScheduledOut(group, threads, it->second, f.impact_s_per_iter / iteration_s, e);
+    std::string why = ScheduledOut(group, threads, it->second, f.category, f.impact_s_per_iter / iteration_s, e);
     if (why.empty()) return false;
     notes->push_back(std::move(why));
     return true;

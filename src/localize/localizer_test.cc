@@ -86,13 +86,16 @@ struct BusyNodeRank {
   float extra_queued = 0.25f;  // its thread's queueing beyond its peers'; its excess is 0.18
   float main_cpu = 0.2f;       // 0.05: it slept 0.15 longer outside collectives
   bool main_read = true;
+  bool in_ops = false;  // its excess in its compute ops instead of its loader
 };
 
 LocalizeInput LoaderStragglerOnABusyNode(BusyNodeRank late_rank) {
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
     bool late = r == 2;
-    WorkerPattern w = late ? Worker(r, 0.40, 0.22, 0.05, 0.15) : Worker(r, 0.40, 0.04, 0.05, 0.33);
+    WorkerPattern w = !late              ? Worker(r, 0.40, 0.04, 0.05, 0.33)
+                      : late_rank.in_ops ? Worker(r, 0.58, 0.04, 0.05, 0.15)
+                                         : Worker(r, 0.40, 0.22, 0.05, 0.15);
     // Slept outside collectives: 1 - main_cpu - main_run_delay - communication = 0.1 on peers.
     float queued = late ? late_rank.peer_queued + late_rank.extra_queued : late_rank.peer_queued;
     float main_cpu = late ? late_rank.main_cpu + (0.25f - late_rank.extra_queued) : 1.0f - queued - 0.33f - 0.1f;
@@ -115,6 +118,15 @@ TEST(LocalizerTest, ARankTheSchedulerQueuedOnANodeTheJobOversubscribesIsNoStragg
   EXPECT_NE(lottery.notes.back().find("scheduler gave rank 2 less"), std::string::npos) << lottery.notes.back();
   // Queueing that explains all but 0.03 of its 0.18 leaves less than a straggler's 0.05: the same.
   EXPECT_TRUE(Localize(LoaderStragglerOnABusyNode({.extra_queued = 0.15f}), DefaultExpectations()).healthy());
+  // Ops run or queue, they do not sleep: the same excess in its compute ops is the scheduler's
+  // though its shorter wait in collectives reads as 0.15 more sleep (kept for its loader below).
+  EXPECT_TRUE(
+      Localize(LoaderStragglerOnABusyNode({.main_cpu = 0.05f, .in_ops = true}), DefaultExpectations()).healthy());
+  Diagnosis own_ops =
+      Localize(LoaderStragglerOnABusyNode({.extra_queued = 0.08f, .in_ops = true}), DefaultExpectations());
+  ASSERT_FALSE(own_ops.healthy());
+  EXPECT_EQ(own_ops.findings[0].category, FindingCategory::kCompute);
+  EXPECT_EQ(own_ops.findings[0].workers, std::vector<int>{2});
   // A quota that held it back for 0.1 of the window explains less than its 0.25 of extra
   // queueing, but every runnable thread queues while it is throttled: its own limit all the same.
   for (BusyNodeRank kept :
