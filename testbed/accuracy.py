@@ -714,7 +714,7 @@ def parse_args(argv=None):
                         help="an eroica binary with the `agent` subcommand, for net_throttle "
                              "(default: --eroica when it has one)")
     parser.add_argument("--split", choices=splits.SPLITS, default=None,
-                        help="run one of the two fixed matrices (splits.py) instead of "
+                        help="run one of the fixed matrices (splits.py: tuning, validation, probe) instead of "
                              "scenarios x --seeds x --ranks")
     parser.add_argument("--rescore", default=None, metavar="DIR",
                         help="train nothing: re-diagnose the saved runs under DIR (a benchmark's "

@@ -12,6 +12,11 @@ because a false alarm costs a user more than a miss.
 - validation: seeds from 100, each scenario in two set-ups with fault sizes that differ from
   tuning's: 6 ranks with the MLP, and 4 ranks with the transformer (with workers and/or
   accumulation in most); six healthy runs over the set-ups.
+- probe: rank counts neither split has (3 and 5), 3 micro-batches per step, sizes of their own,
+  seeds 500-519 and 600-619, one run per scenario in each half (net_throttle and hang left out:
+  they need the node agent and the online path, which the splits cover). Each half is made
+  fresh after a stop's rules are fixed, as a check on runs nothing was tuned on; a half whose
+  result prompted a change no longer counts as one (the README says which).
 
 A run is a RunSpec; its folder name says everything that varies, so two specs never share one.
 """
@@ -21,7 +26,7 @@ from typing import Dict, List, Optional, Tuple
 
 import faults
 
-SPLITS = ("tuning", "validation")
+SPLITS = ("tuning", "validation", "probe")
 TUNING_SEEDS = (0, 1, 2)
 TUNING_HEALTHY_SEEDS = (0, 1, 2, 3, 4)
 # The benchmark's own fault strengths where the testbed's default does not survive a shared
@@ -150,9 +155,62 @@ def validation() -> List[RunSpec]:
     return runs
 
 
+FIVE_MLP = {"ranks": 5}
+FIVE_MLP_WORKERS = {"ranks": 5, "num_workers": 2}
+THREE_MLP = {"ranks": 3}
+THREE_TRANSFORMER = {"ranks": 3, "model": "transformer"}
+THREE_TRANSFORMER_WORKERS_ACCUM = {"ranks": 3, "model": "transformer", "num_workers": 2, "accum_steps": 3}
+FIVE_TRANSFORMER_ACCUM = {"ranks": 5, "model": "transformer", "accum_steps": 3}
+# (scenario, set-up, sizes) per half; a half's seeds count up from its first in this order.
+PROBE_HALVES = [
+    (500, [("healthy", FIVE_MLP, ()), ("healthy", THREE_TRANSFORMER_WORKERS_ACCUM, ()),
+           ("healthy", FIVE_TRANSFORMER_ACCUM, ()), ("healthy", THREE_MLP, ()),
+           ("dataloader_stall", FIVE_TRANSFORMER_ACCUM, ("stall_ms=50",)),
+           ("dataloader_stall_global", THREE_MLP, ("stall_ms=45",)),
+           ("loader_workers_slow", FIVE_MLP_WORKERS, ("getitem_ms=14",)),
+           ("loader_workers_slow_global", THREE_TRANSFORMER_WORKERS_ACCUM, ("getitem_ms=6",)),
+           ("slow_storage", FIVE_MLP, ("record_kib=768",)),
+           ("cpu_throttle", FIVE_MLP, ("share=0.45",)), ("cpu_throttle", THREE_TRANSFORMER, ("share=0.5",)),
+           ("gc_storm", FIVE_TRANSFORMER_ACCUM, ("cycles_per_step=25000",)),
+           ("gc_storm_global", THREE_MLP, ("cycles_per_step=12000",)),
+           ("python_hot_loop", THREE_MLP, ("loop_ms=25",)),
+           ("python_hot_loop_global", FIVE_TRANSFORMER_ACCUM, ("loop_ms=35",)),
+           ("python_light_global", FIVE_MLP, ("step_share=0.14",)),
+           ("imbalance", FIVE_MLP, ("batch_factor=2.5",)), ("imbalance_seq", THREE_TRANSFORMER, ("seq_factor=2.5",)),
+           ("checkpoint_sync", FIVE_MLP, ()), ("two_faults", FIVE_MLP, ("stall_ms=120", "share=0.5"))]),
+    (600, [("healthy", THREE_TRANSFORMER_WORKERS_ACCUM, ()), ("healthy", FIVE_MLP_WORKERS, ()),
+           ("healthy", THREE_MLP, ()), ("healthy", FIVE_TRANSFORMER_ACCUM, ()),
+           ("dataloader_stall", THREE_MLP, ("stall_ms=35",)),
+           ("dataloader_stall_global", FIVE_TRANSFORMER_ACCUM, ("stall_ms=50",)),
+           ("loader_workers_slow", THREE_TRANSFORMER_WORKERS_ACCUM, ("getitem_ms=9",)),
+           ("loader_workers_slow_global", FIVE_MLP_WORKERS, ("getitem_ms=10",)),
+           ("slow_storage", THREE_MLP, ("record_kib=640",)),
+           ("cpu_throttle", FIVE_TRANSFORMER_ACCUM, ("share=0.55",)),
+           ("cpu_throttle", THREE_TRANSFORMER, ("share=0.5",)),
+           ("gc_storm", THREE_MLP, ("cycles_per_step=15000",)),
+           ("gc_storm_global", FIVE_TRANSFORMER_ACCUM, ("cycles_per_step=18000",)),
+           ("python_hot_loop", FIVE_TRANSFORMER_ACCUM, ("loop_ms=20",)),
+           ("python_hot_loop_global", THREE_MLP, ("loop_ms=30",)),
+           ("python_light_global", THREE_TRANSFORMER, ("step_share=0.12",)),
+           ("imbalance", THREE_MLP, ("batch_factor=3",)),
+           ("imbalance_seq", FIVE_TRANSFORMER_ACCUM, ("seq_factor=2",)),
+           ("checkpoint_sync", THREE_MLP, ()), ("two_faults", THREE_MLP, ("stall_ms=100", "share=0.45"))]),
+]
+
+
+def probe() -> List[RunSpec]:
+    runs = []
+    for first_seed, half in PROBE_HALVES:
+        for index, (name, setup, params) in enumerate(half):
+            runs.append(RunSpec(name, first_seed + index, params=params, **setup))
+    return runs
+
+
 def split(name: str) -> List[RunSpec]:
     if name == "tuning":
         return tuning()
     if name == "validation":
         return validation()
+    if name == "probe":
+        return probe()
     raise ValueError(f"unknown split {name!r} (one of {', '.join(SPLITS)})")

@@ -335,6 +335,19 @@ class SplitsTest(unittest.TestCase):
         sized = [s for s in validation if s.params and (s.scenario, s.params) in tuned]
         self.assertEqual(sized, [])
 
+    def test_the_probe_has_rank_counts_and_seeds_of_its_own(self):
+        probe = splits.probe()
+        names = [s.name for s in probe]
+        self.assertEqual(len(names), len(set(names)))
+        others = splits.tuning() + splits.validation()
+        self.assertEqual({s.ranks for s in probe}, {3, 5})
+        self.assertFalse({s.seed for s in probe} & {s.seed for s in others})
+        self.assertEqual({s.scenario for s in probe}, set(faults.SCENARIOS) - {"net_throttle", "net_throttle_global",
+                                                                              "hang"})
+        # The runs of this stop's probe folders, by name.
+        self.assertIn("healthy-transformer-w2-a3-r3-s501", names)
+        self.assertIn("two_faults-mlp-w0-a1-r3-stall_ms100-share0.45-s619", names)
+
     def test_a_smaller_run_of_a_split(self):
         args = accuracy.parse_args(["--eroica", "/bin/true", "--split", "validation", "--scenario", "healthy",
                                     "--max-runs-per-scenario", "2"])
