@@ -97,7 +97,8 @@ TrainingThreads ReadTrainingThreads(const WorkerGroup& group) {
   return t;
 }
 
-// The least excess that makes a straggler, as IsOutlier (local_analysis.cc) asks of a group this size.
+// The least excess that makes a straggler: the floor IsOutlier (local_analysis.cc) sets for a group
+// this size with 4 or more iterations.
 double StragglerFloor(const WorkerGroup& group, const Expectations& e) {
   return static_cast<double>(group.size()) < e.small_group ? e.small_group_min_excess_beta : e.min_excess_beta;
 }
@@ -128,13 +129,14 @@ std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, siz
       left >= floor) {
     return "";
   }
+  std::string asleep = may_sleep ? fmt::format("it slept no longer outside collectives ({:+.2f})", slept)
+                                 : std::string("its excess is in its ops, which run or queue");
   return fmt::format(
       "rank {}'s own work was {:.2f} of a step above its peers', but its training thread was queued for a CPU {:.2f} "
-      "of the window longer than theirs, where each of theirs queued {:.2f} too, it slept no longer outside "
-      "collectives ({:+.2f}), and no CPU quota held it ({:.2f}); what the queueing leaves ({:.2f}) is below a "
-      "straggler's {:.2f}: the job has more runnable threads than cores, and this window the scheduler gave rank {} "
-      "less; no finding",
-      mine.rank, excess, extra, queued, slept, mine.cpu->throttled, left, floor, mine.rank);
+      "of the window longer than theirs, where each of theirs queued {:.2f} too, {}, and no CPU quota held it "
+      "({:.2f}); what the queueing leaves ({:.2f}) is below a straggler's {:.2f}: the job has more runnable threads "
+      "than cores, and this window the scheduler gave rank {} less; no finding",
+      mine.rank, excess, extra, queued, asleep, mine.cpu->throttled, left, floor, mine.rank);
 }
 
 }  // namespace

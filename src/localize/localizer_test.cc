@@ -120,8 +120,10 @@ TEST(LocalizerTest, ARankTheSchedulerQueuedOnANodeTheJobOversubscribesIsNoStragg
   EXPECT_TRUE(Localize(LoaderStragglerOnABusyNode({.extra_queued = 0.15f}), DefaultExpectations()).healthy());
   // Ops run or queue, they do not sleep: the same excess in its compute ops is the scheduler's
   // though its shorter wait in collectives reads as 0.15 more sleep (kept for its loader below).
-  EXPECT_TRUE(
-      Localize(LoaderStragglerOnABusyNode({.main_cpu = 0.05f, .in_ops = true}), DefaultExpectations()).healthy());
+  Diagnosis ops = Localize(LoaderStragglerOnABusyNode({.main_cpu = 0.05f, .in_ops = true}), DefaultExpectations());
+  EXPECT_TRUE(ops.healthy());
+  ASSERT_FALSE(ops.notes.empty());
+  EXPECT_NE(ops.notes.back().find("its excess is in its ops"), std::string::npos) << ops.notes.back();
   Diagnosis own_ops =
       Localize(LoaderStragglerOnABusyNode({.extra_queued = 0.08f, .in_ops = true}), DefaultExpectations());
   ASSERT_FALSE(own_ops.healthy());
