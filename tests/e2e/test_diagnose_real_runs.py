@@ -14,7 +14,11 @@ FAULTS = [
     # freezes in 5 iterations, 7 %) CI once saw `imbalance`; at 5 % about 30 (0.1 %).
     ("cpu_throttle", 2, ["quota_pct=5"], [], ("compute", "local")),
     ("gc_storm", 3, [], [], ("host", "local")),
-    ("imbalance", 1, [], [], ("imbalance", "local")),
+    # Five times the data, not the testbed's three: at 3x, 4 of 6 runs of this set-up were found
+    # here (load 2-3); in the other 2 the rank with more data got more CPU (0.62 cores against
+    # 0.39-0.49) and waited in collectives the most, so nothing waited for it in that window. The
+    # accuracy splits keep 2x and 3x and report what they miss. At 5x: 6 of 6.
+    ("imbalance", 1, ["batch_factor=5"], [], ("imbalance", "local")),
     # One rank's veth throttled with tbf (its own network namespace); only the node agent's NIC
     # samples can tell which rank's link it is.
     ("net_throttle", 2, [], [], ("communication", "local")),
