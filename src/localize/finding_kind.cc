@@ -16,13 +16,16 @@ constexpr FindingCategoryInfo Entry(FindingCategory category) {
       return {"compute",
               "compute",
               "Rank {0} runs the same work slower: check its device or CPU (clocks, thermal or power throttling, a "
-              "CPU quota, noisy neighbours).",
+              "CPU quota, noisy neighbours; on CPU also subnormal floats in its tensors, which "
+              "torch.set_flush_denormal(True) rules out).",
               "Compute itself is slow everywhere: check kernels' efficiency and device settings.",
               "Rank {0} runs the same operations as its peers but needs {1} more per iteration: usually a slower "
-              "device (throttled clocks, thermal or power limits, a CPU quota, a noisy neighbour), not code. First "
-              "give the exact commands that confirm or rule this out on rank {0}'s host (clocks and throttle "
-              "reasons, cgroup CPU quota, other processes on its cores). Only if the code makes rank {0} compute "
-              "more (a rank-dependent branch near {2}), propose a patch that removes it.",
+              "device (throttled clocks, thermal or power limits, a CPU quota, a noisy neighbour), not code; on CPU, "
+              "subnormal floats in rank {0}'s own tensors (its data, its locally accumulated gradients) make the "
+              "same adds and multiplies many times slower. First give the exact commands that confirm or rule this "
+              "out on rank {0}'s host (clocks and throttle reasons, cgroup CPU quota, other processes on its cores; "
+              "torch.set_flush_denormal(True) for subnormals). Only if the code makes rank {0} compute more (a "
+              "rank-dependent branch near {2}), propose a patch that removes it.",
               "Compute ({3}) costs every rank {1} per iteration more than expected. Propose a patch that makes it "
               "cheaper (mixed precision, fused or compiled kernels, larger kernels instead of many small ones).",
               Category::kCompute};
