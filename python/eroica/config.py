@@ -39,7 +39,8 @@ class Config:
     capture_s: float = 20.0
     with_stack: bool = False
     record_shapes: bool = False
-    # The training thread's Python stack, sampled in the window only (stack_sampler.py); 0: off.
+    # The training thread's Python stack, sampled in the window only (stack_sampler.py); 0: no
+    # samples (the window's CPU reading is still written).
     stack_hz: float = 150.0
     stack_max_samples: int = 20000  # at 150 Hz: the whole 20 s window, ~1 MB of JSON at most
     series_len: int = 200
