@@ -161,48 +161,42 @@ THREE_MLP = {"ranks": 3}
 THREE_TRANSFORMER = {"ranks": 3, "model": "transformer"}
 THREE_TRANSFORMER_WORKERS_ACCUM = {"ranks": 3, "model": "transformer", "num_workers": 2, "accum_steps": 3}
 FIVE_TRANSFORMER_ACCUM = {"ranks": 5, "model": "transformer", "accum_steps": 3}
-# (scenario, set-up, sizes) per half; a half's seeds count up from its first in this order.
-PROBE_HALVES = [
-    (500, [("healthy", FIVE_MLP, ()), ("healthy", THREE_TRANSFORMER_WORKERS_ACCUM, ()),
-           ("healthy", FIVE_TRANSFORMER_ACCUM, ()), ("healthy", THREE_MLP, ()),
-           ("dataloader_stall", FIVE_TRANSFORMER_ACCUM, ("stall_ms=50",)),
-           ("dataloader_stall_global", THREE_MLP, ("stall_ms=45",)),
-           ("loader_workers_slow", FIVE_MLP_WORKERS, ("getitem_ms=14",)),
-           ("loader_workers_slow_global", THREE_TRANSFORMER_WORKERS_ACCUM, ("getitem_ms=6",)),
-           ("slow_storage", FIVE_MLP, ("record_kib=768",)),
-           ("cpu_throttle", FIVE_MLP, ("share=0.45",)), ("cpu_throttle", THREE_TRANSFORMER, ("share=0.5",)),
-           ("gc_storm", FIVE_TRANSFORMER_ACCUM, ("cycles_per_step=25000",)),
-           ("gc_storm_global", THREE_MLP, ("cycles_per_step=12000",)),
-           ("python_hot_loop", THREE_MLP, ("loop_ms=25",)),
-           ("python_hot_loop_global", FIVE_TRANSFORMER_ACCUM, ("loop_ms=35",)),
-           ("python_light_global", FIVE_MLP, ("step_share=0.14",)),
-           ("imbalance", FIVE_MLP, ("batch_factor=2.5",)), ("imbalance_seq", THREE_TRANSFORMER, ("seq_factor=2.5",)),
-           ("checkpoint_sync", FIVE_MLP, ()), ("two_faults", FIVE_MLP, ("stall_ms=120", "share=0.5"))]),
-    (600, [("healthy", THREE_TRANSFORMER_WORKERS_ACCUM, ()), ("healthy", FIVE_MLP_WORKERS, ()),
-           ("healthy", THREE_MLP, ()), ("healthy", FIVE_TRANSFORMER_ACCUM, ()),
-           ("dataloader_stall", THREE_MLP, ("stall_ms=35",)),
-           ("dataloader_stall_global", FIVE_TRANSFORMER_ACCUM, ("stall_ms=50",)),
-           ("loader_workers_slow", THREE_TRANSFORMER_WORKERS_ACCUM, ("getitem_ms=9",)),
-           ("loader_workers_slow_global", FIVE_MLP_WORKERS, ("getitem_ms=10",)),
-           ("slow_storage", THREE_MLP, ("record_kib=640",)),
-           ("cpu_throttle", FIVE_TRANSFORMER_ACCUM, ("share=0.55",)),
-           ("cpu_throttle", THREE_TRANSFORMER, ("share=0.5",)),
-           ("gc_storm", THREE_MLP, ("cycles_per_step=15000",)),
-           ("gc_storm_global", FIVE_TRANSFORMER_ACCUM, ("cycles_per_step=18000",)),
-           ("python_hot_loop", FIVE_TRANSFORMER_ACCUM, ("loop_ms=20",)),
-           ("python_hot_loop_global", THREE_MLP, ("loop_ms=30",)),
-           ("python_light_global", THREE_TRANSFORMER, ("step_share=0.12",)),
-           ("imbalance", THREE_MLP, ("batch_factor=3",)),
-           ("imbalance_seq", FIVE_TRANSFORMER_ACCUM, ("seq_factor=2",)),
-           ("checkpoint_sync", THREE_MLP, ()), ("two_faults", THREE_MLP, ("stall_ms=100", "share=0.45"))]),
+# One row per run slot: the scenario, then (set-up, sizes) in the first half (seeds from 500) and
+# in the second (seeds from 600); a slot's seed is its half's first plus its row.
+PROBE_FIRST_SEEDS = (500, 600)
+PROBE_ROWS = [
+    ("healthy", (FIVE_MLP, ()), (THREE_TRANSFORMER_WORKERS_ACCUM, ())),
+    ("healthy", (THREE_TRANSFORMER_WORKERS_ACCUM, ()), (FIVE_MLP_WORKERS, ())),
+    ("healthy", (FIVE_TRANSFORMER_ACCUM, ()), (THREE_MLP, ())),
+    ("healthy", (THREE_MLP, ()), (FIVE_TRANSFORMER_ACCUM, ())),
+    ("dataloader_stall", (FIVE_TRANSFORMER_ACCUM, ("stall_ms=50",)), (THREE_MLP, ("stall_ms=35",))),
+    ("dataloader_stall_global", (THREE_MLP, ("stall_ms=45",)), (FIVE_TRANSFORMER_ACCUM, ("stall_ms=50",))),
+    ("loader_workers_slow", (FIVE_MLP_WORKERS, ("getitem_ms=14",)),
+     (THREE_TRANSFORMER_WORKERS_ACCUM, ("getitem_ms=9",))),
+    ("loader_workers_slow_global", (THREE_TRANSFORMER_WORKERS_ACCUM, ("getitem_ms=6",)),
+     (FIVE_MLP_WORKERS, ("getitem_ms=10",))),
+    ("slow_storage", (FIVE_MLP, ("record_kib=768",)), (THREE_MLP, ("record_kib=640",))),
+    ("cpu_throttle", (FIVE_MLP, ("share=0.45",)), (FIVE_TRANSFORMER_ACCUM, ("share=0.55",))),
+    ("cpu_throttle", (THREE_TRANSFORMER, ("share=0.5",)), (THREE_TRANSFORMER, ("share=0.5",))),
+    ("gc_storm", (FIVE_TRANSFORMER_ACCUM, ("cycles_per_step=25000",)), (THREE_MLP, ("cycles_per_step=15000",))),
+    ("gc_storm_global", (THREE_MLP, ("cycles_per_step=12000",)),
+     (FIVE_TRANSFORMER_ACCUM, ("cycles_per_step=18000",))),
+    ("python_hot_loop", (THREE_MLP, ("loop_ms=25",)), (FIVE_TRANSFORMER_ACCUM, ("loop_ms=20",))),
+    ("python_hot_loop_global", (FIVE_TRANSFORMER_ACCUM, ("loop_ms=35",)), (THREE_MLP, ("loop_ms=30",))),
+    ("python_light_global", (FIVE_MLP, ("step_share=0.14",)), (THREE_TRANSFORMER, ("step_share=0.12",))),
+    ("imbalance", (FIVE_MLP, ("batch_factor=2.5",)), (THREE_MLP, ("batch_factor=3",))),
+    ("imbalance_seq", (THREE_TRANSFORMER, ("seq_factor=2.5",)), (FIVE_TRANSFORMER_ACCUM, ("seq_factor=2",))),
+    ("checkpoint_sync", (FIVE_MLP, ()), (THREE_MLP, ())),
+    ("two_faults", (FIVE_MLP, ("stall_ms=120", "share=0.5")), (THREE_MLP, ("stall_ms=100", "share=0.45"))),
 ]
 
 
 def probe() -> List[RunSpec]:
     runs = []
-    for first_seed, half in PROBE_HALVES:
-        for index, (name, setup, params) in enumerate(half):
-            runs.append(RunSpec(name, first_seed + index, params=params, **setup))
+    for half, first_seed in enumerate(PROBE_FIRST_SEEDS):
+        for row, (name, *variants) in enumerate(PROBE_ROWS):
+            setup, params = variants[half]
+            runs.append(RunSpec(name, first_seed + row, params=params, **setup))
     return runs
 
 

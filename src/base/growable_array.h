@@ -6,6 +6,7 @@
 #pragma once
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -73,7 +74,10 @@ class GrowableArray {
   void ReleaseFront(size_t n) {
     if (data_ == nullptr) return;
     auto begin = reinterpret_cast<uintptr_t>(data_);
-    uintptr_t end = (begin + std::min(n, size_) * sizeof(T)) / kSmallPage * kSmallPage;
+    // Whole pages of the system's size only: madvise rounds the length up, so rounding down to a
+    // 4 KB page where pages are 64 KB would drop values not yet read.
+    static const auto kSystemPage = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    uintptr_t end = (begin + std::min(n, size_) * sizeof(T)) / kSystemPage * kSystemPage;
     if (end > begin) madvise(data_, end - begin, MADV_DONTNEED);  // data_ is page-aligned (mmap)
   }
   // Returns the memory past size() to the system (a trace read to its end keeps no slack).
@@ -91,7 +95,6 @@ class GrowableArray {
 
  private:
   static constexpr size_t kPage = kHugePageBytes;  // growth keeps huge pages whole
-  static constexpr uintptr_t kSmallPage = 4096;
   static size_t Rounded(size_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
 
   void Grow(size_t at_least) {
