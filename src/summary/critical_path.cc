@@ -14,46 +14,12 @@ inline void AppendMerged(SpanList* out, const Span& span) {
   }
 }
 
-// Appends to `out` the parts of `segments` (sorted, disjoint) not inside `covered` (sorted,
-// disjoint).
-void AppendUncovered(const SpanList& segments, const SpanList& covered, SpanList* out) {
-  size_t c = 0;
-  for (const Span& segment : segments) {
-    int64_t cursor = segment.start_ns;
-    while (c < covered.size() && covered[c].end_ns <= cursor) ++c;
-    size_t k = c;
-    while (cursor < segment.end_ns) {
-      if (k >= covered.size() || covered[k].start_ns >= segment.end_ns) {
-        out->push_back({cursor, segment.end_ns, segment.function});
-        break;
-      }
-      if (covered[k].start_ns > cursor) out->push_back({cursor, covered[k].start_ns, segment.function});
-      cursor = std::max(cursor, covered[k].end_ns);
-      ++k;
-    }
-  }
-}
-
-// Union of two sorted, disjoint lists (functions are irrelevant for coverage).
-SpanList Union(const SpanList& a, const SpanList& b) {
-  SpanList out;
-  out.reserve(a.size() + b.size());
-  size_t i = 0, j = 0;
-  while (i < a.size() || j < b.size()) {  // a merge by start that coalesces as it goes
-    const Span& span = j >= b.size() || (i < a.size() && a[i].start_ns <= b[j].start_ns) ? a[i++] : b[j++];
-    if (!out.empty() && span.start_ns <= out.back().end_ns) {
-      out.back().end_ns = std::max(out.back().end_ns, span.end_ns);
-    } else {
-      out.push_back({span.start_ns, span.end_ns, 0});
-    }
-  }
-  return out;
-}
-
 // std::sort, but linear for what traces give: spans in file order are a few ascending runs
 // (one per thread or stream, or per layer), merged here instead of sorted from scratch.
+// `scratch` is the merges' second buffer, kept by the caller across calls: a fresh one each time
+// cost more in first touches of its pages than the merging itself.
 template <typename Less>
-void SortRuns(SpanList* spans, Less less) {
+void SortRuns(SpanList* spans, Less less, SpanList* scratch) {
   std::vector<size_t> starts = {0};
   for (size_t i = 1; i < spans->size(); ++i) {
     if (less((*spans)[i], (*spans)[i - 1])) {
@@ -66,11 +32,12 @@ void SortRuns(SpanList* spans, Less less) {
   }
   starts.push_back(spans->size());
   if (starts.size() <= 2) return;
-  // Merge neighbouring runs pairwise until one is left, between two buffers (one allocation:
-  // inplace_merge would allocate, and fault in, a fresh buffer each time).
-  SpanList other(spans->size());
+  // Merge neighbouring runs pairwise until one is left, between two buffers (inplace_merge
+  // would allocate, and fault in, a fresh buffer each time).
+  size_t size = spans->size();
+  if (scratch->size() < size) scratch->resize(size);
   SpanList* from = spans;
-  SpanList* to = &other;
+  SpanList* to = scratch;
   while (starts.size() > 2) {
     std::vector<size_t> merged = {0};
     size_t r = 0;
@@ -88,16 +55,22 @@ void SortRuns(SpanList* spans, Less less) {
     starts = std::move(merged);
     std::swap(from, to);
   }
-  if (from != spans) spans->swap(*from);
+  if (from != spans) {
+    spans->swap(*from);
+    spans->resize(size);  // the scratch may have been longer
+  }
 }
 
 // Timeline order: by start, and on equal starts the longer (outer) span first; ties keep the
 // order spans came in (SortRuns merges stably).
-void SortForTimeline(SpanList* spans) {
+void SortForTimeline(SpanList* spans, SpanList* scratch) {
   std::erase_if(*spans, [](const Span& s) { return s.end_ns <= s.start_ns; });
-  SortRuns(spans, [](const Span& x, const Span& y) {
-    return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
-  });
+  SortRuns(
+      spans,
+      [](const Span& x, const Span& y) {
+        return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
+      },
+      scratch);
 }
 
 // The innermost active span is the one that started last (on equal starts, the one that ends
@@ -132,15 +105,14 @@ SpanList WalkTimeline(const SpanList& spans) {
 // the window, as when the whole window is painted, and only then cut to [lo, hi), so a slice
 // names at every instant the owner the whole window's painting names.
 SpanList PaintRange(std::vector<SpanList>* layers, int64_t window_lo, int64_t window_hi, int64_t lo, int64_t hi,
-                    uint32_t fill_function) {
-  SpanList owned;
-  SpanList covered;
+                    uint32_t fill_function, SpanList* scratch) {
+  std::vector<SpanList> timelines;  // the non-empty layers' own timelines, highest priority first
   for (SpanList& layer : *layers) {
     for (Span& span : layer) {
       span.start_ns = std::max(span.start_ns, window_lo);
       span.end_ns = std::min(span.end_ns, window_hi);
     }
-    SortForTimeline(&layer);
+    SortForTimeline(&layer, scratch);
     if (lo > window_lo || hi < window_hi) {
       for (Span& span : layer) {
         span.start_ns = std::max(span.start_ns, lo);
@@ -149,40 +121,63 @@ SpanList PaintRange(std::vector<SpanList>* layers, int64_t window_lo, int64_t wi
       std::erase_if(layer, [](const Span& s) { return s.end_ns <= s.start_ns; });  // keeps the order
     }
     SpanList timeline = WalkTimeline(layer);
-    if (timeline.empty()) continue;  // most layers are, on any one trace: no copy of `covered`
-    AppendUncovered(timeline, covered, &owned);
-    covered = Union(covered, timeline);
+    if (!timeline.empty()) timelines.push_back(std::move(timeline));  // most layers are empty
   }
-  AppendUncovered({{lo, hi, fill_function}}, covered, &owned);
-  SortRuns(&owned, [](const Span& x, const Span& y) { return x.start_ns < y.start_ns; });
+  // One sweep over all timelines at once: at each instant the owner is the first timeline with
+  // a piece there, and its piece lasts until it ends or a higher timeline's next piece starts.
+  // (Lower timelines cannot cut it.) The output comes out in time order, so nothing is sorted.
   SpanList out;
-  out.reserve(owned.size());
-  for (const Span& span : owned) AppendMerged(&out, span);
+  size_t pieces = 1;
+  for (const SpanList& timeline : timelines) pieces += timeline.size();
+  out.reserve(pieces);  // what the timelines hold: rarely exceeded, since higher ones cover lower ones
+  std::vector<size_t> next(timelines.size(), 0);
+  int64_t now = lo;
+  while (now < hi) {
+    int64_t until = hi;
+    uint32_t function = fill_function;
+    for (size_t t = 0; t < timelines.size(); ++t) {
+      const SpanList& timeline = timelines[t];
+      size_t& i = next[t];
+      while (i < timeline.size() && timeline[i].end_ns <= now) ++i;
+      if (i == timeline.size()) continue;
+      if (timeline[i].start_ns <= now) {
+        function = timeline[i].function;
+        until = std::min(until, timeline[i].end_ns);
+        break;
+      }
+      until = std::min(until, timeline[i].start_ns);
+    }
+    AppendMerged(&out, {now, until, function});
+    now = until;
+  }
   return out;
 }
 
 }  // namespace
 
 SpanList InnermostTimeline(SpanList spans) {
-  SortForTimeline(&spans);
+  SpanList scratch;
+  SortForTimeline(&spans, &scratch);
   return WalkTimeline(spans);
 }
 
 SpanList PaintCriticalPath(std::vector<SpanList> layers, int64_t window_start_ns, int64_t window_end_ns,
                            uint32_t fill_function) {
-  return PaintRange(&layers, window_start_ns, window_end_ns, window_start_ns, window_end_ns, fill_function);
+  SpanList scratch;
+  return PaintRange(&layers, window_start_ns, window_end_ns, window_start_ns, window_end_ns, fill_function, &scratch);
 }
 
 CriticalPath PaintCriticalPathBySlices(size_t layer_count, const TimeSlices& slices, uint32_t fill_function,
                                        const GatherSlice& gather) {
   CriticalPath path(slices.start_ns);
   std::vector<SpanList> layers(layer_count);
+  SpanList scratch;
   for (size_t k = 0; k < slices.count(); ++k) {
     int64_t lo = slices.Start(k), hi = slices.Start(k + 1);
     if (hi <= lo) continue;
     for (SpanList& layer : layers) layer.clear();
     gather(k, lo, hi, &layers);
-    for (const Span& span : PaintRange(&layers, slices.start_ns, slices.end_ns, lo, hi, fill_function)) {
+    for (const Span& span : PaintRange(&layers, slices.start_ns, slices.end_ns, lo, hi, fill_function, &scratch)) {
       path.Append(span);
     }
   }

@@ -84,6 +84,51 @@ TEST(PaintCriticalPathTest, ClipsToTheWindowAndFillsIdleTime) {
   EXPECT_EQ(path, expected);
 }
 
+// At every instant of the window the path names the innermost span of the highest layer active
+// then, or the fill where none is: checked instant by instant on random layers (empty ones
+// among them), whose spans may reach outside the window and so tie within it.
+TEST(PaintCriticalPathTest, RandomLayersMatchTheDefinitionAtEveryInstant) {
+  std::mt19937 rng(5);
+  for (int round = 0; round < 300; ++round) {
+    std::vector<SpanList> layers(1 + rng() % 5);
+    std::set<std::pair<int64_t, int64_t>> taken;  // equal spans in one layer would tie: none drawn
+    uint32_t function = 0;
+    for (SpanList& layer : layers) {
+      taken.clear();
+      int count = rng() % 3 == 0 ? 0 : static_cast<int>(rng() % 10);
+      for (int i = 0; i < count; ++i) {
+        int64_t start = static_cast<int64_t>(rng() % 110) - 5, end = start + 1 + static_cast<int64_t>(rng() % 35);
+        if (taken.insert({start, end}).second) layer.push_back({start, end, ++function});
+      }
+    }
+    int64_t window_start = rng() % 10, window_end = 90 + rng() % 15;
+    std::vector<int64_t> got(120, -1), want(120, -1);
+    for (const Span& s : PaintCriticalPath(layers, window_start, window_end, 999)) {
+      for (int64_t t = s.start_ns; t < s.end_ns; ++t) got[t] = s.function;
+    }
+    for (int64_t t = window_start; t < window_end; ++t) {
+      want[t] = 999;
+      for (const SpanList& layer : layers) {
+        const Span* best = nullptr;
+        for (const Span& s : layer) {
+          if (s.start_ns > t || s.end_ns <= t) continue;
+          int64_t start = std::max(s.start_ns, window_start), end = std::min(s.end_ns, window_end);
+          int64_t best_start = best == nullptr ? 0 : std::max(best->start_ns, window_start);
+          int64_t best_end = best == nullptr ? 0 : std::min(best->end_ns, window_end);
+          if (best == nullptr || start > best_start || (start == best_start && end <= best_end)) {
+            best = &s;  // on bounds equal within the window, the later in file order is inner
+          }
+        }
+        if (best != nullptr) {
+          want[t] = best->function;
+          break;
+        }
+      }
+    }
+    ASSERT_EQ(got, want) << "round " << round;
+  }
+}
+
 // Painting slice by slice must give the whole window's path exactly, whatever the slices cut:
 // nested and overlapping spans, equal spans in one layer (file order decides), spans that start
 // before or end after the window, and spans much longer than a slice.
