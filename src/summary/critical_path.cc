@@ -1,6 +1,7 @@
 #include "summary/critical_path.h"
 
 #include <algorithm>
+#include <climits>
 
 namespace eroica {
 namespace {
@@ -14,26 +15,20 @@ inline void AppendMerged(SpanList* out, const Span& span) {
   }
 }
 
-// std::sort, but linear for what traces give: spans in file order are a few ascending runs
-// (one per thread or stream, or per layer), merged here instead of sorted from scratch.
-// `scratch` is the merges' second buffer, kept by the caller across calls: a fresh one each time
-// cost more in first touches of its pages than the merging itself.
-template <typename Less>
-void SortRuns(SpanList* spans, Less less, SpanList* scratch) {
-  std::vector<size_t> starts = {0};
-  for (size_t i = 1; i < spans->size(); ++i) {
-    if (less((*spans)[i], (*spans)[i - 1])) {
-      starts.push_back(i);
-      if (starts.size() > spans->size() / 16 + 64) {  // no run structure to speak of
-        std::sort(spans->begin(), spans->end(), less);
-        return;
-      }
-    }
-  }
-  starts.push_back(spans->size());
-  if (starts.size() <= 2) return;
-  // Merge neighbouring runs pairwise until one is left, between two buffers (inplace_merge
-  // would allocate, and fault in, a fresh buffer each time).
+// Timeline order: by start, and on equal starts the longer (outer) span first; ties keep the
+// order spans came in.
+inline bool BeforeInTimeline(const Span& x, const Span& y) {
+  return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
+}
+
+// Spans in file order are a few ascending runs (one per thread or stream); up to this many are
+// merged as they are walked, with no copy. More are merged into one run first.
+constexpr size_t kWalkedRuns = 8;
+
+// Merges neighbouring runs pairwise until one is left, between `spans` and `scratch` (kept by
+// the caller across calls: a fresh buffer each time cost more in first touches of its pages
+// than the merging itself). Stable: on ties the earlier run comes first.
+void MergeRuns(SpanList* spans, std::vector<size_t> starts, SpanList* scratch) {
   size_t size = spans->size();
   if (scratch->size() < size) scratch->resize(size);
   SpanList* from = spans;
@@ -44,7 +39,7 @@ void SortRuns(SpanList* spans, Less less, SpanList* scratch) {
     for (; r + 2 < starts.size(); r += 2) {
       std::merge(from->begin() + static_cast<long>(starts[r]), from->begin() + static_cast<long>(starts[r + 1]),
                  from->begin() + static_cast<long>(starts[r + 1]), from->begin() + static_cast<long>(starts[r + 2]),
-                 to->begin() + static_cast<long>(starts[r]), less);
+                 to->begin() + static_cast<long>(starts[r]), BeforeInTimeline);
       merged.push_back(starts[r + 2]);
     }
     if (r + 1 < starts.size()) {  // an odd run left over: carried as it is
@@ -61,40 +56,93 @@ void SortRuns(SpanList* spans, Less less, SpanList* scratch) {
   }
 }
 
-// Timeline order: by start, and on equal starts the longer (outer) span first; ties keep the
-// order spans came in (SortRuns merges stably).
-void SortForTimeline(SpanList* spans, SpanList* scratch) {
-  std::erase_if(*spans, [](const Span& s) { return s.end_ns <= s.start_ns; });
-  SortRuns(
-      spans,
-      [](const Span& x, const Span& y) {
-        return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
-      },
-      scratch);
+// Cuts a layer's spans to the window, drops the empty ones, and returns where its ascending
+// runs start (and, last, its size), in one pass. Many runs are merged (or, with no run
+// structure to speak of, sorted) into one first, so at most kWalkedRuns remain.
+std::vector<size_t> CutToRuns(SpanList* spans, int64_t window_lo, int64_t window_hi, SpanList* scratch) {
+  std::vector<size_t> starts = {0};
+  size_t kept = 0;
+  for (Span span : *spans) {
+    span.start_ns = std::max(span.start_ns, window_lo);
+    span.end_ns = std::min(span.end_ns, window_hi);
+    if (span.end_ns <= span.start_ns) continue;
+    if (kept > 0 && BeforeInTimeline(span, (*spans)[kept - 1])) starts.push_back(kept);
+    (*spans)[kept++] = span;
+  }
+  spans->resize(kept);
+  starts.push_back(kept);
+  if (starts.size() - 1 <= kWalkedRuns) return starts;
+  if (starts.size() > kept / 16 + 64) {
+    std::stable_sort(spans->begin(), spans->end(), BeforeInTimeline);
+  } else {
+    MergeRuns(spans, std::move(starts), scratch);
+  }
+  return {0, kept};
 }
 
+// A layer's spans in timeline order, its runs merged as they are read, each cut to [lo, hi)
+// (the order is the window's: see PaintRange). Spans empty once cut are skipped.
+class TimelineOrder {
+ public:
+  TimelineOrder(const SpanList& spans, const std::vector<size_t>& run_starts, int64_t lo, int64_t hi)
+      : spans_(spans),
+        heads_(run_starts.begin(), run_starts.end() - 1),
+        ends_(run_starts.begin() + 1, run_starts.end()),
+        lo_(lo),
+        hi_(hi) {}
+
+  bool Next(Span* out) {
+    while (true) {
+      size_t best = heads_.size();
+      for (size_t r = 0; r < heads_.size(); ++r) {  // on ties the earlier run: the merge is stable
+        if (heads_[r] < ends_[r] &&
+            (best == heads_.size() || BeforeInTimeline(spans_[heads_[r]], spans_[heads_[best]]))) {
+          best = r;
+        }
+      }
+      if (best == heads_.size()) return false;
+      Span span = spans_[heads_[best]++];
+      span.start_ns = std::max(span.start_ns, lo_);
+      span.end_ns = std::min(span.end_ns, hi_);
+      if (span.end_ns > span.start_ns) {
+        *out = span;
+        return true;
+      }
+    }
+  }
+
+ private:
+  const SpanList& spans_;
+  std::vector<size_t> heads_, ends_;
+  int64_t lo_, hi_;
+};
+
 // The innermost active span is the one that started last (on equal starts, the one that ends
-// first: it sorts later). Spans start in sorted order, so a stack holds them in priority order:
+// first: it comes later). Spans come in timeline order, so a stack holds them in priority order:
 // its top, once the ended spans on it are popped, is the innermost. (A heap ordered by start
 // gives the same top; the stack does it without the log factor.)
-SpanList WalkTimeline(const SpanList& spans) {
-  std::vector<size_t> active;
+SpanList WalkTimeline(TimelineOrder order, size_t count) {
+  std::vector<Span> active;
   SpanList out;
-  out.reserve(2 * spans.size() + 1);  // each span adds at most two pieces: no regrowth copies
-  size_t next = 0;
-  int64_t now = spans.empty() ? 0 : spans[0].start_ns;
-  while (next < spans.size() || !active.empty()) {
-    while (!active.empty() && spans[active.back()].end_ns <= now) active.pop_back();
+  out.reserve(2 * count + 1);  // each span adds at most two pieces: no regrowth copies
+  Span pending;
+  bool more = order.Next(&pending);
+  int64_t now = more ? pending.start_ns : 0;
+  while (more || !active.empty()) {
+    while (!active.empty() && active.back().end_ns <= now) active.pop_back();
     if (active.empty()) {
-      if (next >= spans.size()) break;
-      now = std::max(now, spans[next].start_ns);
+      if (!more) break;
+      now = std::max(now, pending.start_ns);
     }
-    while (next < spans.size() && spans[next].start_ns <= now) active.push_back(next++);
-    while (!active.empty() && spans[active.back()].end_ns <= now) active.pop_back();
+    while (more && pending.start_ns <= now) {
+      active.push_back(pending);
+      more = order.Next(&pending);
+    }
+    while (!active.empty() && active.back().end_ns <= now) active.pop_back();
     if (active.empty()) continue;
-    const Span& top = spans[active.back()];
+    const Span& top = active.back();
     int64_t until = top.end_ns;
-    if (next < spans.size()) until = std::min(until, spans[next].start_ns);
+    if (more) until = std::min(until, pending.start_ns);
     AppendMerged(&out, {now, until, top.function});
     now = until;
   }
@@ -108,20 +156,10 @@ SpanList PaintRange(std::vector<SpanList>* layers, int64_t window_lo, int64_t wi
                     uint32_t fill_function, SpanList* scratch) {
   std::vector<SpanList> timelines;  // the non-empty layers' own timelines, highest priority first
   for (SpanList& layer : *layers) {
-    for (Span& span : layer) {
-      span.start_ns = std::max(span.start_ns, window_lo);
-      span.end_ns = std::min(span.end_ns, window_hi);
-    }
-    SortForTimeline(&layer, scratch);
-    if (lo > window_lo || hi < window_hi) {
-      for (Span& span : layer) {
-        span.start_ns = std::max(span.start_ns, lo);
-        span.end_ns = std::min(span.end_ns, hi);
-      }
-      std::erase_if(layer, [](const Span& s) { return s.end_ns <= s.start_ns; });  // keeps the order
-    }
-    SpanList timeline = WalkTimeline(layer);
-    if (!timeline.empty()) timelines.push_back(std::move(timeline));  // most layers are empty
+    if (layer.empty()) continue;  // most layers are, on any one trace
+    std::vector<size_t> runs = CutToRuns(&layer, window_lo, window_hi, scratch);
+    SpanList timeline = WalkTimeline(TimelineOrder(layer, runs, lo, hi), layer.size());
+    if (!timeline.empty()) timelines.push_back(std::move(timeline));
   }
   // One sweep over all timelines at once: at each instant the owner is the first timeline with
   // a piece there, and its piece lasts until it ends or a higher timeline's next piece starts.
@@ -156,9 +194,15 @@ SpanList PaintRange(std::vector<SpanList>* layers, int64_t window_lo, int64_t wi
 }  // namespace
 
 SpanList InnermostTimeline(SpanList spans) {
+  if (spans.empty()) return {};
   SpanList scratch;
-  SortForTimeline(&spans, &scratch);
-  return WalkTimeline(spans);
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const Span& span : spans) {
+    lo = std::min(lo, span.start_ns);
+    hi = std::max(hi, span.end_ns);
+  }
+  std::vector<size_t> runs = CutToRuns(&spans, lo, hi, &scratch);
+  return WalkTimeline(TimelineOrder(spans, runs, lo, hi), spans.size());
 }
 
 SpanList PaintCriticalPath(std::vector<SpanList> layers, int64_t window_start_ns, int64_t window_end_ns,

@@ -63,6 +63,44 @@ TEST(InnermostTimelineTest, RandomOverlapsMatchTheDefinitionAtEveryInstant) {
   }
 }
 
+// Spans come as a few ascending runs (merged as they are walked), as many runs (merged into one
+// first), or in no order at all (sorted): each way gives the definition's owner at every instant.
+TEST(InnermostTimelineTest, AnyNumberOfRunsMatchesTheDefinition) {
+  std::mt19937 rng(3);
+  for (size_t runs : {size_t{1}, size_t{3}, size_t{8}, size_t{9}, size_t{20}, size_t{400}}) {
+    std::vector<SpanList> by_run(runs);
+    std::set<std::pair<int64_t, int64_t>> taken;
+    uint32_t function = 0;
+    for (int i = 0; i < 400; ++i) {
+      int64_t start = rng() % 1000, end = start + 1 + rng() % 60;
+      if (taken.insert({start, end}).second) by_run[rng() % runs].push_back({start, end, ++function});
+    }
+    SpanList spans;  // each run ascending, the runs one after another (400 runs: no order at all)
+    for (SpanList& run : by_run) {
+      std::sort(run.begin(), run.end(), [](const Span& x, const Span& y) {
+        return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
+      });
+      spans.insert(spans.end(), run.begin(), run.end());
+    }
+    std::vector<int64_t> got(1100, -1), want(1100, -1);
+    for (const Span& s : InnermostTimeline(spans)) {
+      for (int64_t t = s.start_ns; t < s.end_ns; ++t) got[t] = s.function;
+    }
+    for (int64_t t = 0; t < 1100; ++t) {
+      const Span* best = nullptr;
+      for (const Span& s : spans) {
+        if (s.start_ns > t || s.end_ns <= t) continue;
+        if (best == nullptr || s.start_ns > best->start_ns ||
+            (s.start_ns == best->start_ns && s.end_ns < best->end_ns)) {
+          best = &s;
+        }
+      }
+      if (best != nullptr) want[t] = best->function;
+    }
+    ASSERT_EQ(got, want) << runs << " runs";
+  }
+}
+
 TEST(PaintCriticalPathTest, HigherLayersHideLowerOnesAndGapsAreFilled) {
   std::vector<SpanList> layers = {
       {{100, 300, 1}},               // compute
