@@ -6,15 +6,6 @@
 namespace eroica {
 namespace {
 
-inline void AppendMerged(SpanList* out, const Span& span) {
-  if (span.end_ns <= span.start_ns) return;
-  if (!out->empty() && out->back().end_ns == span.start_ns && out->back().function == span.function) {
-    out->back().end_ns = span.end_ns;
-  } else {
-    out->push_back(span);
-  }
-}
-
 // Timeline order: by start, and on equal starts the longer (outer) span first; ties keep the
 // order spans came in.
 inline bool BeforeInTimeline(const Span& x, const Span& y) {
@@ -117,78 +108,103 @@ class TimelineOrder {
   int64_t lo_, hi_;
 };
 
-// The innermost active span is the one that started last (on equal starts, the one that ends
-// first: it comes later). Spans come in timeline order, so a stack holds them in priority order:
-// its top, once the ended spans on it are popped, is the innermost. (A heap ordered by start
-// gives the same top; the stack does it without the log factor.)
-SpanList WalkTimeline(TimelineOrder order, size_t count) {
-  std::vector<Span> active;
-  SpanList out;
-  out.reserve(2 * count + 1);  // each span adds at most two pieces: no regrowth copies
-  Span pending;
-  bool more = order.Next(&pending);
-  int64_t now = more ? pending.start_ns : 0;
-  while (more || !active.empty()) {
-    while (!active.empty() && active.back().end_ns <= now) active.pop_back();
-    if (active.empty()) {
-      if (!more) break;
-      now = std::max(now, pending.start_ns);
-    }
-    while (more && pending.start_ns <= now) {
-      active.push_back(pending);
-      more = order.Next(&pending);
-    }
-    while (!active.empty() && active.back().end_ns <= now) active.pop_back();
-    if (active.empty()) continue;
-    const Span& top = active.back();
-    int64_t until = top.end_ns;
-    if (more) until = std::min(until, pending.start_ns);
-    AppendMerged(&out, {now, until, top.function});
-    now = until;
+// One layer's own timeline, piece by piece, made as it is read (no layer's timeline is ever held
+// whole). The innermost active span is the one that started last (on equal starts, the one that
+// ends first: it comes later). Spans come in timeline order, so a stack holds them in priority
+// order: its top, once the ended spans on it are popped, is the innermost. (A heap ordered by
+// start gives the same top; the stack does it without the log factor.)
+class LayerTimeline {
+ public:
+  explicit LayerTimeline(TimelineOrder order) : order_(std::move(order)) {
+    more_ = order_.Next(&pending_);
+    now_ = more_ ? pending_.start_ns : 0;
+    has_next_ = NextPiece(&next_);
+    Advance();
   }
-  return out;
-}
 
-// Paints [lo, hi) of a window [window_lo, window_hi): spans are ordered by their bounds within
-// the window, as when the whole window is painted, and only then cut to [lo, hi), so a slice
-// names at every instant the owner the whole window's painting names.
-SpanList PaintRange(std::vector<SpanList>* layers, int64_t window_lo, int64_t window_hi, int64_t lo, int64_t hi,
-                    uint32_t fill_function, SpanList* scratch) {
-  std::vector<SpanList> timelines;  // the non-empty layers' own timelines, highest priority first
+  bool done() const { return done_; }
+  // The current piece: where one function owns the layer, its neighbours owned by others.
+  const Span& piece() const { return piece_; }
+  void Advance() {
+    done_ = !has_next_;
+    if (done_) return;
+    piece_ = next_;
+    while ((has_next_ = NextPiece(&next_)) && next_.start_ns == piece_.end_ns && next_.function == piece_.function) {
+      piece_.end_ns = next_.end_ns;
+    }
+  }
+
+ private:
+  bool NextPiece(Span* out) {
+    while (more_ || !active_.empty()) {
+      while (!active_.empty() && active_.back().end_ns <= now_) active_.pop_back();
+      if (active_.empty()) {
+        if (!more_) return false;
+        now_ = std::max(now_, pending_.start_ns);
+      }
+      while (more_ && pending_.start_ns <= now_) {
+        active_.push_back(pending_);
+        more_ = order_.Next(&pending_);
+      }
+      while (!active_.empty() && active_.back().end_ns <= now_) active_.pop_back();
+      if (active_.empty()) continue;
+      int64_t until = active_.back().end_ns;
+      if (more_) until = std::min(until, pending_.start_ns);
+      *out = {now_, until, active_.back().function};
+      now_ = until;
+      return true;
+    }
+    return false;
+  }
+
+  TimelineOrder order_;
+  std::vector<Span> active_;
+  Span pending_, next_, piece_;
+  bool more_ = false, has_next_ = false, done_ = true;
+  int64_t now_ = 0;
+};
+
+// Paints [lo, hi) of a window [window_lo, window_hi) into `sink`, piece by piece in time order:
+// spans are ordered by their bounds within the window, as when the whole window is painted, and
+// only then cut to [lo, hi), so a slice names at every instant the owner the whole window's
+// painting names.
+template <typename Sink>
+void PaintRange(std::vector<SpanList>* layers, int64_t window_lo, int64_t window_hi, int64_t lo, int64_t hi,
+                uint32_t fill_function, SpanList* scratch, Sink sink) {
+  std::vector<LayerTimeline> timelines;  // the non-empty layers', highest priority first
   for (SpanList& layer : *layers) {
     if (layer.empty()) continue;  // most layers are, on any one trace
     std::vector<size_t> runs = CutToRuns(&layer, window_lo, window_hi, scratch);
-    SpanList timeline = WalkTimeline(TimelineOrder(layer, runs, lo, hi), layer.size());
-    if (!timeline.empty()) timelines.push_back(std::move(timeline));
+    LayerTimeline timeline(TimelineOrder(layer, runs, lo, hi));
+    if (!timeline.done()) timelines.push_back(std::move(timeline));
   }
   // One sweep over all timelines at once: at each instant the owner is the first timeline with
   // a piece there, and its piece lasts until it ends or a higher timeline's next piece starts.
-  // (Lower timelines cannot cut it.) The output comes out in time order, so nothing is sorted.
-  SpanList out;
-  size_t pieces = 1;
-  for (const SpanList& timeline : timelines) pieces += timeline.size();
-  out.reserve(pieces);  // what the timelines hold: rarely exceeded, since higher ones cover lower ones
-  std::vector<size_t> next(timelines.size(), 0);
+  // (Lower timelines cannot cut it.)
+  Span last = {lo, lo, fill_function};
   int64_t now = lo;
   while (now < hi) {
     int64_t until = hi;
     uint32_t function = fill_function;
-    for (size_t t = 0; t < timelines.size(); ++t) {
-      const SpanList& timeline = timelines[t];
-      size_t& i = next[t];
-      while (i < timeline.size() && timeline[i].end_ns <= now) ++i;
-      if (i == timeline.size()) continue;
-      if (timeline[i].start_ns <= now) {
-        function = timeline[i].function;
-        until = std::min(until, timeline[i].end_ns);
+    for (LayerTimeline& timeline : timelines) {
+      while (!timeline.done() && timeline.piece().end_ns <= now) timeline.Advance();
+      if (timeline.done()) continue;
+      if (timeline.piece().start_ns <= now) {
+        function = timeline.piece().function;
+        until = std::min(until, timeline.piece().end_ns);
         break;
       }
-      until = std::min(until, timeline[i].start_ns);
+      until = std::min(until, timeline.piece().start_ns);
     }
-    AppendMerged(&out, {now, until, function});
+    if (function == last.function) {
+      last.end_ns = until;
+    } else {
+      if (last.end_ns > last.start_ns) sink(last);
+      last = {now, until, function};
+    }
     now = until;
   }
-  return out;
+  if (last.end_ns > last.start_ns) sink(last);
 }
 
 }  // namespace
@@ -202,13 +218,19 @@ SpanList InnermostTimeline(SpanList spans) {
     hi = std::max(hi, span.end_ns);
   }
   std::vector<size_t> runs = CutToRuns(&spans, lo, hi, &scratch);
-  return WalkTimeline(TimelineOrder(spans, runs, lo, hi), spans.size());
+  SpanList out;
+  for (LayerTimeline timeline(TimelineOrder(spans, runs, lo, hi)); !timeline.done(); timeline.Advance()) {
+    out.push_back(timeline.piece());
+  }
+  return out;
 }
 
 SpanList PaintCriticalPath(std::vector<SpanList> layers, int64_t window_start_ns, int64_t window_end_ns,
                            uint32_t fill_function) {
-  SpanList scratch;
-  return PaintRange(&layers, window_start_ns, window_end_ns, window_start_ns, window_end_ns, fill_function, &scratch);
+  SpanList scratch, out;
+  PaintRange(&layers, window_start_ns, window_end_ns, window_start_ns, window_end_ns, fill_function, &scratch,
+             [&](const Span& span) { out.push_back(span); });
+  return out;
 }
 
 CriticalPath PaintCriticalPathBySlices(size_t layer_count, const TimeSlices& slices, uint32_t fill_function,
@@ -221,9 +243,8 @@ CriticalPath PaintCriticalPathBySlices(size_t layer_count, const TimeSlices& sli
     if (hi <= lo) continue;
     for (SpanList& layer : layers) layer.clear();
     gather(k, lo, hi, &layers);
-    for (const Span& span : PaintRange(&layers, slices.start_ns, slices.end_ns, lo, hi, fill_function, &scratch)) {
-      path.Append(span);
-    }
+    PaintRange(&layers, slices.start_ns, slices.end_ns, lo, hi, fill_function, &scratch,
+               [&](const Span& span) { path.Append(span); });
   }
   return path;
 }
