@@ -12,45 +12,14 @@ inline bool BeforeInTimeline(const Span& x, const Span& y) {
   return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
 }
 
-// Spans in file order are a few ascending runs (one per thread or stream); up to this many are
-// merged as they are walked, with no copy. More are merged into one run first.
-constexpr size_t kWalkedRuns = 8;
-
-// Merges neighbouring runs pairwise until one is left, between `spans` and `scratch` (kept by
-// the caller across calls: a fresh buffer each time cost more in first touches of its pages
-// than the merging itself). Stable: on ties the earlier run comes first.
-void MergeRuns(SpanList* spans, std::vector<size_t> starts, SpanList* scratch) {
-  size_t size = spans->size();
-  if (scratch->size() < size) scratch->resize(size);
-  SpanList* from = spans;
-  SpanList* to = scratch;
-  while (starts.size() > 2) {
-    std::vector<size_t> merged = {0};
-    size_t r = 0;
-    for (; r + 2 < starts.size(); r += 2) {
-      std::merge(from->begin() + static_cast<long>(starts[r]), from->begin() + static_cast<long>(starts[r + 1]),
-                 from->begin() + static_cast<long>(starts[r + 1]), from->begin() + static_cast<long>(starts[r + 2]),
-                 to->begin() + static_cast<long>(starts[r]), BeforeInTimeline);
-      merged.push_back(starts[r + 2]);
-    }
-    if (r + 1 < starts.size()) {  // an odd run left over: carried as it is
-      std::copy(from->begin() + static_cast<long>(starts[r]), from->begin() + static_cast<long>(starts[r + 1]),
-                to->begin() + static_cast<long>(starts[r]));
-      merged.push_back(starts[r + 1]);
-    }
-    starts = std::move(merged);
-    std::swap(from, to);
-  }
-  if (from != spans) {
-    spans->swap(*from);
-    spans->resize(size);  // the scratch may have been longer
-  }
-}
+// Spans in file order are ascending runs (one per thread or stream), merged as they are walked
+// with no copy: up to this many by scanning their heads, more through a heap of them.
+constexpr size_t kScannedRuns = 8;
 
 // Cuts a layer's spans to the window, drops the empty ones, and returns where its ascending
-// runs start (and, last, its size), in one pass. Many runs are merged (or, with no run
-// structure to speak of, sorted) into one first, so at most kWalkedRuns remain.
-std::vector<size_t> CutToRuns(SpanList* spans, int64_t window_lo, int64_t window_hi, SpanList* scratch) {
+// runs start (and, last, its size), in one pass. With no run structure to speak of, the spans
+// are sorted into one run instead.
+std::vector<size_t> CutToRuns(SpanList* spans, int64_t window_lo, int64_t window_hi) {
   std::vector<size_t> starts = {0};
   size_t kept = 0;
   for (Span span : *spans) {
@@ -62,12 +31,8 @@ std::vector<size_t> CutToRuns(SpanList* spans, int64_t window_lo, int64_t window
   }
   spans->resize(kept);
   starts.push_back(kept);
-  if (starts.size() - 1 <= kWalkedRuns) return starts;
-  if (starts.size() > kept / 16 + 64) {
-    std::stable_sort(spans->begin(), spans->end(), BeforeInTimeline);
-  } else {
-    MergeRuns(spans, std::move(starts), scratch);
-  }
+  if (starts.size() <= kept / 16 + 64) return starts;
+  std::stable_sort(spans->begin(), spans->end(), BeforeInTimeline);
   return {0, kept};
 }
 
@@ -80,19 +45,20 @@ class TimelineOrder {
         heads_(run_starts.begin(), run_starts.end() - 1),
         ends_(run_starts.begin() + 1, run_starts.end()),
         lo_(lo),
-        hi_(hi) {}
+        hi_(hi) {
+    if (heads_.size() <= kScannedRuns) return;
+    for (size_t r = 0; r < heads_.size(); ++r) {
+      if (heads_[r] < ends_[r]) heap_.push_back(r);
+    }
+    std::make_heap(heap_.begin(), heap_.end(), Later{this});
+  }
 
   bool Next(Span* out) {
     while (true) {
-      size_t best = heads_.size();
-      for (size_t r = 0; r < heads_.size(); ++r) {  // on ties the earlier run: the merge is stable
-        if (heads_[r] < ends_[r] &&
-            (best == heads_.size() || BeforeInTimeline(spans_[heads_[r]], spans_[heads_[best]]))) {
-          best = r;
-        }
-      }
-      if (best == heads_.size()) return false;
-      Span span = spans_[heads_[best]++];
+      size_t run = FirstRun();
+      if (run == heads_.size()) return false;
+      Span span = spans_[heads_[run]];
+      Consume(run);
       span.start_ns = std::max(span.start_ns, lo_);
       span.end_ns = std::min(span.end_ns, hi_);
       if (span.end_ns > span.start_ns) {
@@ -103,8 +69,46 @@ class TimelineOrder {
   }
 
  private:
+  // Whether run a's head comes after run b's; on ties the later run, so the merge is stable.
+  struct Later {
+    const TimelineOrder* order;
+    bool operator()(size_t a, size_t b) const {
+      const Span& x = order->spans_[order->heads_[a]];
+      const Span& y = order->spans_[order->heads_[b]];
+      if (BeforeInTimeline(y, x)) return true;
+      return !BeforeInTimeline(x, y) && a > b;
+    }
+  };
+
+  // The run whose head comes first, or heads_.size() when every run is read.
+  size_t FirstRun() const {
+    if (heads_.size() > kScannedRuns) return heap_.empty() ? heads_.size() : heap_.front();
+    size_t best = heads_.size();
+    for (size_t r = 0; r < heads_.size(); ++r) {  // on ties the earlier run: the merge is stable
+      if (heads_[r] < ends_[r] &&
+          (best == heads_.size() || BeforeInTimeline(spans_[heads_[r]], spans_[heads_[best]]))) {
+        best = r;
+      }
+    }
+    return best;
+  }
+
+  void Consume(size_t run) {
+    if (heads_.size() <= kScannedRuns) {
+      ++heads_[run];
+      return;
+    }
+    std::pop_heap(heap_.begin(), heap_.end(), Later{this});  // `run` was on top: now last
+    if (++heads_[run] < ends_[run]) {
+      std::push_heap(heap_.begin(), heap_.end(), Later{this});
+    } else {
+      heap_.pop_back();
+    }
+  }
+
   const SpanList& spans_;
   std::vector<size_t> heads_, ends_;
+  std::vector<size_t> heap_;  // runs not yet read, first head on top (more than kScannedRuns)
   int64_t lo_, hi_;
 };
 
@@ -170,11 +174,11 @@ class LayerTimeline {
 // painting names.
 template <typename Sink>
 void PaintRange(std::vector<SpanList>* layers, int64_t window_lo, int64_t window_hi, int64_t lo, int64_t hi,
-                uint32_t fill_function, SpanList* scratch, Sink sink) {
+                uint32_t fill_function, Sink sink) {
   std::vector<LayerTimeline> timelines;  // the non-empty layers', highest priority first
   for (SpanList& layer : *layers) {
     if (layer.empty()) continue;  // most layers are, on any one trace
-    std::vector<size_t> runs = CutToRuns(&layer, window_lo, window_hi, scratch);
+    std::vector<size_t> runs = CutToRuns(&layer, window_lo, window_hi);
     LayerTimeline timeline(TimelineOrder(layer, runs, lo, hi));
     if (!timeline.done()) timelines.push_back(std::move(timeline));
   }
@@ -211,13 +215,12 @@ void PaintRange(std::vector<SpanList>* layers, int64_t window_lo, int64_t window
 
 SpanList InnermostTimeline(SpanList spans) {
   if (spans.empty()) return {};
-  SpanList scratch;
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (const Span& span : spans) {
     lo = std::min(lo, span.start_ns);
     hi = std::max(hi, span.end_ns);
   }
-  std::vector<size_t> runs = CutToRuns(&spans, lo, hi, &scratch);
+  std::vector<size_t> runs = CutToRuns(&spans, lo, hi);
   SpanList out;
   for (LayerTimeline timeline(TimelineOrder(spans, runs, lo, hi)); !timeline.done(); timeline.Advance()) {
     out.push_back(timeline.piece());
@@ -227,8 +230,8 @@ SpanList InnermostTimeline(SpanList spans) {
 
 SpanList PaintCriticalPath(std::vector<SpanList> layers, int64_t window_start_ns, int64_t window_end_ns,
                            uint32_t fill_function) {
-  SpanList scratch, out;
-  PaintRange(&layers, window_start_ns, window_end_ns, window_start_ns, window_end_ns, fill_function, &scratch,
+  SpanList out;
+  PaintRange(&layers, window_start_ns, window_end_ns, window_start_ns, window_end_ns, fill_function,
              [&](const Span& span) { out.push_back(span); });
   return out;
 }
@@ -237,13 +240,12 @@ CriticalPath PaintCriticalPathBySlices(size_t layer_count, const TimeSlices& sli
                                        const GatherSlice& gather) {
   CriticalPath path(slices.start_ns);
   std::vector<SpanList> layers(layer_count);
-  SpanList scratch;
   for (size_t k = 0; k < slices.count(); ++k) {
     int64_t lo = slices.Start(k), hi = slices.Start(k + 1);
     if (hi <= lo) continue;
     for (SpanList& layer : layers) layer.clear();
     gather(k, lo, hi, &layers);
-    PaintRange(&layers, slices.start_ns, slices.end_ns, lo, hi, fill_function, &scratch,
+    PaintRange(&layers, slices.start_ns, slices.end_ns, lo, hi, fill_function,
                [&](const Span& span) { path.Append(span); });
   }
   return path;

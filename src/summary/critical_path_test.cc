@@ -63,8 +63,8 @@ TEST(InnermostTimelineTest, RandomOverlapsMatchTheDefinitionAtEveryInstant) {
   }
 }
 
-// Spans come as a few ascending runs (merged as they are walked), as many runs (merged into one
-// first), or in no order at all (sorted): each way gives the definition's owner at every instant.
+// Spans come as a few ascending runs (their heads scanned), as many runs (merged through a heap),
+// or in no order at all (sorted): each way gives the definition's owner at every instant.
 TEST(InnermostTimelineTest, AnyNumberOfRunsMatchesTheDefinition) {
   std::mt19937 rng(3);
   for (size_t runs : {size_t{1}, size_t{3}, size_t{8}, size_t{9}, size_t{20}, size_t{400}}) {
