@@ -1,7 +1,7 @@
 #include "summary/critical_path.h"
 
 #include <algorithm>
-#include <climits>
+#include <cstdint>
 
 namespace eroica {
 namespace {
