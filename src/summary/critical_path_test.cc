@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <random>
 #include <set>
 #include <tuple>
@@ -12,6 +14,33 @@ namespace eroica {
 void PrintTo(const Span& s, std::ostream* os) { *os << "[" << s.start_ns << "," << s.end_ns << ")=" << s.function; }
 
 namespace {
+
+// The definition of the owner of instant t among `spans`, each cut to [lo, hi): the active span
+// that started last, on equal starts the one that ends first, on equal bounds the later in file
+// order. -1 when none is active.
+int64_t InnermostAt(const SpanList& spans, int64_t t, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX) {
+  const Span* best = nullptr;
+  int64_t best_start = 0, best_end = 0;
+  for (const Span& s : spans) {
+    int64_t start = std::max(s.start_ns, lo), end = std::min(s.end_ns, hi);
+    if (start > t || end <= t) continue;
+    if (best == nullptr || start > best_start || (start == best_start && end <= best_end)) {
+      best = &s;
+      best_start = start;
+      best_end = end;
+    }
+  }
+  return best == nullptr ? -1 : static_cast<int64_t>(best->function);
+}
+
+// Who owns each instant of [0, length) in a painted timeline (-1: nobody).
+std::vector<int64_t> OwnerAtEveryInstant(const SpanList& pieces, int64_t length) {
+  std::vector<int64_t> owners(static_cast<size_t>(length), -1);
+  for (const Span& s : pieces) {
+    for (int64_t t = std::max<int64_t>(s.start_ns, 0); t < std::min(s.end_ns, length); ++t) owners[t] = s.function;
+  }
+  return owners;
+}
 
 TEST(InnermostTimelineTest, NestedSpansResolveToTheInnermost) {
   // outer 0..100 (1) > middle 10..50 (2) > inner 20..30 (3); sibling 60..70 (4).
@@ -44,22 +73,9 @@ TEST(InnermostTimelineTest, RandomOverlapsMatchTheDefinitionAtEveryInstant) {
       int64_t start = rng() % 60, end = start + 1 + rng() % 30;
       if (taken.insert({start, end}).second) spans.push_back({start, end, f});
     }
-    std::vector<int64_t> got(100, -1), want(100, -1);
-    for (const Span& s : InnermostTimeline(spans)) {
-      for (int64_t t = s.start_ns; t < s.end_ns; ++t) got[t] = s.function;
-    }
-    for (int64_t t = 0; t < 100; ++t) {
-      const Span* best = nullptr;
-      for (const Span& s : spans) {
-        if (s.start_ns > t || s.end_ns <= t) continue;
-        if (best == nullptr || s.start_ns > best->start_ns ||
-            (s.start_ns == best->start_ns && s.end_ns < best->end_ns)) {
-          best = &s;
-        }
-      }
-      if (best != nullptr) want[t] = best->function;
-    }
-    ASSERT_EQ(got, want) << "round " << round;
+    std::vector<int64_t> want(100, -1);
+    for (int64_t t = 0; t < 100; ++t) want[t] = InnermostAt(spans, t);
+    ASSERT_EQ(OwnerAtEveryInstant(InnermostTimeline(spans), 100), want) << "round " << round;
   }
 }
 
@@ -82,22 +98,9 @@ TEST(InnermostTimelineTest, AnyNumberOfRunsMatchesTheDefinition) {
       });
       spans.insert(spans.end(), run.begin(), run.end());
     }
-    std::vector<int64_t> got(1100, -1), want(1100, -1);
-    for (const Span& s : InnermostTimeline(spans)) {
-      for (int64_t t = s.start_ns; t < s.end_ns; ++t) got[t] = s.function;
-    }
-    for (int64_t t = 0; t < 1100; ++t) {
-      const Span* best = nullptr;
-      for (const Span& s : spans) {
-        if (s.start_ns > t || s.end_ns <= t) continue;
-        if (best == nullptr || s.start_ns > best->start_ns ||
-            (s.start_ns == best->start_ns && s.end_ns < best->end_ns)) {
-          best = &s;
-        }
-      }
-      if (best != nullptr) want[t] = best->function;
-    }
-    ASSERT_EQ(got, want) << runs << " runs";
+    std::vector<int64_t> want(1100, -1);
+    for (int64_t t = 0; t < 1100; ++t) want[t] = InnermostAt(spans, t);
+    ASSERT_EQ(OwnerAtEveryInstant(InnermostTimeline(spans), 1100), want) << runs << " runs";
   }
 }
 
@@ -140,30 +143,18 @@ TEST(PaintCriticalPathTest, RandomLayersMatchTheDefinitionAtEveryInstant) {
       }
     }
     int64_t window_start = rng() % 10, window_end = 90 + rng() % 15;
-    std::vector<int64_t> got(120, -1), want(120, -1);
-    for (const Span& s : PaintCriticalPath(layers, window_start, window_end, 999)) {
-      for (int64_t t = s.start_ns; t < s.end_ns; ++t) got[t] = s.function;
-    }
+    std::vector<int64_t> want(120, -1);
     for (int64_t t = window_start; t < window_end; ++t) {
       want[t] = 999;
-      for (const SpanList& layer : layers) {
-        const Span* best = nullptr;
-        for (const Span& s : layer) {
-          if (s.start_ns > t || s.end_ns <= t) continue;
-          int64_t start = std::max(s.start_ns, window_start), end = std::min(s.end_ns, window_end);
-          int64_t best_start = best == nullptr ? 0 : std::max(best->start_ns, window_start);
-          int64_t best_end = best == nullptr ? 0 : std::min(best->end_ns, window_end);
-          if (best == nullptr || start > best_start || (start == best_start && end <= best_end)) {
-            best = &s;  // on bounds equal within the window, the later in file order is inner
-          }
-        }
-        if (best != nullptr) {
-          want[t] = best->function;
+      for (const SpanList& layer : layers) {  // the highest layer active then owns it
+        if (int64_t owner = InnermostAt(layer, t, window_start, window_end); owner >= 0) {
+          want[t] = owner;
           break;
         }
       }
     }
-    ASSERT_EQ(got, want) << "round " << round;
+    ASSERT_EQ(OwnerAtEveryInstant(PaintCriticalPath(layers, window_start, window_end, 999), 120), want)
+        << "round " << round;
   }
 }
 
