@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "base/heap_reuse.h"
 #include "summary/summarize_files.h"
 #include "summary/summarizer.h"
 #include "trace/reader.h"
@@ -275,6 +276,7 @@ int Usage() {
 
 int main(int argc, char** argv) {
   using namespace eroica;
+  KeepFreedMemoryForReuse();  // as the eroica command does: the figures are its reads
   if (argc < 3) return Usage();
   std::string mode = argv[1];
   if (mode == "read") {

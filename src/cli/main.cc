@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "base/heap_reuse.h"
 #include "cli/commands.h"
 #include "cli/version_text.h"
 
@@ -30,6 +31,7 @@ int Run(int argc, char** argv) {
 // Every command reports input errors as values; what still escapes is a bug, and it gets one
 // line and exit 3 rather than an abort's core dump.
 int main(int argc, char** argv) {
+  eroica::KeepFreedMemoryForReuse();
   try {
     return Run(argc, argv);
   } catch (const std::exception& error) {
