@@ -87,6 +87,18 @@ def test_diagnose_against_baseline_names_what_grew_on_every_rank(runs):
     assert any(n.startswith("against the baseline") for n in d["notes"])
 
 
-def test_healthy_against_healthy_baseline_has_no_finding(runs):
-    d = json.loads(eroica("diagnose", runs["healthy_b"], "--baseline", runs["healthy_a"], "--format", "json").stdout)
-    assert d["healthy"], d["findings"]
+def test_healthy_against_healthy_baseline_adds_no_finding(runs):
+    """A healthy baseline adds nothing to a healthy run's diagnosis. What the run's own ranks show
+    against each other is the local analysis's, not the baseline's: on these 2 shared cores a
+    healthy rank is sometimes a real straggler for a window (once, in CI: a rank whose compute
+    ran 0.52 of the step against its peers' 0.24-0.49, and which the others waited for). The
+    accuracy splits measure that rate; this test holds the baseline to adding no finding."""
+    with_baseline = json.loads(eroica("diagnose", runs["healthy_b"], "--baseline", runs["healthy_a"],
+                                      "--format", "json").stdout)
+    alone = json.loads(eroica("diagnose", runs["healthy_b"], "--format", "json").stdout)
+
+    def named(d):
+        return [(f["scope"], f["category"], sorted(f["workers"]), f["function"]) for f in d["findings"]]
+
+    assert named(with_baseline) == named(alone), with_baseline["findings"]
+    assert not any("against the baseline" in f["evidence"] for f in with_baseline["findings"])
