@@ -72,12 +72,16 @@ class WindowExcess {
   size_t iterations() const { return iterations_; }
   // Member k's mean excess per iteration (in shares of an iteration).
   double MeanExcess(size_t k) const { return mean_excess_[k]; }
-  // Its mean excess in units of the noise a mean over the window has (spread / √iterations).
+  // Its mean excess in units of the noise a mean over the window has (spread / √iterations), the
+  // spread being the larger of the category's and all own work's (the .cc says why).
   double Z(size_t k) const { return z_[k]; }
+  // The same against the category's own spread alone: enough only where other evidence says
+  // the others wait for this member (it arrives last at the collectives).
+  double CategoryZ(size_t k) const { return category_z_[k]; }
 
  private:
   size_t iterations_ = 0;
-  std::vector<double> mean_excess_, z_;
+  std::vector<double> mean_excess_, z_, category_z_;
 };
 
 }  // namespace eroica

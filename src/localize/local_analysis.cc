@@ -105,18 +105,22 @@ double OthersWaitFor(const WorkerGroup& group, size_t suspect) {
 // outlier at any group size, by a small floor when there are enough iterations to make chance
 // unlikely (4+), by a larger one with 2-3. So is one whose excess summed over the window stands
 // k noise-spreads above the group while the others wait for it in collectives: a loader that
-// stalls every second iteration misses persistence, not the sum. Large groups also accept a
-// robust z-score beyond k (the paper's k = 5). Without per-iteration data only a large excess
-// counts.
+// stalls every second iteration misses persistence, not the sum. The sum is held to the noise
+// of all own work, where the scheduler moves it; to its category's own noise only when the
+// worker is also the one the others wait for at (nearly) every collective (`last`). Large groups
+// also accept a robust z-score beyond k (the paper's k = 5). Without per-iteration data only a
+// large excess counts.
 bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, const WindowExcess& window, size_t index,
-               double excess, double z, const Expectations& e) {
+               double excess, double z, const std::optional<LastArriver>& last, const Expectations& e) {
   if (excess < e.min_excess_beta) return false;
   if (static_cast<double>(group.size()) >= e.small_group && z >= e.outlier_z) return true;
   if (leaders.iterations() < 2) return excess >= e.fallback_excess_beta;
   double floor = leaders.iterations() >= 4 ? e.small_group_min_excess_beta : e.fallback_excess_beta;
   if (excess < floor) return false;
   if (leaders.Persistent(index)) return true;
-  return window.iterations() >= 4 && window.MeanExcess(index) >= floor && window.Z(index) >= e.outlier_z &&
+  bool arrives_last = last && last->member == index;
+  double window_z = arrives_last ? window.CategoryZ(index) : window.Z(index);
+  return window.iterations() >= 4 && window.MeanExcess(index) >= floor && window_z >= e.outlier_z &&
          OthersWaitFor(group, index) >= e.min_excess_beta;
 }
 
@@ -163,6 +167,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   const std::vector<RobustCenter>& centers = by_category.centers;
   std::vector<std::vector<bool>> outlier(kOwnCount, std::vector<bool>(n, false));
   std::vector<double> host_leads = HostFunctionLeads(group);
+  std::optional<LastArriver> last = FindLastArriver(group, e);
   for (size_t c = 0; c < kOwnCount; ++c) {
     size_t flagged = 0;
     IterationLeaders leaders(group, kOwnWork[c]);
@@ -170,7 +175,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
     for (size_t k = 0; k < n; ++k) {
       double excess = shares[c][k] - centers[c].median;
       double z = RobustZ(shares[c][k], centers[c], e.min_scale_beta);
-      outlier[c][k] = shares[c][k] >= e.min_beta && IsOutlier(group, leaders, window, k, excess, z, e);
+      outlier[c][k] = shares[c][k] >= e.min_beta && IsOutlier(group, leaders, window, k, excess, z, last, e);
       // Host time that sits at one program point far above every peer is the worker's code,
       // even when a noisy iteration elsewhere breaks the persistence test.
       if (kOwnWork[c] == Category::kHost && host_leads[k] >= e.point_lead_beta && excess >= e.min_excess_beta) {
@@ -188,8 +193,8 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   std::vector<Excess> out;
   for (size_t k = 0; k < n; ++k) {
     double own_excess = own[k] - own_center.median;
-    bool own_outlier =
-        IsOutlier(group, own_leaders, own_window, k, own_excess, RobustZ(own[k], own_center, e.min_scale_beta), e);
+    bool own_outlier = IsOutlier(group, own_leaders, own_window, k, own_excess,
+                                 RobustZ(own[k], own_center, e.min_scale_beta), last, e);
     bool any_category = false;
     for (size_t c = 0; c < kOwnCount; ++c) any_category = any_category || outlier[c][k];
     if (!own_outlier && !any_category) continue;
