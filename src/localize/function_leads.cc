@@ -39,7 +39,8 @@ std::vector<double> HostFunctionLeads(const WorkerGroup& group) {
   }
   std::vector<double> leads(group.size(), 0.0);
   for (const auto& [name, t] : top) {
-    if (t.holder == SIZE_MAX || IsFoldedTail(group.table->name(name))) continue;
+    std::string_view text = group.table->name(name);
+    if (t.holder == SIZE_MAX || IsFoldedTail(text) || IsResumePoint(text)) continue;
     leads[t.holder] = std::max(leads[t.holder], t.first - t.second);
   }
   return leads;

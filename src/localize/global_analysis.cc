@@ -175,7 +175,7 @@ double NextHostPointLevel(const WorkerGroup& group, StringId point) {
     for (const FunctionEntry& f : group.functions(k)) {
       if (f.category != Category::kHost || f.name == point) continue;
       std::string_view name = group.table->name(f.name);
-      if (IsFoldedTail(name) || name == kUnattributedPython) continue;
+      if (IsFoldedTail(name) || name == kUnattributedPython || IsResumePoint(name)) continue;
       best = std::max(best, static_cast<double>(f.beta));
     }
     next.push_back(best);
@@ -213,7 +213,9 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
     for (const FunctionEntry& f : group.functions(k)) {
       if (f.beta < e.min_beta) continue;
       double d = e.Distance(f.category, f.host_kind, f.beta, f.mu, f.sigma, has_device);
-      if (d <= 0 || IsFoldedTail(group.table->name(f.name))) continue;
+      // A resumption after a collective is the wait's tail (queued for a CPU), not code.
+      std::string_view name = group.table->name(f.name);
+      if (d <= 0 || IsFoldedTail(name) || IsResumePoint(name)) continue;
       OverBox& o = over[{f.category, f.name}];
       o.host_kind = f.host_kind;
       o.ranks.push_back(group.row(k).rank);
@@ -283,8 +285,11 @@ std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expec
     TopTwo& t = tops[k];
     for (const FunctionEntry& f : group.functions(k)) {
       std::string_view name = group.table->name(f.name);
-      // Folded tails and unattributed Python are many places at once, not a point.
-      if (f.category != Category::kHost || IsFoldedTail(name) || name == kUnattributedPython) continue;
+      // Folded tails and unattributed Python are many places at once, not a point; a resumption
+      // after a collective is where the scheduler's queueing lands, not code.
+      if (f.category != Category::kHost || IsFoldedTail(name) || name == kUnattributedPython || IsResumePoint(name)) {
+        continue;
+      }
       if (!InEveryIteration(f, group.row(k).iterations)) continue;
       if (f.beta > t.first) {
         t.second = t.first;

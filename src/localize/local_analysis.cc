@@ -13,6 +13,7 @@
 #include "localize/function_leads.h"
 #include "localize/iteration_evidence.h"
 #include "localize/work_signals.h"
+#include "summary/function_name.h"
 
 namespace eroica {
 namespace {
@@ -297,6 +298,13 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
   }
   if (group.size() == 2) f.evidence += " (only 2 workers: compared with each other)";
   f.action = AdviceFor(f.category, f.scope, w.rank);
+  if (IsResumePoint(f.function)) {
+    // Not code: its thread was slow to run again after a collective (summary/program_points.h).
+    f.action = fmt::format(
+        "Rank {}'s training thread is slow to run again after its collectives complete: it waits for a CPU. Look "
+        "at what else runs on its cores (its own loader workers and threads, other jobs) and at its CPU quota.",
+        w.rank);
+  }
   return f;
 }
 

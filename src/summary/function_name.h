@@ -36,6 +36,13 @@ inline bool IsFoldedTail(std::string_view name) { return name.starts_with("(othe
 // code may get another such name on another rank or run when the ops around it shift.
 inline bool IsProgramPoint(std::string_view name) { return name.starts_with("(python "); }
 
+// Time the training thread took to run again after a collective it waited on had ended (CPU
+// training: the backend's thread ends the collective, then wakes the training thread):
+// "(resuming after allreduce, before aten::mm)". On a node with more runnable threads than
+// cores that is the time it was queued for a CPU, which moves from rank to rank and step to
+// step; it is not code at a program point.
+inline bool IsResumePoint(std::string_view name) { return name.starts_with("(resuming after "); }
+
 // "f" -> "(f)", for prose; a name already in parentheses (a program point) stays as it is.
 std::string InParentheses(const std::string& name);
 

@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -32,7 +33,11 @@ bool IsLandmark(EventRole role) {
   return role != EventRole::kIgnore && role != EventRole::kStepMarker && !IsDeviceRole(role);
 }
 
-std::string PointName(const FunctionTable& table, uint32_t before, uint32_t after) {
+std::string PointName(const FunctionTable& table, uint32_t before, uint32_t after, uint32_t resumed_from) {
+  if (resumed_from != kNoFunction) {
+    std::string name = "(resuming after " + table.all()[resumed_from].name;
+    return after == kNoFunction ? name + ")" : name + ", before " + table.all()[after].name + ")";
+  }
   if (before == kNoFunction) return "(python before " + table.all()[after].name + ")";
   if (after == kNoFunction) return "(python after " + table.all()[before].name + ")";
   return "(python between " + table.all()[before].name + " and " + table.all()[after].name + ")";
@@ -41,16 +46,23 @@ std::string PointName(const FunctionTable& table, uint32_t before, uint32_t afte
 }  // namespace
 
 void NameProgramPoints(const Trace& trace, const BigVector<EventRole>& roles, const BigVector<uint32_t>& functions,
-                       const WorkerWindow& window, uint32_t unattributed, CriticalPath* critical_path,
+                       const WorkerWindow& window, uint32_t unattributed, bool has_device, CriticalPath* critical_path,
                        FunctionTable* table) {
   std::vector<size_t> gaps;
   std::vector<int64_t> gap_starts, gap_ends;
+  std::vector<uint32_t> resumed_from;  // per gap: the collective (of another thread) it follows
+  uint32_t previous = kNoFunction;
   for (auto it = critical_path->begin(); it != critical_path->end(); ++it) {
     Span span = *it;
+    uint32_t before = previous;
+    previous = span.function;
     if (span.function != unattributed) continue;
     gaps.push_back(it.index());
     gap_starts.push_back(span.start_ns);
     gap_ends.push_back(span.end_ns);
+    bool after_collective =
+        !has_device && before != kNoFunction && table->all()[before].category == Category::kCommunication;
+    resumed_from.push_back(after_collective ? before : kNoFunction);
   }
   if (gaps.empty()) return;
 
@@ -81,13 +93,19 @@ void NameProgramPoints(const Trace& trace, const BigVector<EventRole>& roles, co
     if (Closer(after[g + 1], after[g], /*before=*/false)) after[g] = after[g + 1];
   }
 
-  std::map<std::pair<uint32_t, uint32_t>, uint32_t> points;
+  // (before, after, collective resumed from): a resumption's point does not depend on `before`.
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> points;
   for (size_t g = 0; g < gaps.size(); ++g) {
-    std::pair<uint32_t, uint32_t> key{before[g].function, after[g].function};
-    if (key.first == kNoFunction && key.second == kNoFunction) continue;
+    // The thread resumes only if it was not running: an op of its own that ends where the gap
+    // begins (a blocking call it returned from, recorded by itself) says it was.
+    if (before[g].function != kNoFunction && before[g].at >= gap_starts[g]) resumed_from[g] = kNoFunction;
+    bool resumed = resumed_from[g] != kNoFunction;
+    std::tuple<uint32_t, uint32_t, uint32_t> key{resumed ? kNoFunction : before[g].function, after[g].function,
+                                                 resumed_from[g]};
+    if (!resumed && before[g].function == kNoFunction && after[g].function == kNoFunction) continue;
     auto it = points.find(key);
     if (it == points.end()) {
-      std::string name = PointName(*table, key.first, key.second);
+      std::string name = PointName(*table, std::get<0>(key), std::get<1>(key), std::get<2>(key));
       it = points.emplace(key, table->Intern(Category::kHost, HostKind::kPython, name)).first;
     }
     critical_path->set_function(gaps[g], it->second);

@@ -6,6 +6,12 @@
 // Why not one bucket: code runs at one program point every iteration (a hot loop owns one
 // point, on every rank), while preemption and wake-up delays on a busy host land at many.
 // One bucket adds healthy noise from forty gaps into one β that looks like a hot loop.
+//
+// On CPU training a gap that begins where a collective on the critical path ends is the training
+// thread coming back from waiting on it (the backend's thread finishes the collective and wakes
+// it): "(resuming after allreduce, before B)" (function_name.h IsResumePoint). Healthy ranks
+// take under a millisecond there; a rank queued for a CPU at that moment took 8-30 ms per step on
+// 2 shared cores, which is the scheduler's, not the code's.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +29,9 @@ namespace eroica {
 // point and counts each gap as one call of it. `functions` maps events to table entries; the
 // landmarks are the CPU ops of the window's training thread (all threads of the training
 // process when no step marks one). Spans with no op on either side keep `unattributed`.
+// `has_device`: GPU training, where a collective is the device's and never wakes the thread.
 void NameProgramPoints(const Trace& trace, const BigVector<EventRole>& roles, const BigVector<uint32_t>& functions,
-                       const WorkerWindow& window, uint32_t unattributed, CriticalPath* critical_path,
+                       const WorkerWindow& window, uint32_t unattributed, bool has_device, CriticalPath* critical_path,
                        FunctionTable* table);
 
 }  // namespace eroica

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "summary/function_name.h"
 #include "summary/summary_test_util.h"
 
 namespace eroica {
@@ -83,18 +84,45 @@ TEST(ProgramPointsTest, PythonSpreadOverManyPointsIsSmallAtEach) {
 }
 
 // Another thread of the training process (here gloo's) covers part of the time but marks no
-// program point: the gap after it is named by the step thread's ops.
+// program point: the gap is named by the step thread's ops.
 TEST(ProgramPointsTest, OnlyTheStepThreadsOpsMarkProgramPoints) {
   WorkerPattern p = SummarizeText(R"([
     {"name":"ProfilerStep#1","ph":"X","ts":0,"dur":1000,"tid":1,"pid":7},
     {"name":"aten::add","ph":"X","ts":0,"dur":100,"tid":1,"pid":7},
-    {"name":"gloo:all_reduce","ph":"X","ts":50,"dur":150,"tid":2,"pid":7},
+    {"name":"gloo:all_reduce","ph":"X","ts":20,"dur":60,"tid":2,"pid":7},
     {"name":"aten::mul","ph":"X","ts":300,"dur":700,"tid":1,"pid":7}])");
   const FunctionPattern* gap = Find(p, "(python between aten::add and aten::mul)");
   ASSERT_NE(gap, nullptr);
-  EXPECT_NEAR(gap->beta, 0.1, 1e-9);
-  // gloo:all_reduce's function is "allreduce"; it ends last before the gap but is no landmark.
-  EXPECT_EQ(Find(p, "(python between allreduce and aten::mul)"), nullptr);
+  EXPECT_NEAR(gap->beta, 0.2, 1e-9);
+}
+
+// CPU training: the step thread waits while gloo's thread runs the all-reduce (50-200 µs); the
+// 100 µs until its next op are it coming back (queued for a CPU on a busy node), named after the
+// collective, not after the op before the wait. Where the step thread ran the collective itself
+// (it returned from a blocking call it recorded), it was running at its end: Python.
+// GPU training never waits so: a device collective's end wakes no thread.
+TEST(ProgramPointsTest, TheGapAfterACollectiveTheThreadWaitedOnIsItsResumption) {
+  const char* waited = R"({{"traceEvents": [
+    {{"name":"ProfilerStep#1","ph":"X","ts":0,"dur":1000,"tid":1,"pid":7}},
+    {{"name":"aten::add","ph":"X","ts":0,"dur":50,"tid":1,"pid":7}},
+    {{"name":"gloo:all_reduce","ph":"X","ts":50,"dur":150,"tid":{},"pid":7}},
+    {{"name":"aten::mul","ph":"X","ts":300,"dur":700,"tid":1,"pid":7}}{}]}})";
+  WorkerPattern cpu = SummarizeText(fmt::format(fmt::runtime(waited), 2, ""));
+  const FunctionPattern* resumed = Find(cpu, "(resuming after allreduce, before aten::mul)");
+  ASSERT_NE(resumed, nullptr);
+  EXPECT_NEAR(resumed->beta, 0.1, 1e-9);
+  EXPECT_EQ(resumed->category, Category::kHost);
+  EXPECT_TRUE(IsResumePoint(resumed->name));
+  EXPECT_EQ(Find(cpu, "(python between aten::add and aten::mul)"), nullptr);
+
+  WorkerPattern returned = SummarizeText(fmt::format(fmt::runtime(waited), 1, ""));
+  EXPECT_NE(Find(returned, "(python between allreduce and aten::mul)"), nullptr);
+  for (const FunctionPattern& f : returned.functions) EXPECT_FALSE(IsResumePoint(f.name)) << f.name;
+
+  WorkerPattern gpu = SummarizeText(fmt::format(
+      fmt::runtime(waited), 2,
+      R"json(,{"name":"void gemm<1>(int)","ph":"X","cat":"kernel","ts":900,"dur":50,"tid":7,"pid":0})json"));
+  for (const FunctionPattern& f : gpu.functions) EXPECT_FALSE(IsResumePoint(f.name)) << f.name;
 }
 
 TEST(ProgramPointsTest, WithoutOpsOnTheHostTheTimeStaysUnattributed) {

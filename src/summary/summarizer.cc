@@ -378,7 +378,7 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
   Summary summary;
   summary.window_start_ns = window.start_ns;
   summary.critical_path = PaintPath(trace, roles, functions, window, has_device, unattributed, options);
-  NameProgramPoints(trace, roles, functions, window, unattributed, &summary.critical_path, &table);
+  NameProgramPoints(trace, roles, functions, window, unattributed, has_device, &summary.critical_path, &table);
   for (const Span& span : summary.critical_path) table[span.function].owned_ns += span.end_ns - span.start_ns;
   AddUtilization(summary.critical_path, has_device, options.samples, &table);
 
