@@ -97,8 +97,11 @@ void NameProgramPoints(const Trace& trace, const BigVector<EventRole>& roles, co
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> points;
   for (size_t g = 0; g < gaps.size(); ++g) {
     // The thread resumes only if it was not running: an op of its own that ends where the gap
-    // begins (a blocking call it returned from, recorded by itself) says it was.
-    if (before[g].function != kNoFunction && before[g].at >= gap_starts[g]) resumed_from[g] = kNoFunction;
+    // begins (a blocking call it returned from, recorded by itself) says it was, and so does a
+    // step that begins there (the thread marks it; a collective recorded past its step's end is
+    // painted up to there, summarizer.cc PaintedEnd, and woke no one).
+    bool at_step = std::binary_search(window.step_starts_ns.begin(), window.step_starts_ns.end(), gap_starts[g]);
+    if (at_step || (before[g].function != kNoFunction && before[g].at >= gap_starts[g])) resumed_from[g] = kNoFunction;
     bool resumed = resumed_from[g] != kNoFunction;
     std::tuple<uint32_t, uint32_t, uint32_t> key{resumed ? kNoFunction : before[g].function, after[g].function,
                                                  resumed_from[g]};

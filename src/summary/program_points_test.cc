@@ -125,6 +125,22 @@ TEST(ProgramPointsTest, TheGapAfterACollectiveTheThreadWaitedOnIsItsResumption) 
   for (const FunctionPattern& f : gpu.functions) EXPECT_FALSE(IsResumePoint(f.name)) << f.name;
 }
 
+// gloo recorded step 1's all-reduce past step 2's start: it is painted up to there (the step had
+// moved on). The gap that opens step 2 follows it on the path, but the thread marked that step
+// itself, so it was running: Python, not a resumption.
+TEST(ProgramPointsTest, AGapThatOpensAStepIsNoResumption) {
+  WorkerPattern p = SummarizeText(R"([
+    {"name":"ProfilerStep#1","ph":"X","ts":0,"dur":1000,"tid":1,"pid":7},
+    {"name":"ProfilerStep#2","ph":"X","ts":1000,"dur":1000,"tid":1,"pid":7},
+    {"name":"aten::add","ph":"X","ts":0,"dur":400,"tid":1,"pid":7},
+    {"name":"gloo:all_reduce","ph":"X","ts":400,"dur":900,"tid":2,"pid":7},
+    {"name":"aten::mul","ph":"X","ts":1100,"dur":900,"tid":1,"pid":7}])");
+  const FunctionPattern* gap = Find(p, "(python between aten::add and aten::mul)");
+  ASSERT_NE(gap, nullptr);
+  EXPECT_NEAR(gap->beta, 0.05, 1e-9);
+  for (const FunctionPattern& f : p.functions) EXPECT_FALSE(IsResumePoint(f.name)) << f.name;
+}
+
 TEST(ProgramPointsTest, WithoutOpsOnTheHostTheTimeStaysUnattributed) {
   WorkerPattern p = SummarizeText(R"json({"traceEvents": [
     {"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":7,"tid":1,"ts":0,"dur":1000},

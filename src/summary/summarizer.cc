@@ -155,16 +155,31 @@ bool PaintsPath(const TraceEvent& e, EventRole role, const WorkerWindow& window)
   return e.end_ns() > window.start_ns && e.ts_ns < window.end_ns;
 }
 
+// Where a collective ends for the critical path. On CPU training the backend's thread (gloo) runs
+// it and records its range; the step moves on only once it is done (DDP waits for its
+// all-reduces before the optimizer step), so a range that runs past the next step's start was
+// done by then, and the rest is that thread recording its end late, descheduled on a busy node:
+// one all-reduce of a healthy run ran 26 ms into the next step, over a 9 ms loop there that was
+// then painted as waiting. The training thread's own collective ops it records itself.
+int64_t PaintedEnd(const TraceEvent& e, EventRole role, const WorkerWindow& window, bool has_device) {
+  if (has_device || role != EventRole::kCpuComm || window.main_tid < 0 || e.tid == window.main_tid) {
+    return e.end_ns();
+  }
+  auto next_step = std::upper_bound(window.step_starts_ns.begin(), window.step_starts_ns.end(), e.ts_ns);
+  if (next_step == window.step_starts_ns.end() || next_step == window.step_starts_ns.begin()) return e.end_ns();
+  return std::min(e.end_ns(), *next_step);
+}
+
 // Each function's calls, time, bytes and shapes from the events that start in the window.
 void CountCalls(const Trace& trace, const BigVector<EventRole>& roles, const BigVector<uint32_t>& functions,
-                const WorkerWindow& window, FunctionTable* table) {
+                const WorkerWindow& window, bool has_device, FunctionTable* table) {
   std::vector<int64_t> shape_hashes(trace.strings.size(), -1);  // by string id, -1: not hashed yet
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
     if (!PaintsPath(e, roles[i], window) || e.ts_ns < window.start_ns) continue;
     FunctionStats& stats = (*table)[functions[i]];
     ++stats.calls;
-    stats.total_duration_ns += e.dur_ns;
+    stats.total_duration_ns += PaintedEnd(e, roles[i], window, has_device) - e.ts_ns;
     if (e.extra == 0) continue;
     if (int64_t bytes = trace.Bytes(e); bytes > 0) stats.bytes += bytes;
     if (StringId shapes = trace.Shapes(e); shapes != 0) {
@@ -185,11 +200,12 @@ struct SliceIndex {
 };
 
 SliceIndex IndexBySlice(const Trace& trace, const BigVector<EventRole>& roles, const WorkerWindow& window,
-                        size_t spans_per_slice) {
+                        bool has_device, size_t spans_per_slice) {
   SliceIndex index;
   index.slices = TimeSlices::About(window.start_ns, window.end_ns, trace.events.size() / spans_per_slice);
-  auto slices_of = [&](const TraceEvent& e) {
-    int64_t from = std::max(e.ts_ns, window.start_ns), to = std::min(e.end_ns(), window.end_ns);
+  auto slices_of = [&](const TraceEvent& e, EventRole role) {
+    int64_t from = std::max(e.ts_ns, window.start_ns);
+    int64_t to = std::min(PaintedEnd(e, role, window, has_device), window.end_ns);
     return std::pair{index.slices.Of(from), index.slices.Of(to - 1)};
   };
   std::vector<size_t> counts;
@@ -198,7 +214,7 @@ SliceIndex IndexBySlice(const Trace& trace, const BigVector<EventRole>& roles, c
     size_t painting = 0, total = 0;
     for (size_t i = 0; i < trace.events.size(); ++i) {
       if (!PaintsPath(trace.events[i], roles[i], window)) continue;
-      auto [first, last] = slices_of(trace.events[i]);
+      auto [first, last] = slices_of(trace.events[i], roles[i]);
       for (size_t k = first; k <= last; ++k) ++counts[k];
       ++painting;
       total += last - first + 1;
@@ -212,7 +228,7 @@ SliceIndex IndexBySlice(const Trace& trace, const BigVector<EventRole>& roles, c
   std::vector<size_t> fill(index.offsets.begin(), index.offsets.end() - 1);
   for (size_t i = 0; i < trace.events.size(); ++i) {
     if (!PaintsPath(trace.events[i], roles[i], window)) continue;
-    auto [first, last] = slices_of(trace.events[i]);
+    auto [first, last] = slices_of(trace.events[i], roles[i]);
     for (size_t k = first; k <= last; ++k) index.entries[fill[k]++] = static_cast<uint32_t>(i);
   }
   return index;
@@ -230,7 +246,7 @@ CriticalPath PaintPath(const Trace& trace, const BigVector<EventRole>& roles, co
     for (size_t l = 0; l < kLayerCount; ++l) (*layers)[l].reserve(sizes[l]);
     for_each_event([&](size_t i) {
       const TraceEvent& e = trace.events[i];
-      (*layers)[layer_of(i)].push_back({e.ts_ns, e.end_ns(), functions[i]});
+      (*layers)[layer_of(i)].push_back({e.ts_ns, PaintedEnd(e, roles[i], window, has_device), functions[i]});
     });
   };
   // The index holds 32-bit event numbers: a trace of more events (170 GB of them) is one slice.
@@ -245,7 +261,7 @@ CriticalPath PaintPath(const Trace& trace, const BigVector<EventRole>& roles, co
     return PaintCriticalPathBySlices(kLayerCount, TimeSlices::About(window.start_ns, window.end_ns, 1), unattributed,
                                      all);
   }
-  SliceIndex index = IndexBySlice(trace, roles, window, std::max<size_t>(options.spans_per_slice, 1));
+  SliceIndex index = IndexBySlice(trace, roles, window, has_device, std::max<size_t>(options.spans_per_slice, 1));
   auto gather = [&](size_t k, int64_t /*lo*/, int64_t /*hi*/, std::vector<SpanList>* layers) {
     fill(layers, [&](auto visit) {
       for (size_t j = index.offsets[k]; j < index.offsets[k + 1]; ++j) visit(index.entries[j]);
@@ -328,7 +344,9 @@ std::vector<CollectiveCall> CollectiveSequence(const Trace& trace, const BigVect
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return calls[a]->ts_ns < calls[b]->ts_ns; });
   std::vector<CollectiveCall> out;
   for (size_t k = 0; k < std::min(order.size(), kMaxCollectiveCalls); ++k) {
-    out.push_back({table.all()[names[order[k]]].name, static_cast<float>(calls[order[k]]->dur_ns / 1e3)});
+    const TraceEvent& e = *calls[order[k]];
+    int64_t end = PaintedEnd(e, has_device ? EventRole::kDeviceComm : EventRole::kCpuComm, window, has_device);
+    out.push_back({table.all()[names[order[k]]].name, static_cast<float>(static_cast<double>(end - e.ts_ns) / 1e3)});
   }
   return out;
 }
@@ -373,7 +391,7 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
   FunctionTable table;
   uint32_t unattributed = table.Intern(Category::kHost, HostKind::kPython, std::string(kUnattributedPython));
   BigVector<uint32_t> functions = AssignFunctions(trace, roles, has_device, &by_name, &table);
-  CountCalls(trace, roles, functions, window, &table);
+  CountCalls(trace, roles, functions, window, has_device, &table);
 
   Summary summary;
   summary.window_start_ns = window.start_ns;

@@ -1,5 +1,6 @@
 #include "summary/summarizer.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -91,6 +92,28 @@ TEST(SummarizeTest, CpuTrainingExactBetas) {
   EXPECT_NEAR(beta["aten::stack"], 0.0, 1e-9);  // the data loader owns its children
   EXPECT_DOUBLE_EQ(p.dataloader_ops_per_iter, 0.5);
   EXPECT_NEAR(p.category_beta[static_cast<int>(Category::kCommunication)], 0.15, 1e-9);
+}
+
+// CPU training: gloo's thread recorded the end of step 1's all-reduce 600 µs into step 2 (it was
+// descheduled; the step had moved on, so the collective was done). Painted to its step's end,
+// step 2's 400 µs of Python before its first op is Python, not waiting; the call's duration is
+// the same. The training thread's own collective op, which it records itself, is not cut.
+TEST(SummarizeTest, ACollectiveRecordedPastItsStepEndsWithTheStep) {
+  const char* trace = R"([
+    {{"name":"ProfilerStep#1","ph":"X","ts":0,"dur":1000,"tid":1,"pid":7}},
+    {{"name":"ProfilerStep#2","ph":"X","ts":1000,"dur":1000,"tid":1,"pid":7}},
+    {{"name":"aten::mm","ph":"X","ts":0,"dur":500,"tid":1,"pid":7}},
+    {{"name":"gloo:all_reduce","ph":"X","ts":500,"dur":1100,"tid":{},"pid":7}},
+    {{"name":"aten::add","ph":"X","ts":1400,"dur":600,"tid":1,"pid":7}}])";
+  WorkerPattern late = SummarizeText(fmt::format(fmt::runtime(trace), 2));
+  std::map<std::string, double> beta = BetaByName(late);
+  EXPECT_NEAR(beta["allreduce"], 0.25, 1e-9);
+  EXPECT_NEAR(late.category_beta[static_cast<int>(Category::kHost)], 0.2, 1e-9);
+  ASSERT_EQ(late.collectives.size(), 1u);
+  EXPECT_FLOAT_EQ(late.collectives[0].duration_us, 500);
+  // Recorded by the training thread itself: it was in the call until then.
+  WorkerPattern own = SummarizeText(fmt::format(fmt::runtime(trace), 1));
+  EXPECT_NEAR(BetaByName(own)["allreduce"], 0.25 + 0.2, 1e-9);
 }
 
 TEST(SummarizeTest, NoStepMarkersCoverTheWholeWindowWithAWarning) {
