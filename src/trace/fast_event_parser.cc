@@ -508,7 +508,9 @@ FastEventParser::Result FastEventParser::ParseByLayout(const char* begin, const 
       return Judge(state, *event);
     }
     if (field == Field::kArgs) {
-      if (*c.p != '{') return Result::kUnsure;  // the layout has the args' members next
+      // The layout has the args' members next. At the limit, the byte there is padding or stale
+      // bytes of an earlier read, never this event's.
+      if (c.p >= limit || *c.p != '{') return Result::kUnsure;
       state.CloseArgs(event);
       ++c.p;
       continue;

@@ -11,6 +11,7 @@
 #include "base/temp_dir.h"
 #include "trace/block_scanner.h"
 #include "trace/byte_source.h"
+#include "trace/fast_event_parser.h"
 #include "trace/json_splitter.h"
 #include "trace/reader.h"
 
@@ -206,6 +207,31 @@ TEST(FastPathTest, ChunkFramingFindsEveryElement) {
 
 // The block scanner against a byte-at-a-time reference on random JSON-ish text (a backslash
 // escapes the next byte wherever it is, as in simdjson).
+// An event cut by the end of the data read so far, where the bytes past the limit (padding, or
+// stale bytes of an earlier read in a reused buffer) happen to continue it: the parser must be
+// unsure, never return a position past the limit. A real trace once cut an event right before its
+// args, stale bytes there completed it, and the reader's position ran past its data (an abort).
+TEST(FastPathTest, AnEventCutAtTheLimitIsUnsureWhateverFollows) {
+  const std::string whole =
+      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 10.5, "dur": 3, )"
+      R"("args": {}})";
+  Trace trace;
+  FastEventParser parser(&trace);
+  for (int learn = 0; learn < 2; ++learn) {  // the second walk follows the learned layout
+    std::string buffer = whole + std::string(kJsonPadding, ' ');
+    ParsedEvent event;
+    FastEventParser::Result result;
+    ASSERT_EQ(parser.Parse(buffer.data(), buffer.data() + whole.size(), &event, &result), buffer.data() + whole.size());
+  }
+  for (size_t cut : {whole.find("\"args\"") + 8, whole.find("{}") + 1, whole.size() - 1}) {
+    std::string buffer = whole + std::string(kJsonPadding, ' ');
+    ParsedEvent event;
+    FastEventParser::Result result;
+    const char* end = parser.Parse(buffer.data(), buffer.data() + cut, &event, &result);
+    EXPECT_EQ(end, nullptr) << "cut at " << cut << ": " << whole.substr(0, cut);
+  }
+}
+
 TEST(FastPathTest, BlockScannerMatchesAByteWalk) {
   std::mt19937 random(7);
   const char alphabet[] = "\"\\{}[]a ,:";

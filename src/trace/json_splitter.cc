@@ -36,6 +36,7 @@ bool IsSeparator(const char* begin, const char* end) {
 JsonSplitter::JsonSplitter(ByteSource* source, std::string path, size_t chunk_bytes)
     : source_(source), path_(std::move(path)), chunk_bytes_(chunk_bytes) {
   buffer_.Resize(std::max<size_t>(4 * kReadBytes, 2 * chunk_bytes_ + kReadBytes) + kJsonPadding);
+  ClearPadding();
 }
 
 void JsonSplitter::Buffer::Resize(size_t size) {
@@ -68,6 +69,7 @@ bool JsonSplitter::Refill() {
         chunk_end_ -= keep_from;
       }
       buffer_file_offset_ += static_cast<int64_t>(keep_from);
+      ClearPadding();
     }
     if (end_ + kReadBytes + kJsonPadding > buffer_.size()) {
       if (buffer_.size() * 2 > kMaxBufferBytes) {
@@ -99,8 +101,15 @@ bool JsonSplitter::Refill() {
   }
   end_ += *n;
   result_.bytes_read += static_cast<int64_t>(*n);
+  ClearPadding();
   return true;
 }
+
+// The padding after the data holds zeros, never stale bytes of an earlier read: a parser that
+// looks ahead there (SIMD loads, a layout's next gap) must not find the rest of an event cut at
+// the end of the data (an all-reduce trace once continued into such bytes, and the splitter's
+// position then ran past its data).
+void JsonSplitter::ClearPadding() { std::memset(buffer_.data() + end_, 0, kJsonPadding); }
 
 bool JsonSplitter::EnsureByte() { return pos_ < end_ || Refill(); }
 
@@ -289,7 +298,8 @@ bool JsonSplitter::ParseEventArray(TraceChunkSink* sink) {
     }
     if (c == '{' && in_place) {
       const char* end = sink->ParseEventInPlace(buffer_.data() + pos_, buffer_.data() + end_);
-      if (end != nullptr) {
+      // Never past the data read (pos_ past end_ would make Refill move a negative length).
+      if (end != nullptr && end <= buffer_.data() + end_) {
         pos_ = static_cast<size_t>(end - buffer_.data());
         continue;
       }

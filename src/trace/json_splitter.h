@@ -57,6 +57,7 @@ class JsonSplitter {
  private:
   static constexpr size_t kNoPin = static_cast<size_t>(-1);
 
+  void ClearPadding();
   bool Refill();
   bool EnsureByte();
   bool SkipWhitespace();

@@ -76,7 +76,7 @@ class LayoutTrie {
   };
 
   bool Matches(const Node& node, const char* p, const char* limit) const {
-    if (static_cast<size_t>(limit - p) < node.gap_size) return false;
+    if (p > limit || static_cast<size_t>(limit - p) < node.gap_size) return false;
 #if defined(__SSE2__)
     __m128i low = _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)),
                                  _mm_load_si128(reinterpret_cast<const __m128i*>(node.head)));
