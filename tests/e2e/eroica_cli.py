@@ -36,3 +36,18 @@ def run_scenario(name, out, ranks=4, seed=0, params=(), extra=()):
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"{name}: {result.stdout}\n{result.stderr}"
     return json.loads((Path(out) / "truth.json").read_text())
+
+
+def shown(run_dir, functions=8):
+    """Every rank's pattern as `eroica show` prints it (its top functions and CPU reading): what a
+    failed run's message carries, since pytest keeps only its last few temporary folders."""
+    texts = []
+    for trace in sorted(Path(run_dir).glob("rank-*.json")):
+        if trace.name.endswith((".meta.json", ".stacks.json")):
+            continue
+        out = Path(run_dir) / (trace.name + ".shown.pattern")
+        if eroica("summarize", trace, "-o", out, check=False).returncode == 0:
+            texts.append(eroica("show", out, "-n", functions, check=False).stdout)
+            out.unlink()
+    return "\n".join(texts)
+

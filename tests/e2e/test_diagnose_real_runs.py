@@ -2,7 +2,7 @@
 name the right rank, category and scope first, and find nothing on healthy runs."""
 import pytest
 
-from eroica_cli import EROICA, diagnose, pattern, run_scenario
+from eroica_cli import EROICA, diagnose, pattern, run_scenario, shown
 
 # scenario, fault rank, testbed parameters, run settings, expected (category, scope)
 FAULTS = [
@@ -43,9 +43,9 @@ def test_first_finding_names_the_fault(scenario, rank, params, settings, expecte
     truth = run_scenario(scenario, tmp_path, params=params, extra=extra)
     d = diagnose(tmp_path)
     assert d["workers"] == 4
-    assert not d["healthy"], d
+    assert not d["healthy"], f"{d}\n{shown(tmp_path)}"
     first = d["findings"][0]
-    assert (first["category"], first["scope"]) == expected, first["evidence"]
+    assert (first["category"], first["scope"]) == expected, f"{first['evidence']}\n{shown(tmp_path)}"
     if scenario == "loader_workers_slow":  # located in the worker processes, not at next()
         sites = truth["locations"][0]
         assert any(f"{sites['file']}:{line}(" in first.get("location", "") for line in sites["lines"]), first
