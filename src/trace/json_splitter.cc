@@ -107,8 +107,8 @@ bool JsonSplitter::Refill() {
 
 // The padding after the data holds zeros, never stale bytes of an earlier read: a parser that
 // looks ahead there (SIMD loads, a layout's next gap) must not find the rest of an event cut at
-// the end of the data (an all-reduce trace once continued into such bytes, and the splitter's
-// position then ran past its data).
+// the end of the data (a healthy run's trace once did: an event cut before its args "ended" in
+// such bytes, and the splitter's position ran past its data).
 void JsonSplitter::ClearPadding() { std::memset(buffer_.data() + end_, 0, kJsonPadding); }
 
 bool JsonSplitter::EnsureByte() { return pos_ < end_ || Refill(); }
