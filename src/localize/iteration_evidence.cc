@@ -49,7 +49,8 @@ struct Deviations {
 
 }  // namespace
 
-WindowExcess::WindowExcess(const WorkerGroup& group, std::optional<Category> category, const Expectations& e) {
+WindowExcess::WindowExcess(const WorkerGroup& group, std::optional<Category> category, const Expectations& e,
+                           const WindowExcess* own_work) {
   size_t n = group.size();
   size_t iterations = SIZE_MAX;
   for (size_t k = 0; k < n; ++k) iterations = std::min<size_t>(iterations, group.row(k).iterations_count);
@@ -57,6 +58,7 @@ WindowExcess::WindowExcess(const WorkerGroup& group, std::optional<Category> cat
   mean_excess_.assign(n, 0.0);
   z_.assign(n, 0.0);
   category_z_.assign(n, 0.0);
+  spread_.assign(n, 0.0);
   if (iterations_ == 0 || n < 3) return;
   // Deviations from each iteration's median, so that each member's noise is the spread of
   // everyone else's: the peers' own spikes (a rank descheduled for a while) are what a sum must
@@ -68,15 +70,15 @@ WindowExcess::WindowExcess(const WorkerGroup& group, std::optional<Category> cat
   // real local faults of the tuning split stood 8-37 above it, but for a synchronous checkpoint
   // at 4.7, the rank the others waited for at every collective (CategoryZ: local_analysis.cc).
   Deviations mine(group, category, iterations_);
-  std::optional<Deviations> own;
-  if (category) own.emplace(group, std::nullopt, iterations_);
+  bool with_own = own_work != nullptr && own_work->iterations_ == iterations_;
   double others_count = static_cast<double>((n - 1) * iterations_);
+  double root = std::sqrt(static_cast<double>(iterations_));
   for (size_t k = 0; k < n; ++k) {
     mean_excess_[k] = mine.sum[k] / static_cast<double>(iterations_);
-    double root = std::sqrt(static_cast<double>(iterations_));
-    double spread = std::max(mine.OthersSpread(k, others_count), e.min_scale_beta);
+    spread_[k] = mine.OthersSpread(k, others_count);
+    double spread = std::max(spread_[k], e.min_scale_beta);
     category_z_[k] = mean_excess_[k] / (spread / root);
-    if (own) spread = std::max(spread, own->OthersSpread(k, others_count));
+    if (with_own) spread = std::max(spread, own_work->spread_[k]);
     z_[k] = mean_excess_[k] / (spread / root);
   }
 }

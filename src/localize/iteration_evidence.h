@@ -67,7 +67,10 @@ class IterationLeaders {
 // where it does not lead every single iteration. O(members × iterations) to build.
 class WindowExcess {
  public:
-  WindowExcess(const WorkerGroup& group, std::optional<Category> category, const Expectations& e);
+  // `own_work`: the window of all own work (category nullopt) of the same group, whose spread a
+  // category's sum must also rise above; null for the own-work window itself.
+  WindowExcess(const WorkerGroup& group, std::optional<Category> category, const Expectations& e,
+               const WindowExcess* own_work = nullptr);
 
   size_t iterations() const { return iterations_; }
   // Member k's mean excess per iteration (in shares of an iteration).
@@ -82,6 +85,7 @@ class WindowExcess {
  private:
   size_t iterations_ = 0;
   std::vector<double> mean_excess_, z_, category_z_;
+  std::vector<double> spread_;  // per member: the spread of the others' deviations
 };
 
 }  // namespace eroica

@@ -169,10 +169,11 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   std::vector<std::vector<bool>> outlier(kOwnCount, std::vector<bool>(n, false));
   std::vector<double> host_leads = HostFunctionLeads(group);
   std::optional<LastArriver> last = FindLastArriver(group, e);
+  WindowExcess own_window(group, std::nullopt, e);
   for (size_t c = 0; c < kOwnCount; ++c) {
     size_t flagged = 0;
     IterationLeaders leaders(group, kOwnWork[c]);
-    WindowExcess window(group, kOwnWork[c], e);
+    WindowExcess window(group, kOwnWork[c], e, &own_window);
     for (size_t k = 0; k < n; ++k) {
       double excess = shares[c][k] - centers[c].median;
       double z = RobustZ(shares[c][k], centers[c], e.min_scale_beta);
@@ -190,7 +191,6 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   std::vector<double> own = OwnShares(group, std::nullopt);
   RobustCenter own_center = MedianAndMad(own);
   IterationLeaders own_leaders(group, std::nullopt);
-  WindowExcess own_window(group, std::nullopt, e);
   std::vector<Excess> out;
   for (size_t k = 0; k < n; ++k) {
     double own_excess = own[k] - own_center.median;

@@ -39,6 +39,18 @@ WorkerPattern Worker(int rank, double compute, double dataloader, double host, d
   return w;
 }
 
+// A Python program point of `beta` on `w`, once per iteration, counted in its host category.
+void AddHostPoint(WorkerPattern* w, const char* name, double beta) {
+  FunctionPattern f;
+  f.name = name;
+  f.category = Category::kHost;
+  f.host_kind = HostKind::kPython;
+  f.beta = beta;
+  f.calls_per_iter = 1;
+  w->functions.push_back(f);
+  w->category_beta[static_cast<int>(Category::kHost)] += beta;
+}
+
 LocalizeInput Healthy(int n) {
   LocalizeInput input;
   for (int r = 0; r < n; ++r) {
@@ -374,19 +386,9 @@ LocalizeInput LoopOverNoisyNextPoints(double loop_share) {
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
     WorkerPattern w = Worker(r, 0.40, 0.05, 0.0, 0.30);
-    auto add = [&](const char* name, double beta) {
-      FunctionPattern f;
-      f.name = name;
-      f.category = Category::kHost;
-      f.host_kind = HostKind::kPython;
-      f.beta = beta;
-      f.calls_per_iter = 1;
-      w.functions.push_back(f);
-      w.category_beta[static_cast<int>(Category::kHost)] += beta;
-    };
-    add("(python between loader and zeros)", next[r] + (loop[r] - next[r]) * loop_share);
-    add("(python between grad and step)", next[r]);
-    add("(python between zeros and zeros)", 0.005);
+    AddHostPoint(&w, "(python between loader and zeros)", next[r] + (loop[r] - next[r]) * loop_share);
+    AddHostPoint(&w, "(python between grad and step)", next[r]);
+    AddHostPoint(&w, "(python between zeros and zeros)", 0.005);
     input.workers.push_back(w);
   }
   return input;
@@ -404,19 +406,9 @@ LocalizeInput LoopWithALateResumption(const char* rank1_gap) {
   for (int r = 0; r < 4; ++r) {
     WorkerPattern w = Worker(r, 0.50, 0.02, 0.0, 0.25);
     w.world_size = 4;
-    auto add = [&](const char* name, double beta) {
-      FunctionPattern f;
-      f.name = name;
-      f.category = Category::kHost;
-      f.host_kind = HostKind::kPython;
-      f.beta = beta;
-      f.calls_per_iter = 1;
-      w.functions.push_back(f);
-      w.category_beta[static_cast<int>(Category::kHost)] += beta;
-    };
-    add("(python between loader and zeros)", loop[r]);
-    add("(python after step)", next[r]);
-    add(rank1_gap, r == 1 ? 0.2502 : 0.004);
+    AddHostPoint(&w, "(python between loader and zeros)", loop[r]);
+    AddHostPoint(&w, "(python after step)", next[r]);
+    AddHostPoint(&w, rank1_gap, r == 1 ? 0.2502 : 0.004);
     input.workers.push_back(w);
   }
   return input;
@@ -442,14 +434,7 @@ TEST(LocalizerTest, AStragglerByItsResumptionIsToldToLookAtItsCpu) {
     double late = r == 2 ? 0.40 : 0.01;
     WorkerPattern w = Worker(r, 0.40, 0.02, 0.0, 0.45 - late);
     w.world_size = 4;
-    FunctionPattern f;
-    f.name = "(resuming after allreduce, before aten::mm)";
-    f.category = Category::kHost;
-    f.host_kind = HostKind::kPython;
-    f.beta = late;
-    f.calls_per_iter = 1;
-    w.functions.push_back(f);
-    w.category_beta[static_cast<int>(Category::kHost)] += late;
+    AddHostPoint(&w, "(resuming after allreduce, before aten::mm)", late);
     for (int i = 0; i < 5; ++i) {
       w.iteration_category_beta.push_back({0.40f, 0, static_cast<float>(0.45 - late), 0.02f, static_cast<float>(late)});
     }

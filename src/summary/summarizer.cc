@@ -331,6 +331,7 @@ std::vector<CollectiveCall> CollectiveSequence(const Trace& trace, const BigVect
                                                bool has_device, const FunctionTable& table) {
   std::vector<const TraceEvent*> calls;
   std::vector<uint32_t> names;
+  std::vector<EventRole> call_roles;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
     bool transfer = has_device ? roles[i] == EventRole::kDeviceComm
@@ -338,6 +339,7 @@ std::vector<CollectiveCall> CollectiveSequence(const Trace& trace, const BigVect
     if (!transfer || e.ts_ns < window.start_ns || e.ts_ns >= window.end_ns) continue;
     calls.push_back(&e);
     names.push_back(functions[i]);
+    call_roles.push_back(roles[i]);
   }
   std::vector<size_t> order(calls.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -345,7 +347,7 @@ std::vector<CollectiveCall> CollectiveSequence(const Trace& trace, const BigVect
   std::vector<CollectiveCall> out;
   for (size_t k = 0; k < std::min(order.size(), kMaxCollectiveCalls); ++k) {
     const TraceEvent& e = *calls[order[k]];
-    int64_t end = PaintedEnd(e, has_device ? EventRole::kDeviceComm : EventRole::kCpuComm, window, has_device);
+    int64_t end = PaintedEnd(e, call_roles[order[k]], window, has_device);
     out.push_back({table.all()[names[order[k]]].name, static_cast<float>(static_cast<double>(end - e.ts_ns) / 1e3)});
   }
   return out;
