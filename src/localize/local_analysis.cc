@@ -58,6 +58,14 @@ std::vector<double> OwnShares(const WorkerGroup& group, std::optional<Category> 
   return shares;
 }
 
+// What member k's share is measured against for its impact: the group's median, but with two
+// workers the other one's share. The median of two is their mean, half-way to the peer, and
+// what the peer waits for is the whole gap. Whether it stands out at all is still judged by its
+// distance from the group's center (the floors were set on that).
+double PeerCenter(const std::vector<double>& shares, const RobustCenter& center, size_t k) {
+  return shares.size() == 2 ? shares[1 - k] : center.median;
+}
+
 // Every own-work category's shares (OwnShares) and their median and MAD, for each member.
 struct CategoryShares {
   std::vector<std::vector<double>> shares;  // [category of kOwnWork][member]
@@ -79,11 +87,10 @@ Excess LargestCategoryExcess(const CategoryShares& s, size_t k, const Expectatio
   bool found = false;
   for (size_t c = 0; c < kOwnCount; ++c) {
     if (considered && !(*considered)[c][k]) continue;
-    double excess = s.shares[c][k] - s.centers[c].median;
+    double peers = PeerCenter(s.shares[c], s.centers[c], k);
+    double excess = s.shares[c][k] - peers;
     if (!found || excess > best.category_excess) {
-      best = {
-          k,  kOwnWork[c], excess, excess, s.centers[c].median, RobustZ(s.shares[c][k], s.centers[c], e.min_scale_beta),
-          {}, {}};
+      best = {k, kOwnWork[c], excess, excess, peers, RobustZ(s.shares[c][k], s.centers[c], e.min_scale_beta), {}, {}};
       found = true;
     }
   }
@@ -110,7 +117,7 @@ double OthersWaitFor(const WorkerGroup& group, size_t suspect) {
 // of all own work, where the scheduler moves it; to its category's own noise only when the
 // worker is also the one the others wait for at (nearly) every collective (`last`). Large groups
 // also accept a robust z-score beyond k (the paper's k = 5). Without per-iteration data only a
-// large excess counts.
+// large excess counts. With two workers, being the one the other waits for does (see below).
 bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, const WindowExcess& window, size_t index,
                double excess, double z, const std::optional<LastArriver>& last, const Expectations& e) {
   if (excess < e.min_excess_beta) return false;
@@ -120,6 +127,9 @@ bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, const 
   if (excess < floor) return false;
   if (leaders.Persistent(index)) return true;
   bool arrives_last = last && last->member == index;
+  // With one peer there is no spread of peers to hold a sum to: that the peer waits for this
+  // worker at (nearly) every collective, or for it alone, is the evidence.
+  if (group.size() == 2) return arrives_last && OthersWaitFor(group, index) >= e.min_excess_beta;
   double window_z = arrives_last ? window.CategoryZ(index) : window.Z(index);
   return window.iterations() >= 4 && window.MeanExcess(index) >= floor && window_z >= e.outlier_z &&
          OthersWaitFor(group, index) >= e.min_excess_beta;
@@ -138,7 +148,8 @@ void PreferUniformSlowdown(const std::vector<std::vector<double>>& shares, const
   constexpr size_t kCompute = 0, kHost = 3;
   static_assert(kOwnWork[kCompute] == Category::kCompute && kOwnWork[kHost] == Category::kHost);
   if (best->category != Category::kHost) return;
-  double compute_peers = centers[kCompute].median, host_peers = centers[kHost].median;
+  double compute_peers = PeerCenter(shares[kCompute], centers[kCompute], k);
+  double host_peers = PeerCenter(shares[kHost], centers[kHost], k);
   if (compute_peers <= 0 || host_peers <= 0) return;
   double compute_ratio = shares[kCompute][k] / compute_peers;
   double host_ratio = shares[kHost][k] / host_peers;
@@ -193,8 +204,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   IterationLeaders own_leaders(group, std::nullopt);
   std::vector<Excess> out;
   for (size_t k = 0; k < n; ++k) {
-    double own_excess = own[k] - own_center.median;
-    bool own_outlier = IsOutlier(group, own_leaders, own_window, k, own_excess,
+    bool own_outlier = IsOutlier(group, own_leaders, own_window, k, own[k] - own_center.median,
                                  RobustZ(own[k], own_center, e.min_scale_beta), last, e);
     bool any_category = false;
     for (size_t c = 0; c < kOwnCount; ++c) any_category = any_category || outlier[c][k];
@@ -202,11 +212,12 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
     Excess best = LargestCategoryExcess(by_category, k, e, any_category ? &outlier : nullptr);
     PreferUniformSlowdown(shares, centers, outlier, k, host_leads[k], e, &best);
     // Flagged either way, the others wait for all of its own-work excess: that is the impact.
-    best.excess = std::max(best.category_excess, own_excess);
+    best.excess = std::max(best.category_excess, own[k] - PeerCenter(own, own_center, k));
     for (size_t c = 0; c < kOwnCount; ++c) {
-      double excess = shares[c][k] - centers[c].median;
+      double peers = PeerCenter(shares[c], centers[c], k);
+      double excess = shares[c][k] - peers;
       if (kOwnWork[c] != best.category && excess >= e.min_excess_beta) {
-        best.also.push_back({kOwnWork[c], shares[c][k], centers[c].median});
+        best.also.push_back({kOwnWork[c], shares[c][k], peers});
       }
     }
     out.push_back(best);
@@ -343,7 +354,13 @@ void AddLastArriver(const WorkerGroup& group, const Expectations& e, std::vector
 
 // Work counts (items loaded, compute calls) are exact, not timing noise: a rank given clearly
 // more work whose own work takes longer than its peers' is imbalanced even when noisy timings
-// alone would not single it out.
+// alone would not single it out. So its own-work excess needs only the general floor, not the
+// small group's, which guards against timing noise: whether it costs the job is then the
+// others' wait for it (KeepThoseTheOthersWaitFor). With more ranks than cores the scheduler
+// hands the cores to the rank that still works while its peers sleep in their collectives, so
+// its extra work shows as everyone slower: an 8-rank run on 2 cores whose rank 6 loaded 2.0x
+// the items had its own work only 0.04 of a step above its peers', and they waited 0.15 of a
+// step for it (0.07 for any other rank).
 void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, std::vector<Excess>* excesses) {
   size_t n = group.size();
   if (n < 3) return;
@@ -362,7 +379,7 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, std::
                 (median_calls > 0 && w.compute_calls_per_iter >= e.imbalance_ratio * median_calls);
     double excess = own[k] - own_center.median;
     bool listed = std::any_of(excesses->begin(), excesses->end(), [&](const Excess& x) { return x.member == k; });
-    if (!more || listed || excess < e.small_group_min_excess_beta) continue;
+    if (!more || listed || excess < e.min_excess_beta) continue;
     if (!CompareWork(group, k, e.imbalance_ratio).more_work) continue;
     Excess best = LargestCategoryExcess(by_category, k, e);
     best.excess = excess;  // the others wait for all of its own-work excess

@@ -599,6 +599,61 @@ TEST(LocalizerTest, TwoWorkersTheOneTheOtherWaitsForIsTheCause) {
   EXPECT_NE(d.findings[0].evidence.find("only 2 workers"), std::string::npos);
 }
 
+TEST(LocalizerTest, WithTwoWorkersTheImpactIsTheWholeGapToThePeer) {
+  LocalizeInput input;
+  input.workers.push_back(Worker(0, 0.30, 0.02, 0.03, 0.65));
+  input.workers.push_back(Worker(1, 0.30, 0.60, 0.03, 0.07));
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_EQ(d.findings.size(), 1u);
+  // Rank 0 waits for all of rank 1's 0.58 of a 0.1 s step, not for half of it (the median of two
+  // is their mean).
+  EXPECT_NEAR(d.findings[0].impact_s_per_iter, 0.058, 0.003);
+}
+
+// Two ranks, 6 iterations: rank 1's loader workers fall behind every second batch (0.90 of the
+// step), rank 0 then waits for it at the iteration's collective; in the other iterations the two
+// take turns arriving last by a millisecond. `rank1_waits_ms`: how long rank 1 waits for rank 0 in
+// those iterations instead.
+LocalizeInput TwoRanksLoaderStallingEverySecondIteration(float rank1_waits_ms) {
+  LocalizeInput input;
+  for (int r = 0; r < 2; ++r) {
+    bool slow = r == 1;
+    WorkerPattern w = Worker(r, 0.05, slow ? 0.46 : 0.02, 0.03, slow ? 0.05 : 0.49);
+    w.world_size = 2;
+    w.step_ids = {1, 2, 3, 4, 5, 6};
+    for (int i = 0; i < 6; ++i) {
+      bool stall = i % 2 == 0;
+      float loader = slow && stall ? 0.90f : 0.02f;
+      float comm = stall ? (slow ? 0.01f : 0.89f) : 0.05f;
+      w.iteration_category_beta.push_back({0.05f, 0, comm, loader, 0.03f});
+      // The last to arrive spends the least time in the call. Between stalls: rank 0 last at
+      // calls 2 and 6, rank 1 at call 4, the other waiting 1 ms (or rank1_waits_ms for rank 0).
+      float duration_ms = 1;
+      if (stall) {
+        duration_ms = slow ? 1 : 90;
+      } else if (slow) {
+        duration_ms = i == 3 ? 1 : 1 + std::max(1.0f, rank1_waits_ms);
+      } else {
+        duration_ms = i == 3 ? 2 : 1;
+      }
+      w.collectives.push_back({"allreduce", duration_ms * 1000});
+    }
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, WithTwoWorkersALoaderStallingEverySecondIterationIsTheOneTheOtherWaitsFor) {
+  Diagnosis d = Localize(TwoRanksLoaderStallingEverySecondIteration(0), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kDataloader);
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+  // Last at only 4 of 6 calls, but the cause of nearly all the waiting.
+  EXPECT_NE(d.findings[0].evidence.find("arrives last at 4 of 6"), std::string::npos) << d.findings[0].evidence;
+  // When rank 1 keeps rank 0 waiting as long in between, neither is the one the other waits for.
+  EXPECT_TRUE(Localize(TwoRanksLoaderStallingEverySecondIteration(60), DefaultExpectations()).healthy());
+}
+
 TEST(LocalizerTest, MissingRanksAreNamed) {
   LocalizeInput input = Healthy(8);
   input.workers.erase(input.workers.begin() + 3);
@@ -677,6 +732,32 @@ TEST(LocalizerTest, MoreWorkCountsEvenWhenTimingsAreNoisy) {
   EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
   // The same noisy timings without the extra work: nothing stands out.
   input.workers[1].dataloader_ops_per_iter = 64;
+  EXPECT_TRUE(Localize(input, DefaultExpectations()).healthy());
+}
+
+// Six ranks; rank 4 loads twice the items per step, and its own work is only 0.04 of a step above
+// its peers' (more ranks than cores: the scheduler hands it the cores while they sleep in their
+// collectives), but they wait 0.15 of a step for it. The counts are exact: it is imbalanced.
+TEST(LocalizerTest, MoreWorkCountsAtTheGeneralFloorWhenThePeersWaitForIt) {
+  LocalizeInput input;
+  for (int r = 0; r < 6; ++r) {
+    bool more = r == 4;
+    WorkerPattern w = Worker(r, more ? 0.34 : 0.30, 0.05, 0.05, more ? 0.30 : 0.45);
+    w.world_size = 6;
+    for (int i = 0; i < 5; ++i) {
+      float jitter = 0.01f * static_cast<float>((r + i) % 3);
+      float compute = (more ? 0.34f : 0.30f) + jitter;
+      w.iteration_category_beta.push_back({compute, 0, (more ? 0.30f : 0.45f) - jitter, 0.05f, 0.05f});
+    }
+    if (more) w.dataloader_ops_per_iter = 128;
+    input.workers.push_back(w);
+  }
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kImbalance);
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{4});
+  // The same timings with the same counts: 0.04 of a step is within the small group's noise.
+  input.workers[4].dataloader_ops_per_iter = 64;
   EXPECT_TRUE(Localize(input, DefaultExpectations()).healthy());
 }
 
