@@ -654,6 +654,30 @@ TEST(LocalizerTest, WithTwoWorkersALoaderStallingEverySecondIterationIsTheOneThe
   EXPECT_TRUE(Localize(TwoRanksLoaderStallingEverySecondIteration(60), DefaultExpectations()).healthy());
 }
 
+// A point that leads the host time on both of two ranks, but holds 0.18 of a step on one and 0.01
+// on the other (a throttled rank stretches the Python where it wakes): the median lead of two is
+// their mean, yet only one rank pays it. No global cost.
+TEST(LocalizerTest, AGlobalHostCostIsPaidOnMostRanksNotOneOfTwo) {
+  LocalizeInput input;
+  for (int r = 0; r < 2; ++r) {
+    WorkerPattern w = Worker(r, 0.40, 0.02, 0.0, 0.40);
+    w.world_size = 2;
+    AddHostPoint(&w, "DistributedDataParallel.forward", r == 1 ? 0.18 : 0.01);
+    AddHostPoint(&w, "(python between aten::mm and aten::add_)", 0.005);
+    input.workers.push_back(w);
+  }
+  for (const Finding& f : Localize(input, DefaultExpectations()).findings) {
+    EXPECT_FALSE(f.scope == FindingScope::kGlobal && f.category == FindingCategory::kHost) << f.evidence;
+  }
+  // Paid alike on both, it is the job's.
+  input.workers[0].functions[4].beta = 0.17f;
+  input.workers[0].category_beta[static_cast<int>(Category::kHost)] += 0.16;
+  Diagnosis d = Localize(input, DefaultExpectations());
+  EXPECT_TRUE(std::any_of(d.findings.begin(), d.findings.end(), [](const Finding& f) {
+    return f.scope == FindingScope::kGlobal && f.category == FindingCategory::kHost;
+  }));
+}
+
 TEST(LocalizerTest, MissingRanksAreNamed) {
   LocalizeInput input = Healthy(8);
   input.workers.erase(input.workers.begin() + 3);
