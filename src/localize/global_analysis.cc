@@ -331,8 +331,8 @@ std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expec
   // held 0.01 passed the lead test on that one rank alone.
   std::vector<int> paying = RanksPaying(group, betas, level);
   if (!MostWorkers(paying.size(), n, e)) return std::nullopt;
-  Finding f = MakeGlobal(group, Category::kHost, std::string(group.table->name(point)), level, noise.median,
-                         std::move(paying));
+  Finding f =
+      MakeGlobal(group, Category::kHost, std::string(group.table->name(point)), level, noise.median, std::move(paying));
   f.evidence = fmt::format(
       "on {} of {} workers {} is the largest host cost: β {:.3f} (from {:.3f} to {:.3f}), {:.3f} above each one's "
       "next host point, whose spread across workers is {:.3f}; scheduling noise moves between points and ranks, "
