@@ -90,6 +90,7 @@ accuracy: build
 	$(PYTHON) testbed/accuracy.py --eroica $(BUILD)/eroica --split tuning --out out/accuracy-tuning
 	$(PYTHON) testbed/accuracy.py --eroica $(BUILD)/eroica --split validation --out out/accuracy-validation
 	$(PYTHON) testbed/accuracy.py --eroica $(BUILD)/eroica --split probe --out out/accuracy-probe
+	$(PYTHON) testbed/accuracy.py --eroica $(BUILD)/eroica --split edge --out out/accuracy-edge
 
 # clang-tidy over every source (make test checks the recently changed ones); format rewrites
 # every C++ file in clang-format's layout.

@@ -12,6 +12,8 @@ because a false alarm costs a user more than a miss.
 - validation: seeds from 100, each scenario in two set-ups with fault sizes that differ from
   tuning's: 6 ranks with the MLP, and 4 ranks with the transformer (with workers and/or
   accumulation in most); six healthy runs over the set-ups.
+- edge: the smallest and largest jobs this machine runs, 2 and 8 ranks, one run per row with
+  sizes of its own (seeds from 800); made after a stop's rules are fixed, as the probe is.
 - probe: rank counts neither split has (3 and 5), 3 micro-batches per step, sizes of their own,
   seeds 500-519 and 600-619, one run per scenario in each half (net_throttle and hang left out:
   they need the node agent and the online path, which the splits cover). Each half is made
@@ -26,7 +28,7 @@ from typing import Dict, List, Optional, Tuple
 
 import faults
 
-SPLITS = ("tuning", "validation", "probe")
+SPLITS = ("tuning", "validation", "probe", "edge")
 TUNING_SEEDS = (0, 1, 2)
 TUNING_HEALTHY_SEEDS = (0, 1, 2, 3, 4)
 # The benchmark's own fault strengths where the testbed's default does not survive a shared
@@ -200,6 +202,55 @@ def probe() -> List[RunSpec]:
     return runs
 
 
+TWO_MLP = {"ranks": 2}
+TWO_MLP_WORKERS = {"ranks": 2, "num_workers": 2}
+TWO_TRANSFORMER = {"ranks": 2, "model": "transformer"}
+TWO_TRANSFORMER_WORKERS_ACCUM = {"ranks": 2, "model": "transformer", "num_workers": 2, "accum_steps": 2}
+EIGHT_MLP = {"ranks": 8}
+EIGHT_MLP_WORKERS = {"ranks": 8, "num_workers": 2}
+EIGHT_TRANSFORMER = {"ranks": 8, "model": "transformer"}
+# The smallest and the largest job this machine runs: 2 ranks (one peer to compare with, one core
+# each) and 8 (four processes per core). One run per row, seeds from 800; two_faults only at 8
+# ranks (its second rank is two further on, the same rank at 2).
+EDGE_FIRST_SEED = 800
+EDGE_ROWS = [
+    ("healthy", TWO_MLP, ()),
+    ("healthy", TWO_TRANSFORMER_WORKERS_ACCUM, ()),
+    ("healthy", TWO_MLP_WORKERS, ()),
+    ("healthy", EIGHT_MLP, ()),
+    ("healthy", EIGHT_TRANSFORMER, ()),
+    ("healthy", EIGHT_MLP_WORKERS, ()),
+    ("dataloader_stall", TWO_TRANSFORMER, ("stall_ms=45",)),
+    ("dataloader_stall", EIGHT_MLP, ("stall_ms=55",)),
+    ("dataloader_stall_global", TWO_MLP, ("stall_ms=40",)),
+    ("loader_workers_slow", TWO_MLP_WORKERS, ("getitem_ms=11",)),
+    ("loader_workers_slow", EIGHT_MLP_WORKERS, ("getitem_ms=12",)),
+    ("loader_workers_slow_global", TWO_TRANSFORMER_WORKERS_ACCUM, ("getitem_ms=8",)),
+    ("slow_storage", TWO_MLP, ("record_kib=768",)),
+    ("cpu_throttle", TWO_TRANSFORMER, ("share=0.45",)),
+    ("cpu_throttle", EIGHT_MLP, ("share=0.4",)),
+    ("gc_storm", TWO_MLP, ("cycles_per_step=20000",)),
+    ("gc_storm", EIGHT_TRANSFORMER, ("cycles_per_step=15000",)),
+    ("gc_storm_global", EIGHT_MLP, ("cycles_per_step=12000",)),
+    ("python_hot_loop", TWO_TRANSFORMER, ("loop_ms=25",)),
+    ("python_hot_loop", EIGHT_MLP, ("loop_ms=45",)),
+    ("python_hot_loop_global", TWO_MLP, ("loop_ms=30",)),
+    ("python_light_global", TWO_TRANSFORMER, ("step_share=0.14",)),
+    ("python_light_global", EIGHT_MLP, ("step_share=0.15",)),
+    ("imbalance", TWO_MLP, ("batch_factor=2",)),
+    ("imbalance", EIGHT_MLP, ("batch_factor=2.5",)),
+    ("imbalance_seq", TWO_TRANSFORMER, ("seq_factor=2",)),
+    ("checkpoint_sync", TWO_MLP, ()),
+    ("checkpoint_sync", EIGHT_MLP, ()),
+    ("two_faults", EIGHT_MLP, ("stall_ms=120", "share=0.5")),
+]
+
+
+def edge() -> List[RunSpec]:
+    return [RunSpec(name, EDGE_FIRST_SEED + row, params=params, **setup)
+            for row, (name, setup, params) in enumerate(EDGE_ROWS)]
+
+
 def split(name: str) -> List[RunSpec]:
     if name == "tuning":
         return tuning()
@@ -207,4 +258,6 @@ def split(name: str) -> List[RunSpec]:
         return validation()
     if name == "probe":
         return probe()
+    if name == "edge":
+        return edge()
     raise ValueError(f"unknown split {name!r} (one of {', '.join(SPLITS)})")

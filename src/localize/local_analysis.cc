@@ -295,7 +295,7 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
                    w.rank, CategoryName(x.category), x.peer_share + x.category_excess, x.peer_share,
                    x.category_excess * iteration_ms, x.excess * iteration_ms, iteration_ms) +
                also + x.uniform_slowdown + WaitingEvidence(group, x.member);
-  WorkComparison work = CompareWork(group, x.member, e.imbalance_ratio);
+  WorkComparison work = CompareWork(group, x.member, e);
   // Timings say "more data" only about slower ops: a rank whose own loader workers or Python
   // take its CPU also runs its ops slower, and its excess is still its loader's or Python's
   // (a slow-worker loader run was once named `imbalance` so). Nor about a rank its CPU quota
@@ -380,7 +380,7 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, std::
     double excess = own[k] - own_center.median;
     bool listed = std::any_of(excesses->begin(), excesses->end(), [&](const Excess& x) { return x.member == k; });
     if (!more || listed || excess < e.min_excess_beta) continue;
-    if (!CompareWork(group, k, e.imbalance_ratio).more_work) continue;
+    if (!CompareWork(group, k, e).more_work) continue;
     Excess best = LargestCategoryExcess(by_category, k, e);
     best.excess = excess;  // the others wait for all of its own-work excess
     excesses->push_back(best);

@@ -270,6 +270,44 @@ TEST(LocalizerTest, MoreDataWithoutShapesIsImbalanceByTheWorkThatDoesNotScaleWit
   EXPECT_EQ(quota.findings[0].category, FindingCategory::kCompute) << quota.findings[0].evidence;
   EXPECT_NE(quota.findings[0].evidence.find("CPU quota held it back 0.30"), std::string::npos)
       << quota.findings[0].evidence;
+  // With the training threads' run-queue readings. A rank given longer sequences on shared cores
+  // (the tuning split's seed 1): batch ops 1.26x, gradient and optimizer ops 0.75x, but the host's
+  // time between ops 2.2x (the scheduler's wake-ups), while it waited for a CPU 0.14 s per second
+  // against its peers' 0.50. It had the processor: more data, by its ops alone.
+  // (Every rank here waits 0.5-0.6 of a step, over the communication box: that global finding
+  // comes first, so the rank's own finding is looked up.)
+  auto local_on_2 = [](const Diagnosis& d) {
+    auto it = std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) {
+      return f.scope == FindingScope::kLocal && f.workers == std::vector<int>{2};
+    });
+    return it == d.findings.end() ? Finding{} : *it;
+  };
+  auto queued = [](WorkerPattern w, float run_delay, float throttled) {
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.95f,
+                     .process_cpu = 0.5f,
+                     .run_delay = run_delay,
+                     .throttled = throttled,
+                     .main_cpu = 0.45f,
+                     .main_run_delay = run_delay};
+    return w;
+  };
+  for (int r = 0; r < 4; ++r) input.workers[r] = queued(worker(r, 1.0, 1.0, 1.0), 0.48f + 0.02f * r, 0);
+  input.workers[2] = queued(worker(2, 1.26, 0.75, 2.2), 0.14f, 0);
+  Finding held = local_on_2(Localize(input, DefaultExpectations()));
+  EXPECT_EQ(held.category, FindingCategory::kImbalance) << held.evidence;
+  EXPECT_NE(held.evidence.find("waited for a CPU no longer than theirs"), std::string::npos) << held.evidence;
+  // The same timings on a rank its CPU quota held back 0.3 of the window, queued no longer than its
+  // peers: no more data is read from its ops, it is a slower processor.
+  for (int r = 0; r < 4; ++r) input.workers[r] = queued(worker(r, 1.0, 1.0, 1.0), 0.28f + 0.02f * r, 0);
+  input.workers[2] = queued(worker(2, 1.26, 0.75, 2.2), 0.30f, 0.3f);
+  Finding throttled = local_on_2(Localize(input, DefaultExpectations()));
+  EXPECT_EQ(throttled.category, FindingCategory::kCompute) << throttled.evidence;
+  // Batch and model-sized ops stretched alike on a rank that had the processor: a slower one.
+  for (int r = 0; r < 4; ++r) input.workers[r] = queued(worker(r, 1.0, 1.0, 1.0), 0.48f + 0.02f * r, 0);
+  input.workers[2] = queued(worker(2, 1.9, 1.8, 1.0), 0.40f, 0);
+  Finding alike = local_on_2(Localize(input, DefaultExpectations()));
+  EXPECT_EQ(alike.category, FindingCategory::kCompute) << alike.evidence;
 }
 
 // A throttled CPU stretches the ops and the Python between them: compute, even when the host

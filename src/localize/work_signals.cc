@@ -71,8 +71,9 @@ struct Stretch {
 };
 
 // Per-iteration time (calls × mean duration) of the suspect's compute ops and model-sized work,
-// against each function's peer median.
-Stretch CompareStretch(const WorkerGroup& group, size_t suspect) {
+// against each function's peer median; the model-sized work with the host's time between ops
+// (`with_host`) or its ops alone.
+Stretch CompareStretch(const WorkerGroup& group, size_t suspect, bool with_host) {
   const WorkerTable& table = *group.table;
   double batch_mine = 0, batch_peers = 0, model_mine = 0, model_peers = 0;
   for (const FunctionEntry& f : group.functions(suspect)) {
@@ -94,8 +95,10 @@ Stretch CompareStretch(const WorkerGroup& group, size_t suspect) {
     const WorkerRow& row = group.row(k);
     return static_cast<double>(row.beta(Category::kHost)) * row.iteration_s * 1e6;
   };
-  model_mine += host_us(suspect);
-  model_peers += PeerMedian(group, suspect, host_us);
+  if (with_host) {
+    model_mine += host_us(suspect);
+    model_peers += PeerMedian(group, suspect, host_us);
+  }
   Stretch out;
   out.batch_ratio = batch_peers > 0 ? batch_mine / batch_peers : 0;
   out.model_ratio = model_peers > 0 ? model_mine / model_peers : 0;
@@ -138,9 +141,34 @@ std::string StarvedProcessor(const WorkerGroup& group, size_t suspect, double ra
       mine, peer);
 }
 
+// Whether the suspect's training thread had the processor as readily as its peers': neither held
+// back by its CPU quota nor queued for a CPU clearly longer than they were (its reading against
+// their median, by the ratio that counts as more work and the noise floor). False without
+// readings. A quota or a noisy neighbour leaves a rank waiting in the run queue; a rank given
+// more work holds the processor. On the tuning split's 4-rank runs (2 cores): throttled ranks
+// were queued 0.74-0.77 s per second against their peers' 0.12-0.24; ranks given longer
+// sequences 0.14-0.56 against 0.47-0.53, and larger batches 0.26-0.29 against 0.19-0.55.
+bool HadTheProcessor(const WorkerGroup& group, size_t suspect, double ratio, const Expectations& e) {
+  auto queued = [&](size_t k) {
+    const std::optional<CpuShare>& cpu = group.row(k).cpu;
+    return cpu ? static_cast<double>(cpu->main_run_delay) : -1.0;
+  };
+  const std::optional<CpuShare>& mine = group.row(suspect).cpu;
+  if (!mine || mine->main_run_delay < 0 || mine->throttled >= e.min_excess_beta) return false;
+  std::vector<double> peers;
+  for (size_t k = 0; k < group.size(); ++k) {
+    if (k != suspect && queued(k) >= 0) peers.push_back(queued(k));
+  }
+  if (peers.empty() || peers.size() * 2 < group.size() - 1) return false;
+  double peer = MedianInPlace(peers);
+  double own = mine->main_run_delay;
+  return own < ratio * peer || own - peer < e.min_excess_beta;
+}
+
 }  // namespace
 
-WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, double ratio) {
+WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expectations& e) {
+  const double ratio = e.imbalance_ratio;
   WorkComparison out;
   const WorkerTable& table = *group.table;
   for (const Signal& signal : kSignals) {
@@ -182,8 +210,27 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, double rati
   if (group.row(suspect).has_device) return out;
   out.slower = StarvedProcessor(group, suspect, ratio);
   if (!out.slower.empty()) return out;
-  Stretch stretch = CompareStretch(group, suspect);
   double iteration_us = group.row(suspect).iteration_s * 1e6;
+  // A rank that had the processor as readily as its peers is no slower processor: then its
+  // batch-sized ops against its model-sized ops alone tell more data (the first stretched, the
+  // second not) from a uniformly slower one (both alike). The host's time between ops is left
+  // out there: on shared cores a rank given longer sequences had it 2.2x its peers' (the
+  // scheduler's wake-ups), which had made it a slow worker.
+  if (HadTheProcessor(group, suspect, ratio, e)) {
+    Stretch ops = CompareStretch(group, suspect, /*with_host=*/false);
+    if (ops.model_peer_us >= 0.01 * iteration_us && ops.batch_ratio > 1 && ops.model_ratio > 0 &&
+        ops.batch_ratio >= ratio * ops.model_ratio) {
+      out.more_work = true;
+      out.from_timing = true;
+      out.evidence = fmt::format(
+          "its batch-sized ops take {:.2f}x its peers' time while its gradient accumulation and optimizer step run at "
+          "{:.2f}x, and its training thread waited for a CPU no longer than theirs: it was given more data per step "
+          "(longer sequences, larger samples), not a slower processor",
+          ops.batch_ratio, ops.model_ratio);
+    }
+    return out;
+  }
+  Stretch stretch = CompareStretch(group, suspect, /*with_host=*/true);
   bool measurable = stretch.model_peer_us >= 0.01 * iteration_us;
   if (measurable && stretch.batch_ratio >= ratio && stretch.model_ratio < ratio) {
     out.more_work = true;

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "localize/expectations.h"
 #include "localize/groups.h"
 
 namespace eroica {
@@ -17,7 +18,8 @@ struct WorkComparison {
   bool from_timing = false;  // more work read from op timings alone (no count, bytes or shapes)
 };
 
-// Compares group member `suspect` (an index into group.members) with its peers.
-WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, double ratio);
+// Compares group member `suspect` (an index into group.members) with its peers; more work
+// counts from e.imbalance_ratio on.
+WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expectations& e);
 
 }  // namespace eroica
