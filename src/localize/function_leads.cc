@@ -26,7 +26,8 @@ std::vector<double> HostFunctionLeads(const WorkerGroup& group) {
   std::unordered_map<StringId, TopTwo> top;
   for (size_t k = 0; k < group.size(); ++k) {
     for (const FunctionEntry& f : group.functions(k)) {
-      if (f.category != Category::kHost || !InEveryIteration(f, group.row(k).iterations)) continue;
+      bool code = f.host_kind == HostKind::kPython || f.host_kind == HostKind::kGc;
+      if (f.category != Category::kHost || !code || !InEveryIteration(f, group.row(k).iterations)) continue;
       TopTwo& t = top[f.name];
       if (f.beta > t.first) {
         t.second = t.first;

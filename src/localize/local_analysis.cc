@@ -36,6 +36,10 @@ struct Excess {
   double z = 0;
   std::vector<AlsoUp> also;      // other categories up on this worker
   std::string uniform_slowdown;  // evidence when compute and host are up alike
+  // Host time far above every peer at one program point (function_leads.h): the rank's code,
+  // which costs the job whether the others then wait for it or, on shared cores, slow down in
+  // their own ops because it holds the processor.
+  bool at_one_point = false;
 };
 
 // Each worker's time in `category` (nullopt: all its own work) per iteration, as a share of the
@@ -211,6 +215,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
     if (!own_outlier && !any_category) continue;
     Excess best = LargestCategoryExcess(by_category, k, e, any_category ? &outlier : nullptr);
     PreferUniformSlowdown(shares, centers, outlier, k, host_leads[k], e, &best);
+    best.at_one_point = best.category == Category::kHost && host_leads[k] >= e.point_lead_beta;
     // Flagged either way, the others wait for all of its own-work excess: that is the impact.
     best.excess = std::max(best.category_excess, own[k] - PeerCenter(own, own_center, k));
     for (size_t c = 0; c < kOwnCount; ++c) {
@@ -295,6 +300,11 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
                    w.rank, CategoryName(x.category), x.peer_share + x.category_excess, x.peer_share,
                    x.category_excess * iteration_ms, x.excess * iteration_ms, iteration_ms) +
                also + x.uniform_slowdown + WaitingEvidence(group, x.member);
+  if (x.at_one_point && OthersWaitFor(group, x.member) < e.min_excess_beta) {
+    f.evidence +=
+        "; its peers do not wait for it at the collectives, but the time sits at one program point far above "
+        "every peer's: its code, which on shared cores slows them in their own ops instead";
+  }
   WorkComparison work = CompareWork(group, x.member, e);
   // Timings say "more data" only about slower ops: a rank whose own loader workers or Python
   // take its CPU also runs its ops slower, and its excess is still its loader's or Python's
@@ -435,7 +445,8 @@ void KeepThoseTheOthersWaitFor(const WorkerGroup& group, const Expectations& e, 
   for (size_t k = 0; k < n; ++k) {
     if (!suspect[k]) noise = std::max(noise, waited[k]);
   }
-  std::erase_if(*excesses, [&](const Excess& x) { return waited[x.member] - noise < e.min_excess_beta; });
+  std::erase_if(*excesses,
+                [&](const Excess& x) { return !x.at_one_point && waited[x.member] - noise < e.min_excess_beta; });
 }
 
 }  // namespace

@@ -874,6 +874,51 @@ TEST(LocalizerTest, HostTimeFarAboveEveryPeerAtOneProgramPointIsTheRanksCode) {
   EXPECT_TRUE(Localize(once, DefaultExpectations()).healthy());
 }
 
+// Four ranks on shared cores: rank 2 runs a Python loop at one program point, 0.45 of each step
+// against its peers' 0.02 there. It holds the processor, so its peers' ops stretch (compute 0.55
+// against its 0.18) and they wait less in the collectives than it does: nobody waits for it. The
+// loop is its code all the same. The same lead held by its optimizer step (work sized by the
+// model, which only a descheduled rank runs slower) is no program point.
+LocalizeInput LoopOnSharedCores(const char* point, HostKind kind) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    bool loop = r == 2;
+    float jitter = 0.01f * static_cast<float>(r % 3);
+    WorkerPattern w = Worker(r, loop ? 0.18 : 0.55 + jitter, 0.02, 0.05, loop ? 0.30 : 0.20 - jitter);
+    w.world_size = 4;
+    FunctionPattern f;
+    f.name = point;
+    f.category = Category::kHost;
+    f.host_kind = kind;
+    f.beta = loop ? 0.45f : 0.02f;
+    f.calls_per_iter = 1;
+    w.functions.push_back(f);
+    w.category_beta[static_cast<int>(Category::kHost)] += f.beta;
+    for (int i = 0; i < 5; ++i) {
+      float wobble = 0.01f * static_cast<float>((r + i) % 2);
+      w.iteration_category_beta.push_back(
+          loop ? std::array<float, kCategoryCount>{0.18f, 0, 0.30f - wobble, 0.02f, 0.50f + wobble}
+               : std::array<float, kCategoryCount>{0.55f + jitter + wobble, 0, 0.20f - jitter - wobble, 0.02f, 0.07f});
+    }
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, ALoopAtOneProgramPointIsTheRanksCodeEvenWhenNobodyWaitsForIt) {
+  Diagnosis d =
+      Localize(LoopOnSharedCores("(python between aten::mm and aten::add_)", HostKind::kPython), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kHost);
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{2});
+  EXPECT_NE(d.findings[0].evidence.find("its peers do not wait for it"), std::string::npos) << d.findings[0].evidence;
+  for (const Finding& f :
+       Localize(LoopOnSharedCores("Optimizer.step#SGD.step", HostKind::kOptimizer), DefaultExpectations()).findings) {
+    EXPECT_NE(f.scope, FindingScope::kLocal) << f.evidence;
+  }
+}
+
 TEST(LocalizerTest, TheSameHostExcessSpreadOverManyPointsIsNoise) {
   // 0.36 more in all, 0.08 above the peers at each of five points, on a busy host whose other
   // ranks each lose most of one iteration too: its delays, not code at one point.
