@@ -12,8 +12,9 @@ because a false alarm costs a user more than a miss.
 - validation: seeds from 100, each scenario in two set-ups with fault sizes that differ from
   tuning's: 6 ranks with the MLP, and 4 ranks with the transformer (with workers and/or
   accumulation in most); six healthy runs over the set-ups.
-- edge: the smallest and largest jobs this machine runs, 2 and 8 ranks, one run per row with
-  sizes of its own (seeds from 800); made after a stop's rules are fixed, as the probe is.
+- edge: the smallest and largest jobs this machine runs, 2 and 8 ranks, with sizes of its own;
+  each row in two halves (seeds from 800 and from 900), each made after a stop's rules are fixed,
+  as the probe's are.
 - probe: rank counts neither split has (3 and 5), 3 micro-batches per step, sizes of their own,
   seeds 500-519 and 600-619, one run per scenario in each half (net_throttle and hang left out:
   they need the node agent and the online path, which the splits cover). Each half is made
@@ -210,9 +211,10 @@ EIGHT_MLP = {"ranks": 8}
 EIGHT_MLP_WORKERS = {"ranks": 8, "num_workers": 2}
 EIGHT_TRANSFORMER = {"ranks": 8, "model": "transformer"}
 # The smallest and the largest job this machine runs: 2 ranks (one peer to compare with, one core
-# each) and 8 (four processes per core). One run per row, seeds from 800; two_faults only at 8
-# ranks (its second rank is two further on, the same rank at 2).
-EDGE_FIRST_SEED = 800
+# each) and 8 (four processes per core). Each row runs twice, seeds from 800 and from 900 (two
+# halves, as the probe's); two_faults only at 8 ranks (its second rank is two further on, the
+# same rank at 2).
+EDGE_FIRST_SEEDS = (800, 900)
 EDGE_ROWS = [
     ("healthy", TWO_MLP, ()),
     ("healthy", TWO_TRANSFORMER_WORKERS_ACCUM, ()),
@@ -247,8 +249,8 @@ EDGE_ROWS = [
 
 
 def edge() -> List[RunSpec]:
-    return [RunSpec(name, EDGE_FIRST_SEED + row, params=params, **setup)
-            for row, (name, setup, params) in enumerate(EDGE_ROWS)]
+    return [RunSpec(name, first_seed + row, params=params, **setup)
+            for first_seed in EDGE_FIRST_SEEDS for row, (name, setup, params) in enumerate(EDGE_ROWS)]
 
 
 def split(name: str) -> List[RunSpec]:
