@@ -348,6 +348,22 @@ class SplitsTest(unittest.TestCase):
         self.assertIn("healthy-transformer-w2-a3-r3-s501", names)
         self.assertIn("two_faults-mlp-w0-a1-r3-stall_ms100-share0.45-s619", names)
 
+    def test_the_edge_has_the_smallest_and_largest_jobs_and_seeds_of_its_own(self):
+        edge = splits.edge()
+        names = [s.name for s in edge]
+        self.assertEqual(len(names), len(set(names)))
+        others = splits.tuning() + splits.validation() + splits.probe()
+        self.assertEqual({s.ranks for s in edge}, {2, 8})
+        self.assertFalse({s.seed for s in edge} & {s.seed for s in others})
+        self.assertEqual({s.scenario for s in edge}, set(faults.SCENARIOS) - {"net_throttle", "net_throttle_global",
+                                                                             "hang"})
+        # Two faults need two ranks two apart: never at 2 ranks, where that is the same rank.
+        for spec in edge:
+            ranks = (spec.fault_rank() or "").split(",")
+            self.assertEqual(len(ranks), len(set(ranks)), spec.name)
+        self.assertEqual(len([s for s in edge if s.scenario == "healthy"]), 12)
+        self.assertIn("loader_workers_slow-mlp-w2-a1-r2-getitem_ms11-s909", names)
+
     def test_a_smaller_run_of_a_split(self):
         args = accuracy.parse_args(["--eroica", "/bin/true", "--split", "validation", "--scenario", "healthy",
                                     "--max-runs-per-scenario", "2"])
