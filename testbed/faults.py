@@ -434,7 +434,8 @@ def save_checkpoint(state, path: Path, fsync: bool) -> int:
         if fsync:
             os.fsync(f.fileno())  # site:checkpoint
         size = f.tell()
-    os.replace(tmp, path)
+    # Without fsync the file's write can land at the rename that replaces the last checkpoint.
+    os.replace(tmp, path)  # site:checkpoint
     return size
 
 
