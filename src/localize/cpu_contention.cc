@@ -50,6 +50,16 @@ std::string CpuExplainsCommunication(const WorkerGroup& group, double level) {
       level, 100.0 * (1.0 - cpu->idle_share), cpu->run_delay);
 }
 
+std::string SharedBusyCores(const WorkerGroup& group) {
+  constexpr double kBusyShare = 0.9, kQueuedPerSecond = 0.5;
+  std::optional<GroupCpu> cpu = ReadGroupCpu(group);
+  if (!cpu || 1.0 - cpu->idle_share < kBusyShare || cpu->run_delay < kQueuedPerSecond) return "";
+  return fmt::format(
+      "the ranks share cores that were busy {:.0f}% of the window, each process queued for a CPU "
+      "{:.2f} s per second",
+      100.0 * (1.0 - cpu->idle_share), cpu->run_delay);
+}
+
 std::string CpuExplainsDataloader(const WorkerGroup& group, double level) {
   std::optional<GroupCpu> cpu = ReadGroupCpu(group);
   if (!cpu || 2 * cpu->with_loader <= group.size() || cpu->loader_queued < level) return "";

@@ -44,6 +44,15 @@ std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group);
 // more runnable threads than cores 1.5-3.4.
 std::string CpuExplainsCommunication(const WorkerGroup& group, double level);
 
+// Whether the group's ranks share busy cores, as evidence text ("" when the readings do not say
+// so): their nodes' cores were busy at least 90 % of the window and their training processes had
+// threads queued for a CPU at least half a second per second (medians over ranks). There a rank
+// given more work takes the processor while its peers sleep in their collectives, and they then
+// run slower in their own ops rather than wait for it. A node with spare cores queues threads for
+// milliseconds per second; the tuning split's 4 ranks on 2 cores were busy 85-98 % and queued
+// 0.6-0.9 s per second, 8 ranks 94-98 % and 0.6-1.3.
+std::string SharedBusyCores(const WorkerGroup& group);
+
 // Why `level` of each step spent waiting for the DataLoader's worker processes is not the
 // loader's own slowness, or "": workers that were queued for a CPU at least as long as the
 // training processes waited for them would have kept up had they run (they share the node's

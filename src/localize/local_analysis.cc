@@ -40,6 +40,9 @@ struct Excess {
   // which costs the job whether the others then wait for it or, on shared cores, slow down in
   // their own ops because it holds the processor.
   bool at_one_point = false;
+  // Given more work by exact counts on cores its peers share (cpu_contention.h SharedBusyCores):
+  // its extra work slows them in their own ops, so they need not wait for it.
+  std::string shared_cores;
 };
 
 // Each worker's time in `category` (nullopt: all its own work) per iteration, as a share of the
@@ -94,7 +97,12 @@ Excess LargestCategoryExcess(const CategoryShares& s, size_t k, const Expectatio
     double peers = PeerCenter(s.shares[c], s.centers[c], k);
     double excess = s.shares[c][k] - peers;
     if (!found || excess > best.category_excess) {
-      best = {k, kOwnWork[c], excess, excess, peers, RobustZ(s.shares[c][k], s.centers[c], e.min_scale_beta), {}, {}};
+      best = Excess();
+      best.member = k;
+      best.category = kOwnWork[c];
+      best.excess = best.category_excess = excess;
+      best.peer_share = peers;
+      best.z = RobustZ(s.shares[c][k], s.centers[c], e.min_scale_beta);
       found = true;
     }
   }
@@ -300,6 +308,10 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
                    w.rank, CategoryName(x.category), x.peer_share + x.category_excess, x.peer_share,
                    x.category_excess * iteration_ms, x.excess * iteration_ms, iteration_ms) +
                also + x.uniform_slowdown + WaitingEvidence(group, x.member);
+  if (!x.shared_cores.empty() && OthersWaitFor(group, x.member) < e.min_excess_beta) {
+    f.evidence += "; its peers hardly wait for it at the collectives: " + x.shared_cores +
+                  ", so its extra work slows every rank in its own ops instead";
+  }
   if (x.at_one_point && OthersWaitFor(group, x.member) < e.min_excess_beta) {
     f.evidence +=
         "; its peers do not wait for it at the collectives, but the time sits at one program point far above "
@@ -370,7 +382,9 @@ void AddLastArriver(const WorkerGroup& group, const Expectations& e, std::vector
 // hands the cores to the rank that still works while its peers sleep in their collectives, so
 // its extra work shows as everyone slower: an 8-rank run on 2 cores whose rank 6 loaded 2.0x
 // the items had its own work only 0.04 of a step above its peers', and they waited 0.15 of a
-// step for it (0.07 for any other rank).
+// step for it (0.07 for any other rank). Where the readings show the ranks sharing busy cores,
+// any own-work excess counts and the others need not wait: a 4-rank run given 3x the batch on
+// one rank had that rank's own work 0.017 of a step above its peers' and nobody waiting for it.
 void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, std::vector<Excess>* excesses) {
   size_t n = group.size();
   if (n < 3) return;
@@ -389,9 +403,13 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, std::
                 (median_calls > 0 && w.compute_calls_per_iter >= e.imbalance_ratio * median_calls);
     double excess = own[k] - own_center.median;
     bool listed = std::any_of(excesses->begin(), excesses->end(), [&](const Excess& x) { return x.member == k; });
-    if (!more || listed || excess < e.min_excess_beta) continue;
-    if (!CompareWork(group, k, e).more_work) continue;
+    if (!more || listed || excess <= 0) continue;
+    WorkComparison work = CompareWork(group, k, e);
+    if (!work.more_work) continue;
+    std::string shared = work.from_timing ? "" : SharedBusyCores(group);
+    if (excess < e.min_excess_beta && shared.empty()) continue;
     Excess best = LargestCategoryExcess(by_category, k, e);
+    best.shared_cores = std::move(shared);
     best.excess = excess;  // the others wait for all of its own-work excess
     excesses->push_back(best);
   }
@@ -445,8 +463,9 @@ void KeepThoseTheOthersWaitFor(const WorkerGroup& group, const Expectations& e, 
   for (size_t k = 0; k < n; ++k) {
     if (!suspect[k]) noise = std::max(noise, waited[k]);
   }
-  std::erase_if(*excesses,
-                [&](const Excess& x) { return !x.at_one_point && waited[x.member] - noise < e.min_excess_beta; });
+  std::erase_if(*excesses, [&](const Excess& x) {
+    return !x.at_one_point && x.shared_cores.empty() && waited[x.member] - noise < e.min_excess_beta;
+  });
 }
 
 }  // namespace

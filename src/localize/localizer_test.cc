@@ -823,6 +823,38 @@ TEST(LocalizerTest, MoreWorkCountsAtTheGeneralFloorWhenThePeersWaitForIt) {
   EXPECT_TRUE(Localize(input, DefaultExpectations()).healthy());
 }
 
+// Four ranks on 2 busy cores; rank 3 loads 3x the items per step, takes the cores while its peers
+// sleep in their collectives, and its own work ends only 0.02 of a step above theirs: nobody
+// waits for it. The counts are exact and the cores shared: imbalanced. With spare cores the same
+// timings say its extra work cost nothing.
+TEST(LocalizerTest, MoreWorkOnSharedBusyCoresNeedsNobodyToWaitForIt) {
+  auto run = [](float host_busy, float run_delay) {
+    LocalizeInput input;
+    for (int r = 0; r < 4; ++r) {
+      bool more = r == 3;
+      float jitter = 0.005f * static_cast<float>(r % 3);
+      WorkerPattern w = Worker(r, more ? 0.47 : 0.45 + jitter, 0.05, 0.05, more ? 0.40 : 0.41 - jitter);
+      w.world_size = 4;
+      for (int i = 0; i < 5; ++i) {
+        float wobble = 0.01f * static_cast<float>((r + i) % 3);
+        w.iteration_category_beta.push_back(
+            {(more ? 0.47f : 0.45f + jitter) + wobble, 0, (more ? 0.40f : 0.41f - jitter) - wobble, 0.05f, 0.05f});
+      }
+      if (more) w.dataloader_ops_per_iter = 192;
+      w.cpu = CpuShare{.cpus = 2, .host_busy = host_busy, .process_cpu = 0.5f, .run_delay = run_delay};
+      input.workers.push_back(w);
+    }
+    return Localize(input, DefaultExpectations());
+  };
+  Diagnosis shared = run(0.96f, 0.8f);
+  ASSERT_FALSE(shared.healthy());
+  EXPECT_EQ(shared.findings[0].category, FindingCategory::kImbalance);
+  EXPECT_EQ(shared.findings[0].workers, std::vector<int>{3});
+  EXPECT_NE(shared.findings[0].evidence.find("its peers hardly wait for it"), std::string::npos)
+      << shared.findings[0].evidence;
+  EXPECT_TRUE(run(0.55f, 0.02f).healthy());
+}
+
 // Four ranks with 5 iterations. Rank 2 runs the given host functions at their β, its peers at
 // `peer_point_beta` each; each of `spiky` ranks (rank 0 by default) has one noisy iteration with
 // more host time than rank 2's, so rank 2 is not above every peer in every iteration.
