@@ -433,8 +433,7 @@ def save_checkpoint(state, path: Path, fsync: bool) -> int:
         f.flush()  # site:checkpoint
         if fsync:
             os.fsync(f.fileno())  # site:checkpoint
-        size = f.tell()
-    # Without fsync the file's write can land at the rename that replaces the last checkpoint.
+        size = f.tell()  # without fsync, the write can land at the rename below
     os.replace(tmp, path)  # site:checkpoint
     return size
 
