@@ -216,31 +216,24 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
   // second not) from a uniformly slower one (both alike). The host's time between ops is left
   // out there: on shared cores a rank given longer sequences had it 2.2x its peers' (the
   // scheduler's wake-ups), which had made it a slow worker.
-  if (HadTheProcessor(group, suspect, ratio, e)) {
-    Stretch ops = CompareStretch(group, suspect, /*with_host=*/false);
-    if (ops.model_peer_us >= 0.01 * iteration_us && ops.batch_ratio > 1 && ops.model_ratio > 0 &&
-        ops.batch_ratio >= ratio * ops.model_ratio) {
-      out.more_work = true;
-      out.from_timing = true;
-      out.evidence = fmt::format(
-          "its batch-sized ops take {:.2f}x its peers' time while its gradient accumulation and optimizer step run at "
-          "{:.2f}x, and its training thread waited for a CPU no longer than theirs: it was given more data per step "
-          "(longer sequences, larger samples), not a slower processor",
-          ops.batch_ratio, ops.model_ratio);
-    }
-    return out;
-  }
-  Stretch stretch = CompareStretch(group, suspect, /*with_host=*/true);
+  bool had_processor = HadTheProcessor(group, suspect, ratio, e);
+  Stretch stretch = CompareStretch(group, suspect, /*with_host=*/!had_processor);
   bool measurable = stretch.model_peer_us >= 0.01 * iteration_us;
-  if (measurable && stretch.batch_ratio >= ratio && stretch.model_ratio < ratio) {
+  bool more_data = had_processor ? stretch.batch_ratio > 1 && stretch.model_ratio > 0 &&
+                                       stretch.batch_ratio >= ratio * stretch.model_ratio
+                                 : stretch.batch_ratio >= ratio && stretch.model_ratio < ratio;
+  if (measurable && more_data) {
     out.more_work = true;
     out.from_timing = true;
     out.evidence = fmt::format(
-        "its batch-sized ops take {:.1f}x its peers' time while the work sized by the model (gradient "
-        "accumulation, optimizer step, the host's time between ops) runs at {:.2f}x: it was given more data per step "
-        "(longer sequences, larger "
-        "samples), not a slower processor",
-        stretch.batch_ratio, stretch.model_ratio);
+        "its batch-sized ops take {:.2f}x its peers' time while {} run{} at {:.2f}x{}: it was given more data per "
+        "step (longer sequences, larger samples), not a slower processor",
+        stretch.batch_ratio,
+        had_processor ? "its gradient accumulation and optimizer step"
+                      : "the work sized by the model (gradient accumulation, optimizer step, the host's time between "
+                        "ops)",
+        had_processor ? "" : "s", stretch.model_ratio,
+        had_processor ? ", and its training thread waited for a CPU no longer than theirs" : "");
   }
   return out;
 }
