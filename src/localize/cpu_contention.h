@@ -49,8 +49,8 @@ std::string CpuExplainsCommunication(const WorkerGroup& group, double level);
 // threads queued for a CPU at least half a second per second (medians over ranks). There a rank
 // given more work takes the processor while its peers sleep in their collectives, and they then
 // run slower in their own ops rather than wait for it. A node with spare cores queues threads for
-// milliseconds per second; the tuning split's 4 ranks on 2 cores were busy 85-98 % and queued
-// 0.6-0.9 s per second, 8 ranks 94-98 % and 0.6-1.3.
+// milliseconds per second; a tuning-split run of 4 ranks on 2 cores was busy 85-96 % and
+// queued 0.63-0.92 s per second, three 8-rank runs 94-98 % and 0.63-1.34.
 std::string SharedBusyCores(const WorkerGroup& group);
 
 // Why `level` of each step spent waiting for the DataLoader's worker processes is not the

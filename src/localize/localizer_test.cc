@@ -797,30 +797,39 @@ TEST(LocalizerTest, MoreWorkCountsEvenWhenTimingsAreNoisy) {
   EXPECT_TRUE(Localize(input, DefaultExpectations()).healthy());
 }
 
+// `n` ranks over 5 iterations; rank `more` loads 2-3x its peers' items per step (192 or 128 against
+// 64 when `items` says so) and its compute and exposed communication are given apart from theirs,
+// with a little jitter; `cpu`, when set, is every rank's CPU reading.
+LocalizeInput MoreItemsRun(int n, int more, float compute_more, float comm_more, float compute, float comm, float items,
+                           std::optional<CpuShare> cpu = std::nullopt) {
+  LocalizeInput input;
+  for (int r = 0; r < n; ++r) {
+    bool is_more = r == more;
+    float jitter = is_more ? 0 : 0.005f * static_cast<float>(r % 3);
+    float c = is_more ? compute_more : compute + jitter, x = is_more ? comm_more : comm - jitter;
+    WorkerPattern w = Worker(r, c, 0.05, 0.05, x);
+    w.world_size = n;
+    for (int i = 0; i < 5; ++i) {
+      float wobble = 0.01f * static_cast<float>((r + i) % 3);
+      w.iteration_category_beta.push_back({c + wobble, 0, x - wobble, 0.05f, 0.05f});
+    }
+    if (is_more) w.dataloader_ops_per_iter = items;
+    w.cpu = cpu;
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
 // Six ranks; rank 4 loads twice the items per step, and its own work is only 0.04 of a step above
 // its peers' (more ranks than cores: the scheduler hands it the cores while they sleep in their
 // collectives), but they wait 0.15 of a step for it. The counts are exact: it is imbalanced.
 TEST(LocalizerTest, MoreWorkCountsAtTheGeneralFloorWhenThePeersWaitForIt) {
-  LocalizeInput input;
-  for (int r = 0; r < 6; ++r) {
-    bool more = r == 4;
-    WorkerPattern w = Worker(r, more ? 0.34 : 0.30, 0.05, 0.05, more ? 0.30 : 0.45);
-    w.world_size = 6;
-    for (int i = 0; i < 5; ++i) {
-      float jitter = 0.01f * static_cast<float>((r + i) % 3);
-      float compute = (more ? 0.34f : 0.30f) + jitter;
-      w.iteration_category_beta.push_back({compute, 0, (more ? 0.30f : 0.45f) - jitter, 0.05f, 0.05f});
-    }
-    if (more) w.dataloader_ops_per_iter = 128;
-    input.workers.push_back(w);
-  }
-  Diagnosis d = Localize(input, DefaultExpectations());
+  Diagnosis d = Localize(MoreItemsRun(6, 4, 0.34f, 0.30f, 0.30f, 0.45f, 128), DefaultExpectations());
   ASSERT_FALSE(d.healthy());
   EXPECT_EQ(d.findings[0].category, FindingCategory::kImbalance);
   EXPECT_EQ(d.findings[0].workers, std::vector<int>{4});
-  // The same timings with the same counts: 0.04 of a step is within the small group's noise.
-  input.workers[4].dataloader_ops_per_iter = 64;
-  EXPECT_TRUE(Localize(input, DefaultExpectations()).healthy());
+  // The same timings without the extra items: 0.04 of a step is within the small group's noise.
+  EXPECT_TRUE(Localize(MoreItemsRun(6, 4, 0.34f, 0.30f, 0.30f, 0.45f, 64), DefaultExpectations()).healthy());
 }
 
 // Four ranks on 2 busy cores; rank 3 loads 3x the items per step, takes the cores while its peers
@@ -829,22 +838,8 @@ TEST(LocalizerTest, MoreWorkCountsAtTheGeneralFloorWhenThePeersWaitForIt) {
 // timings say its extra work cost nothing.
 TEST(LocalizerTest, MoreWorkOnSharedBusyCoresNeedsNobodyToWaitForIt) {
   auto run = [](float host_busy, float run_delay) {
-    LocalizeInput input;
-    for (int r = 0; r < 4; ++r) {
-      bool more = r == 3;
-      float jitter = 0.005f * static_cast<float>(r % 3);
-      WorkerPattern w = Worker(r, more ? 0.47 : 0.45 + jitter, 0.05, 0.05, more ? 0.40 : 0.41 - jitter);
-      w.world_size = 4;
-      for (int i = 0; i < 5; ++i) {
-        float wobble = 0.01f * static_cast<float>((r + i) % 3);
-        w.iteration_category_beta.push_back(
-            {(more ? 0.47f : 0.45f + jitter) + wobble, 0, (more ? 0.40f : 0.41f - jitter) - wobble, 0.05f, 0.05f});
-      }
-      if (more) w.dataloader_ops_per_iter = 192;
-      w.cpu = CpuShare{.cpus = 2, .host_busy = host_busy, .process_cpu = 0.5f, .run_delay = run_delay};
-      input.workers.push_back(w);
-    }
-    return Localize(input, DefaultExpectations());
+    CpuShare cpu{.cpus = 2, .host_busy = host_busy, .process_cpu = 0.5f, .run_delay = run_delay};
+    return Localize(MoreItemsRun(4, 3, 0.47f, 0.40f, 0.45f, 0.41f, 192, cpu), DefaultExpectations());
   };
   Diagnosis shared = run(0.96f, 0.8f);
   ASSERT_FALSE(shared.healthy());
