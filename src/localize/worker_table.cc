@@ -25,6 +25,7 @@ void WorkerTable::Add(const WorkerPattern& w) {
     if (f.sigma) e.sigma = static_cast<float>(*f.sigma);
     e.calls_per_iter = static_cast<float>(f.calls_per_iter);
     e.mean_duration_us = static_cast<float>(f.mean_duration_us);
+    e.median_duration_us = static_cast<float>(f.median_duration_us);
     e.bytes_per_iter = static_cast<float>(f.bytes_per_iter);
     e.shapes_hash = f.shapes_hash;
     if (!f.hot_frames.empty()) {

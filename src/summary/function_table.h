@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "summary/category.h"
+#include "summary/duration_histogram.h"
 
 namespace eroica {
 
@@ -18,6 +19,7 @@ struct FunctionStats {
   HostKind host_kind = HostKind::kNone;
   int64_t calls = 0;
   int64_t total_duration_ns = 0;
+  DurationHistogram durations;  // of its calls, for the median call
   int64_t bytes = 0;
   uint32_t shapes_hash = 0;
   int64_t owned_ns = 0;      // time on the critical path

@@ -27,9 +27,10 @@ struct FunctionPattern {
   std::optional<double> mu;     // mean utilisation of its resource while it owns the path
   std::optional<double> sigma;  // standard deviation of that utilisation
   double calls_per_iter = 0;
-  double mean_duration_us = 0;       // mean inclusive duration of one call
-  int64_t bytes_per_iter = 0;        // memcpy/collective bytes, when the trace has them
-  uint32_t shapes_hash = 0;          // hash of the input shapes seen, 0 when none recorded
+  double mean_duration_us = 0;    // mean inclusive duration of one call
+  double median_duration_us = 0;  // the median call's (duration_histogram.h); 0: unknown (older patterns, folded tails)
+  int64_t bytes_per_iter = 0;     // memcpy/collective bytes, when the trace has them
+  uint32_t shapes_hash = 0;       // hash of the input shapes seen, 0 when none recorded
   std::vector<HotFrame> hot_frames;  // host and dataloader functions, hottest first (stack samples)
 };
 

@@ -45,7 +45,7 @@ class StringTable {
   std::vector<const std::string*> strings_;
 };
 
-void WriteWorker(const WorkerPattern& w, StringTable* strings, ByteWriter* out) {
+void WriteWorker(const WorkerPattern& w, int version, StringTable* strings, ByteWriter* out) {
   out->SignedVarint(w.rank);
   out->SignedVarint(w.world_size);
   out->Varint(strings->Id(w.host));
@@ -86,11 +86,13 @@ void WriteWorker(const WorkerPattern& w, StringTable* strings, ByteWriter* out) 
     }
     out->F32(static_cast<float>(f.calls_per_iter));
     out->F32(static_cast<float>(f.mean_duration_us));
+    if (version >= 4) out->F32(static_cast<float>(f.median_duration_us));
     out->Varint(static_cast<uint64_t>(std::max<int64_t>(0, f.bytes_per_iter)));
     out->U32(f.shapes_hash);
   }
   out->Varint(w.warnings.size());
   for (const std::string& warning : w.warnings) out->Varint(strings->Id(warning));
+  if (version < 2) return;
   size_t located = std::count_if(w.functions.begin(), w.functions.end(),
                                  [](const FunctionPattern& f) { return !f.hot_frames.empty(); });
   out->Varint(located);
@@ -104,6 +106,7 @@ void WriteWorker(const WorkerPattern& w, StringTable* strings, ByteWriter* out) 
       out->F32(frame.share);
     }
   }
+  if (version < 3) return;
   out->U8(w.cpu.has_value() ? 1 : 0);
   if (w.cpu) {
     for (float v : {w.cpu->cpus, w.cpu->host_busy, w.cpu->process_cpu, w.cpu->run_delay, w.cpu->loader_cpu,
@@ -175,6 +178,12 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
     }
     f.calls_per_iter = in->F32();
     f.mean_duration_us = in->F32();
+    if (version >= 4) {
+      float median = in->F32();
+      f.median_duration_us = std::isfinite(median) && median > 0 ? median : 0.0f;
+    } else {
+      f.median_duration_us = 0;
+    }
     f.bytes_per_iter = static_cast<int64_t>(in->Varint());
     f.shapes_hash = in->U32();
   }
@@ -228,15 +237,19 @@ struct PatternWriter::Block {
   size_t count = 0;
 };
 
-PatternWriter::PatternWriter(size_t workers_per_block, int zstd_level)
+PatternWriter::PatternWriter(size_t workers_per_block, int zstd_level, int format_version)
     : workers_per_block_(std::max<size_t>(1, workers_per_block)),
       zstd_level_(zstd_level),
-      block_(std::make_unique<Block>()) {}
+      version_(std::clamp(format_version, static_cast<int>(kOldestReadablePatternVersion),
+                          static_cast<int>(kPatternMagic[7]))),
+      block_(std::make_unique<Block>()) {
+  out_.back() = static_cast<char>(version_);
+}
 
 PatternWriter::~PatternWriter() = default;
 
 void PatternWriter::Add(const WorkerPattern& worker) {
-  WriteWorker(worker, &block_->strings, &block_->workers);
+  WriteWorker(worker, version_, &block_->strings, &block_->workers);
   if (++block_->count >= workers_per_block_) FlushBlock();
 }
 

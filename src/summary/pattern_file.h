@@ -1,8 +1,8 @@
 // The pattern file: one worker's pattern (`eroica summarize -o x.pattern`) or a bundle of many
 // (one file per node or per job: a million small files is itself a bottleneck).
 //
-// Format, version 3 (all integers little-endian):
-//   file    := "EROICAP\x03" block*
+// Format, version 4 (all integers little-endian):
+//   file    := "EROICAP\x04" block*
 //   block   := u32 compressed_bytes, u32 raw_bytes, u32 worker_count, zstd(payload)
 //   payload := strings worker*            (a block's workers share one string table)
 //   strings := varint n, (varint len, bytes)*
@@ -21,13 +21,14 @@
 //                           three negative: unknown)]
 //   function:= varint name_str, u8 category, u8 host_kind, f32 beta,
 //              u8 has_mu_sigma, [f32 mu, f32 sigma], f32 calls_per_iter,
-//              f32 mean_duration_us, varint bytes_per_iter, u32 shapes_hash
+//              f32 mean_duration_us, f32 median_duration_us, varint bytes_per_iter,
+//              u32 shapes_hash
 // Blocks are self-contained (each has its own string table), so the blocks of several files of
 // one version after a single magic are one bundle: the online scale-out path gathers the ranks'
 // files so (`patterns.pattern`, python/eroica/central.py, which checks that each file's blocks
 // fill it exactly before appending them).
-// Version 2 is version 3 without the CPU share, version 1 version 2 without the located functions
-// (no hot frames); both are still read; readers
+// Version 3 is version 4 without the median call, version 2 version 3 without the CPU share,
+// version 1 version 2 without the located functions (no hot frames); all are still read; readers
 // reject other versions with a message; blocks are read one at a time, so memory is
 // bounded by the block size whatever the file size.
 #pragma once
@@ -42,17 +43,19 @@
 
 namespace eroica {
 
-inline constexpr std::string_view kPatternMagic = "EROICAP\x03";
+inline constexpr std::string_view kPatternMagic = "EROICAP\x04";
 inline constexpr char kOldestReadablePatternVersion = 1;
 // A pattern holds kCategoryCount shares per worker and iteration, and host kinds below
 // kHostKindCount: changing either changes the format, so the magic's version byte changes too.
 static_assert(kCategoryCount == 5 && kHostKindCount == 7,
               "the categories changed: bump kPatternMagic's version byte, then these numbers");
 
-// Writes workers into blocks of `workers_per_block`, each compressed at `zstd_level`.
+// Writes workers into blocks of `workers_per_block`, each compressed at `zstd_level`, in the
+// newest format or an older one (for an older eroica to read: what that version lacks is left out).
 class PatternWriter {
  public:
-  explicit PatternWriter(size_t workers_per_block = 4096, int zstd_level = 9);
+  explicit PatternWriter(size_t workers_per_block = 4096, int zstd_level = 9,
+                         int format_version = static_cast<unsigned char>(kPatternMagic[7]));
   ~PatternWriter();
   // Encodes the worker at once (no copy is kept).
   void Add(const WorkerPattern& worker);
@@ -67,6 +70,7 @@ class PatternWriter {
   void FlushBlock();
   size_t workers_per_block_;
   int zstd_level_;
+  int version_;
   std::unique_ptr<Block> block_;
   std::string out_{kPatternMagic};
 };

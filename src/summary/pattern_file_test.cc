@@ -34,6 +34,7 @@ WorkerPattern MakeWorker(int rank) {
   f.sigma = 0.125;
   f.calls_per_iter = 40;
   f.mean_duration_us = 12.5;
+  f.median_duration_us = 9.75;
   f.bytes_per_iter = 1 << 20;
   f.shapes_hash = 0xdeadbeef;
   w.functions.push_back(f);
@@ -78,6 +79,7 @@ TEST(PatternFileTest, RoundTripsEveryField) {
   EXPECT_FLOAT_EQ(static_cast<float>(*w.functions[0].sigma), 0.125f);
   EXPECT_EQ(w.functions[0].bytes_per_iter, 1 << 20);
   EXPECT_EQ(w.functions[0].shapes_hash, 0xdeadbeefu);
+  EXPECT_FLOAT_EQ(static_cast<float>(w.functions[0].median_duration_us), 9.75f);
   EXPECT_FALSE(w.functions[1].mu.has_value());
   EXPECT_EQ(w.functions[1].host_kind, HostKind::kPython);
   EXPECT_TRUE(w.functions[0].hot_frames.empty());
@@ -95,37 +97,28 @@ TEST(PatternFileTest, RoundTripsEveryField) {
   EXPECT_FLOAT_EQ(w.cpu->main_run_delay, 0.25f);
 }
 
-// An older version's file: one block whose worker ends before the fields that version lacks
-// (version 2: no CPU share; version 1: no located functions either).
-std::string OlderVersionFile(WorkerPattern w, char version) {
-  for (FunctionPattern& f : w.functions) {
-    if (version < 2) f.hot_frames.clear();
-  }
-  w.cpu.reset();
-  PatternWriter writer;
+// An older version's file, as that version's writer left it (what it lacks is left out).
+std::string OlderVersionFile(const WorkerPattern& w, char version) {
+  PatternWriter writer(4096, 9, version);
   writer.Add(w);
-  std::string v3 = writer.Finish();
-  ByteReader header(std::string_view(v3).substr(8, 12));
-  uint32_t compressed = header.U32(), raw_bytes = header.U32(), count = header.U32();
-  std::string raw(raw_bytes, '\0');
-  EXPECT_EQ(ZSTD_decompress(raw.data(), raw.size(), v3.data() + 20, compressed), raw_bytes);
-  EXPECT_EQ(raw.back(), '\0');  // has_cpu = 0
-  raw.pop_back();
-  if (version < 2) {
-    EXPECT_EQ(raw.back(), '\0');  // n_located = 0
-    raw.pop_back();
-  }
-  std::string packed(ZSTD_compressBound(raw.size()), '\0');
-  packed.resize(ZSTD_compress(packed.data(), packed.size(), raw.data(), raw.size(), 3));
-  ByteWriter out;
-  out.U32(static_cast<uint32_t>(packed.size()));
-  out.U32(static_cast<uint32_t>(raw.size()));
-  out.U32(count);
-  std::string file = "EROICAP";
-  file.push_back(version);
-  file += out.bytes();
-  file += packed;
+  std::string file = writer.Finish();
+  EXPECT_EQ(file[7], version);
   return file;
+}
+
+TEST(PatternFileTest, ReadsVersionThreeFilesWithoutTheMedianCall) {
+  TempDir dir;
+  std::string path = dir.Write("v3.pattern", OlderVersionFile(MakeWorker(6), '\x03'));
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_EQ(read->size(), 1u);
+  const WorkerPattern& w = (*read)[0];
+  ASSERT_EQ(w.functions.size(), 2u);
+  EXPECT_EQ(w.functions[0].median_duration_us, 0);
+  EXPECT_FLOAT_EQ(static_cast<float>(w.functions[0].mean_duration_us), 12.5f);
+  EXPECT_EQ(w.functions[0].shapes_hash, 0xdeadbeefu);
+  ASSERT_TRUE(w.cpu.has_value());
+  EXPECT_FLOAT_EQ(w.cpu->main_run_delay, 0.25f);
 }
 
 TEST(PatternFileTest, ReadsVersionTwoFilesWithoutCpuShare) {
@@ -196,7 +189,7 @@ TEST(PatternFileTest, NewerVersionIsOneLineNamingTheFile) {
   ASSERT_FALSE(read.ok());
   std::string message = read.status().message();
   EXPECT_EQ(message, path +
-                         ": pattern format version 4 is not supported (this eroica reads 1 to 3; "
+                         ": pattern format version 5 is not supported (this eroica reads 1 to 4; "
                          "a newer eroica wrote it)");
   newer[7] = static_cast<char>(200);
   read = ReadPatternFile(dir.Write("v200.pattern", newer));

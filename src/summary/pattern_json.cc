@@ -23,6 +23,7 @@ nlohmann::json PatternToJson(const WorkerPattern& w) {
         {"sigma", f.sigma ? nlohmann::json(Round(*f.sigma, 4)) : nlohmann::json(nullptr)},
         {"calls_per_iter", Round(f.calls_per_iter, 3)},
         {"mean_duration_us", Round(f.mean_duration_us, 3)},
+        {"median_duration_us", Round(f.median_duration_us, 3)},
     };
     if (f.host_kind != HostKind::kNone) j["host_kind"] = HostKindName(f.host_kind);
     if (f.bytes_per_iter > 0) j["bytes_per_iter"] = f.bytes_per_iter;

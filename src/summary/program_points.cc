@@ -115,6 +115,7 @@ void NameProgramPoints(const Trace& trace, const BigVector<EventRole>& roles, co
     FunctionStats& stats = (*table)[it->second];
     ++stats.calls;
     stats.total_duration_ns += gap_ends[g] - gap_starts[g];
+    stats.durations.Add(gap_ends[g] - gap_starts[g]);
   }
 }
 

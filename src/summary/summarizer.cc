@@ -179,7 +179,9 @@ void CountCalls(const Trace& trace, const BigVector<EventRole>& roles, const Big
     if (!PaintsPath(e, roles[i], window) || e.ts_ns < window.start_ns) continue;
     FunctionStats& stats = (*table)[functions[i]];
     ++stats.calls;
-    stats.total_duration_ns += PaintedEnd(e, roles[i], window, has_device) - e.ts_ns;
+    int64_t duration_ns = PaintedEnd(e, roles[i], window, has_device) - e.ts_ns;
+    stats.total_duration_ns += duration_ns;
+    stats.durations.Add(duration_ns);
     if (e.extra == 0) continue;
     if (int64_t bytes = trace.Bytes(e); bytes > 0) stats.bytes += bytes;
     if (StringId shapes = trace.Shapes(e); shapes != 0) {
