@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "base/robust_stats.h"
+#include "localize/call_sizes.h"
 #include "localize/collective_waits.h"
 #include "localize/cpu_contention.h"
 #include "localize/function_leads.h"
@@ -283,7 +284,8 @@ double ExpectationDistance(const Expectations& e, const FunctionEntry& f, bool h
   return e.Distance(f.category, f.host_kind, f.beta, f.mu, f.sigma, has_device);
 }
 
-Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectations& e) {
+Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectations& e,
+                    const std::vector<CallSizes>& sizes) {
   const WorkerRow& w = group.row(x.member);
   FunctionExcess top = TopFunction(group, x.member, x.category, e);
   double iteration_ms = MedianIterationS(group) * 1e3;
@@ -317,7 +319,7 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
         "; its peers do not wait for it at the collectives, but the time sits at one program point far above "
         "every peer's: its code, which on shared cores slows them in their own ops instead";
   }
-  WorkComparison work = CompareWork(group, x.member, e);
+  WorkComparison work = CompareWork(group, x.member, e, sizes.empty() ? nullptr : &sizes[x.member]);
   // Timings say "more data" only about slower ops: a rank whose own loader workers or Python
   // take its CPU also runs its ops slower, and its excess is still its loader's or Python's
   // (a slow-worker loader run was once named `imbalance` so). Nor about a rank its CPU quota
@@ -343,7 +345,8 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
 
 // The rank the others wait for at the collectives confirms a straggler finding; when no own-work
 // excess stands out (its delay began before the window), it is the finding itself.
-void AddLastArriver(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* findings) {
+void AddLastArriver(const WorkerGroup& group, const Expectations& e, const std::vector<CallSizes>& sizes,
+                    std::vector<Finding>* findings) {
   std::optional<LastArriver> last = FindLastArriver(group, e);
   if (!last) return;
   int rank = group.row(last->member).rank;
@@ -359,7 +362,7 @@ void AddLastArriver(const WorkerGroup& group, const Expectations& e, std::vector
   // scheduling noise. Only a single-iteration window (its past unseen) names it from arrival.
   if (group.row(last->member).iterations >= 3) return;
   Excess best = LargestCategoryExcess(CategoryShares(group), last->member, e);
-  Finding f = MakeFinding(group, best, e);
+  Finding f = MakeFinding(group, best, e, sizes);
   double own_ms = std::max(0.0, best.excess) * MedianIterationS(group) * 1e3;
   f.impact_s_per_iter = last->waited_s_per_iter;
   f.evidence = last->evidence +
@@ -385,7 +388,11 @@ void AddLastArriver(const WorkerGroup& group, const Expectations& e, std::vector
 // step for it (0.07 for any other rank). Where the readings show the ranks sharing busy cores,
 // any own-work excess counts and the others need not wait: a 4-rank run given 3x the batch on
 // one rank had that rank's own work 0.017 of a step above its peers' and nobody waiting for it.
-void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, std::vector<Excess>* excesses) {
+// The same holds for a rank that already stands out. Larger median calls (call_sizes.h) are as
+// good as counts: on busy shared cores a 4-rank run's rank given sequences twice as long had its
+// own work no higher than its peers', and its cost is then its larger calls' time.
+void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const std::vector<CallSizes>& sizes,
+                          std::vector<Excess>* excesses) {
   size_t n = group.size();
   if (n < 3) return;
   std::vector<double> items, calls;
@@ -399,15 +406,29 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, std::
   CategoryShares by_category(group);
   for (size_t k = 0; k < n; ++k) {
     const WorkerRow& w = group.row(k);
-    bool more = (median_items > 0 && w.dataloader_ops_per_iter >= e.imbalance_ratio * median_items) ||
-                (median_calls > 0 && w.compute_calls_per_iter >= e.imbalance_ratio * median_calls);
+    bool counted = (median_items > 0 && w.dataloader_ops_per_iter >= e.imbalance_ratio * median_items) ||
+                   (median_calls > 0 && w.compute_calls_per_iter >= e.imbalance_ratio * median_calls);
+    bool larger_calls = !sizes.empty() && sizes[k].MoreData(e.imbalance_ratio);
+    auto listed = std::find_if(excesses->begin(), excesses->end(), [&](const Excess& x) { return x.member == k; });
+    if (!counted && !larger_calls) continue;
     double excess = own[k] - own_center.median;
-    bool listed = std::any_of(excesses->begin(), excesses->end(), [&](const Excess& x) { return x.member == k; });
-    if (!more || listed || excess <= 0) continue;
-    WorkComparison work = CompareWork(group, k, e);
+    WorkComparison work = CompareWork(group, k, e, sizes.empty() ? nullptr : &sizes[k]);
     if (!work.more_work) continue;
     std::string shared = work.from_timing ? "" : SharedBusyCores(group);
-    if (excess < e.min_excess_beta && shared.empty()) continue;
+    // Larger calls on busy shared cores: the scheduler spreads the rank's extra work over every
+    // rank, so its own work need not stand out; what its extra data costs is its larger calls'
+    // time. Found by that alone, the cost must clear the general floor.
+    if (larger_calls && !shared.empty()) excess = std::max(excess, sizes[k].extra_share);
+    if (listed != excesses->end()) {
+      // Already standing out: on busy shared cores the others need not wait for it either.
+      if (!shared.empty()) {
+        listed->shared_cores = std::move(shared);
+        listed->excess = std::max(listed->excess, excess);
+      }
+      continue;
+    }
+    bool kept = counted ? excess > 0 && (excess >= e.min_excess_beta || !shared.empty()) : excess >= e.min_excess_beta;
+    if (!kept) continue;
     Excess best = LargestCategoryExcess(by_category, k, e);
     best.shared_cores = std::move(shared);
     best.excess = excess;  // the others wait for all of its own-work excess
@@ -474,7 +495,8 @@ std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectati
   std::vector<Finding> findings;
   if (group.size() < 2) return findings;
   std::vector<Excess> excesses = OutlyingExcesses(group, e);
-  AddImbalancedWorkers(group, e, &excesses);
+  std::vector<CallSizes> sizes = CompareCallSizes(group);
+  AddImbalancedWorkers(group, e, sizes, &excesses);
   KeepThoseTheOthersWaitFor(group, e, &excesses);
   // With two workers both differ; only the one whose peer waits on it is the cause.
   if (group.size() == 2) {
@@ -486,12 +508,12 @@ std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectati
   std::sort(excesses.begin(), excesses.end(), [](const Excess& a, const Excess& b) { return a.excess > b.excess; });
   // Many stragglers at once is a fleet-wide matter; name the worst and count the rest.
   size_t shown = std::min(excesses.size(), kMaxLocalFindings);
-  for (size_t i = 0; i < shown; ++i) findings.push_back(MakeFinding(group, excesses[i], e));
+  for (size_t i = 0; i < shown; ++i) findings.push_back(MakeFinding(group, excesses[i], e, sizes));
   if (excesses.size() > shown) {
     findings.back().evidence +=
         fmt::format("; {} more ranks of this group stand out less (not listed)", excesses.size() - shown);
   }
-  AddLastArriver(group, e, &findings);
+  AddLastArriver(group, e, sizes, &findings);
   return findings;
 }
 

@@ -850,6 +850,115 @@ TEST(LocalizerTest, MoreWorkOnSharedBusyCoresNeedsNobodyToWaitForIt) {
   EXPECT_TRUE(run(0.55f, 0.02f).healthy());
 }
 
+// Four ranks on 2 cores all busy, every rank's own work alike (the scheduler spreads one rank's
+// extra work over all of them) and nobody waiting for anyone more than noise. Rank 1's batch-sized
+// ops' median calls are `batch` times its peers' and its model-sized ones (gradient accumulation,
+// the optimizer's step) `model` times; `light_us` is the median of three 1-call ops that hold
+// almost no critical path, on rank 0 (an embedding's backward waited 12 ms a call on some healthy
+// ranks).
+LocalizeInput CallSizesRun(double batch, double model, float host_busy = 0.97f, double light_us = 400) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    double jitter = 0.005 * (r % 3);
+    WorkerPattern w = Worker(r, 0.50 + jitter, 0.02, 0.05, 0.43 - jitter);
+    w.world_size = 4;
+    for (int i = 0; i < 5; ++i) {
+      float wobble = 0.08f * static_cast<float>((r + i) % 3) - 0.08f;
+      w.iteration_category_beta.push_back(
+          {static_cast<float>(0.50 + jitter) + wobble, 0, static_cast<float>(0.43 - jitter) - wobble, 0.02f, 0.05f});
+    }
+    double b = r == 1 ? batch : 1.0, m = r == 1 ? model : 1.0;
+    w.functions[0].median_duration_us = 300 * b;  // aten::addmm
+    w.functions[0].mean_duration_us = 520 + 40.0 * r;
+    auto add = [&](const char* name, Category c, HostKind k, double beta, double calls, double median_us) {
+      FunctionPattern f;
+      f.name = name;
+      f.category = c;
+      f.host_kind = k;
+      f.beta = beta;
+      f.calls_per_iter = calls;
+      f.median_duration_us = median_us;
+      f.mean_duration_us = median_us * 1.5;
+      w.functions.push_back(f);
+    };
+    add("aten::bmm", Category::kCompute, HostKind::kNone, 0.04, 12, 230 * b);
+    for (const char* light : {"aten::embedding_dense_backward", "aten::_embedding_bag", "aten::sort"}) {
+      add(light, Category::kCompute, HostKind::kNone, 0.001, 1, r == 0 ? light_us : 400);
+    }
+    add("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", Category::kCompute, HostKind::kNone,
+        0.01, 30, 7 * m);
+    add("Optimizer.step#SGD.step", Category::kHost, HostKind::kOptimizer, 0.003, 1, 950 * m);
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = host_busy,
+                     .process_cpu = 0.5f,
+                     .run_delay = host_busy > 0.9f ? 0.9f : 0.05f,
+                     .main_cpu = 0.45f,
+                     .main_run_delay = host_busy > 0.9f ? 0.45f : 0.02f};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+// A rank given sequences twice as long on shared busy cores: its own work did not stand out and
+// its ops' means moved no more than the preempted calls of everyone, but its batch-sized ops'
+// median calls are 2x its peers' while the model-sized ones keep their size: imbalance, costing
+// the larger calls' share of its batch-sized ops (half of them here: 0.27 of a step).
+TEST(LocalizerTest, LongerSequencesShowInTheMedianCallsWhenNothingElseStandsOut) {
+  Diagnosis d = Localize(CallSizesRun(2.0, 1.05), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kImbalance) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+  EXPECT_NE(d.findings[0].evidence.find("median calls take 2.00x"), std::string::npos) << d.findings[0].evidence;
+  EXPECT_NEAR(d.findings[0].impact_s_per_iter, 0.1 * 0.55 / 2, 0.01);
+  // Another rank's median calls moved 1.6x by the scheduler alone: 2x is within noise that size.
+  LocalizeInput noisy = CallSizesRun(2.0, 1.05);
+  noisy.workers[3].functions[0].median_duration_us *= 1.6;
+  noisy.workers[3].functions[1].median_duration_us *= 1.6;
+  EXPECT_TRUE(Localize(noisy, DefaultExpectations()).healthy());
+  // Every call larger alike, the model-sized ones too: a slower processor, not more data.
+  EXPECT_TRUE(Localize(CallSizesRun(1.8, 1.7), DefaultExpectations()).healthy());
+  // Spare cores: extra work that nobody waits for cost the job nothing.
+  EXPECT_TRUE(Localize(CallSizesRun(2.0, 1.05, 0.5f), DefaultExpectations()).healthy());
+  // Ops that hold almost no critical path move nothing, however long their calls.
+  EXPECT_TRUE(Localize(CallSizesRun(1.0, 1.0, 0.97f, 12000), DefaultExpectations()).healthy());
+  // Patterns without median calls (format 3 and older) say nothing either way.
+  LocalizeInput old = CallSizesRun(2.0, 1.05);
+  for (WorkerPattern& w : old.workers) {
+    for (FunctionPattern& f : w.functions) f.median_duration_us = 0;
+  }
+  EXPECT_TRUE(Localize(old, DefaultExpectations()).healthy());
+}
+
+// Four ranks on 2 cores; rank 3 loads 3x the items per step and its loading stands out in every
+// step (0.15 of a step against 0.05), yet its peers wait no longer for it than for each other: on
+// busy shared cores its extra work slows them in their own ops. The counts are exact: imbalance,
+// kept though nobody waits. With spare cores the same timings are noise nobody pays for.
+TEST(LocalizerTest, AnOutlierGivenMoreWorkOnSharedBusyCoresIsKeptThoughNobodyWaits) {
+  auto run = [](float host_busy, float run_delay) {
+    LocalizeInput input;
+    for (int r = 0; r < 4; ++r) {
+      float loader = r == 3 ? 0.15f : 0.05f;
+      float jitter = 0.005f * static_cast<float>(r % 3);
+      WorkerPattern w = Worker(r, 0.55 + jitter, loader, 0.05, 0.30 - jitter);
+      w.world_size = 4;
+      for (int i = 0; i < 5; ++i) {
+        float wobble = 0.01f * static_cast<float>((r + i) % 3);
+        w.iteration_category_beta.push_back({0.55f + jitter, 0, 0.30f - jitter - wobble, loader, 0.05f + wobble});
+      }
+      if (r == 3) w.dataloader_ops_per_iter = 192;
+      w.cpu = CpuShare{.cpus = 2, .host_busy = host_busy, .process_cpu = 0.5f, .run_delay = run_delay};
+      input.workers.push_back(w);
+    }
+    return Localize(input, DefaultExpectations());
+  };
+  Diagnosis shared = run(0.96f, 0.8f);
+  ASSERT_FALSE(shared.healthy());
+  EXPECT_EQ(shared.findings[0].category, FindingCategory::kImbalance) << shared.findings[0].evidence;
+  EXPECT_EQ(shared.findings[0].workers, std::vector<int>{3});
+  Diagnosis spare = run(0.55f, 0.02f);
+  EXPECT_TRUE(spare.healthy()) << spare.findings[0].evidence;
+}
+
 // Four ranks with 5 iterations. Rank 2 runs the given host functions at their β, its peers at
 // `peer_point_beta` each; each of `spiky` ranks (rank 0 by default) has one noisy iteration with
 // more host time than rank 2's, so rank 2 is not above every peer in every iteration.

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "base/robust_stats.h"
+#include "localize/call_sizes.h"
 #include "summary/function_name.h"
 
 namespace eroica {
@@ -52,18 +53,6 @@ bool ShapesDiffer(const WorkerGroup& group, size_t suspect, std::string* functio
   return false;
 }
 
-// Work whose size is the model's, not the batch's: accumulating each parameter's gradient
-// (autograd's AccumulateGrad nodes, where DDP's reducer hooks also run), the optimizer's step, and
-// the host's own time between ops (Python dispatch, the loop's bookkeeping: one per op launched,
-// whatever the op's size). A rank given more data (longer sequences, larger samples) runs it at its
-// peers' speed; a slower processor stretches it like everything else. The host's time is the larger
-// part on purpose: a CFS quota freezes the process for whole periods, and work of a few ms per
-// iteration often sits between two freezes (one 10 % quota run left the gradient and optimizer
-// ops alone at 0.83x while its host time was 5.8x).
-bool ScalesWithTheModel(std::string_view name, HostKind host_kind) {
-  return host_kind == HostKind::kOptimizer || name.find("AccumulateGrad") != std::string_view::npos;
-}
-
 struct Stretch {
   double batch_ratio = 0;  // the suspect's time in batch-sized ops over its peers' (per iteration)
   double model_ratio = 0;  // the same for model-sized work
@@ -72,7 +61,11 @@ struct Stretch {
 
 // Per-iteration time (calls × mean duration) of the suspect's compute ops and model-sized work,
 // against each function's peer median; the model-sized work with the host's time between ops
-// (`with_host`) or its ops alone.
+// (`with_host`) or its ops alone. The host's own time between ops (Python dispatch, the loop's
+// bookkeeping: one per op launched, whatever the op's size) scales with the model too, and is
+// the larger part on purpose: a CFS quota freezes the process for whole periods, and work of a
+// few ms per iteration often sits between two freezes (one 10 % quota run left the gradient and
+// optimizer ops alone at 0.83x while its host time was 5.8x).
 Stretch CompareStretch(const WorkerGroup& group, size_t suspect, bool with_host) {
   const WorkerTable& table = *group.table;
   double batch_mine = 0, batch_peers = 0, model_mine = 0, model_peers = 0;
@@ -167,7 +160,7 @@ bool HadTheProcessor(const WorkerGroup& group, size_t suspect, double ratio, con
 
 }  // namespace
 
-WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expectations& e) {
+WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expectations& e, const CallSizes* sizes) {
   const double ratio = e.imbalance_ratio;
   WorkComparison out;
   const WorkerTable& table = *group.table;
@@ -208,6 +201,16 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
   // CPU training only: on a GPU the gradient and optimizer ops seen here are the host's launches,
   // which a slower device does not stretch.
   if (group.row(suspect).has_device) return out;
+  // The median calls: the work's own size, which neither preemptions nor a quota move.
+  if (sizes && sizes->MoreData(ratio)) {
+    out.more_work = true;
+    out.evidence = fmt::format(
+        "its batch-sized ops' median calls take {:.2f}x its peers' while its gradient accumulation and optimizer "
+        "step take {:.2f}x: it was given more data per step (longer sequences, larger samples), not a slower "
+        "processor",
+        sizes->batch_ratio, sizes->model_ratio);
+    return out;
+  }
   out.slower = StarvedProcessor(group, suspect, ratio);
   if (!out.slower.empty()) return out;
   double iteration_us = group.row(suspect).iteration_s * 1e6;

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "localize/call_sizes.h"
 #include "localize/expectations.h"
 #include "localize/groups.h"
 
@@ -19,7 +20,7 @@ struct WorkComparison {
 };
 
 // Compares group member `suspect` (an index into group.members) with its peers; more work
-// counts from e.imbalance_ratio on.
-WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expectations& e);
+// counts from e.imbalance_ratio on. `sizes`: its call sizes (call_sizes.h), null when unknown.
+WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expectations& e, const CallSizes* sizes);
 
 }  // namespace eroica

@@ -34,6 +34,10 @@ FAULTS = [
     # workers sleeping is the loader's own cost (the workers were not queued behind training).
     ("net_throttle_global", "all", [], [], ("communication", "global")),
     ("loader_workers_slow_global", "all", [], ["--num-workers", "2"], ("dataloader", "global")),
+    # Sequences twice as long on one rank of 4 sharing 2 busy cores: the scheduler spreads its
+    # extra work over every rank, so neither its own work nor anyone's waiting singles it out;
+    # its ops' median calls do, with its optimizer's at its peers' size (call_sizes.h).
+    ("imbalance_seq", 1, [], ["--model", "transformer"], ("imbalance", "local")),
 ]
 
 

@@ -1,0 +1,122 @@
+#include "localize/call_sizes.h"
+
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <utility>
+
+#include "base/robust_stats.h"
+#include "summary/function_name.h"
+
+namespace eroica {
+namespace {
+
+// Kineto times CPU ops in whole microseconds: a median call shorter than this many ticks is
+// timed too coarsely to compare (a 1 us call is 2x a 0.5 us one by rounding alone).
+constexpr double kMinTimedUs = 5;
+
+enum class Size { kNone, kBatch, kModel };
+
+Size SizeOf(const WorkerGroup& group, const FunctionEntry& f) {
+  std::string_view name = group.table->name(f.name);
+  if (IsFoldedTail(name) || f.median_duration_us <= 0) return Size::kNone;
+  if (ScalesWithTheModel(name, f.host_kind)) return Size::kModel;
+  return f.category == Category::kCompute ? Size::kBatch : Size::kNone;
+}
+
+// The ratio below which half of the weight lies (`pairs`: ratio, weight); 0 without weight.
+double WeightedMedianRatio(std::vector<std::pair<double, double>>& pairs) {
+  std::sort(pairs.begin(), pairs.end());
+  double total = 0;
+  for (const auto& [ratio, weight] : pairs) total += weight;
+  if (total <= 0) return 0;
+  double seen = 0;
+  for (const auto& [ratio, weight] : pairs) {
+    seen += weight;
+    if (seen >= total / 2) return ratio;
+  }
+  return pairs.back().first;
+}
+
+}  // namespace
+
+bool ScalesWithTheModel(std::string_view name, HostKind host_kind) {
+  // A Python program point named after the op beside it is the host's, not the op's.
+  if (host_kind == HostKind::kPython) return false;
+  return host_kind == HostKind::kOptimizer || name.find("AccumulateGrad") != std::string_view::npos;
+}
+
+std::vector<CallSizes> CompareCallSizes(const WorkerGroup& group) {
+  size_t n = group.size();
+  std::vector<CallSizes> out(n);
+  if (n < 2) return out;
+  for (size_t k = 0; k < n; ++k) {
+    if (group.row(k).has_device) return {};
+  }
+  // Functions every member ran, with each member's median call and β: a function missing on
+  // some member (not kept in its pattern) is left out rather than guessed.
+  struct Column {
+    std::vector<double> median, beta;
+  };
+  std::map<std::pair<StringId, Category>, Column> columns;
+  for (const FunctionEntry& f : group.functions(0)) {
+    if (SizeOf(group, f) != Size::kNone) columns[{f.name, f.category}] = {std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
+  }
+  for (size_t k = 0; k < n; ++k) {
+    for (const FunctionEntry& f : group.functions(k)) {
+      auto it = columns.find({f.name, f.category});
+      if (it == columns.end()) continue;
+      it->second.median[k] = f.median_duration_us;
+      it->second.beta[k] = f.beta;
+    }
+  }
+  std::erase_if(columns, [](const auto& column) {
+    const std::vector<double>& medians = column.second.median;
+    return std::any_of(medians.begin(), medians.end(), [](double v) { return v <= 0; });
+  });
+  struct Peers {
+    std::vector<double> median, beta;  // of the others, for each member
+  };
+  std::map<std::pair<StringId, Category>, Peers> peers;
+  for (const auto& [key, column] : columns) peers[key] = {MedianOfOthers(column.median), MedianOfOthers(column.beta)};
+  double median_iteration_s = std::max(MedianIterationS(group), 1e-12);
+  for (size_t k = 0; k < n; ++k) {
+    // Each op's ratio, weighted by the critical-path share it holds on the peers, and the
+    // weighted median of each kind: an op whose calls mostly hold something other than work (an
+    // embedding's backward of 1 call a step waited 12 ms on some healthy ranks and 0.4 ms on
+    // others, with β 0.001) then moves nothing, and neither does one rank's slow optimizer step.
+    std::vector<std::pair<double, double>> batch, model;
+    double batch_beta = 0;
+    for (const FunctionEntry& f : group.functions(k)) {
+      auto it = peers.find({f.name, f.category});
+      if (it == peers.end() || it->second.median[k] < kMinTimedUs) continue;
+      double ratio = f.median_duration_us / it->second.median[k];
+      if (SizeOf(group, f) == Size::kModel) {
+        model.emplace_back(ratio, it->second.beta[k]);
+      } else {
+        batch.emplace_back(ratio, it->second.beta[k]);
+        batch_beta += f.beta;
+      }
+    }
+    CallSizes& c = out[k];
+    c.batch_ratio = WeightedMedianRatio(batch);
+    c.model_ratio = WeightedMedianRatio(model);
+    c.measured = c.batch_ratio > 0 && c.model_ratio > 0;
+    if (c.batch_ratio > 1) {
+      c.extra_share = batch_beta * (1 - 1 / c.batch_ratio) * group.row(k).iteration_s / median_iteration_s;
+    }
+  }
+  // The largest and the second largest, so each member's "largest of the others" is one look.
+  size_t top = 0;
+  for (size_t k = 1; k < n; ++k) {
+    if (out[k].batch_ratio > out[top].batch_ratio) top = k;
+  }
+  double second = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (k != top) second = std::max(second, out[k].batch_ratio);
+  }
+  for (size_t k = 0; k < n; ++k) out[k].others_largest = k == top ? second : out[top].batch_ratio;
+  return out;
+}
+
+}  // namespace eroica

@@ -1,0 +1,59 @@
+// More data or a slower processor, from the size of a rank's typical calls. On CPU training
+// every rank runs the same ops on its batch; each op's median call (duration_histogram.h) is the
+// size of its work, which the scheduler's preemptions do not move (they hit a minority of calls,
+// and stretch the mean instead). A rank given more data per step (longer sequences, larger
+// samples) runs its batch-sized ops with larger median calls and its model-sized work (the
+// optimizer's step, gradient accumulation) at its peers' size; a slower processor makes both
+// larger; a CPU quota freezes whole periods and leaves most calls as they were.
+//
+// Measured on 4-rank transformer runs on 2 cores whose every rank was queued for a CPU half the
+// time: a rank given sequences twice as long had its aten::mm median call 2.0-2.1x its peers'
+// and its optimizer step's 0.9-1.1x, while its mean aten::mm was only 1.2-1.6x its peers' and
+// its own work per step did not stand out from theirs (the scheduler shared its extra work out).
+#pragma once
+
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
+#include "localize/expectations.h"
+#include "localize/groups.h"
+
+namespace eroica {
+
+// Work whose size is the model's, not the batch's: accumulating each parameter's gradient
+// (autograd's AccumulateGrad nodes, where DDP's reducer hooks also run) and the optimizer's step.
+// A rank given more data (longer sequences, larger samples) runs it at its peers' speed; a
+// slower processor stretches it like everything else. Not the Python between such ops.
+bool ScalesWithTheModel(std::string_view name, HostKind host_kind);
+
+struct CallSizes {
+  // Its batch-sized compute ops' median calls over its peers': the median of the ops' ratios,
+  // each op weighed by the critical-path share it holds on the peers.
+  double batch_ratio = 0;
+  double model_ratio = 0;  // the same over model-sized work
+  // The share of its batch-sized ops' critical-path time that the larger calls add (1 - 1 /
+  // batch_ratio of it), in shares of the group's median iteration: what the extra data costs it
+  // per step.
+  double extra_share = 0;
+  bool measured = false;  // both kinds seen, timed finely enough, on it and its peers
+
+  // The largest batch_ratio among the other members: how far the scheduler alone moved the
+  // median calls of ranks given the same data (up to 1.56x on 234 such ranks of the tuning split,
+  // at loads of 1-6 on 2 cores; the ranks given more data there were 1.81-3.41x).
+  double others_largest = 0;
+
+  // Its batch-sized calls are larger by the ratio that counts as more work, against its peers',
+  // against its model-sized calls, and against the largest that noise made any other rank's.
+  // (Two ranks given more data in one group hide each other here; their counts or shapes do not.)
+  bool MoreData(double ratio) const {
+    return measured && batch_ratio >= ratio * std::max(1.0, others_largest) && batch_ratio >= ratio * model_ratio;
+  }
+};
+
+// Each member's call sizes against the median of the others', for every member at once (one
+// pass over the group). Empty for a group that trains on a device: its ops there are the host's
+// launches, whose size is not the work's.
+std::vector<CallSizes> CompareCallSizes(const WorkerGroup& group);
+
+}  // namespace eroica
