@@ -409,9 +409,12 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
     bool counted = (median_items > 0 && w.dataloader_ops_per_iter >= e.imbalance_ratio * median_items) ||
                    (median_calls > 0 && w.compute_calls_per_iter >= e.imbalance_ratio * median_calls);
     bool larger_calls = !sizes.empty() && sizes[k].MoreData(e.imbalance_ratio);
-    auto listed = std::find_if(excesses->begin(), excesses->end(), [&](const Excess& x) { return x.member == k; });
     if (!counted && !larger_calls) continue;
     double excess = own[k] - own_center.median;
+    auto listed = std::find_if(excesses->begin(), excesses->end(), [&](const Excess& x) { return x.member == k; });
+    // Counts alone need some own-work excess (checked first: comparing work costs a pass over
+    // the group, and noisy counts can touch many ranks of a large one).
+    if (!larger_calls && listed == excesses->end() && excess <= 0) continue;
     WorkComparison work = CompareWork(group, k, e, sizes.empty() ? nullptr : &sizes[k]);
     if (!work.more_work) continue;
     std::string shared = work.from_timing ? "" : SharedBusyCores(group);
