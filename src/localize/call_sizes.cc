@@ -60,7 +60,8 @@ std::vector<CallSizes> CompareCallSizes(const WorkerGroup& group) {
   };
   std::map<std::pair<StringId, Category>, Column> columns;
   for (const FunctionEntry& f : group.functions(0)) {
-    if (SizeOf(group, f) != Size::kNone) columns[{f.name, f.category}] = {std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
+    if (SizeOf(group, f) != Size::kNone)
+      columns[{f.name, f.category}] = {std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
   }
   for (size_t k = 0; k < n; ++k) {
     for (const FunctionEntry& f : group.functions(k)) {
