@@ -4,7 +4,9 @@
 // and stretch the mean instead). A rank given more data per step (longer sequences, larger
 // samples) runs its batch-sized ops with larger median calls and its model-sized work (the
 // optimizer's step, gradient accumulation) at its peers' size; a slower processor makes both
-// larger; a CPU quota freezes whole periods and leaves most calls as they were.
+// larger. A CPU quota freezes whole periods: it leaves short calls as they were and lengthens
+// the median of calls long enough to meet a freeze, so a rank its quota held back is judged by
+// its cgroup's reading (cpu_contention.h), not by these.
 //
 // Measured on 4-rank transformer runs on 2 cores whose every rank was queued for a CPU half the
 // time: a rank given sequences twice as long had its aten::mm median call 2.0-2.1x its peers'

@@ -308,6 +308,25 @@ TEST(LocalizerTest, MoreDataWithoutShapesIsImbalanceByTheWorkThatDoesNotScaleWit
   input.workers[2] = queued(worker(2, 1.9, 1.8, 1.0), 0.40f, 0);
   Finding alike = local_on_2(Localize(input, DefaultExpectations()));
   EXPECT_EQ(alike.category, FindingCategory::kCompute) << alike.evidence;
+  // The means of rank 2's batch ops 1.9x, but their median calls measured at 1.05x its peers':
+  // the means carried preempted calls; the calls themselves are no larger, so no more data.
+  auto with_medians = [](WorkerPattern w, double batch) {
+    for (FunctionPattern& f : w.functions) {
+      if (f.name == "aten::addmm") f.median_duration_us = 2500 * batch;
+      if (f.name.find("AccumulateGrad") != std::string::npos) f.median_duration_us = 500;
+      if (f.host_kind == HostKind::kOptimizer) f.median_duration_us = 1400;
+    }
+    return w;
+  };
+  for (int r = 0; r < 4; ++r) input.workers[r] = with_medians(worker(r, 1.0, 1.0, 1.0), 1.0);
+  input.workers[2] = with_medians(worker(2, 1.9, 1.05, 1.05), 1.05);
+  Diagnosis preempted = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(preempted.healthy());
+  EXPECT_EQ(preempted.findings[0].category, FindingCategory::kCompute) << preempted.findings[0].evidence;
+  input.workers[2] = with_medians(worker(2, 1.9, 1.05, 1.05), 1.9);
+  Diagnosis larger = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(larger.healthy());
+  EXPECT_EQ(larger.findings[0].category, FindingCategory::kImbalance) << larger.findings[0].evidence;
 }
 
 // A throttled CPU stretches the ops and the Python between them: compute, even when the host
@@ -910,6 +929,20 @@ TEST(LocalizerTest, LongerSequencesShowInTheMedianCallsWhenNothingElseStandsOut)
   EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
   EXPECT_NE(d.findings[0].evidence.find("median calls take 2.00x"), std::string::npos) << d.findings[0].evidence;
   EXPECT_NEAR(d.findings[0].impact_s_per_iter, 0.1 * 0.55 / 2, 0.01);
+  // Its Python a little up as well: the larger calls are still its batch-sized ops' excess.
+  LocalizeInput python_up = CallSizesRun(2.0, 1.05);
+  python_up.workers[1].functions[2].beta += 0.02f;
+  python_up.workers[1].category_beta[static_cast<int>(Category::kHost)] += 0.02f;
+  Diagnosis both = Localize(python_up, DefaultExpectations());
+  ASSERT_FALSE(both.healthy());
+  EXPECT_EQ(both.findings[0].category, FindingCategory::kImbalance) << both.findings[0].evidence;
+  // The same calls on a rank its CPU quota held back half the window: the quota's freezes lengthen
+  // long calls (their medians too) and not the short model-sized ones; a slower processor.
+  LocalizeInput quota = CallSizesRun(2.0, 1.05);
+  quota.workers[1].cpu->throttled = 0.5f;
+  Diagnosis held = Localize(quota, DefaultExpectations());
+  ASSERT_FALSE(held.healthy());
+  EXPECT_EQ(held.findings[0].category, FindingCategory::kCompute) << held.findings[0].evidence;
   // Another rank's median calls moved 1.6x by the scheduler alone: 2x is within noise that size.
   LocalizeInput noisy = CallSizesRun(2.0, 1.05);
   noisy.workers[3].functions[0].median_duration_us *= 1.6;
@@ -927,6 +960,97 @@ TEST(LocalizerTest, LongerSequencesShowInTheMedianCallsWhenNothingElseStandsOut)
     for (FunctionPattern& f : w.functions) f.median_duration_us = 0;
   }
   EXPECT_TRUE(Localize(old, DefaultExpectations()).healthy());
+}
+
+// `n` ranks; rank 1's own code (a garbage collection at one line, or its loader) holds `extra` more
+// of every step than its peers', who wait that long for it in their all-reduce, and its
+// batch-sized ops' median calls are 1.4x its peers' while its model-sized ones keep their size:
+// what its own work does to its ops on the same cores (a 2-rank CI run under load had the GC
+// rank's so), not more data.
+LocalizeInput OwnCodeBesideLargerCalls(int n, Category own, double extra) {
+  LocalizeInput input;
+  for (int r = 0; r < n; ++r) {
+    double more = r == 1 ? extra : 0;
+    double loader = 0.02 + (own == Category::kDataloader ? more : 0);
+    WorkerPattern w = Worker(r, 0.45, loader, 0.05, 0.46 - more);
+    w.world_size = n;
+    if (own == Category::kHost && r == 1) AddHostPoint(&w, "train.py:73(train)", extra);
+    double host = w.category_beta[static_cast<int>(Category::kHost)];
+    for (int i = 0; i < 5; ++i) {
+      w.iteration_category_beta.push_back(
+          {0.45f, 0, static_cast<float>(0.46 - more), static_cast<float>(loader), static_cast<float>(host)});
+    }
+    double b = r == 1 ? 1.4 : 1.0;
+    w.functions[0].median_duration_us = 300 * b;
+    auto add = [&](const char* name, Category c, HostKind k, double beta, double calls, double median_us) {
+      FunctionPattern f;
+      f.name = name;
+      f.category = c;
+      f.host_kind = k;
+      f.beta = beta;
+      f.calls_per_iter = calls;
+      f.median_duration_us = median_us;
+      w.functions.push_back(f);
+    };
+    add("aten::bmm", Category::kCompute, HostKind::kNone, 0.04, 12, 230 * b);
+    add("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", Category::kCompute, HostKind::kNone,
+        0.01, 30, 7);
+    add("Optimizer.step#SGD.step", Category::kHost, HostKind::kOptimizer, 0.003, 1, 950);
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, LargerCallsBesideARanksOwnCodeAreItsCodesNotMoreData) {
+  for (auto [n, own] : {std::pair{2, Category::kHost}, std::pair{3, Category::kDataloader}}) {
+    Diagnosis d = Localize(OwnCodeBesideLargerCalls(n, own, 0.30), DefaultExpectations());
+    ASSERT_FALSE(d.healthy()) << n;
+    EXPECT_EQ(d.findings[0].category, FindingCategoryOf(own)) << d.findings[0].evidence;
+    EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+  }
+}
+
+// Four ranks; rank 0's host time is 0.20 of every step against its peers' 0.04, at one program
+// point, and its peers wait that long for it. Whether that is its code depends on the point's
+// calls: every call long (a hot loop) or a median call of 46 us among a mean of 3.8 ms (the
+// thread preempted between two ops in a few of them, as in a healthy tuning-split run). The
+// point is reached `calls` times a step.
+LocalizeInput HostPointRun(double median_us, double mean_us, float calls = 1) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    double point = r == 0 ? 0.16 : 0.005;
+    WorkerPattern w = Worker(r, 0.45, 0.03, 0.035, 0.485 - point);
+    w.world_size = 4;
+    AddHostPoint(&w, "(python between autograd::engine::evaluate_function: AccumulateGrad and aten::as_strided)",
+                 point);
+    w.functions.back().calls_per_iter = calls;
+    w.functions.back().median_duration_us = static_cast<float>(r == 0 ? median_us : 1000);
+    w.functions.back().mean_duration_us = static_cast<float>(r == 0 ? mean_us : 1000);
+    double host = w.category_beta[static_cast<int>(Category::kHost)];
+    double comm = w.category_beta[static_cast<int>(Category::kCommunication)];
+    for (int i = 0; i < 5; ++i) {
+      w.iteration_category_beta.push_back(
+          {0.45f, 0, static_cast<float>(comm), 0.03f, static_cast<float>(host + 0.01 * ((r + i) % 2))});
+    }
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, HostTimeHeldByAFewLongCallsIsPreemptionNotCode) {
+  Diagnosis code = Localize(HostPointRun(3200, 3200), DefaultExpectations());
+  ASSERT_FALSE(code.healthy());
+  EXPECT_EQ(code.findings[0].category, FindingCategory::kHost) << code.findings[0].evidence;
+  EXPECT_EQ(code.findings[0].workers, std::vector<int>{0});
+  Diagnosis preempted = Localize(HostPointRun(46, 3200), DefaultExpectations());
+  EXPECT_TRUE(preempted.healthy()) << preempted.findings[0].evidence;
+  // Without median calls (pattern format 3 and older) the time counts as its code's.
+  EXPECT_FALSE(Localize(HostPointRun(0, 3200), DefaultExpectations()).healthy());
+  // A point reached 3 times a step, once by a loop that runs every step (after the first of 3
+  // micro-batches): its median is the short calls', and still every step pays.
+  Diagnosis micro_batches = Localize(HostPointRun(46, 3200, 3), DefaultExpectations());
+  ASSERT_FALSE(micro_batches.healthy());
+  EXPECT_EQ(micro_batches.findings[0].category, FindingCategory::kHost) << micro_batches.findings[0].evidence;
 }
 
 // Four ranks on 2 cores; rank 3 loads 3x the items per step and its loading stands out in every

@@ -201,9 +201,11 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
   // CPU training only: on a GPU the gradient and optimizer ops seen here are the host's launches,
   // which a slower device does not stretch.
   if (group.row(suspect).has_device) return out;
-  // The median calls: the work's own size, which neither preemptions nor a quota move.
+  // The median calls: the work's own size, which preemptions do not move (a quota's freezes can:
+  // local_analysis.cc judges a rank its quota held back by that).
   if (sizes && sizes->MoreData(ratio)) {
     out.more_work = true;
+    out.source = WorkSource::kCallSizes;
     out.evidence = fmt::format(
         "its batch-sized ops' median calls take {:.2f}x its peers' while its gradient accumulation and optimizer "
         "step take {:.2f}x: it was given more data per step (longer sequences, larger samples), not a slower "
@@ -213,6 +215,11 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
   }
   out.slower = StarvedProcessor(group, suspect, ratio);
   if (!out.slower.empty()) return out;
+  // Measured median calls that show no more data overrule the means below: both read the same
+  // stretch, and the means also carry whatever preempted calls that rank happened to have (a
+  // healthy 2-rank run's aten::fill_ took 1.93x its peer's time on average and 1.10x at the
+  // median call).
+  if (sizes && sizes->measured) return out;
   double iteration_us = group.row(suspect).iteration_s * 1e6;
   // A rank that had the processor as readily as its peers is no slower processor: then its
   // batch-sized ops against its model-sized ops alone tell more data (the first stretched, the
@@ -227,7 +234,7 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
                                  : stretch.batch_ratio >= ratio && stretch.model_ratio < ratio;
   if (measurable && more_data) {
     out.more_work = true;
-    out.from_timing = true;
+    out.source = WorkSource::kMeanTimings;
     out.evidence = fmt::format(
         "its batch-sized ops take {:.2f}x its peers' time while {} run{} at {:.2f}x{}: it was given more data per "
         "step (longer sequences, larger samples), not a slower processor",

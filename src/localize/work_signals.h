@@ -12,11 +12,19 @@
 
 namespace eroica {
 
+// What showed the extra work. Counts, bytes and shapes are exact; the other two are read from
+// op timings, which a rank's own loader workers, Python or CPU quota also move.
+enum class WorkSource {
+  kExact,
+  kCallSizes,    // its batch-sized ops' median calls (call_sizes.h)
+  kMeanTimings,  // its batch-sized ops' time against its model-sized ops' (means, with preemptions)
+};
+
 struct WorkComparison {
   bool more_work = false;
-  std::string evidence;      // which signal, with the numbers ("data-loader ops per iteration 192 vs 64")
-  std::string slower;        // when not more work: what shows the processor itself slower, if anything
-  bool from_timing = false;  // more work read from op timings alone (no count, bytes or shapes)
+  std::string evidence;                    // which signal, with the numbers ("data-loader ops per iteration 192 vs 64")
+  std::string slower;                      // when not more work: what shows the processor itself slower, if anything
+  WorkSource source = WorkSource::kExact;  // when more work
 };
 
 // Compares group member `suspect` (an index into group.members) with its peers; more work
