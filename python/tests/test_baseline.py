@@ -53,9 +53,13 @@ def test_every_rank_slower_is_a_global_finding_against_the_baseline(tmp_path):
     added_s, before_s, window = baseline_cost(baseline[0], sessions[baseline[0]])
     print("\nbaseline: %d KB bundle; window of %d iterations %s s, median before %.4f s: +%.3f s"
           % (bundle.stat().st_size // 1024, len(window), window, before_s, added_s))
-    slowed = [d for d, doc in sessions.items() if doc["reason"] == "degradation"]
+    # The session the slowdown triggered: on a loaded machine the detector can also fire on noise
+    # before iteration 120, and such a session (healthy against the baseline) may sort after it.
+    slowed = sorted((doc["target_iteration"], d) for d, doc in sessions.items()
+                    if doc["reason"] == "degradation" and doc["detected_iteration"] >= 120)
     assert slowed, (sessions, done.stderr)
-    report = json.load(open(os.path.join(slowed[-1], "report.json")))
+    report = json.load(open(os.path.join(slowed[0][1], "report.json")))
+    assert report["findings"], (slowed, report.get("notes"), report.get("warnings"), done.stderr[-3000:])
     first = report["findings"][0]
     assert first["scope"] == "global" and sorted(first["workers"]) == list(range(WORLD)), first
     assert first["category"] == "host", first

@@ -149,6 +149,38 @@ std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, siz
       mine.rank, excess, extra, queued, asleep, mine.cpu->throttled, left, floor, mine.rank);
 }
 
+// Why `member`'s wait for its DataLoader workers (`excess`, share of its step) is the scheduler's,
+// or "": its workers were queued for a CPU longer than its peers' workers, by as much as the
+// excess, while those were queued too (the node had more runnable threads than cores). The
+// group-wide twin is CpuExplainsDataloader. Loader workers that are slow by themselves sleep in
+// their reads or transforms and queue no more than their peers': on the splits here the ranks
+// with slow workers waited 0.70-0.89 of a step with workers queued 0.03-0.47 s per second, at most
+// 0.26 above their peers'; a healthy rank whose workers were queued 0.92 against 0.36-0.47 waited
+// 0.23.
+std::string LoaderWorkersScheduledOut(const WorkerGroup& group, size_t member, double excess, const Expectations& e) {
+  const std::optional<CpuShare>& mine = group.row(member).cpu;
+  if (!mine || mine->loader_run_delay <= 0 || HeldBackByQuota(group.row(member), e) || excess <= 0) return "";
+  std::vector<double> peers;
+  for (size_t k = 0; k < group.size(); ++k) {
+    const std::optional<CpuShare>& cpu = group.row(k).cpu;
+    if (k != member && cpu && (cpu->loader_cpu > 0 || cpu->loader_run_delay > 0))
+      peers.push_back(cpu->loader_run_delay);
+  }
+  if (peers.empty() || 2 * peers.size() < group.size() - 1) return "";
+  double queued = MedianInPlace(peers);
+  double extra = mine->loader_run_delay - queued;
+  double explained = std::min(extra, excess);
+  double left = excess - explained;
+  double floor = StragglerFloor(group, e);
+  if (extra <= 0 || queued < explained || left >= floor) return "";
+  return fmt::format(
+      "rank {}'s own work was {:.2f} of a step above its peers', waiting for its DataLoader workers, but those "
+      "were queued for a CPU {:.2f} s per second longer than its peers' workers, where theirs queued {:.2f} too, and "
+      "no CPU quota held it; what the queueing leaves ({:.2f}) is below a straggler's {:.2f}: its input pipeline was "
+      "starved of processors this window, not slow by itself; no finding",
+      group.row(member).rank, excess, extra, queued, left, floor);
+}
+
 }  // namespace
 
 void AddQuotaThrottled(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local) {
@@ -225,7 +257,11 @@ void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::ve
     if (f.scope != FindingScope::kLocal || f.workers.size() != 1 || !OwnWork(f.category)) return false;
     auto it = member_of.find(f.workers[0]);
     if (it == member_of.end()) return false;
-    std::string why = ScheduledOut(group, threads, it->second, f.category, f.impact_s_per_iter / iteration_s, e);
+    double excess = f.impact_s_per_iter / iteration_s;
+    std::string why = ScheduledOut(group, threads, it->second, f.category, excess, e);
+    if (why.empty() && f.category == FindingCategory::kDataloader) {
+      why = LoaderWorkersScheduledOut(group, it->second, excess, e);
+    }
     if (why.empty()) return false;
     notes->push_back(std::move(why));
     return true;

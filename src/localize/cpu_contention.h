@@ -68,9 +68,10 @@ std::string CpuExplainsDataloader(const WorkerGroup& group, double level);
 // storage queues more too, at every wake-up, but mostly it sleeps), and whose CPU quota did not
 // hold it back (throttled for less than the noise floor, `min_excess_beta`: a quota's
 // throttling queues every runnable thread at once, so any material throttling is the rank's own
-// limit), is not slow by its own work. Kept: a rank held back by its quota (a CPU limit is its
-// own problem), a rank queued while its peers were not (a noisy neighbour on its node), and
-// ranks without readings.
+// limit), is not slow by its own work. So is a rank waiting for its DataLoader workers whose
+// workers were queued for a CPU longer than its peers' workers by as much, on the same terms.
+// Kept: a rank held back by its quota (a CPU limit is its own problem), a rank queued while its
+// peers were not (a noisy neighbour on its node), and ranks without readings.
 void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local,
                         std::vector<std::string>* notes);
 

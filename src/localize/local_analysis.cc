@@ -405,9 +405,10 @@ void AddLastArriver(const WorkerGroup& group, const Expectations& e, const std::
 // step for it (0.07 for any other rank). Where the readings show the ranks sharing busy cores,
 // any own-work excess counts and the others need not wait: a 4-rank run given 3x the batch on
 // one rank had that rank's own work 0.017 of a step above its peers' and nobody waiting for it.
-// The same holds for a rank that already stands out. Larger median calls (call_sizes.h) are as
-// good as counts: on busy shared cores a 4-rank run's rank given sequences twice as long had its
-// own work no higher than its peers', and its cost is then its larger calls' time.
+// The same holds for a rank that already stands out. Larger median calls (call_sizes.h) find a
+// rank as counts do: on busy shared cores a 4-rank run's rank given sequences twice as long had
+// its own work no higher than its peers', and its cost is then its larger calls' time. Whether
+// they name it `imbalance` is still a timing's question (MakeFinding).
 void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const std::vector<CallSizes>& sizes,
                           std::vector<Excess>* excesses) {
   size_t n = group.size();

@@ -582,6 +582,46 @@ LocalizeInput LoaderWaitOnBusyNodes(float loader_cpu, float loader_queued) {
   return input;
 }
 
+// Four ranks on 2 busy cores, each with DataLoader workers queued for a CPU 0.4 s per second;
+// rank 2 waits 0.20 of every step more than its peers for its workers (they wait for it in their
+// all-reduce), and its own workers were queued `rank2_queued`. Its training thread queued like
+// theirs.
+LocalizeInput OneRankWaitsForItsWorkers(float rank2_queued) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    float loader = r == 2 ? 0.25f : 0.05f;
+    WorkerPattern w = Worker(r, 0.45, loader, 0.05, 0.45 - (loader - 0.05));
+    w.world_size = 4;
+    for (int i = 0; i < 5; ++i) {
+      float wobble = 0.005f * static_cast<float>((r + i) % 3);
+      w.iteration_category_beta.push_back({0.45f + wobble, 0, 0.45f - (loader - 0.05f) - wobble, loader, 0.05f});
+    }
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.97f,
+                     .process_cpu = 0.5f,
+                     .run_delay = 0.8f,
+                     .loader_cpu = 0.03f,
+                     .loader_run_delay = r == 2 ? rank2_queued : 0.38f + 0.02f * static_cast<float>(r),
+                     .throttled = 0,
+                     .main_cpu = 0.45f,
+                     .main_run_delay = 0.3f};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, ARanksLoaderWorkersQueuedForACpuLongerThanItsPeersAreStarvedNotSlow) {
+  Diagnosis starved = Localize(OneRankWaitsForItsWorkers(0.92f), DefaultExpectations());
+  EXPECT_TRUE(starved.healthy()) << starved.findings[0].evidence;
+  ASSERT_FALSE(starved.notes.empty());
+  EXPECT_NE(starved.notes.back().find("starved of processors"), std::string::npos) << starved.notes.back();
+  // Workers queued about as long as their peers': slow by themselves (a slow read or transform).
+  Diagnosis slow = Localize(OneRankWaitsForItsWorkers(0.45f), DefaultExpectations());
+  ASSERT_FALSE(slow.healthy());
+  EXPECT_EQ(slow.findings[0].category, FindingCategory::kDataloader) << slow.findings[0].evidence;
+  EXPECT_EQ(slow.findings[0].workers, std::vector<int>{2});
+}
+
 TEST(LocalizerTest, LoaderWorkersQueuedForACpuAreStarvedNotSlow) {
   Diagnosis starved = Localize(LoaderWaitOnBusyNodes(0.02f, 0.25f), DefaultExpectations());
   EXPECT_TRUE(starved.healthy()) << starved.findings[0].evidence;
