@@ -854,11 +854,23 @@ def smoke(args):
     run([bench.eroica, "summarize"] + [str(p) for p in dlrm] + ["-o", str(bundle)])
     rows = bench.diagnose_scale(bundle, [100])
     assert not rows[0]["missing"], rows[0]
+    # Diagnose grows with the workers, not with their square: ten times the workers must take well
+    # under 40 times as long (linear is about 10). A rule that computed the group's median
+    # iteration once per worker took 148 s instead of 4 s on 100,000 CPU workers.
+    took = {}
+    for n in (5000, 50000):
+        many = bench.work / f"linear_{n}.pattern"
+        run([bench.eroica, "synth", str(bundle), "-o", str(many), "-n", str(n), "--stragglers", "3",
+             "--straggler-category", "host", "--straggler-excess", "0.3", "--seed", "1"])
+        took[n] = min(timed([bench.eroica, "diagnose", str(many)])["wall_s"] for _ in range(3 if n < 50000 else 1))
+        many.unlink()
+    assert took[50000] < 40 * max(took[5000], 0.05), took
     g = run_json([PYTHON, str(HERE / "scale_bench.py"), "gather", bench.eroica, str(bundle), "64",
                   "--procs", "1", "--work", str(bench.work / "scale")])
     assert g["records"] == 64 and g["missing"] == 0 and not g["missed"] and g["planted"] >= 2, g
     assert 0 < g["rank0_bytes_per_rank"] <= SCALE_OUT_BYTES_PER_RANK and g["errors"] == [], g
-    print(f"smoke ok: diagnose of 100 synthetic workers named all {len(rows[0]['found'])} planted faults; "
+    print(f"smoke ok: diagnose of 100 synthetic workers named all {len(rows[0]['found'])} planted faults "
+          f"(5,000 workers {took[5000]:.2f} s, 50,000 {took[50000]:.2f} s); "
           f"64 ranks through a TCPStore to rank 0's report named all {len(g['found'])}")
 
 

@@ -12,17 +12,17 @@
 // loop after the first of 3 micro-batches sat at points reached 3 times a step.
 #pragma once
 
-#include <cstddef>
+#include <vector>
 
 #include "localize/groups.h"
 
 namespace eroica {
 
-// The share of member k's host time held by calls beyond its points' median calls (each host
+// Each member's share of host time held by calls beyond its points' median calls (each host
 // point's β x (1 - median / mean)), in shares of the group's median iteration, as OwnShares
-// gives them. Only points reached at most once a step count: there a median call below the
-// mean means most steps did not pay. Points with fewer than 3 calls in the window, or without a
-// median call (pattern format 3 and older), count as their code's.
-double HostGapShare(const WorkerGroup& group, size_t k);
+// gives them; one pass over the group. Only points reached at most once a step count: there a
+// median call below the mean means most steps did not pay. Points with fewer than 3 calls in the
+// window, or without a median call (pattern format 3 and older), count as their code's.
+std::vector<double> HostGapShares(const WorkerGroup& group);
 
 }  // namespace eroica

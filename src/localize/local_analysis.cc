@@ -502,7 +502,8 @@ void DropHostTimeItsCodeDidNotSpend(const WorkerGroup& group, const Expectations
                          [](const Excess& x) { return x.category == Category::kHost && x.also.empty(); });
   if (!any) return;
   std::vector<double> own_code = OwnShares(group, Category::kHost);
-  for (size_t k = 0; k < group.size(); ++k) own_code[k] -= HostGapShare(group, k);
+  std::vector<double> gaps = HostGapShares(group);
+  for (size_t k = 0; k < group.size(); ++k) own_code[k] -= gaps[k];
   RobustCenter center = MedianAndMad(own_code);
   std::erase_if(*excesses, [&](const Excess& x) {
     return x.category == Category::kHost && x.also.empty() &&
