@@ -156,7 +156,7 @@ std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, siz
 // their reads or transforms and queue no more than their peers': on the splits here the ranks
 // with slow workers waited 0.70-0.89 of a step with workers queued 0.03-0.47 s per second, at most
 // 0.26 above their peers'; a healthy rank whose workers were queued 0.92 against 0.36-0.47 waited
-// 0.23.
+// 0.22.
 std::string LoaderWorkersScheduledOut(const WorkerGroup& group, size_t member, double excess, const Expectations& e) {
   const std::optional<CpuShare>& mine = group.row(member).cpu;
   if (!mine || mine->loader_run_delay <= 0 || HeldBackByQuota(group.row(member), e) || excess <= 0) return "";

