@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 
 namespace eroica {
@@ -49,6 +51,27 @@ void AddHostPoint(WorkerPattern* w, const char* name, double beta) {
   f.calls_per_iter = 1;
   w->functions.push_back(f);
   w->category_beta[static_cast<int>(Category::kHost)] += beta;
+}
+
+// A function of `w` with its median call (and mean, 0: not set), not counted in its category's β.
+void AddTimedFunction(WorkerPattern* w, const char* name, Category c, HostKind k, double beta, double calls,
+                      double median_us, double mean_us = 0) {
+  FunctionPattern f;
+  f.name = name;
+  f.category = c;
+  f.host_kind = k;
+  f.beta = beta;
+  f.calls_per_iter = calls;
+  f.median_duration_us = median_us;
+  f.mean_duration_us = mean_us;
+  w->functions.push_back(f);
+}
+
+// No finding, and the last note says why (contains `why`).
+void ExpectHealthyWithNote(const Diagnosis& d, std::string_view why) {
+  EXPECT_TRUE(d.healthy()) << d.findings[0].evidence;
+  ASSERT_FALSE(d.notes.empty());
+  EXPECT_NE(d.notes.back().find(why), std::string::npos) << d.notes.back();
 }
 
 LocalizeInput Healthy(int n) {
@@ -126,17 +149,13 @@ LocalizeInput LoaderStragglerOnABusyNode(BusyNodeRank late_rank) {
 
 TEST(LocalizerTest, ARankTheSchedulerQueuedOnANodeTheJobOversubscribesIsNoStraggler) {
   Diagnosis lottery = Localize(LoaderStragglerOnABusyNode({}), DefaultExpectations());
-  EXPECT_TRUE(lottery.healthy()) << lottery.findings[0].evidence;
-  ASSERT_FALSE(lottery.notes.empty());
-  EXPECT_NE(lottery.notes.back().find("scheduler gave rank 2 less"), std::string::npos) << lottery.notes.back();
+  ExpectHealthyWithNote(lottery, "scheduler gave rank 2 less");
   // Queueing that explains all but 0.03 of its 0.18 leaves less than a straggler's 0.05: the same.
   EXPECT_TRUE(Localize(LoaderStragglerOnABusyNode({.extra_queued = 0.15f}), DefaultExpectations()).healthy());
   // Ops run or queue, they do not sleep: the same excess in its compute ops is the scheduler's
   // though its shorter wait in collectives reads as 0.15 more sleep (kept for its loader below).
   Diagnosis ops = Localize(LoaderStragglerOnABusyNode({.main_cpu = 0.05f, .in_ops = true}), DefaultExpectations());
-  EXPECT_TRUE(ops.healthy());
-  ASSERT_FALSE(ops.notes.empty());
-  EXPECT_NE(ops.notes.back().find("its excess is in its ops"), std::string::npos) << ops.notes.back();
+  ExpectHealthyWithNote(ops, "its excess is in its ops");
   Diagnosis own_ops =
       Localize(LoaderStragglerOnABusyNode({.extra_queued = 0.08f, .in_ops = true}), DefaultExpectations());
   ASSERT_FALSE(own_ops.healthy());
@@ -539,9 +558,7 @@ LocalizeInput CommunicationOnNodes(std::optional<float> host_busy) {
 
 TEST(LocalizerTest, CollectivesOnNodesWithNoIdleCoreWaitedForTheCpuNotTheNetwork) {
   Diagnosis saturated = Localize(CommunicationOnNodes(0.99f), DefaultExpectations());
-  EXPECT_TRUE(saturated.healthy()) << saturated.findings[0].evidence;
-  ASSERT_FALSE(saturated.notes.empty());
-  EXPECT_NE(saturated.notes.back().find("not for the network"), std::string::npos) << saturated.notes.back();
+  ExpectHealthyWithNote(saturated, "not for the network");
   // Links that moved almost nothing (over the link box's μ) on the same saturated nodes: the same
   // wait, so the same one note, not a second copy from the link rule.
   LocalizeInput idle_links = CommunicationOnNodes(0.99f);
@@ -612,9 +629,7 @@ LocalizeInput OneRankWaitsForItsWorkers(float rank2_queued) {
 
 TEST(LocalizerTest, ARanksLoaderWorkersQueuedForACpuLongerThanItsPeersAreStarvedNotSlow) {
   Diagnosis starved = Localize(OneRankWaitsForItsWorkers(0.92f), DefaultExpectations());
-  EXPECT_TRUE(starved.healthy()) << starved.findings[0].evidence;
-  ASSERT_FALSE(starved.notes.empty());
-  EXPECT_NE(starved.notes.back().find("starved of processors"), std::string::npos) << starved.notes.back();
+  ExpectHealthyWithNote(starved, "starved of processors");
   // Workers queued about as long as their peers': slow by themselves (a slow read or transform).
   Diagnosis slow = Localize(OneRankWaitsForItsWorkers(0.45f), DefaultExpectations());
   ASSERT_FALSE(slow.healthy());
@@ -624,9 +639,7 @@ TEST(LocalizerTest, ARanksLoaderWorkersQueuedForACpuLongerThanItsPeersAreStarved
 
 TEST(LocalizerTest, LoaderWorkersQueuedForACpuAreStarvedNotSlow) {
   Diagnosis starved = Localize(LoaderWaitOnBusyNodes(0.02f, 0.25f), DefaultExpectations());
-  EXPECT_TRUE(starved.healthy()) << starved.findings[0].evidence;
-  ASSERT_FALSE(starved.notes.empty());
-  EXPECT_NE(starved.notes.back().find("starved of processors"), std::string::npos) << starved.notes.back();
+  ExpectHealthyWithNote(starved, "starved of processors");
   // On GPU training the device does the step's work: cores too busy for the loader are the input
   // pipeline's own shortage, and a slow network still a network.
   for (LocalizeInput gpu : {LoaderWaitOnBusyNodes(0.02f, 0.25f), CommunicationOnNodes(0.99f)}) {
@@ -930,15 +943,7 @@ LocalizeInput CallSizesRun(double batch, double model, float host_busy = 0.97f, 
     w.functions[0].median_duration_us = 300 * b;  // aten::addmm
     w.functions[0].mean_duration_us = 520 + 40.0 * r;
     auto add = [&](const char* name, Category c, HostKind k, double beta, double calls, double median_us) {
-      FunctionPattern f;
-      f.name = name;
-      f.category = c;
-      f.host_kind = k;
-      f.beta = beta;
-      f.calls_per_iter = calls;
-      f.median_duration_us = median_us;
-      f.mean_duration_us = median_us * 1.5;
-      w.functions.push_back(f);
+      AddTimedFunction(&w, name, c, k, beta, calls, median_us, median_us * 1.5);
     };
     add("aten::bmm", Category::kCompute, HostKind::kNone, 0.04, 12, 230 * b);
     for (const char* light : {"aten::embedding_dense_backward", "aten::_embedding_bag", "aten::sort"}) {
@@ -1022,20 +1027,10 @@ LocalizeInput OwnCodeBesideLargerCalls(int n, Category own, double extra) {
     }
     double b = r == 1 ? 1.4 : 1.0;
     w.functions[0].median_duration_us = 300 * b;
-    auto add = [&](const char* name, Category c, HostKind k, double beta, double calls, double median_us) {
-      FunctionPattern f;
-      f.name = name;
-      f.category = c;
-      f.host_kind = k;
-      f.beta = beta;
-      f.calls_per_iter = calls;
-      f.median_duration_us = median_us;
-      w.functions.push_back(f);
-    };
-    add("aten::bmm", Category::kCompute, HostKind::kNone, 0.04, 12, 230 * b);
-    add("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", Category::kCompute, HostKind::kNone,
-        0.01, 30, 7);
-    add("Optimizer.step#SGD.step", Category::kHost, HostKind::kOptimizer, 0.003, 1, 950);
+    AddTimedFunction(&w, "aten::bmm", Category::kCompute, HostKind::kNone, 0.04, 12, 230 * b);
+    AddTimedFunction(&w, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", Category::kCompute,
+                     HostKind::kNone, 0.01, 30, 7);
+    AddTimedFunction(&w, "Optimizer.step#SGD.step", Category::kHost, HostKind::kOptimizer, 0.003, 1, 950);
     input.workers.push_back(w);
   }
   return input;
