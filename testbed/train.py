@@ -312,6 +312,7 @@ class WindowStacks:
         self.sampler = None
         self.start_unix_ns = None
         self.loader_window = 0
+        self.stopped = False
         if self.hz > 0:
             from torch.utils.data._utils import worker
 
@@ -331,13 +332,21 @@ class WindowStacks:
         if self.sampler is not None and first <= iteration <= last:
             self.sampler.mark_step(iteration)
 
-    def finish(self):
-        if self.sampler is not None:
+    def stop(self):
+        """Ends the samples and the CPU readings, the loader workers' too (finish() writes them)."""
+        if self.sampler is not None and not self.stopped:
+            self.stopped = True
             self.sampler.stop()
-            workers = []
             control = loader_workers.control()
             if control is not None and self.loader_window:
                 control.end()
+
+    def finish(self):
+        if self.sampler is not None:
+            self.stop()
+            workers = []
+            control = loader_workers.control()
+            if control is not None and self.loader_window:
                 workers = control.collect(self.loader_window)
             self.sampler.write(self.out_dir, self.rank, self.start_unix_ns, workers)
             self.sampler = None
@@ -395,6 +404,12 @@ def train(config, rank):
             # take a slow step for a hang.
             if iteration == profile_last + 1:
                 progress.beat(iteration - 1, "export")
+                # The window's CPU reading ends with its last step, before the profiler stops:
+                # stopping collects the trace on this thread (on a CPU or queued for one, never
+                # asleep), which took twice the window itself on 4 ranks sharing 2 cores (1.0 s
+                # after a 0.5 s window) and buried every rank's sleep under it. eroica's capture
+                # stops its sampler before the profiler too (capture.py).
+                stacks.stop()
             prof.step()
             # The window's last step closed inside prof.step() just now: the sampler stops and
             # writes outside it, as eroica's own capture does, never inside the profiled step.

@@ -1,5 +1,7 @@
 """Real multi-process PyTorch DDP runs (gloo, CPU) with one real fault each: eroica diagnose must
 name the right rank, category and scope first, and find nothing on healthy runs."""
+import json
+
 import pytest
 
 from eroica_cli import EROICA, diagnose, pattern, run_scenario, shown
@@ -76,6 +78,15 @@ def test_the_cpu_readings_reach_the_pattern_and_name_a_quota(tmp_path):
     assert all(cpu[r]["throttled"] < 0.03 for r in (0, 2, 3)), cpu
     for r, c in cpu.items():
         assert c["cpus"] >= 1 and 0 <= c["host_busy"] <= 1 and c["main_cpu"] > 0, (r, c)
+    # The reading covers the traced steps, not the profiler's stop after them: collecting the
+    # trace keeps the training thread on a CPU or queued for about twice as long as the window
+    # on these 2 cores, and read with it a rank's sleep (in a stall, a slow read) disappeared.
+    for r in range(4):
+        stacks = json.loads((tmp_path / f"rank-{r}.stacks.json").read_text())
+        opened = sorted(stacks["step_start_unix_ns"].values())
+        steps = len(opened)
+        traced_s = (opened[-1] - opened[0]) / 1e9 * steps / (steps - 1)
+        assert stacks["cpu"]["window_ns"] / 1e9 < 1.5 * traced_s, (r, stacks["cpu"], traced_s)
     d = diagnose(tmp_path)
     first = d["findings"][0]
     assert (first["category"], first["workers"]) == ("compute", [1]), first
