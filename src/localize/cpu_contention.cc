@@ -153,10 +153,10 @@ std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, siz
 // or "": its workers were queued for a CPU longer than its peers' workers, by as much as the
 // excess, while those were queued too (the node had more runnable threads than cores). The
 // group-wide twin is CpuExplainsDataloader. Loader workers that are slow by themselves sleep in
-// their reads or transforms and queue no more than their peers': on the splits here the ranks
-// with slow workers waited 0.70-0.89 of a step with workers queued 0.03-0.47 s per second, at most
-// 0.26 above their peers'; a healthy rank whose workers were queued 0.92 against 0.36-0.47 waited
-// 0.22.
+// their reads or transforms and queue no more than their peers': on the four splits here the
+// ranks with slow workers had them queued 0.05-0.60 s per second, at most 0.31 above their peers'
+// (readings over the traced steps only); a healthy rank whose workers were queued 0.92 against
+// 0.36-0.47 waited 0.22 of a step (probe12, read with the profiler's stop).
 std::string LoaderWorkersScheduledOut(const WorkerGroup& group, size_t member, double excess, const Expectations& e) {
   const std::optional<CpuShare>& mine = group.row(member).cpu;
   if (!mine || mine->loader_run_delay <= 0 || HeldBackByQuota(group.row(member), e) || excess <= 0) return "";

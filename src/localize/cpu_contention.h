@@ -39,9 +39,9 @@ std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group);
 // the window unless other work takes them, and its ranks' threads sleep rather than queue. Where
 // the nodes had less than half of that idle and each rank's threads were queued for a CPU at
 // least as long as it waited (thread-seconds per second, median over ranks), the collectives
-// waited for descheduled peers. Measured on the tuning split (4 ranks on 2 cores): throttled links
-// queued 0.26-0.58 of their wait (0.48-0.58 beside a build that took the idle cores), runs with
-// more runnable threads than cores 1.5-3.4.
+// waited for descheduled peers. Measured on the tuning split (4 ranks on 2 cores, readings over
+// the traced steps only): throttled links queued 0.16-0.25 of their wait with 0.65-0.70 of the
+// cores idle; healthy runs 0.95-3.5 of theirs, with 0.05-0.16 idle.
 std::string CpuExplainsCommunication(const WorkerGroup& group, double level);
 
 // Whether the group's ranks share busy cores, as evidence text ("" when the readings do not say
@@ -49,8 +49,9 @@ std::string CpuExplainsCommunication(const WorkerGroup& group, double level);
 // threads queued for a CPU at least half a second per second (medians over ranks). There a rank
 // given more work takes the processor while its peers sleep in their collectives, and they then
 // run slower in their own ops rather than wait for it. A node with spare cores queues threads for
-// milliseconds per second; a tuning-split run of 4 ranks on 2 cores was busy 85-96 % and
-// queued 0.63-0.92 s per second, three 8-rank runs 94-98 % and 0.63-1.34.
+// milliseconds per second; the tuning split's healthy ranks (4 on 2 cores) saw them busy 84-96 %
+// and queued 0.32-0.92 s per second; with DataLoader workers or a network throttle idling the
+// ranks, 21-68 % busy.
 std::string SharedBusyCores(const WorkerGroup& group);
 
 // Why `level` of each step spent waiting for the DataLoader's worker processes is not the

@@ -139,8 +139,8 @@ std::string StarvedProcessor(const WorkerGroup& group, size_t suspect, double ra
 // their median, by the ratio that counts as more work and the noise floor). False without
 // readings. A quota or a noisy neighbour leaves a rank waiting in the run queue; a rank given
 // more work holds the processor. On the tuning split's 4-rank runs (2 cores): throttled ranks
-// were queued 0.74-0.77 s per second against their peers' 0.12-0.24; ranks given longer
-// sequences 0.14-0.56 against 0.47-0.53, and larger batches 0.26-0.29 against 0.19-0.55.
+// were queued 0.40-0.56 s per second against their peers' 0.04-0.11; ranks given longer
+// sequences 0.20-0.26 against 0.16-0.42, and larger batches 0.22-0.28 against 0.18-0.30.
 bool HadTheProcessor(const WorkerGroup& group, size_t suspect, double ratio, const Expectations& e) {
   auto queued = [&](size_t k) {
     const std::optional<CpuShare>& cpu = group.row(k).cpu;
