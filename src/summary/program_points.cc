@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -41,6 +42,56 @@ std::string PointName(const FunctionTable& table, uint32_t before, uint32_t afte
   if (before == kNoFunction) return "(python before " + table.all()[after].name + ")";
   if (after == kNoFunction) return "(python after " + table.all()[before].name + ")";
   return "(python between " + table.all()[before].name + " and " + table.all()[after].name + ")";
+}
+
+// The window's edges cut a step's Python short: the last step's code after its last op has no
+// op after it in the window ("(python after A)"), the first step's before its first op none
+// before it. In every other step the same code runs on to the op that follows it there. So a gap
+// cut at the end is the point of each step's last gap after the same op, where those all reach
+// one point (and the one cut at the start, of each step's first gap before the same op): else a
+// cost of every step (a checkpoint saved after the optimizer: 4 of 5 steps at "(python between
+// aten::detach and aten::zeros)", where aten::zeros is the next step's range being made, the last
+// at "(python after aten::detach)") counts as a point reached in only some of them. Otherwise the
+// cut gap keeps its name. `step_of_start` and `step_of_end`: the step each gap starts and ends in.
+void JoinPointsCutByTheWindow(const std::vector<size_t>& step_of_start, const std::vector<size_t>& step_of_end,
+                              std::vector<std::tuple<uint32_t, uint32_t, uint32_t>>* keys) {
+  constexpr uint32_t kSeveral = kNoFunction - 1;
+  auto note = [](auto* seen, auto side, uint32_t other) {
+    auto [it, fresh] = seen->emplace(side, other);
+    if (!fresh && it->second != other) it->second = kSeveral;
+  };
+  // Each other step's last gap after an op (and resumption), and its first gap before an op: the
+  // steps the cuts fall in run that op in other places too.
+  std::set<size_t> cut_at_end, cut_at_start;
+  for (size_t g = 0; g < keys->size(); ++g) {
+    const auto& [before, after, resumed] = (*keys)[g];
+    if (after == kNoFunction) cut_at_end.insert(step_of_start[g]);
+    if (before == kNoFunction && resumed == kNoFunction) cut_at_start.insert(step_of_end[g]);
+  }
+  std::map<std::tuple<size_t, uint32_t, uint32_t>, size_t> last_after;
+  std::map<std::pair<size_t, uint32_t>, size_t> first_before;
+  for (size_t g = 0; g < keys->size(); ++g) {
+    const auto& [before, after, resumed] = (*keys)[g];
+    if (after == kNoFunction || (before == kNoFunction && resumed == kNoFunction)) continue;
+    if (!cut_at_end.contains(step_of_start[g])) last_after[{step_of_start[g], before, resumed}] = g;
+    if (resumed == kNoFunction && !cut_at_start.contains(step_of_end[g])) {
+      first_before.emplace(std::pair{step_of_end[g], after}, g);
+    }
+  }
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> after_of;
+  std::map<uint32_t, uint32_t> before_of;
+  for (const auto& [side, g] : last_after)
+    note(&after_of, std::pair{std::get<1>(side), std::get<2>(side)}, std::get<1>((*keys)[g]));
+  for (const auto& [side, g] : first_before) note(&before_of, side.second, std::get<0>((*keys)[g]));
+  for (auto& [before, after, resumed] : *keys) {
+    if (after == kNoFunction && (before != kNoFunction || resumed != kNoFunction)) {
+      auto it = after_of.find({before, resumed});
+      if (it != after_of.end() && it->second != kSeveral) after = it->second;
+    } else if (before == kNoFunction && resumed == kNoFunction && after != kNoFunction) {
+      auto it = before_of.find(after);
+      if (it != before_of.end() && it->second != kSeveral) before = it->second;
+    }
+  }
 }
 
 }  // namespace
@@ -94,7 +145,8 @@ void NameProgramPoints(const Trace& trace, const BigVector<EventRole>& roles, co
   }
 
   // (before, after, collective resumed from): a resumption's point does not depend on `before`.
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> points;
+  using Key = std::tuple<uint32_t, uint32_t, uint32_t>;
+  std::vector<Key> keys(gaps.size());
   for (size_t g = 0; g < gaps.size(); ++g) {
     // The thread resumes only if it was not running: an op of its own that ends where the gap
     // begins (a blocking call it returned from, recorded by itself) says it was, and so does a
@@ -103,9 +155,19 @@ void NameProgramPoints(const Trace& trace, const BigVector<EventRole>& roles, co
     bool at_step = std::binary_search(window.step_starts_ns.begin(), window.step_starts_ns.end(), gap_starts[g]);
     if (at_step || (before[g].function != kNoFunction && before[g].at >= gap_starts[g])) resumed_from[g] = kNoFunction;
     bool resumed = resumed_from[g] != kNoFunction;
-    std::tuple<uint32_t, uint32_t, uint32_t> key{resumed ? kNoFunction : before[g].function, after[g].function,
-                                                 resumed_from[g]};
-    if (!resumed && before[g].function == kNoFunction && after[g].function == kNoFunction) continue;
+    keys[g] = Key{resumed ? kNoFunction : before[g].function, after[g].function, resumed_from[g]};
+  }
+  std::vector<size_t> step_of_start(gaps.size()), step_of_end(gaps.size());
+  const std::vector<int64_t>& steps = window.step_starts_ns;
+  for (size_t g = 0; g < gaps.size(); ++g) {
+    step_of_start[g] = static_cast<size_t>(std::upper_bound(steps.begin(), steps.end(), gap_starts[g]) - steps.begin());
+    step_of_end[g] = static_cast<size_t>(std::upper_bound(steps.begin(), steps.end(), gap_ends[g] - 1) - steps.begin());
+  }
+  JoinPointsCutByTheWindow(step_of_start, step_of_end, &keys);
+  std::map<Key, uint32_t> points;
+  for (size_t g = 0; g < gaps.size(); ++g) {
+    const Key& key = keys[g];
+    if (std::get<2>(key) == kNoFunction && std::get<0>(key) == kNoFunction && std::get<1>(key) == kNoFunction) continue;
     auto it = points.find(key);
     if (it == points.end()) {
       std::string name = PointName(*table, std::get<0>(key), std::get<1>(key), std::get<2>(key));

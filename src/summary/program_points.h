@@ -7,6 +7,10 @@
 // point, on every rank), while preemption and wake-up delays on a busy host land at many.
 // One bucket adds healthy noise from forty gaps into one β that looks like a hot loop.
 //
+// The window's edges cut the last step's trailing Python and the first step's leading Python:
+// such a gap takes the point the other steps' same gap has (program_points.cc
+// JoinPointsCutByTheWindow), so a cost of every step is a point reached every step.
+//
 // On CPU training a gap that begins where a collective on the critical path ends is the training
 // thread coming back from waiting on it (the backend's thread finishes the collective and wakes
 // it): "(resuming after allreduce, before B)" (function_name.h IsResumePoint). Healthy ranks

@@ -45,17 +45,56 @@ TEST(ProgramPointsTest, OneProgramPointEveryIterationIsOneFunctionWithOneCallPer
   EXPECT_EQ(loop->host_kind, HostKind::kPython);
   EXPECT_DOUBLE_EQ(loop->calls_per_iter, 1.0);
   EXPECT_DOUBLE_EQ(loop->mean_duration_us, 400.0);
-  // After aten::mm: the outer op, not aten::empty, which ends at the same instant.
+  // After aten::mm: the outer op, not aten::empty, which ends at the same instant. The last
+  // step's tail has no op after it in the window, but it is the same code as the others' (the
+  // only point that follows aten::mm): one point, reached every step.
   const FunctionPattern* tail = Find(p, fmt::format("(python between aten::mm and {})", kLoader));
   ASSERT_NE(tail, nullptr);
-  EXPECT_NEAR(tail->beta, 200.0 / 3000, 1e-9);
-  const FunctionPattern* last = Find(p, "(python after aten::mm)");  // nothing follows the window
-  ASSERT_NE(last, nullptr);
-  EXPECT_NEAR(last->beta, 100.0 / 3000, 1e-9);
+  EXPECT_NEAR(tail->beta, 300.0 / 3000, 1e-9);
+  EXPECT_DOUBLE_EQ(tail->calls_per_iter, 1.0);
+  EXPECT_EQ(Find(p, "(python after aten::mm)"), nullptr);
   for (const FunctionPattern& f : p.functions) {
     EXPECT_EQ(f.name.find("aten::empty and"), std::string::npos) << f.name;
   }
   EXPECT_NEAR(p.category_beta[static_cast<int>(Category::kHost)], 0.5, 1e-9);
+}
+
+// The window's first step opens with 50 µs of Python before its first op, its last ends with
+// 200 µs after its last op; in between, that Python runs on from one step's last op into the next
+// step's first. The cut gaps are the point that spans a step boundary from (to) the same op, even
+// where that op is also followed by another point inside the step; a last step that ends on an
+// op no step boundary follows keeps its cut name.
+TEST(ProgramPointsTest, AGapCutByTheWindowIsThePointThatSpansAStepBoundaryFromTheSameOp) {
+  auto steps = [](bool relu_inside, bool last_ends_on_sum) {
+    std::string events;
+    for (int i = 0; i < 3; ++i) {
+      int t = 1000 * i;
+      events += fmt::format(R"({{"name":"ProfilerStep#{}","ph":"X","ts":{},"dur":1000,"tid":1,"pid":7}},)", i, t);
+      events += fmt::format(R"({{"name":"aten::mm","ph":"X","ts":{},"dur":300,"tid":1,"pid":7}},)", t + 50);
+      if (relu_inside) {
+        events += fmt::format(R"({{"name":"aten::relu","ph":"X","ts":{},"dur":100,"tid":1,"pid":7}},)", t + 400);
+        events += fmt::format(R"({{"name":"aten::add","ph":"X","ts":{},"dur":100,"tid":1,"pid":7}},)", t + 550);
+      }
+      const char* last = last_ends_on_sum && i == 2 ? "aten::sum" : "aten::relu";
+      events += fmt::format(R"({{"name":"{}","ph":"X","ts":{},"dur":100,"tid":1,"pid":7}},)", last, t + 700);
+    }
+    events.pop_back();
+    return "[" + events + "]";
+  };
+  for (bool relu_inside : {false, true}) {
+    WorkerPattern p = SummarizeText(steps(relu_inside, false));
+    const FunctionPattern* boundary = Find(p, "(python between aten::relu and aten::mm)");
+    ASSERT_NE(boundary, nullptr);
+    EXPECT_NEAR(boundary->beta, (250.0 * 2 + 200 + 50) / 3000, 1e-9);  // both cut ends joined
+    EXPECT_DOUBLE_EQ(boundary->calls_per_iter, 4.0 / 3);
+    EXPECT_EQ(Find(p, "(python after aten::relu)"), nullptr);
+    EXPECT_EQ(Find(p, "(python before aten::mm)"), nullptr);
+  }
+  WorkerPattern kept = SummarizeText(steps(false, true));
+  const FunctionPattern* cut = Find(kept, "(python after aten::sum)");
+  ASSERT_NE(cut, nullptr);
+  EXPECT_NEAR(cut->beta, 200.0 / 3000, 1e-9);
+  EXPECT_EQ(Find(kept, "(python before aten::mm)"), nullptr);
 }
 
 // The same 40% of Python, once spread over ten program points and once at one: only the hot
