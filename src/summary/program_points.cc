@@ -21,11 +21,28 @@ struct Landmark {
   uint32_t function = kNoFunction;
 };
 
-// Before a gap the op that ended last wins; after it, the one that started first. On a tie the
-// longer one, which is the outer op: a parent and its last child end together.
+// Trace times are whole microseconds, start and length rounded apart: a parent op and its last
+// child can end a microsecond apart either way, so the name of the point after them flipped
+// between steps ("aten::detach" in some, its child "detach" in others: one checkpoint at two
+// points). An op `outer` holds `inner` when inner starts inside it and ends no later than that
+// rounding allows.
+constexpr int64_t kTimestampRoundingNs = 1000;
+
+bool Holds(const Landmark& outer, const Landmark& inner) {
+  int64_t outer_start = outer.at - outer.dur, inner_start = inner.at - inner.dur;
+  return outer_start <= inner_start && inner_start < outer.at && inner.at <= outer.at + kTimestampRoundingNs;
+}
+
+// Before a gap the op that ended last wins, unless the other holds it (the outer op names the
+// point); after it, the one that started first (starts round in order). On a tie the longer one,
+// which is the outer op: a parent and its last child end together.
 bool Closer(const Landmark& candidate, const Landmark& best, bool before) {
   if (best.function == kNoFunction) return candidate.function != kNoFunction;
   if (candidate.function == kNoFunction) return false;
+  if (before) {
+    bool best_holds = Holds(best, candidate), candidate_holds = Holds(candidate, best);
+    if (best_holds != candidate_holds) return candidate_holds;
+  }
   if (candidate.at != best.at) return before ? candidate.at > best.at : candidate.at < best.at;
   return candidate.dur > best.dur;
 }

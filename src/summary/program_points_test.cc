@@ -97,6 +97,31 @@ TEST(ProgramPointsTest, AGapCutByTheWindowIsThePointThatSpansAStepBoundaryFromTh
   EXPECT_EQ(Find(kept, "(python before aten::mm)"), nullptr);
 }
 
+// Whole-microsecond times round a parent's end and its last child's apart: in step 1 the child
+// ends with its parent, in step 2 a microsecond after it. The parent names the point after both
+// in every step; an op that starts where another ends is no child of it.
+TEST(ProgramPointsTest, TheOuterOpNamesThePointAfterItThoughItsChildEndsAMicrosecondLater) {
+  std::string events;
+  for (int i = 0; i < 3; ++i) {
+    int t = 1000 * i;
+    events += fmt::format(R"({{"name":"ProfilerStep#{}","ph":"X","ts":{},"dur":1000,"tid":1,"pid":7}},)", i, t);
+    events += fmt::format(R"({{"name":"aten::mm","ph":"X","ts":{},"dur":300,"tid":1,"pid":7}},)", t + 50);
+    events += fmt::format(R"({{"name":"aten::detach","ph":"X","ts":{},"dur":2,"tid":1,"pid":7}},)", t + 500);
+    events += fmt::format(R"({{"name":"detach","ph":"X","ts":{},"dur":{},"tid":1,"pid":7}},)", t + 501, i == 1 ? 2 : 1);
+    if (i == 2) {  // a last op that starts where aten::detach ends: after it, not inside it
+      events += fmt::format(R"({{"name":"aten::add","ph":"X","ts":{},"dur":1,"tid":1,"pid":7}},)", t + 502);
+    }
+  }
+  events.pop_back();
+  WorkerPattern p = SummarizeText("[" + events + "]");
+  const FunctionPattern* tail = Find(p, "(python between aten::detach and aten::mm)");
+  ASSERT_NE(tail, nullptr);
+  // Steps 0 and 1 into the next (the child ends at 502, then 503), and the window's first 50 µs.
+  EXPECT_NEAR(tail->beta, (548.0 + 547 + 50) / 3000, 1e-9);
+  for (const FunctionPattern& f : p.functions) EXPECT_EQ(f.name.find("between detach"), std::string::npos) << f.name;
+  EXPECT_NE(Find(p, "(python after aten::add)"), nullptr);
+}
+
 // The same 40% of Python, once spread over ten program points and once at one: only the hot
 // loop owns a large β at one point; the host category is the same for both.
 TEST(ProgramPointsTest, PythonSpreadOverManyPointsIsSmallAtEach) {
