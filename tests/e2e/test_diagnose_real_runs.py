@@ -60,7 +60,12 @@ def test_first_finding_names_the_fault(scenario, rank, params, settings, expecte
         assert any(f"{sites['file']}:{line}(" in first.get("location", "") for line in sites["lines"]), first
     if expected[1] == "local":
         assert first["workers"] == truth["ranks"], first
-        assert any(s in first["evidence"] for s in ("wait on it", "arrives last", "wait for this link"))
+        # What it costs the job: the others wait for it, or, on cores the ranks share busy, its
+        # extra work slows every rank in its own ops (a clean-clone CI run's imbalance_seq: the
+        # right rank and category, its peers hardly waiting for it).
+        justified = ("wait on it", "arrives last", "wait for this link", "slows every rank in its own ops",
+                     "on shared cores slows them")
+        assert any(s in first["evidence"] for s in justified), first["evidence"]
     else:
         assert sorted(first["workers"]) == [0, 1, 2, 3]
     # Only the cause is reported, never the peers' waiting as a communication problem.
