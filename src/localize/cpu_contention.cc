@@ -183,6 +183,18 @@ std::string LoaderWorkersScheduledOut(const WorkerGroup& group, size_t member, d
 
 }  // namespace
 
+std::vector<std::optional<double>> SleptBeyondPeers(const WorkerGroup& group) {
+  std::vector<std::optional<double>> out(group.size());
+  TrainingThreads t = ReadTrainingThreads(group);
+  // Most peers must have been read too: a median of a few says little.
+  if (t.slept.size() < 2 || 2 * (t.slept.size() - 1) < group.size() - 1) return out;
+  for (size_t k = 0; k < group.size(); ++k) {
+    size_t slot = t.index[k];
+    if (slot != SIZE_MAX) out[k] = t.slept[slot] - t.peers_slept[slot];
+  }
+  return out;
+}
+
 void AddQuotaThrottled(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local) {
   size_t n = group.size();
   if (n < 2) return;

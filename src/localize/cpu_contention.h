@@ -63,6 +63,13 @@ std::string SharedBusyCores(const WorkerGroup& group);
 // workers) is never excused: it slows down with everything else the process does.
 std::string CpuExplainsDataloader(const WorkerGroup& group, double level);
 
+// Per member: how much longer its training thread slept outside the collectives than its
+// peers' (median), as a share of the window: on no CPU, not queued for one, and not in a
+// collective the trace shows it exposed to. The scheduler queues a thread, it does not put it to
+// sleep: such sleep is the rank's own (I/O, a lock, a sleep call, a wait for its loader
+// workers). nullopt where the member or most of its peers have no reading.
+std::vector<std::optional<double>> SleptBeyondPeers(const WorkerGroup& group);
+
 // Local findings on own work (compute, host, data loader, memory) whose excess the node's
 // scheduler explains become notes. A rank whose training thread was queued for a CPU longer
 // than its peers' by at least its own-work excess, where its peers' queued at least that long

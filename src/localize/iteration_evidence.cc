@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "base/robust_stats.h"
 
@@ -18,15 +19,17 @@ double IterationShare(const WorkerGroup& group, size_t k, size_t i, std::optiona
 
 namespace {
 
-// Each member's deviations from the iteration's median, summed per member and over everyone.
+// Each member's deviations from the iteration's median, summed per member and over everyone,
+// and each member's smallest.
 struct Deviations {
-  std::vector<double> sum, squares;
+  std::vector<double> sum, squares, smallest;
   double total = 0, total_squares = 0;
 
   Deviations(const WorkerGroup& group, std::optional<Category> category, size_t iterations) {
     size_t n = group.size();
     sum.assign(n, 0.0);
     squares.assign(n, 0.0);
+    smallest.assign(n, std::numeric_limits<double>::infinity());
     std::vector<double> column(n), sorted(n);
     for (size_t i = 0; i < iterations; ++i) {
       for (size_t k = 0; k < n; ++k) column[k] = IterationShare(group, k, i, category);
@@ -35,6 +38,7 @@ struct Deviations {
       for (size_t k = 0; k < n; ++k) {
         double d = column[k] - median;
         sum[k] += d, squares[k] += d * d;
+        smallest[k] = std::min(smallest[k], d);
         total += d, total_squares += d * d;
       }
     }
@@ -58,6 +62,7 @@ WindowExcess::WindowExcess(const WorkerGroup& group, std::optional<Category> cat
   mean_excess_.assign(n, 0.0);
   z_.assign(n, 0.0);
   category_z_.assign(n, 0.0);
+  smallest_excess_.assign(n, 0.0);
   spread_.assign(n, 0.0);
   if (iterations_ == 0 || n < 3) return;
   // Deviations from each iteration's median, so that each member's noise is the spread of
@@ -75,6 +80,7 @@ WindowExcess::WindowExcess(const WorkerGroup& group, std::optional<Category> cat
   double root = std::sqrt(static_cast<double>(iterations_));
   for (size_t k = 0; k < n; ++k) {
     mean_excess_[k] = mine.sum[k] / static_cast<double>(iterations_);
+    smallest_excess_[k] = mine.smallest[k];
     spread_[k] = mine.OthersSpread(k, others_count);
     double spread = std::max(spread_[k], e.min_scale_beta);
     category_z_[k] = mean_excess_[k] / (spread / root);

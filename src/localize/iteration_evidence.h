@@ -79,12 +79,15 @@ class WindowExcess {
   // spread being the larger of the category's and all own work's (the .cc says why).
   double Z(size_t k) const { return z_[k]; }
   // The same against the category's own spread alone: enough only where other evidence says
-  // the others wait for this member (it arrives last at the collectives).
+  // the others wait for this member (it arrives last at the collectives), or where its excess
+  // stays in the category in every iteration (SmallestExcess).
   double CategoryZ(size_t k) const { return category_z_[k]; }
+  // Member k's smallest excess over the iteration's median in any one iteration of the window.
+  double SmallestExcess(size_t k) const { return smallest_excess_[k]; }
 
  private:
   size_t iterations_ = 0;
-  std::vector<double> mean_excess_, z_, category_z_;
+  std::vector<double> mean_excess_, z_, category_z_, smallest_excess_;
   std::vector<double> spread_;  // per member: the spread of the others' deviations
 };
 

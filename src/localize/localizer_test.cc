@@ -1438,6 +1438,98 @@ TEST(LocalizerTest, LateArrivalAloneOverManyIterationsIsNoise) {
   EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
 }
 
+// A 6-rank MLP on 2 cores whose rank 1 read each sample from a slow disk (testbed slow_storage,
+// per-iteration shares as summarized): its loader 0.31-0.42 of every step, its peers' 0.02-0.32
+// by turns. Waiting on the disk it left its CPU to the others, so its own work as a whole was no
+// higher than rank 3's, and the others waited longer for rank 3 (the scheduler queued it 0.41 s
+// per second) than for rank 1; its training thread slept 0.18 of the window longer than theirs.
+// `moving`: rank 1's excess moves between its loader and its Python from one iteration to the
+// next, as the scheduler's noise does. `asleep` false: rank 1's training thread was queued for a
+// CPU through that time instead, as the scheduler's noise would have it.
+LocalizeInput SlowDiskRun(bool moving, bool asleep = true) {
+  const float it[6][5][5] = {{{0.116f, 0, 0.794f, 0.018f, 0.072f},
+                              {0.669f, 0, 0.278f, 0.019f, 0.034f},
+                              {0.238f, 0, 0.401f, 0.324f, 0.037f},
+                              {0.243f, 0, 0.717f, 0.025f, 0.015f},
+                              {0.396f, 0, 0.500f, 0.020f, 0.084f}},
+                             {{0.207f, 0, 0.391f, 0.343f, 0.059f},
+                              {0.192f, 0, 0.392f, 0.388f, 0.028f},
+                              {0.290f, 0, 0.364f, 0.312f, 0.035f},
+                              {0.241f, 0, 0.318f, 0.417f, 0.024f},
+                              {0.207f, 0, 0.406f, 0.351f, 0.036f}},
+                             {{0.260f, 0, 0.557f, 0.033f, 0.150f},
+                              {0.649f, 0, 0.268f, 0.021f, 0.061f},
+                              {0.280f, 0, 0.577f, 0.085f, 0.059f},
+                              {0.263f, 0, 0.516f, 0.015f, 0.205f},
+                              {0.323f, 0, 0.217f, 0.040f, 0.420f}},
+                             {{0.306f, 0, 0.350f, 0.271f, 0.072f},
+                              {0.500f, 0, 0.252f, 0.115f, 0.133f},
+                              {0.469f, 0, 0.370f, 0.115f, 0.046f},
+                              {0.224f, 0, 0.334f, 0.138f, 0.304f},
+                              {0.339f, 0, 0.508f, 0.100f, 0.054f}},
+                             {{0.331f, 0, 0.439f, 0.047f, 0.183f},
+                              {0.276f, 0, 0.554f, 0.132f, 0.038f},
+                              {0.375f, 0, 0.406f, 0.162f, 0.057f},
+                              {0.197f, 0, 0.738f, 0.044f, 0.021f},
+                              {0.215f, 0, 0.667f, 0.080f, 0.038f}},
+                             {{0.150f, 0, 0.718f, 0.025f, 0.108f},
+                              {0.378f, 0, 0.339f, 0.267f, 0.016f},
+                              {0.175f, 0, 0.602f, 0.077f, 0.146f},
+                              {0.245f, 0, 0.570f, 0.140f, 0.045f},
+                              {0.207f, 0, 0.752f, 0.017f, 0.023f}}};
+  const double iteration_s[] = {0.074, 0.072, 0.075, 0.072, 0.070, 0.077};
+  const float main_cpu[] = {0.207f, 0.290f, 0.203f, 0.234f, 0.223f, 0.184f};
+  const float main_queued[] = {0.249f, asleep ? 0.149f : 0.330f, 0.307f, 0.411f, 0.217f, 0.207f};
+  LocalizeInput input;
+  for (int r = 0; r < 6; ++r) {
+    std::vector<std::array<float, kCategoryCount>> per_iteration;
+    double window[kCategoryCount] = {};
+    for (size_t i = 0; i < 5; ++i) {
+      std::array<float, kCategoryCount> betas{};
+      std::copy(std::begin(it[r][i]), std::end(it[r][i]), betas.begin());
+      if (r == 1 && moving && i % 2 == 1) std::swap(betas[3], betas[4]);
+      for (size_t c = 0; c < kCategoryCount; ++c) window[c] += betas[c] / 5;
+      per_iteration.push_back(betas);
+    }
+    WorkerPattern w = Worker(r, window[0], window[3], window[4], window[2], iteration_s[r]);
+    w.world_size = 6;
+    w.iteration_category_beta = per_iteration;
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.92f,
+                     .process_cpu = main_cpu[r] + 0.08f,
+                     .run_delay = 2 * main_queued[r],
+                     .throttled = 0,
+                     .main_cpu = main_cpu[r],
+                     .main_run_delay = main_queued[r]};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+// Scheduler noise moves between categories and iterations; a slow disk stays in the loader. A
+// loader above the iteration's median by the floor in every iteration is held to the loader's
+// own spread, not to the spread of all own work (where rank 1 stands out by 1.2 spreads only).
+TEST(LocalizerTest, AnExcessThatStaysInOneCategoryEveryIterationIsAStraggler) {
+  Diagnosis d = Localize(SlowDiskRun(false), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kDataloader);
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+  // The same excess moving between its loader and its Python is the scheduler's noise.
+  Diagnosis moving = Localize(SlowDiskRun(true), DefaultExpectations());
+  for (const Finding& f : moving.findings) EXPECT_NE(f.scope, FindingScope::kLocal) << f.evidence;
+}
+
+// The others wait for whichever rank the scheduler slowed, so a suspect must be waited for more
+// than any unsuspected rank; one whose time was its own sleep was not the scheduler's pick, and
+// that they wait for it at all is enough.
+TEST(LocalizerTest, ARankAsleepInItsOwnWorkNeedsOnlyThatTheOthersWaitForIt) {
+  Diagnosis asleep = Localize(SlowDiskRun(false, true), DefaultExpectations());
+  ASSERT_FALSE(asleep.healthy());
+  EXPECT_EQ(asleep.findings[0].workers, std::vector<int>{1});
+  Diagnosis queued = Localize(SlowDiskRun(false, false), DefaultExpectations());
+  for (const Finding& f : queued.findings) EXPECT_NE(f.scope, FindingScope::kLocal) << f.evidence;
+}
+
 // A declared world size of 2^31-1 used to make diagnose fill a list that long (SIGABRT or a
 // timeout).
 TEST(LocalizerTest, AnUnbelievableWorldSizeIsCutWithAWarning) {
