@@ -91,6 +91,7 @@ accuracy: build
 	$(PYTHON) testbed/accuracy.py --eroica $(BUILD)/eroica --split validation --out out/accuracy-validation
 	$(PYTHON) testbed/accuracy.py --eroica $(BUILD)/eroica --split probe --out out/accuracy-probe
 	$(PYTHON) testbed/accuracy.py --eroica $(BUILD)/eroica --split edge --out out/accuracy-edge
+	$(PYTHON) testbed/accuracy.py --eroica $(BUILD)/eroica --split cnn --out out/accuracy-cnn
 
 # clang-tidy over every source (make test checks the recently changed ones); format rewrites
 # every C++ file in clang-format's layout.

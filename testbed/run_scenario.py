@@ -26,7 +26,7 @@ DEFAULT_PROFILE_START = 12
 DEFAULT_PROFILE_ITERS = 5
 WARMUP_ITERS = 3  # excluded from the "before" mean
 # The run settings (train.py) and their defaults when neither the run nor the scenario sets them.
-MODELS = ("mlp", "transformer")
+MODELS = ("mlp", "transformer", "cnn")
 DEFAULT_SETTINGS = {"model": "mlp", "num_workers": 0, "accum_steps": 1, "seq_len": None}
 DEFAULT_STACK_HZ = 150.0  # as `eroica run` samples (python/eroica/config.py stack_hz)
 
@@ -59,7 +59,8 @@ def parse_args(argv=None):
                         help="declare a hang when no rank made progress for this long")
     parser.add_argument("--max-wall-s", type=float, default=180.0, help="give up after this long")
     parser.add_argument("--model", choices=list(MODELS), default=None,
-                        help="mlp (embedding bag + MLP) or transformer (small encoder); "
+                        help="mlp (embedding bag + MLP), transformer (small encoder) or cnn (conv + batch "
+                             "norm); "
                              "default: the scenario's, else mlp")
     parser.add_argument("--num-workers", type=int, default=None,
                         help="DataLoader worker processes (default: the scenario's, else 0)")

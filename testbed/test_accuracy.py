@@ -364,6 +364,20 @@ class SplitsTest(unittest.TestCase):
         self.assertEqual(len([s for s in edge if s.scenario == "healthy"]), 12)
         self.assertIn("loader_workers_slow-mlp-w2-a1-r2-getitem_ms11-s909", names)
 
+    def test_the_cnn_split_is_a_model_family_and_seeds_of_its_own(self):
+        cnn = splits.cnn()
+        names = [s.name for s in cnn]
+        self.assertEqual(len(names), len(set(names)))
+        others = splits.tuning() + splits.validation() + splits.probe() + splits.edge()
+        self.assertEqual({s.model for s in cnn}, {"cnn"})
+        self.assertNotIn("cnn", {s.model for s in others})
+        self.assertFalse({s.seed for s in cnn} & {s.seed for s in others})
+        self.assertEqual({s.scenario for s in cnn}, set(faults.SCENARIOS) - {"net_throttle", "net_throttle_global",
+                                                                            "hang", "imbalance_seq"})
+        self.assertEqual({s.ranks for s in cnn}, {3, 4, 6})
+        self.assertEqual(len([s for s in cnn if s.scenario == "healthy"]), 6)
+        self.assertIn("checkpoint_sync-cnn-w2-a1-r4-s415", names)
+
     def test_a_smaller_run_of_a_split(self):
         args = accuracy.parse_args(["--eroica", "/bin/true", "--split", "validation", "--scenario", "healthy",
                                     "--max-runs-per-scenario", "2"])

@@ -2,11 +2,12 @@
 
 Started by launch.py as `/usr/bin/python3 train.py --config CONFIG --rank R`. The config (JSON,
 written by the launcher) names the scenario, the faulty ranks and the schedule. The rank:
-- trains a model (config "model": "mlp", an embedding bag + MLP, or "transformer", a small
-  transformer encoder over token sequences) on batches from a real DataLoader over a map-style
-  Dataset (config "num_workers": 0 loads in the training process, N > 0 in N worker
-  processes), with "accum_steps" micro-batches per optimizer step (gradient accumulation: DDP
-  all-reduces only on the last, the others run under no_sync()),
+- trains a model (config "model": "mlp", an embedding bag + MLP, "transformer", a small
+  transformer encoder over token sequences, or "cnn", a small conv net with batch norm) on
+  batches from a real DataLoader over a map-style Dataset (config "num_workers": 0 loads in
+  the training process, N > 0 in N worker processes), with "accum_steps" micro-batches per
+  optimizer step (gradient accumulation: DDP all-reduces only on the last, the others run
+  under no_sync()),
 - profiles iterations [profile_start, profile_start + profile_iters) and writes the profiler's
   export to OUT/rank-<r>.json; with config "stack_hz" > 0, also the training thread's Python
   stack sampled over the same window (python/eroica/stack_sampler.py, as `eroica run` does) to
@@ -52,7 +53,7 @@ HIDDEN_DIM = 256
 NUM_CLASSES = 10
 BASE_BATCH_SIZE = 32
 EXTERNAL_FAULT_TIMEOUT_S = 30.0
-MODELS = ("mlp", "transformer")
+MODELS = ("mlp", "transformer", "cnn")
 # The transformer: tokens per sample by default, the widest sequence it accepts, its sizes,
 # small because this torch's CPU matmuls are slow (~1 GFLOP/s on one thread): ~40 ms forward +
 # backward per batch on an idle core. Its embedding table has the MLP's gradient bytes (4 MiB).
@@ -179,9 +180,34 @@ class TinyTransformer(nn.Module):
         return self.head(torch.cat([x, self.dense(dense)], dim=1))
 
 
+class SmallConvNet(nn.Module):
+    """The dense features as a 1x16x16 image -> two conv + batch-norm + ReLU blocks -> pooled,
+    with the token embedding bag, -> class logits. Batch norm keeps running statistics, which
+    DDP broadcasts from rank 0 before every forward: a second collective in each step, besides
+    the gradients' all-reduce."""
+
+    IMAGE_SIDE = 16
+
+    def __init__(self):
+        super().__init__()
+        assert self.IMAGE_SIDE * self.IMAGE_SIDE == DENSE_FEATURES
+        self.embedding = nn.EmbeddingBag(VOCAB_SIZE, EMBEDDING_DIM, mode="mean")
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1))
+        self.head = nn.Linear(32 + EMBEDDING_DIM, NUM_CLASSES)
+
+    def forward(self, dense, tokens):
+        image = dense.view(-1, 1, self.IMAGE_SIDE, self.IMAGE_SIDE)
+        return self.head(torch.cat([self.features(image).flatten(1), self.embedding(tokens)], dim=1))
+
+
 def make_model(name):
     if name == "transformer":
         return TinyTransformer()
+    if name == "cnn":
+        return SmallConvNet()
     if name == "mlp":
         return RecommenderMlp()
     raise ValueError(f"unknown model {name!r} (one of {', '.join(MODELS)})")
