@@ -46,17 +46,19 @@ bool ScalesWithTheModel(std::string_view name, HostKind host_kind) {
   return host_kind == HostKind::kOptimizer || name.find("AccumulateGrad") != std::string_view::npos;
 }
 
-std::vector<CallSizes> CompareCallSizes(const WorkerGroup& group) {
+namespace {
+
+// Each member's batch- and model-sized calls against the median of the others', by one statistic
+// of the calls (`field`), for every member at once; `extra_share` gets what the larger batch-sized
+// calls add to the step where asked.
+std::vector<CallRatios> CompareCalls(const WorkerGroup& group, float FunctionEntry::*field,
+                                     std::vector<double>* extra_share) {
   size_t n = group.size();
-  std::vector<CallSizes> out(n);
-  if (n < 2) return out;
-  for (size_t k = 0; k < n; ++k) {
-    if (group.row(k).has_device) return {};
-  }
-  // Functions every member ran, with each member's median call and β: a function missing on
-  // some member (not kept in its pattern) is left out rather than guessed.
+  std::vector<CallRatios> out(n);
+  // Functions every member ran, with each member's call and β: a function missing on some member
+  // (not kept in its pattern) or without the statistic is left out rather than guessed.
   struct Column {
-    std::vector<double> median, beta;
+    std::vector<double> size, beta;
   };
   std::map<std::pair<StringId, Category>, Column> columns;
   for (const FunctionEntry& f : group.functions(0)) {
@@ -67,19 +69,19 @@ std::vector<CallSizes> CompareCallSizes(const WorkerGroup& group) {
     for (const FunctionEntry& f : group.functions(k)) {
       auto it = columns.find({f.name, f.category});
       if (it == columns.end()) continue;
-      it->second.median[k] = f.median_duration_us;
+      it->second.size[k] = f.*field;
       it->second.beta[k] = f.beta;
     }
   }
   std::erase_if(columns, [](const auto& column) {
-    const std::vector<double>& medians = column.second.median;
-    return std::any_of(medians.begin(), medians.end(), [](double v) { return v <= 0; });
+    const std::vector<double>& sizes = column.second.size;
+    return std::any_of(sizes.begin(), sizes.end(), [](double v) { return v <= 0; });
   });
   struct Peers {
-    std::vector<double> median, beta;  // of the others, for each member
+    std::vector<double> size, beta;  // of the others, for each member
   };
   std::map<std::pair<StringId, Category>, Peers> peers;
-  for (const auto& [key, column] : columns) peers[key] = {MedianOfOthers(column.median), MedianOfOthers(column.beta)};
+  for (const auto& [key, column] : columns) peers[key] = {MedianOfOthers(column.size), MedianOfOthers(column.beta)};
   double median_iteration_s = std::max(MedianIterationS(group), 1e-12);
   for (size_t k = 0; k < n; ++k) {
     // Each op's ratio, weighted by the critical-path share it holds on the peers, and the
@@ -90,8 +92,8 @@ std::vector<CallSizes> CompareCallSizes(const WorkerGroup& group) {
     double batch_beta = 0;
     for (const FunctionEntry& f : group.functions(k)) {
       auto it = peers.find({f.name, f.category});
-      if (it == peers.end() || it->second.median[k] < kMinTimedUs) continue;
-      double ratio = f.median_duration_us / it->second.median[k];
+      if (it == peers.end() || it->second.size[k] < kMinTimedUs) continue;
+      double ratio = f.*field / it->second.size[k];
       if (SizeOf(group, f) == Size::kModel) {
         model.emplace_back(ratio, it->second.beta[k]);
       } else {
@@ -99,12 +101,12 @@ std::vector<CallSizes> CompareCallSizes(const WorkerGroup& group) {
         batch_beta += f.beta;
       }
     }
-    CallSizes& c = out[k];
+    CallRatios& c = out[k];
     c.batch_ratio = WeightedMedianRatio(batch);
     c.model_ratio = WeightedMedianRatio(model);
     c.measured = c.batch_ratio > 0 && c.model_ratio > 0;
-    if (c.batch_ratio > 1) {
-      c.extra_share = batch_beta * (1 - 1 / c.batch_ratio) * group.row(k).iteration_s / median_iteration_s;
+    if (extra_share != nullptr && c.batch_ratio > 1) {
+      (*extra_share)[k] = batch_beta * (1 - 1 / c.batch_ratio) * group.row(k).iteration_s / median_iteration_s;
     }
   }
   // The largest and the second largest, so each member's "largest of the others" is one look.
@@ -117,6 +119,22 @@ std::vector<CallSizes> CompareCallSizes(const WorkerGroup& group) {
     if (k != top) second = std::max(second, out[k].batch_ratio);
   }
   for (size_t k = 0; k < n; ++k) out[k].others_largest = k == top ? second : out[top].batch_ratio;
+  return out;
+}
+
+}  // namespace
+
+std::vector<CallSizes> CompareCallSizes(const WorkerGroup& group) {
+  size_t n = group.size();
+  std::vector<CallSizes> out(n);
+  if (n < 2) return out;
+  for (size_t k = 0; k < n; ++k) {
+    if (group.row(k).has_device) return {};
+  }
+  std::vector<double> extra(n, 0.0);
+  std::vector<CallRatios> medians = CompareCalls(group, &FunctionEntry::median_duration_us, &extra);
+  std::vector<CallRatios> quartiles = CompareCalls(group, &FunctionEntry::low_quartile_duration_us, nullptr);
+  for (size_t k = 0; k < n; ++k) out[k] = {medians[k], quartiles[k], extra[k]};
   return out;
 }
 

@@ -12,6 +12,12 @@
 // time: a rank given sequences twice as long had its aten::mm median call 2.0-2.1x its peers'
 // and its optimizer step's 0.9-1.1x, while its mean aten::mm was only 1.2-1.6x its peers' and
 // its own work per step did not stand out from theirs (the scheduler shared its extra work out).
+//
+// An op called with two shapes a step as often has its median at the top of the smaller shape's
+// calls, the one the scheduler stretched most (duration_histogram.h): a conv net's two
+// convolutions put healthy ranks' median calls at 0.4-3.6x their peers' (6 ranks on 2 cores).
+// More data makes every call of a batch-sized op larger, the small ones too: so the calls' lower
+// quartile must say "larger" as well (those healthy ranks: 0.9-1.3x), where the pattern has it.
 #pragma once
 
 #include <algorithm>
@@ -29,27 +35,38 @@ namespace eroica {
 // slower processor stretches it like everything else. Not the Python between such ops.
 bool ScalesWithTheModel(std::string_view name, HostKind host_kind);
 
-struct CallSizes {
-  // Its batch-sized compute ops' median calls over its peers': the median of the ops' ratios,
-  // each op weighed by the critical-path share it holds on the peers.
+// One statistic of the calls (the median, or the lower quartile) against the peers'.
+struct CallRatios {
+  // Its batch-sized compute ops' calls over its peers': the median of the ops' ratios, each op
+  // weighed by the critical-path share it holds on the peers.
   double batch_ratio = 0;
   double model_ratio = 0;  // the same over model-sized work
-  // The share of its batch-sized ops' critical-path time that the larger calls add (1 - 1 /
-  // batch_ratio of it), in shares of the group's median iteration: what the extra data costs it
-  // per step.
-  double extra_share = 0;
-  bool measured = false;  // both kinds seen, timed finely enough, on it and its peers
-
+  bool measured = false;   // both kinds seen, timed finely enough, on it and its peers
   // The largest batch_ratio among the other members: how far the scheduler alone moved the
-  // median calls of ranks given the same data (up to 1.56x on 234 such ranks of the tuning split,
-  // at loads of 1-6 on 2 cores; the ranks given more data there were 1.81-3.41x).
+  // calls of ranks given the same data (median calls: up to 1.56x on 234 such ranks of the
+  // tuning split, at loads of 1-6 on 2 cores; the ranks given more data there were 1.81-3.41x).
   double others_largest = 0;
 
   // Its batch-sized calls are larger by the ratio that counts as more work, against its peers',
   // against its model-sized calls, and against the largest that noise made any other rank's.
   // (Two ranks given more data in one group hide each other here; their counts or shapes do not.)
-  bool MoreData(double ratio) const {
+  bool Larger(double ratio) const {
     return measured && batch_ratio >= ratio * std::max(1.0, others_largest) && batch_ratio >= ratio * model_ratio;
+  }
+};
+
+struct CallSizes {
+  CallRatios median;        // the median calls'
+  CallRatios low_quartile;  // the lower quartile calls' (not measured in patterns before version 5)
+  // The share of its batch-sized ops' critical-path time that the larger median calls add (1 - 1
+  // / batch_ratio of it), in shares of the group's median iteration: what the extra data costs it
+  // per step.
+  double extra_share = 0;
+
+  bool measured() const { return median.measured; }
+  // Larger median calls, and larger small calls too where the pattern has them.
+  bool MoreData(double ratio) const {
+    return median.Larger(ratio) && (!low_quartile.measured || low_quartile.Larger(ratio));
   }
 };
 

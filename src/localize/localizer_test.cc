@@ -1013,6 +1013,33 @@ TEST(LocalizerTest, LongerSequencesShowInTheMedianCallsWhenNothingElseStandsOut)
   EXPECT_TRUE(Localize(old, DefaultExpectations()).healthy());
 }
 
+// Patterns of version 5 have each function's lower quartile call too. An op called with two shapes a
+// step as often (a conv net's two convolutions) has its median at the top of the smaller shape's
+// calls, which the scheduler stretched most: a healthy rank's median calls moved 3.6x so (6 ranks
+// on 2 cores) while its lower quartile calls stayed at 1.03x. More data makes the small calls
+// larger too.
+TEST(LocalizerTest, LargerMedianCallsAreMoreDataOnlyWhenTheLowerQuartileCallsAreLargerToo) {
+  auto with_quartiles = [](double rank1_batch) {
+    LocalizeInput input = CallSizesRun(2.0, 1.05);
+    for (WorkerPattern& w : input.workers) {
+      for (FunctionPattern& f : w.functions) {
+        f.low_quartile_duration_us = f.median_duration_us * 0.8;
+        bool batch_sized = f.category == Category::kCompute && f.name.find("AccumulateGrad") == std::string::npos;
+        if (w.rank == 1 && batch_sized) f.low_quartile_duration_us *= rank1_batch / 2.0;
+      }
+    }
+    return input;
+  };
+  Diagnosis flipped = Localize(with_quartiles(1.0), DefaultExpectations());
+  EXPECT_TRUE(flipped.healthy()) << flipped.findings[0].evidence;
+  Diagnosis more = Localize(with_quartiles(2.0), DefaultExpectations());
+  ASSERT_FALSE(more.healthy());
+  EXPECT_EQ(more.findings[0].category, FindingCategory::kImbalance) << more.findings[0].evidence;
+  EXPECT_EQ(more.findings[0].workers, std::vector<int>{1});
+  EXPECT_NE(more.findings[0].evidence.find("(their lower quartile 2.00x)"), std::string::npos)
+      << more.findings[0].evidence;
+}
+
 // `n` ranks; rank 1's own code (a garbage collection at one line, or its loader) holds `extra` more
 // of every step than its peers', who wait that long for it in their all-reduce, and its
 // batch-sized ops' median calls are 1.4x its peers' while its model-sized ones keep their size:

@@ -206,11 +206,14 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
   if (sizes && sizes->MoreData(ratio)) {
     out.more_work = true;
     out.source = WorkSource::kCallSizes;
+    std::string quartile = sizes->low_quartile.measured
+                               ? fmt::format(" (their lower quartile {:.2f}x)", sizes->low_quartile.batch_ratio)
+                               : std::string();
     out.evidence = fmt::format(
-        "its batch-sized ops' median calls take {:.2f}x its peers' while its gradient accumulation and optimizer "
+        "its batch-sized ops' median calls take {:.2f}x its peers'{} while its gradient accumulation and optimizer "
         "step take {:.2f}x: it was given more data per step (longer sequences, larger samples), not a slower "
         "processor",
-        sizes->batch_ratio, sizes->model_ratio);
+        sizes->median.batch_ratio, quartile, sizes->median.model_ratio);
     return out;
   }
   out.slower = StarvedProcessor(group, suspect, ratio);
@@ -219,7 +222,7 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
   // stretch, and the means also carry whatever preempted calls that rank happened to have (a
   // healthy 2-rank run's aten::fill_ took 1.93x its peer's time on average and 1.10x at the
   // median call).
-  if (sizes && sizes->measured) return out;
+  if (sizes && sizes->measured()) return out;
   double iteration_us = group.row(suspect).iteration_s * 1e6;
   // A rank that had the processor as readily as its peers is no slower processor: then its
   // batch-sized ops against its model-sized ops alone tell more data (the first stretched, the

@@ -26,6 +26,7 @@ void WorkerTable::Add(const WorkerPattern& w) {
     e.calls_per_iter = static_cast<float>(f.calls_per_iter);
     e.mean_duration_us = static_cast<float>(f.mean_duration_us);
     e.median_duration_us = static_cast<float>(f.median_duration_us);
+    e.low_quartile_duration_us = static_cast<float>(f.low_quartile_duration_us);
     e.bytes_per_iter = static_cast<float>(f.bytes_per_iter);
     e.shapes_hash = f.shapes_hash;
     if (!f.hot_frames.empty()) {

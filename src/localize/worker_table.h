@@ -25,7 +25,8 @@ struct FunctionEntry {
   float sigma = NAN;
   float calls_per_iter = 0;
   float mean_duration_us = 0;
-  float median_duration_us = 0;  // 0: unknown
+  float median_duration_us = 0;        // 0: unknown
+  float low_quartile_duration_us = 0;  // 0: unknown (patterns before version 5)
   float bytes_per_iter = 0;
   uint32_t shapes_hash = 0;
   StringId hot_frame = Interner::kEmpty;  // the top frame stack samples found here (HotFrame)

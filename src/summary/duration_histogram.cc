@@ -39,13 +39,14 @@ void DurationHistogram::Add(int64_t duration_ns) {
   ++count_;
 }
 
-double DurationHistogram::MedianNs() const {
+double DurationHistogram::QuantileNs(double q) const {
   if (count_ == 0) return 0;
-  int64_t half = (count_ + 1) / 2;  // the lower middle call when the count is even
+  auto rank = static_cast<int64_t>(std::ceil(std::clamp(q, 0.0, 1.0) * static_cast<double>(count_)));
+  rank = std::clamp<int64_t>(rank, 1, count_);
   int64_t seen = 0;
   for (uint32_t b = 0; b < counts_.size(); ++b) {
     seen += counts_[b];
-    if (seen >= half) {
+    if (seen >= rank) {
       double low = 0, high = 0;
       BucketRange(b, &low, &high);
       double middle = b < kExact ? low : (low + high) / 2;

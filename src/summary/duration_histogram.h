@@ -19,7 +19,16 @@ class DurationHistogram {
   int64_t count() const { return count_; }
   // The median duration in ns: the middle of the bucket holding it, within the shortest and the
   // longest call (so calls all alike give their exact duration); 0 without calls.
-  double MedianNs() const;
+  double MedianNs() const { return QuantileNs(0.5); }
+  // The lower quartile, likewise. An op called with two shapes a step as often (a net's two
+  // convolutions) has its median at the top of the smaller shape's calls: the one the scheduler
+  // stretched most, so it moves from rank to rank. Its lower quartile stays with the smaller
+  // shape's typical call, and preemption, which only adds time, needs three calls in four to move
+  // it.
+  double LowerQuartileNs() const { return QuantileNs(0.25); }
+  // The duration of the ceil(q * count)-th shortest call (the lower middle one for the median of
+  // an even count), within its bucket as above; 0 without calls.
+  double QuantileNs(double q) const;
 
   static constexpr int kSubBucketBits = 4;  // 16 buckets per octave
   // Bucket index of a duration, and the [low, high) range of a bucket (exposed for the tests).

@@ -29,9 +29,10 @@ struct FunctionPattern {
   double calls_per_iter = 0;
   double mean_duration_us = 0;    // mean inclusive duration of one call
   double median_duration_us = 0;  // the median call's (duration_histogram.h); 0: unknown (older patterns, folded tails)
-  int64_t bytes_per_iter = 0;     // memcpy/collective bytes, when the trace has them
-  uint32_t shapes_hash = 0;       // hash of the input shapes seen, 0 when none recorded
-  std::vector<HotFrame> hot_frames;  // host and dataloader functions, hottest first (stack samples)
+  double low_quartile_duration_us = 0;  // the lower quartile call's; 0: unknown (patterns before version 5)
+  int64_t bytes_per_iter = 0;           // memcpy/collective bytes, when the trace has them
+  uint32_t shapes_hash = 0;             // hash of the input shapes seen, 0 when none recorded
+  std::vector<HotFrame> hot_frames;     // host and dataloader functions, hottest first (stack samples)
 };
 
 // One collective call, in issue order: who arrives last at a collective waits least in it.

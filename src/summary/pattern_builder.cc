@@ -21,6 +21,7 @@ FunctionPattern ToPattern(const FunctionStats& f, int64_t window_ns, int iterati
   p.calls_per_iter = static_cast<double>(f.calls) / iterations;
   p.mean_duration_us = f.calls > 0 ? static_cast<double>(f.total_duration_ns) / 1e3 / f.calls : 0;
   p.median_duration_us = f.durations.MedianNs() / 1e3;
+  p.low_quartile_duration_us = f.durations.LowerQuartileNs() / 1e3;
   p.bytes_per_iter = f.bytes / iterations;
   p.shapes_hash = f.shapes_hash;
   p.mu = f.mu;

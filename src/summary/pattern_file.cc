@@ -87,6 +87,7 @@ void WriteWorker(const WorkerPattern& w, int version, StringTable* strings, Byte
     out->F32(static_cast<float>(f.calls_per_iter));
     out->F32(static_cast<float>(f.mean_duration_us));
     if (version >= 4) out->F32(static_cast<float>(f.median_duration_us));
+    if (version >= 5) out->F32(static_cast<float>(f.low_quartile_duration_us));
     out->Varint(static_cast<uint64_t>(std::max<int64_t>(0, f.bytes_per_iter)));
     out->U32(f.shapes_hash);
   }
@@ -183,6 +184,11 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
       f.median_duration_us = std::isfinite(median) && median > 0 ? median : 0.0f;
     } else {
       f.median_duration_us = 0;
+    }
+    f.low_quartile_duration_us = 0;
+    if (version >= 5) {
+      float quartile = in->F32();
+      f.low_quartile_duration_us = std::isfinite(quartile) && quartile > 0 ? quartile : 0.0f;
     }
     f.bytes_per_iter = static_cast<int64_t>(in->Varint());
     f.shapes_hash = in->U32();

@@ -35,6 +35,7 @@ WorkerPattern MakeWorker(int rank) {
   f.calls_per_iter = 40;
   f.mean_duration_us = 12.5;
   f.median_duration_us = 9.75;
+  f.low_quartile_duration_us = 8.5;
   f.bytes_per_iter = 1 << 20;
   f.shapes_hash = 0xdeadbeef;
   w.functions.push_back(f);
@@ -80,6 +81,7 @@ TEST(PatternFileTest, RoundTripsEveryField) {
   EXPECT_EQ(w.functions[0].bytes_per_iter, 1 << 20);
   EXPECT_EQ(w.functions[0].shapes_hash, 0xdeadbeefu);
   EXPECT_FLOAT_EQ(static_cast<float>(w.functions[0].median_duration_us), 9.75f);
+  EXPECT_FLOAT_EQ(static_cast<float>(w.functions[0].low_quartile_duration_us), 8.5f);
   EXPECT_FALSE(w.functions[1].mu.has_value());
   EXPECT_EQ(w.functions[1].host_kind, HostKind::kPython);
   EXPECT_TRUE(w.functions[0].hot_frames.empty());
@@ -104,6 +106,20 @@ std::string OlderVersionFile(const WorkerPattern& w, char version) {
   std::string file = writer.Finish();
   EXPECT_EQ(file[7], version);
   return file;
+}
+
+TEST(PatternFileTest, ReadsVersionFourFilesWithoutTheLowerQuartileCall) {
+  TempDir dir;
+  std::string path = dir.Write("v4.pattern", OlderVersionFile(MakeWorker(6), '\x04'));
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_EQ(read->size(), 1u);
+  const WorkerPattern& w = (*read)[0];
+  ASSERT_EQ(w.functions.size(), 2u);
+  EXPECT_FLOAT_EQ(static_cast<float>(w.functions[0].median_duration_us), 9.75f);
+  EXPECT_EQ(w.functions[0].low_quartile_duration_us, 0);
+  EXPECT_EQ(w.functions[0].shapes_hash, 0xdeadbeefu);
+  ASSERT_TRUE(w.cpu.has_value());
 }
 
 TEST(PatternFileTest, ReadsVersionThreeFilesWithoutTheMedianCall) {
@@ -189,7 +205,7 @@ TEST(PatternFileTest, NewerVersionIsOneLineNamingTheFile) {
   ASSERT_FALSE(read.ok());
   std::string message = read.status().message();
   EXPECT_EQ(message, path +
-                         ": pattern format version 5 is not supported (this eroica reads 1 to 4; "
+                         ": pattern format version 6 is not supported (this eroica reads 1 to 5; "
                          "a newer eroica wrote it)");
   newer[7] = static_cast<char>(200);
   read = ReadPatternFile(dir.Write("v200.pattern", newer));

@@ -24,6 +24,7 @@ nlohmann::json PatternToJson(const WorkerPattern& w) {
         {"calls_per_iter", Round(f.calls_per_iter, 3)},
         {"mean_duration_us", Round(f.mean_duration_us, 3)},
         {"median_duration_us", Round(f.median_duration_us, 3)},
+        {"low_quartile_duration_us", Round(f.low_quartile_duration_us, 3)},
     };
     if (f.host_kind != HostKind::kNone) j["host_kind"] = HostKindName(f.host_kind);
     if (f.bytes_per_iter > 0) j["bytes_per_iter"] = f.bytes_per_iter;
