@@ -17,7 +17,7 @@
 // calls, the one the scheduler stretched most (duration_histogram.h): a conv net's two
 // convolutions put healthy ranks' median calls at 0.4-3.6x their peers' (6 ranks on 2 cores).
 // More data makes every call of a batch-sized op larger, the small ones too: so the calls' lower
-// quartile must say "larger" as well (those healthy ranks: 0.9-1.3x), where the pattern has it.
+// quartile must say "larger" as well (those healthy ranks: 0.9-1.4x), where the pattern has it.
 #pragma once
 
 #include <algorithm>
