@@ -168,6 +168,23 @@ bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, const 
          OthersWaitFor(group, index) >= e.min_excess_beta;
 }
 
+// Code is at one program point in every step; the scheduler's noise moves between points and
+// steps. So host time above the iteration's median by the floor in every iteration of the window
+// (WindowExcess::SmallestExcess), whose whole excess over the window one recurring Python point or
+// GC accounts for (the worker leads every peer there by at least that much, function_leads.h),
+// while the others wait for it, is the worker's code at any lead and spread. A 4-rank
+// transformer whose rank 3 saved a checkpoint each step without fsync: its host time
+// 0.11-0.21 above the iteration's median in each of 5 steps, 0.18 on average, 0.197 of the step
+// at the point before the save, its peers waiting 0.17 of a step for it; a peer's one 0.45 spike
+// put it at 4.9 host spreads (below the 5) and its lead just under the 0.2 box.
+bool SteadyAtOnePoint(const WorkerGroup& group, const WindowExcess& window, size_t k, double host_lead,
+                      const Expectations& e) {
+  double floor = e.small_group_min_excess_beta;
+  double excess = window.MeanExcess(k);
+  return window.iterations() >= 4 && window.SmallestExcess(k) >= floor && excess >= floor && host_lead >= excess &&
+         OthersWaitFor(group, k) >= e.min_excess_beta;
+}
+
 // The same work done slower everywhere is a slow worker, not slow code: a throttled or contended
 // CPU stretches its compute ops and the Python between them, while a hot loop or a GC storm adds
 // host time and leaves the ops as fast as the peers'. So when host time leads but the worker's
@@ -225,6 +242,9 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
       // Host time that sits at one program point far above every peer is the worker's code,
       // even when a noisy iteration elsewhere breaks the persistence test.
       if (kOwnWork[c] == Category::kHost && host_leads[k] >= e.point_lead_beta && excess >= e.min_excess_beta) {
+        outlier[c][k] = true;
+      }
+      if (kOwnWork[c] == Category::kHost && SteadyAtOnePoint(group, window, k, host_leads[k], e)) {
         outlier[c][k] = true;
       }
       flagged += outlier[c][k] ? 1 : 0;
