@@ -174,7 +174,7 @@ bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, const 
 // GC accounts for (the worker leads every peer there by at least that much, function_leads.h),
 // while the others wait for it, is the worker's code at any lead and spread. A 4-rank
 // transformer whose rank 3 saved a checkpoint each step without fsync: its host time
-// 0.11-0.21 above the iteration's median in each of 5 steps, 0.18 on average, 0.197 of the step
+// 0.11-0.26 above the iteration's median in each of 5 steps, 0.18 on average, 0.197 of the step
 // at the point before the save, its peers waiting 0.17 of a step for it; a peer's one 0.45 spike
 // put it at 4.9 host spreads (below the 5) and its lead just under the 0.2 box.
 bool SteadyAtOnePoint(const WorkerGroup& group, const WindowExcess& window, size_t k, double host_lead,
