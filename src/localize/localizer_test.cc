@@ -53,6 +53,29 @@ void AddHostPoint(WorkerPattern* w, const char* name, double beta) {
   w->category_beta[static_cast<int>(Category::kHost)] += beta;
 }
 
+// One iteration's shares as summarized (compute, memory, communication, dataloader, host), as
+// copied from a real run's patterns.
+std::array<float, kCategoryCount> IterationBetas(const float (&shares)[5]) {
+  std::array<float, kCategoryCount> betas{};
+  std::copy(std::begin(shares), std::end(shares), betas.begin());
+  return betas;
+}
+
+// A worker whose window shares are the means of its per-iteration shares, as summarize makes
+// them; `host_at_points` of its host time is left for the program points the caller adds.
+WorkerPattern WorkerOfIterations(int rank, int world_size, double iteration_s,
+                                 const std::vector<std::array<float, kCategoryCount>>& per_iteration,
+                                 double host_at_points = 0) {
+  double window[kCategoryCount] = {};
+  for (const auto& betas : per_iteration) {
+    for (size_t c = 0; c < kCategoryCount; ++c) window[c] += betas[c] / static_cast<double>(per_iteration.size());
+  }
+  WorkerPattern w = Worker(rank, window[0], window[3], window[4] - host_at_points, window[2], iteration_s);
+  w.world_size = world_size;
+  w.iteration_category_beta = per_iteration;
+  return w;
+}
+
 // A function of `w` with its median call (and mean, 0: not set), not counted in its category's β.
 void AddTimedFunction(WorkerPattern* w, const char* name, Category c, HostKind k, double beta, double calls,
                       double median_us, double mean_us = 0) {
@@ -1342,20 +1365,15 @@ LocalizeInput WakeUpNoiseRun(float hot_loop, int last_calls = 0) {
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
     std::vector<std::array<float, kCategoryCount>> per_iteration;
-    double window[kCategoryCount] = {};
     for (const auto& shares : it[r]) {
-      std::array<float, kCategoryCount> betas{};
-      std::copy(std::begin(shares), std::end(shares), betas.begin());
+      std::array<float, kCategoryCount> betas = IterationBetas(shares);
       if (r == 3) {  // the loop's time is taken from what rank 3 waited in collectives
         betas[4] += hot_loop;
         betas[2] = std::max(0.0f, betas[2] - hot_loop);
       }
-      for (size_t c = 0; c < kCategoryCount; ++c) window[c] += betas[c] / 5;
       per_iteration.push_back(betas);
     }
-    WorkerPattern w = Worker(r, window[0], window[3], window[4], window[2], iteration_s[r]);
-    w.world_size = 4;
-    w.iteration_category_beta = per_iteration;
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], per_iteration);
     for (int c = 0; c < 5; ++c) {
       bool rank3_last = c < last_calls;
       int last = rank3_last ? 3 : c % 3;  // otherwise ranks 0-2 take turns
@@ -1517,17 +1535,11 @@ LocalizeInput SlowDiskRun(bool moving, bool asleep = true) {
   LocalizeInput input;
   for (int r = 0; r < 6; ++r) {
     std::vector<std::array<float, kCategoryCount>> per_iteration;
-    double window[kCategoryCount] = {};
     for (size_t i = 0; i < 5; ++i) {
-      std::array<float, kCategoryCount> betas{};
-      std::copy(std::begin(it[r][i]), std::end(it[r][i]), betas.begin());
-      if (r == 1 && moving && i % 2 == 1) std::swap(betas[3], betas[4]);
-      for (size_t c = 0; c < kCategoryCount; ++c) window[c] += betas[c] / 5;
-      per_iteration.push_back(betas);
+      per_iteration.push_back(IterationBetas(it[r][i]));
+      if (r == 1 && moving && i % 2 == 1) std::swap(per_iteration.back()[3], per_iteration.back()[4]);
     }
-    WorkerPattern w = Worker(r, window[0], window[3], window[4], window[2], iteration_s[r]);
-    w.world_size = 6;
-    w.iteration_category_beta = per_iteration;
+    WorkerPattern w = WorkerOfIterations(r, 6, iteration_s[r], per_iteration);
     w.cpu = CpuShare{.cpus = 2,
                      .host_busy = 0.92f,
                      .process_cpu = main_cpu[r] + 0.08f,
@@ -1597,20 +1609,12 @@ LocalizeInput CheckpointRun(bool spread) {
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
     std::vector<std::array<float, kCategoryCount>> per_iteration;
-    double window[kCategoryCount] = {};
-    for (size_t i = 0; i < 5; ++i) {
-      std::array<float, kCategoryCount> betas{};
-      std::copy(std::begin(it[r][i]), std::end(it[r][i]), betas.begin());
-      for (size_t c = 0; c < kCategoryCount; ++c) window[c] += betas[c] / 5;
-      per_iteration.push_back(betas);
-    }
+    for (const auto& shares : it[r]) per_iteration.push_back(IterationBetas(shares));
     double at_save = r == 3 ? (spread ? 0.1 : 0.197) : 0.005;
     double beside = r == 3 && spread ? 0.126 : 0.005;
-    WorkerPattern w = Worker(r, window[0], window[3], window[4] - at_save - beside, window[2], iteration_s[r]);
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], per_iteration, at_save + beside);
     AddHostPoint(&w, kSave, at_save);
     AddHostPoint(&w, kBeside, beside);
-    w.world_size = 4;
-    w.iteration_category_beta = per_iteration;
     input.workers.push_back(w);
   }
   return input;

@@ -117,6 +117,13 @@ void WriteWorker(const WorkerPattern& w, int version, StringTable* strings, Byte
   }
 }
 
+// A call's duration as stored (median, lower quartile): 0, "not measured", for anything that is
+// not a positive number, so a corrupt file cannot feed NaN or a negative size to the localizer.
+double CallDurationUs(ByteReader* in) {
+  float us = in->F32();
+  return std::isfinite(us) && us > 0 ? us : 0.0;
+}
+
 // Fills every field of *w, reusing its strings' and vectors' storage: a bundle of a million
 // workers then costs no allocation per function name.
 bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, int version, WorkerPattern* w) {
@@ -179,17 +186,8 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
     }
     f.calls_per_iter = in->F32();
     f.mean_duration_us = in->F32();
-    if (version >= 4) {
-      float median = in->F32();
-      f.median_duration_us = std::isfinite(median) && median > 0 ? median : 0.0f;
-    } else {
-      f.median_duration_us = 0;
-    }
-    f.low_quartile_duration_us = 0;
-    if (version >= 5) {
-      float quartile = in->F32();
-      f.low_quartile_duration_us = std::isfinite(quartile) && quartile > 0 ? quartile : 0.0f;
-    }
+    f.median_duration_us = version >= 4 ? CallDurationUs(in) : 0.0;
+    f.low_quartile_duration_us = version >= 5 ? CallDurationUs(in) : 0.0;
     f.bytes_per_iter = static_cast<int64_t>(in->Varint());
     f.shapes_hash = in->U32();
   }
