@@ -151,7 +151,7 @@ def _worker_main(folder: str, *args, **kwargs):
         # never captures, and it exits without running atexit.
         _control.close()
     try:
-        _Watcher(folder, threading.get_ident()).start()
+        _Watcher(folder, threading.get_ident(), threading.get_native_id()).start()
     except Exception:
         pass  # no samples from this worker; its work goes on
     return loop(*args, **kwargs)
@@ -160,9 +160,13 @@ def _worker_main(folder: str, *args, **kwargs):
 class _Watcher:
     """The worker's side: reads the control page every POLL_S, samples while a window is open."""
 
-    def __init__(self, folder: str, thread_id: int):
+    def __init__(self, folder: str, thread_id: int, native_id: int):
         self.folder = folder
         self.thread_id = thread_id
+        # The thread that makes the batches, read on its own: the worker's other threads (this
+        # watcher, waking at the sampling rate) queue for a CPU too, and on busy cores their
+        # queueing would read as the loader's.
+        self.native_id = native_id
         self.parent_pid = os.getppid()
         self._page = None
 
@@ -207,7 +211,7 @@ class _Watcher:
         sampler = stack_sampler.StackSampler(self.thread_id, hz, max_samples,
                                              root_code=_worker_main.__code__)
         period_s = 1.0 / hz
-        cpu_start = cpu_share.snapshot()
+        cpu_start = cpu_share.snapshot(self.native_id)
         try:
             while time.time_ns() < until_unix_ns:
                 state = self._read()
@@ -219,7 +223,7 @@ class _Watcher:
                 if not more:
                     break
                 time.sleep(period_s)
-            sampler.cpu = cpu_share.window(cpu_start, cpu_share.snapshot())
+            sampler.cpu = cpu_share.window(cpu_start, cpu_share.snapshot(self.native_id))
             doc = sampler.doc(rank, 0)
             doc["role"] = "dataloader worker"
             tmp = stem + ".tmp"

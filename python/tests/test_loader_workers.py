@@ -79,6 +79,11 @@ def test_each_worker_samples_its_own_code_in_the_window_only(patched, context):
         assert doc["role"] == "dataloader worker" and doc["rank"] == 3 and not doc.get("error")
         # Its own process's CPU over the window: whether it ran or was queued behind training.
         assert doc["cpu"]["threads"] >= 1 and doc["cpu"]["window_ns"] > 0, doc.get("cpu")
+        # The thread that makes the batches, read on its own: the worker's watcher thread queues
+        # for a CPU too, and that is not the loader's wait.
+        cpu = doc["cpu"]
+        assert 0 <= cpu["main_cpu"] <= cpu["process_cpu"] + 1e-3, cpu
+        assert 0 <= cpu["main_run_delay"] <= cpu["run_delay"] + 1e-3, cpu
         times = [t for t, _ in doc["samples"]]
         assert len(times) >= 20 and begin_ns <= times[0] and times[-1] <= end_ns + int(0.2e9)
         innermost = [doc["frames"][doc["stacks"][s][0]] for _, s in doc["samples"]]

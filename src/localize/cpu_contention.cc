@@ -16,7 +16,7 @@ bool HeldBackByQuota(const WorkerRow& row, const Expectations& e) {
 }
 
 std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group) {
-  std::vector<double> idle, delay, loader_cpu, loader_queued;
+  std::vector<double> idle, delay, loader_cpu, loader_queued, loader_asleep;
   for (size_t k = 0; k < group.size(); ++k) {
     const std::optional<CpuShare>& cpu = group.row(k).cpu;
     if (!cpu) continue;
@@ -25,6 +25,7 @@ std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group) {
     if (cpu->loader_cpu > 0 || cpu->loader_run_delay > 0) {
       loader_cpu.push_back(cpu->loader_cpu);
       loader_queued.push_back(cpu->loader_run_delay);
+      if (cpu->loader_asleep >= 0) loader_asleep.push_back(cpu->loader_asleep);
     }
   }
   if (2 * idle.size() <= group.size()) return std::nullopt;
@@ -35,6 +36,7 @@ std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group) {
   if (!loader_cpu.empty()) {
     out.loader_cpu = MedianInPlace(loader_cpu);
     out.loader_queued = MedianInPlace(loader_queued);
+    if (2 * loader_asleep.size() > loader_cpu.size()) out.loader_asleep = MedianInPlace(loader_asleep);
   }
   return out;
 }
@@ -63,11 +65,15 @@ std::string SharedBusyCores(const WorkerGroup& group) {
 std::string CpuExplainsDataloader(const WorkerGroup& group, double level) {
   std::optional<GroupCpu> cpu = ReadGroupCpu(group);
   if (!cpu || 2 * cpu->with_loader <= group.size() || cpu->loader_queued < level) return "";
+  if (cpu->loader_asleep > cpu->loader_queued) return "";
+  std::string slept = cpu->loader_asleep >= 0
+                          ? fmt::format(", and slept making batches only {:.2f} s per second", cpu->loader_asleep)
+                          : "";
   return fmt::format(
       "training waited β {:.2f} of each step for its DataLoader workers, but those workers were queued for a CPU "
-      "{:.2f} s per second (they ran {:.2f} cores' worth) on nodes {:.0f}% busy: the input pipeline was starved of "
+      "{:.2f} s per second (they ran {:.2f} cores' worth{}) on nodes {:.0f}% busy: the input pipeline was starved of "
       "processors, not slow by itself",
-      level, cpu->loader_queued, cpu->loader_cpu, 100.0 * (1.0 - cpu->idle_share));
+      level, cpu->loader_queued, cpu->loader_cpu, slept, 100.0 * (1.0 - cpu->idle_share));
 }
 
 namespace {
@@ -156,19 +162,30 @@ std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, siz
 // their reads or transforms and queue no more than their peers': on the four splits here the
 // ranks with slow workers had them queued 0.05-0.60 s per second, at most 0.31 above their peers'
 // (readings over the traced steps only); a healthy rank whose workers were queued 0.92 against
-// 0.36-0.47 waited 0.22 of a step (probe12, read with the profiler's stop).
+// 0.36-0.47 waited 0.22 of a step (probe12, read with the profiler's stop). Those were the worker
+// processes' readings, their sampler threads' queueing counted in: read by the batch-making thread
+// alone, fresh runs' slow workers (4-8 ranks on 2 cores) queued 0.03-0.18 s per second and slept
+// making batches 1.76-1.93 (two workers each), healthy workers slept none. Workers that slept
+// making batches longer than their peers', by more than they were queued beyond theirs, are slow
+// by themselves and queued besides, as any busy thread on busy cores is.
 std::string LoaderWorkersScheduledOut(const WorkerGroup& group, size_t member, double excess, const Expectations& e) {
   const std::optional<CpuShare>& mine = group.row(member).cpu;
   if (!mine || mine->loader_run_delay <= 0 || HeldBackByQuota(group.row(member), e) || excess <= 0) return "";
-  std::vector<double> peers;
+  std::vector<double> peers, peers_asleep;
   for (size_t k = 0; k < group.size(); ++k) {
     const std::optional<CpuShare>& cpu = group.row(k).cpu;
-    if (k != member && cpu && (cpu->loader_cpu > 0 || cpu->loader_run_delay > 0))
+    if (k != member && cpu && (cpu->loader_cpu > 0 || cpu->loader_run_delay > 0)) {
       peers.push_back(cpu->loader_run_delay);
+      if (cpu->loader_asleep >= 0) peers_asleep.push_back(cpu->loader_asleep);
+    }
   }
   if (peers.empty() || 2 * peers.size() < group.size() - 1) return "";
   double queued = MedianInPlace(peers);
   double extra = mine->loader_run_delay - queued;
+  if (mine->loader_asleep >= 0 && 2 * peers_asleep.size() > peers.size() &&
+      mine->loader_asleep - MedianInPlace(peers_asleep) >= extra) {
+    return "";
+  }
   double explained = std::min(extra, excess);
   double left = excess - explained;
   double floor = StragglerFloor(group, e);

@@ -23,6 +23,9 @@ struct GroupCpu {
   size_t with_loader = 0;    // members whose loader worker processes were read
   double loader_cpu = 0;     // median cores their loader workers used
   double loader_queued = 0;  // median thread-seconds those workers were queued, per second
+  // Median thread-seconds per second those workers slept making batches (loader_work.h), over
+  // the members where that was read; negative where most members with workers lack it.
+  double loader_asleep = -1;
 };
 
 // Its cgroup's quota held the rank back for the noise floor (`min_excess_beta`) of the window or
@@ -59,8 +62,10 @@ std::string SharedBusyCores(const WorkerGroup& group);
 // Why `level` of each step spent waiting for the DataLoader's worker processes is not the
 // loader's own slowness, or "": workers that were queued for a CPU at least as long as the
 // training processes waited for them would have kept up had they run (they share the node's
-// cores with the training processes they feed). A loader in the training process itself (no
-// workers) is never excused: it slows down with everything else the process does.
+// cores with the training processes they feed), unless they slept longer than that in their own
+// work (a read, a decode library, a lock): then they were slow by themselves and queued besides,
+// as any busy thread on busy cores is. A loader in the training process itself (no workers) is
+// never excused: it slows down with everything else the process does.
 std::string CpuExplainsDataloader(const WorkerGroup& group, double level);
 
 // Per member: how much longer its training thread slept outside the collectives than its

@@ -606,8 +606,9 @@ TEST(LocalizerTest, CollectivesOnNodesWithNoIdleCoreWaitedForTheCpuNotTheNetwork
 // Every rank waits 0.16 of each step for its DataLoader workers. Workers queued for a CPU longer
 // than that (0.25 s per second) were starved by the node, not slow: a note, no finding. Workers
 // that ran when they wanted to (a slow transform, storage) are the loader's own cost, and so is
-// a loader without workers on the same busy node.
-LocalizeInput LoaderWaitOnBusyNodes(float loader_cpu, float loader_queued) {
+// a loader without workers on the same busy node. `loader_asleep`: how long the workers slept
+// making batches (negative: not read).
+LocalizeInput LoaderWaitOnBusyNodes(float loader_cpu, float loader_queued, float loader_asleep = -1) {
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
     WorkerPattern w = Worker(r, 0.55, 0.16 + 0.002 * r, 0.05, 0.24);
@@ -616,7 +617,8 @@ LocalizeInput LoaderWaitOnBusyNodes(float loader_cpu, float loader_queued) {
                      .process_cpu = 0.4f,
                      .run_delay = 0.7f,
                      .loader_cpu = loader_cpu,
-                     .loader_run_delay = loader_queued};
+                     .loader_run_delay = loader_queued,
+                     .loader_asleep = loader_asleep};
     input.workers.push_back(w);
   }
   return input;
@@ -624,9 +626,10 @@ LocalizeInput LoaderWaitOnBusyNodes(float loader_cpu, float loader_queued) {
 
 // Four ranks on 2 busy cores, each with DataLoader workers queued for a CPU 0.4 s per second;
 // rank 2 waits 0.20 of every step more than its peers for its workers (they wait for it in their
-// all-reduce), and its own workers were queued `rank2_queued`. Its training thread queued like
-// theirs.
-LocalizeInput OneRankWaitsForItsWorkers(float rank2_queued) {
+// all-reduce), and its own workers were queued `rank2_queued` and slept making batches
+// `rank2_asleep` (negative: not read; where read, its peers' idle workers slept none). Its
+// training thread queued like theirs.
+LocalizeInput OneRankWaitsForItsWorkers(float rank2_queued, float rank2_asleep = -1) {
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
     float loader = r == 2 ? 0.25f : 0.05f;
@@ -642,6 +645,7 @@ LocalizeInput OneRankWaitsForItsWorkers(float rank2_queued) {
                      .run_delay = 0.8f,
                      .loader_cpu = 0.03f,
                      .loader_run_delay = r == 2 ? rank2_queued : 0.38f + 0.02f * static_cast<float>(r),
+                     .loader_asleep = rank2_asleep < 0 ? -1.0f : (r == 2 ? rank2_asleep : 0.0f),
                      .throttled = 0,
                      .main_cpu = 0.45f,
                      .main_run_delay = 0.3f};
@@ -658,6 +662,28 @@ TEST(LocalizerTest, ARanksLoaderWorkersQueuedForACpuLongerThanItsPeersAreStarved
   ASSERT_FALSE(slow.healthy());
   EXPECT_EQ(slow.findings[0].category, FindingCategory::kDataloader) << slow.findings[0].evidence;
   EXPECT_EQ(slow.findings[0].workers, std::vector<int>{2});
+}
+
+// Workers busy making batches are queued on busy cores like any busy thread; where they slept in
+// that work (a read, a sleep, a lock) longer than they were queued, they are slow by themselves.
+// The numbers are a clean-clone CI run's (every rank's 2 workers slept 12 ms per sample, 4 ranks
+// on 2 cores): queued 0.63 s per second, slept about 1.3; healthy runs' workers on the same cores
+// idle in their index queues and sleep none making batches, however long they queue.
+TEST(LocalizerTest, LoaderWorkersAsleepInTheirOwnWorkAreSlowThoughQueued) {
+  Diagnosis slow = Localize(LoaderWaitOnBusyNodes(0.08f, 0.63f, 1.29f), DefaultExpectations());
+  ASSERT_FALSE(slow.healthy());
+  EXPECT_EQ(slow.findings[0].category, FindingCategory::kDataloader) << slow.findings[0].evidence;
+  EXPECT_EQ(slow.findings[0].scope, FindingScope::kGlobal);
+  ExpectHealthyWithNote(Localize(LoaderWaitOnBusyNodes(0.08f, 0.63f, 0.0f), DefaultExpectations()),
+                        "slept making batches only 0.00");
+  // One rank's workers: queued 0.92 against their peers' 0.38-0.44, but asleep 1.3 s per second
+  // making batches where theirs slept none.
+  Diagnosis rank = Localize(OneRankWaitsForItsWorkers(0.92f, 1.3f), DefaultExpectations());
+  ASSERT_FALSE(rank.healthy());
+  EXPECT_EQ(rank.findings[0].category, FindingCategory::kDataloader) << rank.findings[0].evidence;
+  EXPECT_EQ(rank.findings[0].workers, std::vector<int>{2});
+  ExpectHealthyWithNote(Localize(OneRankWaitsForItsWorkers(0.92f, 0.2f), DefaultExpectations()),
+                        "starved of processors");
 }
 
 TEST(LocalizerTest, LoaderWorkersQueuedForACpuAreStarvedNotSlow) {

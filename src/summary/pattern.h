@@ -49,9 +49,13 @@ struct CpuShare {
   float host_busy = 0;    // share of all its cores' time spent busy (0..1)
   float process_cpu = 0;  // cores used by the training process's threads
   float run_delay = 0;    // thread-seconds its threads were runnable and queued, per second
-  // The same for its DataLoader worker processes together (0 without workers or their files).
+  // The same for its DataLoader worker processes together (0 without workers or their files):
+  // each worker's batch-making thread where it was read on its own, else all its threads.
   float loader_cpu = 0;
   float loader_run_delay = 0;
+  // Thread-seconds per second those threads slept while making batches (loader_work.h): not on
+  // a CPU, not queued, not waiting for the next batch's indices; negative where not read.
+  float loader_asleep = -1;
   // Share of the window the process's CPU quota (its cgroup's or an ancestor's) held it back;
   // negative where no cgroup figure was read. Quota throttling counts as run delay too.
   float throttled = -1;

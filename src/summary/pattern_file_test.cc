@@ -53,6 +53,7 @@ WorkerPattern MakeWorker(int rank) {
                    .run_delay = 0.75f,
                    .loader_cpu = 0.25f,
                    .loader_run_delay = 0.125f,
+                   .loader_asleep = 1.5f,
                    .throttled = 0.0625f,
                    .main_cpu = 0.375f,
                    .main_run_delay = 0.25f};
@@ -97,6 +98,7 @@ TEST(PatternFileTest, RoundTripsEveryField) {
   EXPECT_FLOAT_EQ(w.cpu->throttled, 0.0625f);
   EXPECT_FLOAT_EQ(w.cpu->main_cpu, 0.375f);
   EXPECT_FLOAT_EQ(w.cpu->main_run_delay, 0.25f);
+  EXPECT_FLOAT_EQ(w.cpu->loader_asleep, 1.5f);
 }
 
 // An older version's file, as that version's writer left it (what it lacks is left out).
@@ -106,6 +108,19 @@ std::string OlderVersionFile(const WorkerPattern& w, char version) {
   std::string file = writer.Finish();
   EXPECT_EQ(file[7], version);
   return file;
+}
+
+TEST(PatternFileTest, ReadsVersionFiveFilesWithoutTheLoaderWorkersSleep) {
+  TempDir dir;
+  std::string path = dir.Write("v5.pattern", OlderVersionFile(MakeWorker(6), '\x05'));
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_EQ(read->size(), 1u);
+  const WorkerPattern& w = (*read)[0];
+  EXPECT_FLOAT_EQ(static_cast<float>(w.functions[0].low_quartile_duration_us), 8.5f);
+  ASSERT_TRUE(w.cpu.has_value());
+  EXPECT_FLOAT_EQ(w.cpu->main_run_delay, 0.25f);
+  EXPECT_LT(w.cpu->loader_asleep, 0);  // unknown, never "none"
 }
 
 TEST(PatternFileTest, ReadsVersionFourFilesWithoutTheLowerQuartileCall) {
@@ -205,7 +220,7 @@ TEST(PatternFileTest, NewerVersionIsOneLineNamingTheFile) {
   ASSERT_FALSE(read.ok());
   std::string message = read.status().message();
   EXPECT_EQ(message, path +
-                         ": pattern format version 6 is not supported (this eroica reads 1 to 5; "
+                         ": pattern format version 7 is not supported (this eroica reads 1 to 6; "
                          "a newer eroica wrote it)");
   newer[7] = static_cast<char>(200);
   read = ReadPatternFile(dir.Write("v200.pattern", newer));

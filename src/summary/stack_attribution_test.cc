@@ -253,6 +253,7 @@ TEST(StackAttributionTest, CpuReadingsOfTheProcessAndItsLoaderWorkersAreRead) {
   EXPECT_FLOAT_EQ(samples->cpu->main_cpu, 0.3f);
   EXPECT_FLOAT_EQ(samples->cpu->main_run_delay, 0.4f);
   EXPECT_TRUE(samples->loader_workers.empty());  // no samples: nothing to attribute
+  EXPECT_LT(samples->cpu->loader_asleep, 0.0f);  // nor to tell sleep from waiting for indices
 
   for (const char* bad : {R"(,"cpu":{"host_busy":0.9})", R"(,"cpu":[1,2])", R"(,"cpu":{"cpus":1e300})"}) {
     StatusOr<StackSamples> none = ParseStackSamples(with(SamplesJson(0), bad), *trace, "rank-0.stacks.json");
@@ -267,6 +268,30 @@ TEST(StackAttributionTest, CpuReadingsOfTheProcessAndItsLoaderWorkersAreRead) {
   EXPECT_FLOAT_EQ(odd->cpu->process_cpu, 0.0f);
   EXPECT_LT(odd->cpu->throttled, 0.0f);  // not read: unknown, never "not throttled"
   EXPECT_LT(odd->cpu->main_cpu, 0.0f);
+}
+
+// A worker's batch-making thread, read on its own, is the loader's figure (its watcher thread
+// queues too); what that thread's samples spent making batches beyond its time on a CPU and
+// queued, it slept.
+TEST(StackAttributionTest, LoaderWorkersAreReadByTheThreadThatMakesBatches) {
+  TempDir dir;
+  StatusOr<Trace> trace = ReadTrace(dir.Write("rank-0.json", ThreeIterations()));
+  ASSERT_TRUE(trace.ok());
+  std::string worker = fmt::format(
+      R"({{"hz":100,"library_prefixes":[],"frames":[["/job/data.py",21,"__getitem__"],["/t/_utils/fetch.py",58,"fetch"],)"
+      R"(["/t/_utils/worker.py",302,"_worker_loop"]],"stacks":[[0,1,2]],"samples":[[{},0],[{},0],[{},0]],)"
+      R"("cpu":{{"cpus":2,"process_cpu":0.2,"run_delay":0.9,"main_cpu":0.1,"main_run_delay":0.3}}}})",
+      kStepZeroUnixNs, kStepZeroUnixNs + 10'000'000, kStepZeroUnixNs + 20'000'000);
+  std::string text = SamplesJson(0);
+  text.insert(text.rfind('}'), R"(,"cpu":{"cpus":2,"host_busy":0.9,"process_cpu":0.5,"run_delay":0.75})"
+                               R"(,"loader_workers":[)" +
+                                   worker + "," + worker + "]");
+  StatusOr<StackSamples> samples = ParseStackSamples(text, *trace, "rank-0.stacks.json");
+  ASSERT_TRUE(samples.ok()) << samples.status().message();
+  ASSERT_TRUE(samples->cpu.has_value());
+  EXPECT_FLOAT_EQ(samples->cpu->loader_cpu, 0.2f);
+  EXPECT_FLOAT_EQ(samples->cpu->loader_run_delay, 0.6f);
+  EXPECT_FLOAT_EQ(samples->cpu->loader_asleep, 1.2f);  // each fetched all along: 1 - 0.1 - 0.3
 }
 
 TEST(StackAttributionTest, NoAnchorForARelativeClockIsAnError) {

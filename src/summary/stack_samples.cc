@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "base/json_access.h"
+#include "summary/loader_work.h"
 #include "summary/trace_clock.h"
 
 namespace eroica {
@@ -41,6 +42,19 @@ std::optional<CpuShare> ProcessCpu(const Json& doc) {
   share.main_run_delay = CpuFigure(*cpu, "main_run_delay", kMax, -1);
   if (share.cpus <= 0) return std::nullopt;
   return share;
+}
+
+// Adds one loader worker's reading to the training process's: its batch-making (main) thread's
+// figures where they were read (files before those were written count all its threads, the
+// sampler's own queueing among them), and how long that thread slept making batches.
+void AddLoaderWorker(const CpuShare& worker, const StackSamples& samples, CpuShare* training) {
+  double cpu = worker.main_cpu >= 0 ? worker.main_cpu : worker.process_cpu;
+  double queued = worker.main_run_delay >= 0 ? worker.main_run_delay : worker.run_delay;
+  training->loader_cpu += static_cast<float>(cpu);
+  training->loader_run_delay += static_cast<float>(queued);
+  if (std::optional<double> asleep = AsleepMakingBatches(samples, cpu, queued)) {
+    training->loader_asleep = std::max(0.0f, training->loader_asleep) + static_cast<float>(*asleep);
+  }
 }
 
 // One sampled thread's frames, stacks and samples (the file's top level, or one of its
@@ -107,13 +121,10 @@ StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& tra
       if (++seen > kMaxLoaderWorkers) break;
       StackSamples samples;
       if (!worker.is_object()) return ErrorStatus("{}: damaged stack samples: a loader worker is not an object", path);
-      if (std::optional<CpuShare> cpu = ProcessCpu(worker); cpu && out.cpu) {
-        out.cpu->loader_cpu += cpu->process_cpu;
-        out.cpu->loader_run_delay += cpu->run_delay;
-      }
       if (Status status = ParseSampleSet(worker, *offset, path + " (a loader worker)", &samples); !status.ok()) {
         return status;
       }
+      if (std::optional<CpuShare> cpu = ProcessCpu(worker); cpu && out.cpu) AddLoaderWorker(*cpu, samples, &*out.cpu);
       if (!samples.samples.empty()) out.loader_workers.push_back(std::move(samples));
     }
   }

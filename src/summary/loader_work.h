@@ -1,0 +1,25 @@
+// How a DataLoader worker process spent a capture window: making batches (torch's worker loop
+// calling the dataset, the transforms, the collate) or waiting in its index queue for the next
+// batch to make, read from its stack samples (loader_workers.py samples the worker's main thread).
+// With its main thread's CPU reading this separates the two ways a busy worker is off the
+// processor: queued for one (the node's cores are busy: it is starved) or asleep in its own work
+// (a read, a sleep, a lock: it is slow by itself).
+#pragma once
+
+#include <optional>
+
+#include "summary/stack_samples.h"
+
+namespace eroica {
+
+// Share of the sampled span (0..1) the worker spent making batches: each sample stands for the
+// time to the next one (at most a few sampling periods: a worker descheduled for longer is not
+// guessed at). nullopt without at least two samples at a known rate.
+std::optional<double> BatchMakingShare(const StackSamples& worker);
+
+// Thread-seconds per second the worker's batch-making thread slept in its work: the share spent
+// making batches less its time on a CPU and queued for one (`cpu`, `queued`, per second; at
+// least 0). nullopt where BatchMakingShare is.
+std::optional<double> AsleepMakingBatches(const StackSamples& worker, double cpu, double queued);
+
+}  // namespace eroica
