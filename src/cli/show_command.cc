@@ -45,7 +45,9 @@ void PrintText(const WorkerPattern& w, size_t max_functions) {
     if (c.throttled >= 0) fmt::print("; quota throttled {:.2f} of the window", c.throttled);
     if (c.loader_cpu > 0 || c.loader_run_delay > 0) {
       fmt::print("; loader workers {:.2f} cores, queued {:.2f} s/s", c.loader_cpu, c.loader_run_delay);
-      if (c.loader_asleep >= 0) fmt::print(", asleep making batches {:.2f} s/s", c.loader_asleep);
+      if (c.loader_making >= 0) {
+        fmt::print(", making batches {:.2f} s/s, asleep making them {:.2f}", c.loader_making, c.loader_asleep);
+      }
     }
     fmt::print("\n");
   }

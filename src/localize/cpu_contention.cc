@@ -198,6 +198,24 @@ std::string LoaderWorkersScheduledOut(const WorkerGroup& group, size_t member, d
       group.row(member).rank, excess, extra, queued, left, floor);
 }
 
+// Why `member`'s wait for its DataLoader workers is not theirs, or "": while a training process
+// waits for a batch that is still being made, a worker is making it, so workers that made
+// batches for less of the window (thread-seconds per second, summed) than the rank waited had
+// them ready. Healthy ranks' workers (2 per rank, 2-8 ranks on 2 cores) made batches 0.01-0.06 s
+// per second, workers that slept in every sample 0.99-1.00 each. A sampler slow by itself runs in
+// the training process and idles the workers too: it is excused with them (none was seen here).
+std::string BatchesWereReady(const WorkerGroup& group, size_t member) {
+  const WorkerRow& row = group.row(member);
+  if (!row.cpu || row.cpu->loader_making < 0) return "";
+  double waited = row.beta(Category::kDataloader);
+  if (row.cpu->loader_making >= waited) return "";
+  return fmt::format(
+      "rank {} waited {:.2f} of its step for its DataLoader workers, but they spent only {:.2f} s per second making "
+      "batches (their samples, the rest waiting for work): the batches were ready, and the wait was in the training "
+      "process (their hand-over), not in its workers' storage, transforms or collate; no finding",
+      row.rank, waited, row.cpu->loader_making);
+}
+
 }  // namespace
 
 std::vector<std::optional<double>> SleptBeyondPeers(const WorkerGroup& group) {
@@ -279,7 +297,6 @@ void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::ve
   double iteration_s = MedianIterationS(group);
   if (iteration_s <= 0 || local->empty()) return;
   TrainingThreads threads = ReadTrainingThreads(group);
-  if (threads.queued.size() < 2) return;
   std::unordered_map<int, size_t> member_of;
   for (size_t k = 0; k < group.size(); ++k) member_of.emplace(group.row(k).rank, k);
   std::erase_if(*local, [&](const Finding& f) {
@@ -290,6 +307,7 @@ void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::ve
     std::string why = ScheduledOut(group, threads, it->second, f.category, excess, e);
     if (why.empty() && f.category == FindingCategory::kDataloader) {
       why = LoaderWorkersScheduledOut(group, it->second, excess, e);
+      if (why.empty()) why = BatchesWereReady(group, it->second);
     }
     if (why.empty()) return false;
     notes->push_back(std::move(why));

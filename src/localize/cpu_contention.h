@@ -84,9 +84,12 @@ std::vector<std::optional<double>> SleptBeyondPeers(const WorkerGroup& group);
 // hold it back (throttled for less than the noise floor, `min_excess_beta`: a quota's
 // throttling queues every runnable thread at once, so any material throttling is the rank's own
 // limit), is not slow by its own work. So is a rank waiting for its DataLoader workers whose
-// workers were queued for a CPU longer than its peers' workers by as much, on the same terms.
-// Kept: a rank held back by its quota (a CPU limit is its own problem), a rank queued while its
-// peers were not (a noisy neighbour on its node), and ranks without readings.
+// workers were queued for a CPU longer than its peers' workers by as much, on the same terms,
+// and so is one whose workers spent less of the window making batches than it waited for them:
+// the batches were ready, and the wait was their hand-over (threads of the training process and
+// of the workers that pass a batch, each waiting to be scheduled), which its input pipeline's
+// storage, transforms or worker count do not change. Kept: a rank held back by its quota (a CPU limit is its own
+// problem), a rank queued while its peers were not (a noisy neighbour on its node), and ranks without readings.
 void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local,
                         std::vector<std::string>* notes);
 

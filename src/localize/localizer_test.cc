@@ -686,6 +686,65 @@ TEST(LocalizerTest, LoaderWorkersAsleepInTheirOwnWorkAreSlowThoughQueued) {
                         "starved of processors");
 }
 
+// A healthy 3-rank transformer with 2 loader workers a rank, on 2 cores (seed 3021; its
+// per-iteration shares and CPU readings): rank 1 waited 0.18 of its step in the loader's
+// __next__ against its peers' 0.07-0.09 and they waited for it, while its workers made batches
+// 0.05 s per second: the batches were ready. `rank1_making` and `rank1_asleep` replace its
+// workers' readings (negative: not read, for every rank).
+LocalizeInput HandOverRun(float rank1_making, float rank1_asleep) {
+  const float it[3][5][5] = {{{0.559f, 0, 0.332f, 0.036f, 0.072f},
+                              {0.553f, 0, 0.243f, 0.135f, 0.069f},
+                              {0.688f, 0, 0.170f, 0.091f, 0.051f},
+                              {0.664f, 0, 0.122f, 0.145f, 0.069f},
+                              {0.470f, 0, 0.443f, 0.029f, 0.058f}},
+                             {{0.659f, 0, 0.051f, 0.195f, 0.095f},
+                              {0.792f, 0, 0.053f, 0.070f, 0.086f},
+                              {0.703f, 0, 0.070f, 0.181f, 0.046f},
+                              {0.670f, 0, 0.180f, 0.055f, 0.095f},
+                              {0.432f, 0, 0.069f, 0.403f, 0.096f}},
+                             {{0.470f, 0, 0.417f, 0.060f, 0.053f},
+                              {0.397f, 0, 0.447f, 0.076f, 0.080f},
+                              {0.766f, 0, 0.057f, 0.094f, 0.083f},
+                              {0.553f, 0, 0.302f, 0.078f, 0.066f},
+                              {0.394f, 0, 0.504f, 0.049f, 0.054f}}};
+  const double iteration_s[] = {0.1907, 0.1928, 0.1912};
+  const float main_cpu[] = {0.519f, 0.4545f, 0.4262f}, main_queued[] = {0.1631f, 0.3692f, 0.2211f};
+  const float making[] = {0.04f, rank1_making, 0.07f}, asleep[] = {0, rank1_asleep, 0};
+  LocalizeInput input;
+  for (int r = 0; r < 3; ++r) {
+    std::vector<std::array<float, kCategoryCount>> per_iteration;
+    for (const auto& shares : it[r]) per_iteration.push_back(IterationBetas(shares));
+    WorkerPattern w = WorkerOfIterations(r, 3, iteration_s[r], per_iteration);
+    for (int c = 0; c < 10; ++c) w.collectives.push_back({"allreduce", r == 1 ? 3000.0f : 11000.0f});
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.89f,
+                     .process_cpu = main_cpu[r] + 0.04f,
+                     .run_delay = 2 * main_queued[r],
+                     .loader_cpu = 0.03f,
+                     .loader_run_delay = 0.06f,
+                     .loader_asleep = rank1_making < 0 ? -1.0f : asleep[r],
+                     .loader_making = rank1_making < 0 ? -1.0f : making[r],
+                     .throttled = 0,
+                     .main_cpu = main_cpu[r],
+                     .main_run_delay = main_queued[r]};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, ALoaderWaitWhileTheWorkersHadTheBatchesReadyIsNotTheInputPipeline) {
+  Diagnosis unread = Localize(HandOverRun(-1, -1), DefaultExpectations());
+  ASSERT_FALSE(unread.healthy());
+  EXPECT_EQ(unread.findings[0].category, FindingCategory::kDataloader) << unread.findings[0].evidence;
+  EXPECT_EQ(unread.findings[0].workers, std::vector<int>{1});
+  ExpectHealthyWithNote(Localize(HandOverRun(0.05f, 0), DefaultExpectations()), "the batches were ready");
+  // Workers making batches all along (asleep in each item) are the input pipeline.
+  Diagnosis slow = Localize(HandOverRun(1.9f, 1.75f), DefaultExpectations());
+  ASSERT_FALSE(slow.healthy());
+  EXPECT_EQ(slow.findings[0].category, FindingCategory::kDataloader) << slow.findings[0].evidence;
+  EXPECT_EQ(slow.findings[0].workers, std::vector<int>{1});
+}
+
 TEST(LocalizerTest, LoaderWorkersQueuedForACpuAreStarvedNotSlow) {
   Diagnosis starved = Localize(LoaderWaitOnBusyNodes(0.02f, 0.25f), DefaultExpectations());
   ExpectHealthyWithNote(starved, "starved of processors");

@@ -42,10 +42,4 @@ std::optional<double> BatchMakingShare(const StackSamples& worker) {
   return static_cast<double>(making_ns) / static_cast<double>(sampled_ns);
 }
 
-std::optional<double> AsleepMakingBatches(const StackSamples& worker, double cpu, double queued) {
-  std::optional<double> making = BatchMakingShare(worker);
-  if (!making) return std::nullopt;
-  return std::max(0.0, *making - cpu - queued);
-}
-
 }  // namespace eroica

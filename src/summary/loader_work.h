@@ -3,7 +3,8 @@
 // batch to make, read from its stack samples (loader_workers.py samples the worker's main thread).
 // With its main thread's CPU reading this separates the two ways a busy worker is off the
 // processor: queued for one (the node's cores are busy: it is starved) or asleep in its own work
-// (a read, a sleep, a lock: it is slow by itself).
+// (a read, a sleep, a lock: it is slow by itself); and workers that spent less of the window
+// making batches than training waited for them had the batches ready: that wait was the hand-over.
 #pragma once
 
 #include <optional>
@@ -16,10 +17,5 @@ namespace eroica {
 // time to the next one (at most a few sampling periods: a worker descheduled for longer is not
 // guessed at). nullopt without at least two samples at a known rate.
 std::optional<double> BatchMakingShare(const StackSamples& worker);
-
-// Thread-seconds per second the worker's batch-making thread slept in its work: the share spent
-// making batches less its time on a CPU and queued for one (`cpu`, `queued`, per second; at
-// least 0). nullopt where BatchMakingShare is.
-std::optional<double> AsleepMakingBatches(const StackSamples& worker, double cpu, double queued);
 
 }  // namespace eroica

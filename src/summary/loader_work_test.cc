@@ -32,19 +32,11 @@ TEST(LoaderWorkTest, AQueueGetOutsideTheWorkerLoopIsTheDatasetsOwnWork) {
   EXPECT_DOUBLE_EQ(*BatchMakingShare(w), 1.0);
 }
 
-TEST(LoaderWorkTest, SleepIsTheBatchTimeNeitherOnACpuNorQueued) {
-  StackSamples busy = Worker({{0, true}, {10, true}, {20, true}});
-  EXPECT_DOUBLE_EQ(*AsleepMakingBatches(busy, 0.1, 0.3), 0.6);
-  EXPECT_DOUBLE_EQ(*AsleepMakingBatches(busy, 0.4, 0.7), 0.0);  // woken and queued: no sleep
-  StackSamples idle = Worker({{0, false}, {10, false}, {20, false}});
-  EXPECT_DOUBLE_EQ(*AsleepMakingBatches(idle, 0.02, 0.4), 0.0);
-}
-
 TEST(LoaderWorkTest, TooFewSamplesOrNoRateSayNothing) {
   EXPECT_FALSE(BatchMakingShare(Worker({{0, true}})).has_value());
   StackSamples no_rate = Worker({{0, true}, {10, true}});
   no_rate.hz = 0;
-  EXPECT_FALSE(AsleepMakingBatches(no_rate, 0, 0).has_value());
+  EXPECT_FALSE(BatchMakingShare(no_rate).has_value());
 }
 
 }  // namespace

@@ -53,9 +53,11 @@ struct CpuShare {
   // each worker's batch-making thread where it was read on its own, else all its threads.
   float loader_cpu = 0;
   float loader_run_delay = 0;
-  // Thread-seconds per second those threads slept while making batches (loader_work.h): not on
-  // a CPU, not queued, not waiting for the next batch's indices; negative where not read.
+  // Thread-seconds per second those threads spent making batches (loader_work.h: not waiting
+  // for the next batch's indices), and of that slept (not on a CPU, not queued); negative where
+  // a worker's samples did not tell.
   float loader_asleep = -1;
+  float loader_making = -1;
   // Share of the window the process's CPU quota (its cgroup's or an ancestor's) held it back;
   // negative where no cgroup figure was read. Quota throttling counts as run delay too.
   float throttled = -1;

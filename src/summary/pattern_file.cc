@@ -114,7 +114,10 @@ void WriteWorker(const WorkerPattern& w, int version, StringTable* strings, Byte
                     w.cpu->loader_run_delay, w.cpu->throttled, w.cpu->main_cpu, w.cpu->main_run_delay}) {
       out->F32(v);
     }
-    if (version >= 6) out->F32(w.cpu->loader_asleep);
+    if (version >= 6) {
+      out->F32(w.cpu->loader_asleep);
+      out->F32(w.cpu->loader_making);
+    }
   }
 }
 
@@ -226,8 +229,10 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
     }
     cpu.throttled = std::min(1.0f, cpu.throttled);
     if (version >= 6) {
-      float read = in->F32();
-      cpu.loader_asleep = std::isfinite(read) && read >= 0 && read < 1e6f ? read : -1.0f;
+      for (float* v : {&cpu.loader_asleep, &cpu.loader_making}) {
+        float read = in->F32();
+        *v = std::isfinite(read) && read >= 0 && read < 1e6f ? read : -1.0f;
+      }
     }
     w->cpu = cpu;
   }

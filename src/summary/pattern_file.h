@@ -18,7 +18,7 @@
 //                                 (varint location_str, f32 share)*)*,
 //              u8 has_cpu, [f32 cpus, host_busy, process_cpu, run_delay, loader_cpu,
 //                           loader_run_delay, throttled, main_cpu, main_run_delay,
-//                           loader_asleep (these four negative: unknown)]
+//                           loader_asleep, loader_making (these five negative: unknown)]
 //   function:= varint name_str, u8 category, u8 host_kind, f32 beta,
 //              u8 has_mu_sigma, [f32 mu, f32 sigma], f32 calls_per_iter,
 //              f32 mean_duration_us, f32 median_duration_us, f32 low_quartile_duration_us,
@@ -27,10 +27,10 @@
 // one version after a single magic are one bundle: the online scale-out path gathers the ranks'
 // files so (`patterns.pattern`, python/eroica/central.py, which checks that each file's blocks
 // fill it exactly before appending them).
-// Version 5 is version 6 without loader_asleep, version 4 version 5 without the lower quartile call, version 3 version
-// 4 without the median call, version 2 version 3 without the CPU share, version 1 version 2 without the located
-// functions (no hot frames); all are still read; readers reject other versions with a message; blocks are read one at a
-// time, so memory is bounded by the block size whatever the file size.
+// Version 5 is version 6 without loader_asleep and loader_making, version 4 version 5 without the lower quartile call,
+// version 3 version 4 without the median call, version 2 version 3 without the CPU share, version 1 version 2 without
+// the located functions (no hot frames); all are still read; readers reject other versions with a message; blocks are
+// read one at a time, so memory is bounded by the block size whatever the file size.
 #pragma once
 
 #include <functional>

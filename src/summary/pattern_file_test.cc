@@ -54,6 +54,7 @@ WorkerPattern MakeWorker(int rank) {
                    .loader_cpu = 0.25f,
                    .loader_run_delay = 0.125f,
                    .loader_asleep = 1.5f,
+                   .loader_making = 1.75f,
                    .throttled = 0.0625f,
                    .main_cpu = 0.375f,
                    .main_run_delay = 0.25f};
@@ -99,6 +100,7 @@ TEST(PatternFileTest, RoundTripsEveryField) {
   EXPECT_FLOAT_EQ(w.cpu->main_cpu, 0.375f);
   EXPECT_FLOAT_EQ(w.cpu->main_run_delay, 0.25f);
   EXPECT_FLOAT_EQ(w.cpu->loader_asleep, 1.5f);
+  EXPECT_FLOAT_EQ(w.cpu->loader_making, 1.75f);
 }
 
 // An older version's file, as that version's writer left it (what it lacks is left out).
@@ -121,6 +123,7 @@ TEST(PatternFileTest, ReadsVersionFiveFilesWithoutTheLoaderWorkersSleep) {
   ASSERT_TRUE(w.cpu.has_value());
   EXPECT_FLOAT_EQ(w.cpu->main_run_delay, 0.25f);
   EXPECT_LT(w.cpu->loader_asleep, 0);  // unknown, never "none"
+  EXPECT_LT(w.cpu->loader_making, 0);
 }
 
 TEST(PatternFileTest, ReadsVersionFourFilesWithoutTheLowerQuartileCall) {

@@ -74,6 +74,7 @@ nlohmann::json PatternToJson(const WorkerPattern& w) {
     if (w.cpu->main_cpu >= 0) doc["cpu"]["main_cpu"] = Round(w.cpu->main_cpu, 4);
     if (w.cpu->main_run_delay >= 0) doc["cpu"]["main_run_delay"] = Round(w.cpu->main_run_delay, 4);
     if (w.cpu->loader_asleep >= 0) doc["cpu"]["loader_asleep"] = Round(w.cpu->loader_asleep, 4);
+    if (w.cpu->loader_making >= 0) doc["cpu"]["loader_making"] = Round(w.cpu->loader_making, 4);
   }
   return doc;
 }

@@ -292,6 +292,19 @@ TEST(StackAttributionTest, LoaderWorkersAreReadByTheThreadThatMakesBatches) {
   EXPECT_FLOAT_EQ(samples->cpu->loader_cpu, 0.2f);
   EXPECT_FLOAT_EQ(samples->cpu->loader_run_delay, 0.6f);
   EXPECT_FLOAT_EQ(samples->cpu->loader_asleep, 1.2f);  // each fetched all along: 1 - 0.1 - 0.3
+  EXPECT_FLOAT_EQ(samples->cpu->loader_making, 2.0f);
+  // A worker read but not sampled leaves both unknown: the sum would be short of it.
+  std::string unsampled =
+      R"({"frames":[],"stacks":[],"samples":[],"cpu":{"cpus":2,"process_cpu":0.2,"run_delay":0.9}})";
+  std::string partial = SamplesJson(0);
+  partial.insert(partial.rfind('}'), R"(,"cpu":{"cpus":2,"host_busy":0.9,"process_cpu":0.5,"run_delay":0.75})"
+                                     R"(,"loader_workers":[)" +
+                                         worker + "," + unsampled + "]");
+  StatusOr<StackSamples> short_one = ParseStackSamples(partial, *trace, "rank-0.stacks.json");
+  ASSERT_TRUE(short_one.ok() && short_one->cpu.has_value());
+  EXPECT_FLOAT_EQ(short_one->cpu->loader_run_delay, 1.2f);
+  EXPECT_LT(short_one->cpu->loader_asleep, 0.0f);
+  EXPECT_LT(short_one->cpu->loader_making, 0.0f);
 }
 
 TEST(StackAttributionTest, NoAnchorForARelativeClockIsAnError) {

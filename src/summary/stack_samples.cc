@@ -44,18 +44,35 @@ std::optional<CpuShare> ProcessCpu(const Json& doc) {
   return share;
 }
 
-// Adds one loader worker's reading to the training process's: its batch-making (main) thread's
-// figures where they were read (files before those were written count all its threads, the
-// sampler's own queueing among them), and how long that thread slept making batches.
-void AddLoaderWorker(const CpuShare& worker, const StackSamples& samples, CpuShare* training) {
-  double cpu = worker.main_cpu >= 0 ? worker.main_cpu : worker.process_cpu;
-  double queued = worker.main_run_delay >= 0 ? worker.main_run_delay : worker.run_delay;
-  training->loader_cpu += static_cast<float>(cpu);
-  training->loader_run_delay += static_cast<float>(queued);
-  if (std::optional<double> asleep = AsleepMakingBatches(samples, cpu, queued)) {
-    training->loader_asleep = std::max(0.0f, training->loader_asleep) + static_cast<float>(*asleep);
+// The loader workers' readings summed into the training process's, as they are read.
+struct LoaderWorkersCpu {
+  size_t read = 0, sampled = 0;
+  double making = 0, asleep = 0;
+
+  // One worker: its batch-making (main) thread's figures where they were read (files before
+  // those were written count all its threads, the sampler's own queueing among them), and how
+  // long that thread made batches and slept making them.
+  void Add(const CpuShare& worker, const StackSamples& samples, CpuShare* training) {
+    double cpu = worker.main_cpu >= 0 ? worker.main_cpu : worker.process_cpu;
+    double queued = worker.main_run_delay >= 0 ? worker.main_run_delay : worker.run_delay;
+    training->loader_cpu += static_cast<float>(cpu);
+    training->loader_run_delay += static_cast<float>(queued);
+    ++read;
+    if (std::optional<double> share = BatchMakingShare(samples)) {
+      ++sampled;
+      making += *share;
+      asleep += std::max(0.0, *share - cpu - queued);
+    }
   }
-}
+
+  // Known only where every worker read was sampled: a sum short of one would say "ready" or
+  // "not asleep" for want of its samples.
+  void Finish(CpuShare* training) const {
+    if (read == 0 || sampled != read) return;
+    training->loader_making = static_cast<float>(making);
+    training->loader_asleep = static_cast<float>(asleep);
+  }
+};
 
 // One sampled thread's frames, stacks and samples (the file's top level, or one of its
 // loader_workers), its unix times moved by `offset` onto the trace's clock.
@@ -117,6 +134,7 @@ StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& tra
   // The DataLoader's worker processes, on the same host's clock as the training thread.
   if (const Json* workers = JsonArrayField(doc, {"loader_workers"})) {
     size_t seen = 0;
+    LoaderWorkersCpu loader;
     for (const Json& worker : *workers) {
       if (++seen > kMaxLoaderWorkers) break;
       StackSamples samples;
@@ -124,9 +142,10 @@ StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& tra
       if (Status status = ParseSampleSet(worker, *offset, path + " (a loader worker)", &samples); !status.ok()) {
         return status;
       }
-      if (std::optional<CpuShare> cpu = ProcessCpu(worker); cpu && out.cpu) AddLoaderWorker(*cpu, samples, &*out.cpu);
+      if (std::optional<CpuShare> cpu = ProcessCpu(worker); cpu && out.cpu) loader.Add(*cpu, samples, &*out.cpu);
       if (!samples.samples.empty()) out.loader_workers.push_back(std::move(samples));
     }
+    if (out.cpu) loader.Finish(&*out.cpu);
   }
   return out;
 }
