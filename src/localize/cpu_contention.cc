@@ -16,7 +16,7 @@ bool HeldBackByQuota(const WorkerRow& row, const Expectations& e) {
 }
 
 std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group) {
-  std::vector<double> idle, delay, loader_cpu, loader_queued, loader_asleep;
+  std::vector<double> idle, delay, loader_cpu, loader_queued, loader_asleep, loader_making;
   for (size_t k = 0; k < group.size(); ++k) {
     const std::optional<CpuShare>& cpu = group.row(k).cpu;
     if (!cpu) continue;
@@ -26,6 +26,7 @@ std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group) {
       loader_cpu.push_back(cpu->loader_cpu);
       loader_queued.push_back(cpu->loader_run_delay);
       if (cpu->loader_asleep >= 0) loader_asleep.push_back(cpu->loader_asleep);
+      if (cpu->loader_making >= 0) loader_making.push_back(cpu->loader_making);
     }
   }
   if (2 * idle.size() <= group.size()) return std::nullopt;
@@ -37,6 +38,7 @@ std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group) {
     out.loader_cpu = MedianInPlace(loader_cpu);
     out.loader_queued = MedianInPlace(loader_queued);
     if (2 * loader_asleep.size() > loader_cpu.size()) out.loader_asleep = MedianInPlace(loader_asleep);
+    if (2 * loader_making.size() > loader_cpu.size()) out.loader_making = MedianInPlace(loader_making);
   }
   return out;
 }
@@ -64,8 +66,15 @@ std::string SharedBusyCores(const WorkerGroup& group) {
 
 std::string CpuExplainsDataloader(const WorkerGroup& group, double level) {
   std::optional<GroupCpu> cpu = ReadGroupCpu(group);
-  if (!cpu || 2 * cpu->with_loader <= group.size() || cpu->loader_queued < level) return "";
-  if (cpu->loader_asleep > cpu->loader_queued) return "";
+  if (!cpu || 2 * cpu->with_loader <= group.size()) return "";
+  if (cpu->loader_making >= 0 && cpu->loader_making < level) {
+    return fmt::format(
+        "training waited β {:.2f} of each step for its DataLoader workers, but they spent only {:.2f} s per second "
+        "making batches (median over ranks; their samples, the rest waiting for work): the batches were ready, and "
+        "the wait was in the training processes (their hand-over), not in the workers' storage, transforms or collate",
+        level, cpu->loader_making);
+  }
+  if (cpu->loader_queued < level || cpu->loader_asleep > cpu->loader_queued) return "";
   std::string slept = cpu->loader_asleep >= 0
                           ? fmt::format(", and slept making batches only {:.2f} s per second", cpu->loader_asleep)
                           : "";

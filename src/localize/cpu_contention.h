@@ -26,6 +26,7 @@ struct GroupCpu {
   // Median thread-seconds per second those workers slept making batches (loader_work.h), over
   // the members where that was read; negative where most members with workers lack it.
   double loader_asleep = -1;
+  double loader_making = -1;  // the same for the time they spent making batches
 };
 
 // Its cgroup's quota held the rank back for the noise floor (`min_excess_beta`) of the window or
@@ -64,8 +65,10 @@ std::string SharedBusyCores(const WorkerGroup& group);
 // training processes waited for them would have kept up had they run (they share the node's
 // cores with the training processes they feed), unless they slept longer than that in their own
 // work (a read, a decode library, a lock): then they were slow by themselves and queued besides,
-// as any busy thread on busy cores is. A loader in the training process itself (no workers) is
-// never excused: it slows down with everything else the process does.
+// as any busy thread on busy cores is. Nor is it theirs where they spent less of the window making
+// batches than training waited: the batches were ready, and the wait was their hand-over in the
+// training processes (BatchesWereReady's group-wide twin). A loader in the training process
+// itself (no workers) is never excused: it slows down with everything else the process does.
 std::string CpuExplainsDataloader(const WorkerGroup& group, double level);
 
 // Per member: how much longer its training thread slept outside the collectives than its

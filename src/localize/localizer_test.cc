@@ -745,6 +745,65 @@ TEST(LocalizerTest, ALoaderWaitWhileTheWorkersHadTheBatchesReadyIsNotTheInputPip
   EXPECT_EQ(slow.findings[0].workers, std::vector<int>{1});
 }
 
+// A healthy 4-rank MLP with 2 loader workers a rank and 4 micro-batches a step, on 2 cores
+// (validation17, seed 105; its per-iteration shares and readings): every rank waited 0.14-0.34
+// of its step in the loader's __next__, four hand-overs a step, while its workers made batches
+// 0.03-0.08 s per second. `making` and `asleep`, where not negative, replace every rank's
+// workers' readings (the run's own: asleep 0).
+LocalizeInput ReadyBatchesEveryRank(float making = -1, float asleep = -1) {
+  const float it[4][5][5] = {{{0.266f, 0, 0.638f, 0.051f, 0.044f},
+                              {0.459f, 0, 0.414f, 0.058f, 0.069f},
+                              {0.239f, 0, 0.576f, 0.147f, 0.037f},
+                              {0.383f, 0, 0.343f, 0.217f, 0.057f},
+                              {0.513f, 0, 0.153f, 0.206f, 0.128f}},
+                             {{0.288f, 0, 0.121f, 0.162f, 0.428f},
+                              {0.733f, 0, 0.151f, 0.073f, 0.043f},
+                              {0.299f, 0, 0.081f, 0.549f, 0.071f},
+                              {0.350f, 0, 0.328f, 0.075f, 0.248f},
+                              {0.390f, 0, 0.270f, 0.253f, 0.087f}},
+                             {{0.372f, 0, 0.071f, 0.087f, 0.469f},
+                              {0.419f, 0, 0.082f, 0.440f, 0.059f},
+                              {0.511f, 0, 0.213f, 0.237f, 0.039f},
+                              {0.415f, 0, 0.059f, 0.471f, 0.054f},
+                              {0.347f, 0, 0.061f, 0.486f, 0.106f}},
+                             {{0.266f, 0, 0.502f, 0.071f, 0.162f},
+                              {0.280f, 0, 0.533f, 0.143f, 0.044f},
+                              {0.255f, 0, 0.358f, 0.341f, 0.045f},
+                              {0.262f, 0, 0.547f, 0.092f, 0.099f},
+                              {0.277f, 0, 0.537f, 0.117f, 0.069f}}};
+  const double iteration_s[] = {0.1551, 0.1506, 0.1522, 0.1515};
+  const float main_cpu[] = {0.302f, 0.314f, 0.348f, 0.302f}, main_queued[] = {0.226f, 0.352f, 0.374f, 0.157f};
+  const float run_making[] = {0.029f, 0.079f, 0.036f, 0.073f}, loader_queued[] = {0.051f, 0.121f, 0.097f, 0.076f};
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    std::vector<std::array<float, kCategoryCount>> per_iteration;
+    for (const auto& shares : it[r]) per_iteration.push_back(IterationBetas(shares));
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], per_iteration);
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.91f,
+                     .process_cpu = main_cpu[r] + 0.05f,
+                     .run_delay = 2 * main_queued[r],
+                     .loader_cpu = 0.04f,
+                     .loader_run_delay = loader_queued[r],
+                     .loader_asleep = asleep >= 0 ? asleep : 0.0f,
+                     .loader_making = making >= 0 ? making : run_making[r],
+                     .throttled = 0,
+                     .main_cpu = main_cpu[r],
+                     .main_run_delay = main_queued[r]};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, EveryRanksLoaderWaitWhileTheWorkersHadTheBatchesReadyIsNotTheInputPipeline) {
+  ExpectHealthyWithNote(Localize(ReadyBatchesEveryRank(), DefaultExpectations()), "the batches were ready");
+  // The same waits with workers making batches all along, asleep in each item: the loader.
+  Diagnosis slow = Localize(ReadyBatchesEveryRank(1.9f, 1.8f), DefaultExpectations());
+  ASSERT_FALSE(slow.healthy());
+  EXPECT_EQ(slow.findings[0].category, FindingCategory::kDataloader) << slow.findings[0].evidence;
+  EXPECT_EQ(slow.findings[0].scope, FindingScope::kGlobal);
+}
+
 TEST(LocalizerTest, LoaderWorkersQueuedForACpuAreStarvedNotSlow) {
   Diagnosis starved = Localize(LoaderWaitOnBusyNodes(0.02f, 0.25f), DefaultExpectations());
   ExpectHealthyWithNote(starved, "starved of processors");
