@@ -44,6 +44,16 @@ std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group) {
 }
 
 std::string CpuExplainsCommunication(const WorkerGroup& group, double level) {
+  for (size_t k = 0; k < group.size(); ++k) {
+    const WorkerRow& row = group.row(k);
+    if (row.cpu && row.cpu->throttled >= level) {
+      return fmt::format(
+          "collectives took β {:.2f} of each step even on the least-waiting rank, but rank {}'s CPU quota held it "
+          "back {:.2f} of the window (its cgroup's cpu.stat): while throttled its collective threads stall too, so "
+          "every rank waits for it, itself included; not the network",
+          level, row.rank, row.cpu->throttled);
+    }
+  }
   std::optional<GroupCpu> cpu = ReadGroupCpu(group);
   if (!cpu || cpu->idle_share >= 0.5 * level || cpu->run_delay < level) return "";
   return fmt::format(

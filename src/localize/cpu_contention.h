@@ -45,7 +45,10 @@ std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group);
 // least as long as it waited (thread-seconds per second, median over ranks), the collectives
 // waited for descheduled peers. Measured on the tuning split (4 ranks on 2 cores, readings over
 // the traced steps only): throttled links queued 0.16-0.25 of their wait with 0.65-0.70 of the
-// cores idle; healthy runs 0.95-3.5 of theirs, with 0.05-0.16 idle.
+// cores idle; healthy runs 0.95-3.5 of theirs, with 0.05-0.16 idle. Nor is it the network where a
+// rank's CPU quota held it back for at least `level` of the window: its collective threads stall
+// with it, so even it seems to wait (cnn17's 4-rank quota run: throttled 0.65, collectives 0.51
+// of each step on every rank).
 std::string CpuExplainsCommunication(const WorkerGroup& group, double level);
 
 // Whether the group's ranks share busy cores, as evidence text ("" when the readings do not say

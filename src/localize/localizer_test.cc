@@ -804,6 +804,70 @@ TEST(LocalizerTest, EveryRanksLoaderWaitWhileTheWorkersHadTheBatchesReadyIsNotTh
   EXPECT_EQ(slow.findings[0].scope, FindingScope::kGlobal);
 }
 
+// cnn17's 4-rank conv net with rank 1 under a CPU quota (seed 408; its per-iteration shares,
+// collectives and readings): the quota held rank 1 back 0.65 of the window, and collectives took
+// 0.51 of each step on every rank, rank 1 too, whose collective threads stalled with it.
+LocalizeInput QuotaStallsEveryCollective(float rank1_throttled) {
+  const float it[4][5][5] = {{{0.208f, 0, 0.702f, 0.026f, 0.064f},
+                              {0.102f, 0, 0.851f, 0.026f, 0.020f},
+                              {0.549f, 0, 0.304f, 0.099f, 0.047f},
+                              {0.370f, 0, 0.514f, 0.030f, 0.087f},
+                              {0.082f, 0, 0.875f, 0.011f, 0.032f}},
+                             {{0.749f, 0, 0.163f, 0.016f, 0.072f},
+                              {0.101f, 0, 0.831f, 0.030f, 0.037f},
+                              {0.506f, 0, 0.339f, 0.031f, 0.124f},
+                              {0.197f, 0, 0.677f, 0.088f, 0.037f},
+                              {0.133f, 0, 0.796f, 0.029f, 0.042f}},
+                             {{0.102f, 0, 0.823f, 0.046f, 0.029f},
+                              {0.139f, 0, 0.639f, 0.138f, 0.084f},
+                              {0.440f, 0, 0.323f, 0.054f, 0.183f},
+                              {0.158f, 0, 0.715f, 0.036f, 0.091f},
+                              {0.056f, 0, 0.920f, 0.009f, 0.016f}},
+                             {{0.124f, 0, 0.811f, 0.027f, 0.037f},
+                              {0.118f, 0, 0.841f, 0.022f, 0.019f},
+                              {0.350f, 0, 0.540f, 0.028f, 0.082f},
+                              {0.369f, 0, 0.561f, 0.039f, 0.030f},
+                              {0.123f, 0, 0.812f, 0.010f, 0.054f}}};
+  const float allreduce_us[4][4] = {{68072, 67256, 62382, 67063},
+                                    {59221, 11723, 74391, 81554},
+                                    {79963, 83295, 53046, 52525},
+                                    {72313, 69960, 77064, 74869}};
+  const double iteration_s[] = {0.0983, 0.1003, 0.0987, 0.0991};
+  const float main_cpu[] = {0.166f, 0.171f, 0.152f, 0.171f}, main_queued[] = {0.110f, 0.268f, 0.102f, 0.095f};
+  const float run_delay[] = {0.418f, 1.604f, 0.357f, 0.310f};
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    std::vector<std::array<float, kCategoryCount>> per_iteration;
+    for (const auto& shares : it[r]) per_iteration.push_back(IterationBetas(shares));
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], per_iteration);
+    for (float us : allreduce_us[r]) w.collectives.push_back({"allreduce", us});
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.51f,
+                     .process_cpu = 0.24f,
+                     .run_delay = run_delay[r],
+                     .throttled = r == 1 ? rank1_throttled : 0.0f,
+                     .main_cpu = main_cpu[r],
+                     .main_run_delay = main_queued[r]};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, ARankHeldBackByItsQuotaLongerThanTheCollectivesTookIsNoSlowNetwork) {
+  Diagnosis d = Localize(QuotaStallsEveryCollective(0.65f), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kCompute) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+  for (const Finding& f : d.findings) EXPECT_NE(f.category, FindingCategory::kCommunication) << f.evidence;
+  ASSERT_FALSE(d.notes.empty());
+  EXPECT_NE(d.notes.back().find("quota held it back 0.65"), std::string::npos) << d.notes.back();
+  // A quota that held it back for less than the collectives took does not account for them.
+  Diagnosis shorter = Localize(QuotaStallsEveryCollective(0.3f), DefaultExpectations());
+  bool network = false;
+  for (const Finding& f : shorter.findings) network |= f.category == FindingCategory::kCommunication;
+  EXPECT_TRUE(network);
+}
+
 TEST(LocalizerTest, LoaderWorkersQueuedForACpuAreStarvedNotSlow) {
   Diagnosis starved = Localize(LoaderWaitOnBusyNodes(0.02f, 0.25f), DefaultExpectations());
   ExpectHealthyWithNote(starved, "starved of processors");
