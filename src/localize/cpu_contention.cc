@@ -220,7 +220,7 @@ std::string LoaderWorkersScheduledOut(const WorkerGroup& group, size_t member, d
 // Why `member`'s wait for its DataLoader workers is not theirs, or "": while a training process
 // waits for a batch that is still being made, a worker is making it, so workers that made
 // batches for less of the window (thread-seconds per second, summed) than the rank waited had
-// them ready. Healthy ranks' workers (2 per rank, 2-8 ranks on 2 cores) made batches 0.01-0.06 s
+// them ready. Healthy ranks' workers (2 per rank, 2-8 ranks on 2 cores) made batches 0.00-0.08 s
 // per second, workers that slept in every sample 0.99-1.00 each. A sampler slow by itself runs in
 // the training process and idles the workers too: it is excused with them (none was seen here).
 std::string BatchesWereReady(const WorkerGroup& group, size_t member) {
