@@ -249,6 +249,24 @@ std::vector<std::optional<double>> SleptBeyondPeers(const WorkerGroup& group) {
   return out;
 }
 
+std::vector<std::optional<double>> LoaderSleptBeyondPeers(const WorkerGroup& group) {
+  std::vector<std::optional<double>> out(group.size());
+  std::vector<size_t> index(group.size(), SIZE_MAX);
+  std::vector<double> asleep;
+  for (size_t k = 0; k < group.size(); ++k) {
+    const std::optional<CpuShare>& cpu = group.row(k).cpu;
+    if (!cpu || cpu->loader_asleep < 0) continue;
+    index[k] = asleep.size();
+    asleep.push_back(cpu->loader_asleep);
+  }
+  if (asleep.size() < 2 || 2 * (asleep.size() - 1) < group.size() - 1) return out;
+  std::vector<double> peers = MedianOfOthers(asleep);
+  for (size_t k = 0; k < group.size(); ++k) {
+    if (index[k] != SIZE_MAX) out[k] = asleep[index[k]] - peers[index[k]];
+  }
+  return out;
+}
+
 void AddQuotaThrottled(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local) {
   size_t n = group.size();
   if (n < 2) return;

@@ -81,6 +81,12 @@ std::string CpuExplainsDataloader(const WorkerGroup& group, double level);
 // workers). nullopt where the member or most of its peers have no reading.
 std::vector<std::optional<double>> SleptBeyondPeers(const WorkerGroup& group);
 
+// Per member: how much longer its DataLoader workers slept making batches than its peers'
+// (median; thread-seconds per second, loader_work.h). The same reasoning: a worker the node's
+// cores kept waiting is queued, not asleep; healthy workers (2-8 ranks on 2 cores) slept 0-0.01.
+// nullopt where the member or most of its peers have no such reading.
+std::vector<std::optional<double>> LoaderSleptBeyondPeers(const WorkerGroup& group);
+
 // Local findings on own work (compute, host, data loader, memory) whose excess the node's
 // scheduler explains become notes. A rank whose training thread was queued for a CPU longer
 // than its peers' by at least its own-work excess, where its peers' queued at least that long

@@ -185,6 +185,19 @@ bool SteadyAtOnePoint(const WorkerGroup& group, const WindowExcess& window, size
          OthersWaitFor(group, k) >= e.min_excess_beta;
 }
 
+// A loader is slow by itself where its workers sleep in their own work (a read, a decode library,
+// a lock); the scheduler queues a worker, it does not put it to sleep. So a loader wait above the
+// median by the floor, on a rank whose workers slept making batches longer than its peers' by the
+// noise floor, while the others wait for it, is that rank's loader at any spread. validation17's
+// 4-rank transformer reading each sample from disk with O_DIRECT (seed 101, x1.19): rank 0's
+// workers slept 0.11 s per second making batches, its peers' none; it waited 0.19 of its step
+// against a median 0.12, the others waiting for it, but a peer's noisy 0.15 kept its spread wide.
+bool LoaderAsleepInItsWork(const WorkerGroup& group, const WindowExcess& window, size_t k, double excess,
+                           const std::optional<double>& loader_slept, const Expectations& e) {
+  return loader_slept && *loader_slept >= e.min_excess_beta && window.iterations() >= 4 &&
+         excess >= e.small_group_min_excess_beta && OthersWaitFor(group, k) >= e.min_excess_beta;
+}
+
 // The same work done slower everywhere is a slow worker, not slow code: a throttled or contended
 // CPU stretches its compute ops and the Python between them, while a hot loop or a GC storm adds
 // host time and leaves the ops as fast as the peers'. So when host time leads but the worker's
@@ -229,6 +242,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   const std::vector<RobustCenter>& centers = by_category.centers;
   std::vector<std::vector<bool>> outlier(kOwnCount, std::vector<bool>(n, false));
   std::vector<double> host_leads = HostFunctionLeads(group);
+  std::vector<std::optional<double>> loader_slept = LoaderSleptBeyondPeers(group);
   std::optional<LastArriver> last = FindLastArriver(group, e);
   WindowExcess own_window(group, std::nullopt, e);
   for (size_t c = 0; c < kOwnCount; ++c) {
@@ -245,6 +259,9 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
         outlier[c][k] = true;
       }
       if (kOwnWork[c] == Category::kHost && SteadyAtOnePoint(group, window, k, host_leads[k], e)) {
+        outlier[c][k] = true;
+      }
+      if (kOwnWork[c] == Category::kDataloader && LoaderAsleepInItsWork(group, window, k, excess, loader_slept[k], e)) {
         outlier[c][k] = true;
       }
       flagged += outlier[c][k] ? 1 : 0;

@@ -868,6 +868,70 @@ TEST(LocalizerTest, ARankHeldBackByItsQuotaLongerThanTheCollectivesTookIsNoSlowN
   EXPECT_TRUE(network);
 }
 
+// validation17's 4-rank transformer whose rank 0 read each sample from disk with O_DIRECT in its
+// 2 loader workers (seed 101; per-iteration shares, collectives and readings): its workers slept
+// `rank0_asleep` s per second making batches (0.11 in the run), its peers' none.
+LocalizeInput SlowStorageRun(float rank0_asleep) {
+  const float it[4][5][5] = {{{0.259f, 0, 0.415f, 0.015f, 0.311f},
+                              {0.568f, 0, 0.194f, 0.028f, 0.210f},
+                              {0.401f, 0, 0.223f, 0.295f, 0.082f},
+                              {0.393f, 0, 0.143f, 0.399f, 0.065f},
+                              {0.604f, 0, 0.140f, 0.177f, 0.079f}},
+                             {{0.252f, 0, 0.330f, 0.034f, 0.384f},
+                              {0.255f, 0, 0.665f, 0.021f, 0.059f},
+                              {0.412f, 0, 0.287f, 0.263f, 0.038f},
+                              {0.318f, 0, 0.551f, 0.024f, 0.107f},
+                              {0.517f, 0, 0.322f, 0.094f, 0.067f}},
+                             {{0.323f, 0, 0.148f, 0.156f, 0.373f},
+                              {0.302f, 0, 0.171f, 0.434f, 0.093f},
+                              {0.409f, 0, 0.521f, 0.028f, 0.042f},
+                              {0.330f, 0, 0.612f, 0.016f, 0.042f},
+                              {0.416f, 0, 0.202f, 0.152f, 0.230f}},
+                             {{0.244f, 0, 0.602f, 0.042f, 0.111f},
+                              {0.337f, 0, 0.553f, 0.065f, 0.045f},
+                              {0.509f, 0, 0.312f, 0.070f, 0.109f},
+                              {0.578f, 0, 0.303f, 0.026f, 0.093f},
+                              {0.617f, 0, 0.165f, 0.032f, 0.186f}}};
+  const float allreduce_us[4][5] = {{49067, 15013, 22952, 15350, 14185},
+                                    {30213, 64606, 29451, 62413, 34224},
+                                    {13343, 15534, 61386, 61318, 24971},
+                                    {52529, 51019, 45272, 22816, 19715}};
+  const double iteration_s[] = {0.1003, 0.1003, 0.1045, 0.1038};
+  const float main_cpu[] = {0.339f, 0.300f, 0.321f, 0.305f}, main_queued[] = {0.359f, 0.236f, 0.238f, 0.306f};
+  const float making[] = {0.249f, 0.077f, 0.016f, 0.029f}, loader_queued[] = {0.075f, 0.079f, 0.040f, 0.023f};
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    std::vector<std::array<float, kCategoryCount>> per_iteration;
+    for (const auto& shares : it[r]) per_iteration.push_back(IterationBetas(shares));
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], per_iteration);
+    for (float us : allreduce_us[r]) w.collectives.push_back({"allreduce", us});
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.93f,
+                     .process_cpu = main_cpu[r] + 0.07f,
+                     .run_delay = 2.5f * main_queued[r],
+                     .loader_cpu = r == 0 ? 0.07f : 0.015f,
+                     .loader_run_delay = loader_queued[r],
+                     .loader_asleep = r == 0 ? rank0_asleep : 0.0f,
+                     .loader_making = making[r],
+                     .throttled = 0,
+                     .main_cpu = main_cpu[r],
+                     .main_run_delay = main_queued[r]};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, ARanksLoaderWorkersAsleepInTheirWorkBeyondTheirPeersAreItsLoader) {
+  Diagnosis d = Localize(SlowStorageRun(0.1055f), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kDataloader) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{0});
+  // Workers asleep no longer than their peers': a peer's noisy loader keeps the spread too wide.
+  Diagnosis quiet = Localize(SlowStorageRun(0.0f), DefaultExpectations());
+  EXPECT_TRUE(quiet.healthy()) << quiet.findings[0].evidence;
+}
+
 TEST(LocalizerTest, LoaderWorkersQueuedForACpuAreStarvedNotSlow) {
   Diagnosis starved = Localize(LoaderWaitOnBusyNodes(0.02f, 0.25f), DefaultExpectations());
   ExpectHealthyWithNote(starved, "starved of processors");
