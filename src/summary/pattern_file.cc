@@ -150,7 +150,9 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
   w->step_ids.clear();
   int64_t previous = 0;
   for (uint64_t i = 0; i < steps && in->ok(); ++i) {
-    previous += in->SignedVarint();
+    // A damaged delta must not overflow the running step id (undefined behaviour): the block is
+    // damaged, and read no further.
+    if (__builtin_add_overflow(previous, in->SignedVarint(), &previous)) return false;
     w->step_ids.push_back(previous);
   }
   w->window_ns = static_cast<int64_t>(in->Varint());
