@@ -190,7 +190,7 @@ bool SteadyAtOnePoint(const WorkerGroup& group, const WindowExcess& window, size
 // median by the floor, on a rank whose workers slept making batches longer than its peers' by the
 // noise floor, while the others wait for it, is that rank's loader at any spread. validation17's
 // 4-rank transformer reading each sample from disk with O_DIRECT (seed 101, x1.19): rank 0's
-// workers slept 0.11 s per second making batches, its peers' none; it waited 0.19 of its step
+// workers slept 0.11 s per second making batches, its peers' 0-0.002; it waited 0.19 of its step
 // against a median 0.12, the others waiting for it, but a peer's noisy 0.15 kept its spread wide.
 bool LoaderAsleepInItsWork(const WorkerGroup& group, const WindowExcess& window, size_t k, double excess,
                            const std::optional<double>& loader_slept, const Expectations& e) {
