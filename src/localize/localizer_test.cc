@@ -76,6 +76,14 @@ WorkerPattern WorkerOfIterations(int rank, int world_size, double iteration_s,
   return w;
 }
 
+// The same from a real run's five iterations of shares, as copied from its patterns.
+WorkerPattern WorkerOfIterations(int rank, int world_size, double iteration_s, const float (&iterations)[5][5],
+                                 double host_at_points = 0) {
+  std::vector<std::array<float, kCategoryCount>> per_iteration;
+  for (const auto& shares : iterations) per_iteration.push_back(IterationBetas(shares));
+  return WorkerOfIterations(rank, world_size, iteration_s, per_iteration, host_at_points);
+}
+
 // A function of `w` with its median call (and mean, 0: not set), not counted in its category's β.
 void AddTimedFunction(WorkerPattern* w, const char* name, Category c, HostKind k, double beta, double calls,
                       double median_us, double mean_us = 0) {
@@ -712,9 +720,7 @@ LocalizeInput HandOverRun(float rank1_making, float rank1_asleep) {
   const float making[] = {0.04f, rank1_making, 0.07f}, asleep[] = {0, rank1_asleep, 0};
   LocalizeInput input;
   for (int r = 0; r < 3; ++r) {
-    std::vector<std::array<float, kCategoryCount>> per_iteration;
-    for (const auto& shares : it[r]) per_iteration.push_back(IterationBetas(shares));
-    WorkerPattern w = WorkerOfIterations(r, 3, iteration_s[r], per_iteration);
+    WorkerPattern w = WorkerOfIterations(r, 3, iteration_s[r], it[r]);
     for (int c = 0; c < 10; ++c) w.collectives.push_back({"allreduce", r == 1 ? 3000.0f : 11000.0f});
     w.cpu = CpuShare{.cpus = 2,
                      .host_busy = 0.89f,
@@ -776,9 +782,7 @@ LocalizeInput ReadyBatchesEveryRank(float making = -1, float asleep = -1) {
   const float run_making[] = {0.029f, 0.079f, 0.036f, 0.073f}, loader_queued[] = {0.051f, 0.121f, 0.097f, 0.076f};
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
-    std::vector<std::array<float, kCategoryCount>> per_iteration;
-    for (const auto& shares : it[r]) per_iteration.push_back(IterationBetas(shares));
-    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], per_iteration);
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], it[r]);
     w.cpu = CpuShare{.cpus = 2,
                      .host_busy = 0.91f,
                      .process_cpu = main_cpu[r] + 0.05f,
@@ -837,9 +841,7 @@ LocalizeInput QuotaStallsEveryCollective(float rank1_throttled) {
   const float run_delay[] = {0.418f, 1.604f, 0.357f, 0.310f};
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
-    std::vector<std::array<float, kCategoryCount>> per_iteration;
-    for (const auto& shares : it[r]) per_iteration.push_back(IterationBetas(shares));
-    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], per_iteration);
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], it[r]);
     for (float us : allreduce_us[r]) w.collectives.push_back({"allreduce", us});
     w.cpu = CpuShare{.cpus = 2,
                      .host_busy = 0.51f,
@@ -901,9 +903,7 @@ LocalizeInput SlowStorageRun(float rank0_asleep) {
   const float making[] = {0.249f, 0.077f, 0.016f, 0.029f}, loader_queued[] = {0.075f, 0.079f, 0.040f, 0.023f};
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
-    std::vector<std::array<float, kCategoryCount>> per_iteration;
-    for (const auto& shares : it[r]) per_iteration.push_back(IterationBetas(shares));
-    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], per_iteration);
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], it[r]);
     for (float us : allreduce_us[r]) w.collectives.push_back({"allreduce", us});
     w.cpu = CpuShare{.cpus = 2,
                      .host_busy = 0.93f,
@@ -1880,11 +1880,9 @@ LocalizeInput CheckpointRun(bool spread) {
   const char* kBeside = "(python between aten::empty and aten::zeros)";
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
-    std::vector<std::array<float, kCategoryCount>> per_iteration;
-    for (const auto& shares : it[r]) per_iteration.push_back(IterationBetas(shares));
     double at_save = r == 3 ? (spread ? 0.1 : 0.197) : 0.005;
     double beside = r == 3 && spread ? 0.126 : 0.005;
-    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], per_iteration, at_save + beside);
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], it[r], at_save + beside);
     AddHostPoint(&w, kSave, at_save);
     AddHostPoint(&w, kBeside, beside);
     input.workers.push_back(w);

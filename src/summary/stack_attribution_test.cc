@@ -282,11 +282,14 @@ TEST(StackAttributionTest, LoaderWorkersAreReadByTheThreadThatMakesBatches) {
       R"(["/t/_utils/worker.py",302,"_worker_loop"]],"stacks":[[0,1,2]],"samples":[[{},0],[{},0],[{},0]],)"
       R"("cpu":{{"cpus":2,"process_cpu":0.2,"run_delay":0.9,"main_cpu":0.1,"main_run_delay":0.3}}}})",
       kStepZeroUnixNs, kStepZeroUnixNs + 10'000'000, kStepZeroUnixNs + 20'000'000);
-  std::string text = SamplesJson(0);
-  text.insert(text.rfind('}'), R"(,"cpu":{"cpus":2,"host_busy":0.9,"process_cpu":0.5,"run_delay":0.75})"
-                               R"(,"loader_workers":[)" +
-                                   worker + "," + worker + "]");
-  StatusOr<StackSamples> samples = ParseStackSamples(text, *trace, "rank-0.stacks.json");
+  auto with_workers = [](const std::string& first, const std::string& second) {
+    std::string text = SamplesJson(0);
+    text.insert(text.rfind('}'), R"(,"cpu":{"cpus":2,"host_busy":0.9,"process_cpu":0.5,"run_delay":0.75})"
+                                 R"(,"loader_workers":[)" +
+                                     first + "," + second + "]");
+    return text;
+  };
+  StatusOr<StackSamples> samples = ParseStackSamples(with_workers(worker, worker), *trace, "rank-0.stacks.json");
   ASSERT_TRUE(samples.ok()) << samples.status().message();
   ASSERT_TRUE(samples->cpu.has_value());
   EXPECT_FLOAT_EQ(samples->cpu->loader_cpu, 0.2f);
@@ -296,11 +299,7 @@ TEST(StackAttributionTest, LoaderWorkersAreReadByTheThreadThatMakesBatches) {
   // A worker read but not sampled leaves both unknown: the sum would be short of it.
   std::string unsampled =
       R"({"frames":[],"stacks":[],"samples":[],"cpu":{"cpus":2,"process_cpu":0.2,"run_delay":0.9}})";
-  std::string partial = SamplesJson(0);
-  partial.insert(partial.rfind('}'), R"(,"cpu":{"cpus":2,"host_busy":0.9,"process_cpu":0.5,"run_delay":0.75})"
-                                     R"(,"loader_workers":[)" +
-                                         worker + "," + unsampled + "]");
-  StatusOr<StackSamples> short_one = ParseStackSamples(partial, *trace, "rank-0.stacks.json");
+  StatusOr<StackSamples> short_one = ParseStackSamples(with_workers(worker, unsampled), *trace, "rank-0.stacks.json");
   ASSERT_TRUE(short_one.ok() && short_one->cpu.has_value());
   EXPECT_FLOAT_EQ(short_one->cpu->loader_run_delay, 1.2f);
   EXPECT_LT(short_one->cpu->loader_asleep, 0.0f);
