@@ -10,22 +10,13 @@
 #include "agent/utilization.h"
 #include "base/file_util.h"
 #include "base/json_access.h"
+#include "summary/rank_meta.h"
 #include "summary/trace_clock.h"
 
 namespace eroica {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::optional<Json> RankMeta(const Trace& trace) {
-  if (trace.meta.rank < 0) return std::nullopt;
-  fs::path meta = fs::path(trace.meta.path).parent_path() / fmt::format("rank-{}.meta.json", trace.meta.rank);
-  StatusOr<std::string> text = ReadSmallFile(meta.string(), 1 << 20);
-  if (!text.ok()) return std::nullopt;
-  std::optional<Json> j = ParseJson(*text);
-  if (!j || !j->is_object()) return std::nullopt;
-  return j;
-}
 
 int64_t MostCommonNumericPid(const Trace& trace) {
   std::map<int64_t, int64_t> counts;
@@ -65,7 +56,7 @@ HardwareSamples HardwareSamples::FromFolder(const std::string& folder, std::vect
 
 std::vector<ResourceSamples> HardwareSamples::ForTrace(const Trace& trace, std::string* why) const {
   if (files_.empty()) return {};
-  std::optional<Json> meta = RankMeta(trace);
+  std::optional<Json> meta = ReadRankMeta(trace);
   int64_t pid = meta ? JsonIntOr(*meta, {"pid"}, -1) : -1;
   if (pid <= 0) pid = MostCommonNumericPid(trace);
   std::optional<int64_t> offset = UnixClockOffset(trace, meta ? &*meta : nullptr);

@@ -235,7 +235,39 @@ std::string BatchesWereReady(const WorkerGroup& group, size_t member) {
       row.rank, waited, row.cpu->loader_making);
 }
 
+// Why `member`'s compute excess is not a slower device, or "" (SharesPeersProcessors).
+std::string SameProcessorsAsPeers(const WorkerGroup& group, size_t member, double excess, const Expectations& e) {
+  std::optional<double> peers_cpu = SharesPeersProcessors(group, member, e);
+  if (!peers_cpu || excess <= 0) return "";
+  const WorkerRow& mine = group.row(member);
+  return fmt::format(
+      "rank {}'s ops took {:.2f} of a step longer than its peers', but on CPU training every rank of this group runs "
+      "on host {}'s processors, no CPU quota held it ({:.2f}), and its training thread had a CPU as long as theirs "
+      "({:.2f} of the window against {:.2f}): the same processors are not slower for one rank; the ranks' contention "
+      "for the host's shared caches and memory moves between them; no finding",
+      mine.rank, excess, group.table->name(mine.host), mine.cpu->throttled, mine.cpu->main_cpu, *peers_cpu);
+}
+
 }  // namespace
+
+std::optional<double> SharesPeersProcessors(const WorkerGroup& group, size_t member, const Expectations& e) {
+  const WorkerRow& mine = group.row(member);
+  if (mine.has_device || mine.host == Interner::kEmpty || !HasTrainingThread(mine) || mine.cpu->throttled < 0 ||
+      HeldBackByQuota(mine, e)) {
+    return std::nullopt;
+  }
+  std::vector<double> peers_cpu;
+  for (size_t k = 0; k < group.size(); ++k) {
+    const WorkerRow& peer = group.row(k);
+    if (peer.host != mine.host) return std::nullopt;
+    if (k != member && HasTrainingThread(peer)) peers_cpu.push_back(peer.cpu->main_cpu);
+  }
+  // Most peers must have been read too: a median of a few says little.
+  if (peers_cpu.empty() || 2 * peers_cpu.size() < group.size() - 1) return std::nullopt;
+  double peers_median = MedianInPlace(peers_cpu);
+  if (mine.cpu->main_cpu < peers_median) return std::nullopt;
+  return peers_median;
+}
 
 std::vector<std::optional<double>> SleptBeyondPeers(const WorkerGroup& group) {
   std::vector<std::optional<double>> out(group.size());
@@ -346,6 +378,8 @@ void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::ve
       why = LoaderWorkersScheduledOut(group, it->second, excess, e);
       if (why.empty()) why = BatchesWereReady(group, it->second);
     }
+    if (why.empty() && f.category == FindingCategory::kCompute)
+      why = SameProcessorsAsPeers(group, it->second, excess, e);
     if (why.empty()) return false;
     notes->push_back(std::move(why));
     return true;

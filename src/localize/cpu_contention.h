@@ -74,6 +74,19 @@ std::string SharedBusyCores(const WorkerGroup& group);
 // itself (no workers) is never excused: it slows down with everything else the process does.
 std::string CpuExplainsDataloader(const WorkerGroup& group, double level);
 
+// Whether `member` runs its ops on the very processors its peers use, and was not deprived of
+// them: CPU training, every rank of the group on its host (the rank meta file names it), its CPU
+// quota read and not holding it back, and its training thread on a CPU at least as long as its
+// peers' (median; a neighbour taking its cores or a lower priority leaves it less). Then its ops
+// cannot be slower by its device: which rank the host's shared caches, memory bandwidth and
+// sibling threads slow is the node's contention, and it moves between windows (edge16/17's
+// healthy 2-rank MLPs on 2 cores, made at load 3-4: one rank's compute 0.07-0.12 of a step above
+// the other's, its training thread on a CPU 0.71 of the window against 0.62; the same set-up idle
+// read healthy). A rank slower than its peers in its ops there does more work, not the same work
+// slower. Kept out: a quota, a noisy neighbour or priority, a slower host among several, GPU
+// ranks, ranks without readings. Returns the peers' median time on a CPU, or nullopt.
+std::optional<double> SharesPeersProcessors(const WorkerGroup& group, size_t member, const Expectations& e);
+
 // Per member: how much longer its training thread slept outside the collectives than its
 // peers' (median), as a share of the window: on no CPU, not queued for one, and not in a
 // collective the trace shows it exposed to. The scheduler queues a thread, it does not put it to
@@ -100,8 +113,10 @@ std::vector<std::optional<double>> LoaderSleptBeyondPeers(const WorkerGroup& gro
 // and so is one whose workers spent less of the window making batches than it waited for them:
 // the batches were ready, and the wait was their hand-over (threads of the training process and
 // of the workers that pass a batch, each waiting to be scheduled), which its input pipeline's
-// storage, transforms or worker count do not change. Kept: a rank held back by its quota (a CPU limit is its own
-// problem), a rank queued while its peers were not (a noisy neighbour on its node), and ranks without readings.
+// storage, transforms or worker count do not change. Nor is a compute excess a slower device on
+// processors the rank shares with all its peers (SharesPeersProcessors). Kept: a rank held back by
+// its quota (a CPU limit is its own problem), a rank queued while its peers were not (a noisy
+// neighbour on its node), and ranks without readings.
 void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local,
                         std::vector<std::string>* notes);
 

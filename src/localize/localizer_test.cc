@@ -1904,6 +1904,135 @@ TEST(LocalizerTest, ASteadyHostExcessAtOneProgramPointIsThatWorkersCode) {
   for (const Finding& f : spread.findings) EXPECT_NE(f.scope, FindingScope::kLocal) << f.evidence;
 }
 
+// edge17's healthy 2-rank MLP on 2 cores (seed 800, made at load 3-4; per-iteration shares,
+// collectives and readings): rank 1's ops took 0.12 of a step longer than rank 0's in every
+// iteration and rank 0 waited for it at every collective, its training thread on a CPU 0.71 of
+// the window against 0.62, neither throttled. `hosts` names each rank's host.
+LocalizeInput TwoRanksOnSharedCores(const char* host0, const char* host1, float rank1_throttled = 0,
+                                    float rank1_cpu = 0.714f) {
+  const float it[2][5][5] = {{{0.377f, 0, 0.468f, 0.058f, 0.097f},
+                              {0.575f, 0, 0.300f, 0.079f, 0.046f},
+                              {0.529f, 0, 0.298f, 0.090f, 0.083f},
+                              {0.450f, 0, 0.382f, 0.090f, 0.078f},
+                              {0.497f, 0, 0.343f, 0.083f, 0.077f}},
+                             {{0.511f, 0, 0.278f, 0.115f, 0.096f},
+                              {0.640f, 0, 0.201f, 0.078f, 0.081f},
+                              {0.584f, 0, 0.243f, 0.093f, 0.080f},
+                              {0.631f, 0, 0.223f, 0.090f, 0.056f},
+                              {0.635f, 0, 0.201f, 0.076f, 0.089f}}};
+  const float allreduce_us[2][5] = {{13176, 9874, 8272, 11576, 11302}, {9003, 6711, 6711, 9641, 7994}};
+  const double iteration_s[] = {0.02799, 0.02826};
+  const float main_cpu[] = {0.619f, rank1_cpu}, main_queued[] = {0.019f, 0.058f}, run_delay[] = {0.144f, 0.301f};
+  const char* hosts[] = {host0, host1};
+  LocalizeInput input;
+  for (int r = 0; r < 2; ++r) {
+    WorkerPattern w = WorkerOfIterations(r, 2, iteration_s[r], it[r]);
+    w.host = hosts[r];
+    for (float us : allreduce_us[r]) w.collectives.push_back({"allreduce", us});
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.893f,
+                     .process_cpu = main_cpu[r] + 0.18f,
+                     .run_delay = run_delay[r],
+                     .throttled = r == 1 ? rank1_throttled : 0.0f,
+                     .main_cpu = main_cpu[r],
+                     .main_run_delay = main_queued[r]};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, RanksOnOneHostsProcessorsDoNotRunTheSameOpsOnASlowerDevice) {
+  ExpectHealthyWithNote(Localize(TwoRanksOnSharedCores("vm", "vm"), DefaultExpectations()),
+                        "the same processors are not slower for one rank");
+  // On two hosts, one can be the slower machine.
+  Diagnosis two_hosts = Localize(TwoRanksOnSharedCores("vm", "vm2"), DefaultExpectations());
+  ASSERT_FALSE(two_hosts.healthy());
+  EXPECT_EQ(two_hosts.findings[0].category, FindingCategory::kCompute) << two_hosts.findings[0].evidence;
+  EXPECT_EQ(two_hosts.findings[0].workers, std::vector<int>{1});
+  // Without host names nothing says they share processors.
+  EXPECT_FALSE(Localize(TwoRanksOnSharedCores("", ""), DefaultExpectations()).healthy());
+  // Its quota held it back: its own CPU limit.
+  Diagnosis quota = Localize(TwoRanksOnSharedCores("vm", "vm", 0.2f), DefaultExpectations());
+  ASSERT_FALSE(quota.healthy());
+  EXPECT_EQ(quota.findings[0].workers, std::vector<int>{1});
+  // It had a CPU for less of the window than its peer: something took its cores.
+  Diagnosis deprived = Localize(TwoRanksOnSharedCores("vm", "vm", 0, 0.55f), DefaultExpectations());
+  ASSERT_FALSE(deprived.healthy());
+  EXPECT_EQ(deprived.findings[0].workers, std::vector<int>{1});
+}
+
+// cnn17's 4-rank CNN with 2 loader workers whose rank 2 saved a checkpoint synchronously in each
+// step (seed 415; per-iteration shares, collectives, readings and the save's three program points):
+// host 0.39 of its step against 0.06-0.10, its ops 2.1x its peers' time as the save's writes held
+// the host's memory and queued its thread (0.42 against 0.06-0.18). `hosts`: whether the ranks name
+// their one host.
+LocalizeInput CheckpointOnSharedCores(bool hosts) {
+  const float it[4][5][5] = {{{0.18f, 0, 0.67f, 0.05f, 0.10f},
+                              {0.17f, 0, 0.71f, 0.08f, 0.04f},
+                              {0.15f, 0, 0.77f, 0.03f, 0.05f},
+                              {0.16f, 0, 0.73f, 0.06f, 0.05f},
+                              {0.18f, 0, 0.68f, 0.09f, 0.05f}},
+                             {{0.29f, 0, 0.62f, 0.03f, 0.06f},
+                              {0.18f, 0, 0.61f, 0.17f, 0.05f},
+                              {0.15f, 0, 0.71f, 0.03f, 0.11f},
+                              {0.18f, 0, 0.63f, 0.15f, 0.04f},
+                              {0.16f, 0, 0.61f, 0.02f, 0.22f}},
+                             {{0.26f, 0, 0.19f, 0.05f, 0.50f},
+                              {0.26f, 0, 0.27f, 0.04f, 0.43f},
+                              {0.26f, 0, 0.25f, 0.02f, 0.46f},
+                              {0.31f, 0, 0.15f, 0.03f, 0.51f},
+                              {0.71f, 0, 0.08f, 0.02f, 0.19f}},
+                             {{0.47f, 0, 0.33f, 0.05f, 0.15f},
+                              {0.19f, 0, 0.62f, 0.14f, 0.05f},
+                              {0.29f, 0, 0.53f, 0.06f, 0.12f},
+                              {0.18f, 0, 0.72f, 0.06f, 0.04f},
+                              {0.24f, 0, 0.61f, 0.10f, 0.06f}}};
+  // The first call of each step's two all-reduces.
+  const float allreduce_us[4][5] = {{18553, 23230, 26813, 13613, 29500},
+                                    {4614, 21898, 3674, 31892, 819},
+                                    {3774, 14128, 124, 16152, 9338},
+                                    {2975, 15873, 148, 29896, 4826}};
+  const double iteration_s[] = {0.0599, 0.0604, 0.0715, 0.0584};
+  const float main_cpu[] = {0.222f, 0.214f, 0.316f, 0.240f}, main_queued[] = {0.059f, 0.105f, 0.421f, 0.179f};
+  // Their β and calls per step: the save did not land at one point in every step.
+  const float save_points[] = {0.217f, 0.070f, 0.050f}, save_calls[] = {0.6f, 0.2f, 0.2f};
+  const char* save_names[] = {"(python between aten::detach and aten::zeros)",
+                              "(python between detach and aten::zeros)", "(python after aten::detach)"};
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], it[r], r == 2 ? 0.337 : 0);
+    if (r == 2) {
+      for (int p = 0; p < 3; ++p) {
+        AddHostPoint(&w, save_names[p], save_points[p]);
+        w.functions.back().calls_per_iter = save_calls[p];
+      }
+    }
+    if (hosts) w.host = "vm";
+    for (float us : allreduce_us[r]) w.collectives.push_back({"allreduce", us});
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.90f,
+                     .process_cpu = main_cpu[r] + 0.1f,
+                     .run_delay = 2.5f * main_queued[r],
+                     .throttled = 0,
+                     .main_cpu = main_cpu[r],
+                     .main_run_delay = main_queued[r]};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, ARankSlowerInItsOpsOnItsPeersProcessorsIsSlowedByItsOwnCode) {
+  Diagnosis d = Localize(CheckpointOnSharedCores(true), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kHost) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{2});
+  EXPECT_EQ(d.findings[0].function, "(python between aten::detach and aten::zeros)");
+  // Without host names the slower ops make it a slower worker, as before.
+  Diagnosis unnamed = Localize(CheckpointOnSharedCores(false), DefaultExpectations());
+  ASSERT_FALSE(unnamed.healthy());
+  EXPECT_EQ(unnamed.findings[0].category, FindingCategory::kCompute) << unnamed.findings[0].evidence;
+}
+
 // A declared world size of 2^31-1 used to make diagnose fill a list that long (SIGABRT or a
 // timeout).
 TEST(LocalizerTest, AnUnbelievableWorldSizeIsCutWithAWarning) {

@@ -8,6 +8,7 @@ void WorkerTable::Add(const WorkerPattern& w) {
   row.world_size = w.world_size;
   row.has_device = w.has_device;
   row.group = names_.Intern(w.group);
+  if (!w.host.empty()) row.host = names_.Intern(w.host);
   row.iterations = w.iterations();
   row.iteration_s = static_cast<float>(w.iteration_s);
   for (int c = 0; c < kCategoryCount; ++c) row.category_beta[c] = static_cast<float>(w.category_beta[c]);

@@ -45,6 +45,7 @@ struct WorkerRow {
   int world_size = -1;
   bool has_device = false;
   StringId group = 0;
+  StringId host = Interner::kEmpty;  // kEmpty: not named
   int iterations = 0;
   float iteration_s = 0;
   std::array<float, kCategoryCount> category_beta{};

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "base/file_util.h"
+#include "summary/rank_meta.h"
 #include "summary/stack_samples.h"
 #include "trace/reader.h"
 
@@ -78,6 +79,11 @@ FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads,
       if (!trace.ok()) {
         errors[i] = trace.status().message();
         continue;
+      }
+      // A bare CPU trace names no host; the rank's meta file does (ranks sharing one compare
+      // on the same processors: cpu_contention.h SameProcessorsAsPeers).
+      if (trace->meta.host.empty()) {
+        if (std::optional<Json> meta = ReadRankMeta(*trace)) trace->meta.host = RankMetaHost(*meta);
       }
       SummarizeOptions trace_options = options;
       if (samples_for) trace_options.samples = samples_for(*trace, &notes[i]);

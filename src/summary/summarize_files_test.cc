@@ -62,5 +62,29 @@ TEST(SummarizeFilesTest, ATraceOverTheMemoryBudgetIsAnErrorNotAPartialPattern) {
   EXPECT_TRUE(free.errors.empty());
 }
 
+// A torch 1.13 CPU trace is a bare event array that names no host; the rank's meta file beside it
+// does, and ranks on one host share its processors (localize/cpu_contention.h).
+TEST(SummarizeFilesTest, TheHostOfABareCpuTraceComesFromTheRanksMetaFile) {
+  TempDir dir;
+  std::string events = "[";
+  for (int s = 0; s < 3; ++s) {
+    events += fmt::format(
+        R"({{"name": "ProfilerStep#{}", "ph": "X", "ts": {}, "dur": 900, "tid": 1, "pid": "CPU functions"}},)", s,
+        s * 1000);
+    events +=
+        fmt::format(R"({{"name": "aten::mm", "ph": "X", "ts": {}, "dur": 500, "tid": 1, "pid": "CPU functions"}},)",
+                    s * 1000 + 100);
+  }
+  events.back() = ']';
+  std::string named = dir.Write("rank-1.json", events);
+  dir.Write("rank-1.meta.json", R"({"rank": 1, "world_size": 2, "pid": 4530, "host": "node-7"})");
+  std::string unnamed = dir.Write("rank-2.json", events);
+  dir.Write("rank-2.meta.json", fmt::format(R"({{"rank": 2, "host": "{}"}})", std::string(300, 'x')));
+  FileSummaries out = SummarizeFiles({named, unnamed}, 1);
+  ASSERT_EQ(out.patterns.size(), 2u);
+  EXPECT_EQ(out.patterns[0].host, "node-7");
+  EXPECT_EQ(out.patterns[1].host, "");  // longer than any host name: not one
+}
+
 }  // namespace
 }  // namespace eroica

@@ -1,0 +1,34 @@
+#include "summary/rank_meta.h"
+
+#include <fmt/core.h>
+
+#include <filesystem>
+
+#include "base/file_util.h"
+
+namespace eroica {
+
+namespace {
+// The file holds a few numbers per profiled step; anything larger is not the rank's meta.
+constexpr size_t kMaxRankMetaBytes = size_t{1} << 20;
+// Host names are at most 255 bytes (a DNS name); a longer value is not one.
+constexpr size_t kMaxHostBytes = 255;
+}  // namespace
+
+std::optional<Json> ReadRankMeta(const Trace& trace) {
+  if (trace.meta.rank < 0 || trace.meta.path.empty()) return std::nullopt;
+  std::filesystem::path meta =
+      std::filesystem::path(trace.meta.path).parent_path() / fmt::format("rank-{}.meta.json", trace.meta.rank);
+  StatusOr<std::string> text = ReadSmallFile(meta.string(), kMaxRankMetaBytes);
+  if (!text.ok()) return std::nullopt;
+  std::optional<Json> j = ParseJson(*text);
+  if (!j || !j->is_object()) return std::nullopt;
+  return j;
+}
+
+std::string RankMetaHost(const Json& meta) {
+  std::string name = JsonStringOr(meta, {"host"});
+  return name.size() <= kMaxHostBytes ? name : "";
+}
+
+}  // namespace eroica

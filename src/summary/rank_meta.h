@@ -1,0 +1,21 @@
+// What the training process wrote beside its trace about itself (python/eroica/capture.py:
+// rank-<r>.meta.json): its pid, host and the host time each profiled step opened. A torch 1.13
+// CPU trace is a bare event array that names none of these.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "base/json_access.h"
+#include "trace/trace.h"
+
+namespace eroica {
+
+// The rank's meta file beside the trace (bounded read), or nullopt without one or a readable one.
+std::optional<Json> ReadRankMeta(const Trace& trace);
+
+// The host the rank ran on, from its meta file ("" when not named): ranks on one host share its
+// processors, which a CPU-only trace cannot say by itself.
+std::string RankMetaHost(const Json& meta);
+
+}  // namespace eroica
