@@ -2033,6 +2033,44 @@ TEST(LocalizerTest, ARankSlowerInItsOpsOnItsPeersProcessorsIsSlowedByItsOwnCode)
   EXPECT_EQ(unnamed.findings[0].category, FindingCategory::kCompute) << unnamed.findings[0].evidence;
 }
 
+// edge18's 2-rank MLP whose rank 0 was given twice the batch (seed 823; per-iteration shares,
+// collectives and counts): it arrived last at 3 of 5 collectives, and in one step rank 1's Python
+// kept it waiting, so neither persistence nor arrival names it; its counts do.
+TEST(LocalizerTest, WithTwoWorkersTheOneGivenMoreWorkByExactCountsIsImbalance) {
+  const float it[2][5][5] = {{{0.58f, 0, 0.23f, 0.07f, 0.12f},
+                              {0.76f, 0, 0.07f, 0.11f, 0.06f},
+                              {0.84f, 0, 0.00f, 0.10f, 0.05f},
+                              {0.35f, 0, 0.55f, 0.07f, 0.03f},
+                              {0.75f, 0, 0.11f, 0.11f, 0.04f}},
+                             {{0.49f, 0, 0.32f, 0.08f, 0.11f},
+                              {0.26f, 0, 0.67f, 0.04f, 0.03f},
+                              {0.34f, 0, 0.46f, 0.07f, 0.13f},
+                              {0.48f, 0, 0.19f, 0.05f, 0.29f},
+                              {0.26f, 0, 0.55f, 0.04f, 0.14f}}};
+  const float allreduce_us[2][5] = {{26477, 4717, 7117, 25456, 7580}, {17555, 26312, 13476, 8661, 24848}};
+  const double iteration_s[] = {0.0380, 0.0396};
+  const double calls[] = {3416.2, 1905.4}, loader_ops[] = {3037.6, 1526.8};
+  LocalizeInput input;
+  for (int r = 0; r < 2; ++r) {
+    WorkerPattern w = WorkerOfIterations(r, 2, iteration_s[r], it[r]);
+    for (float us : allreduce_us[r]) w.collectives.push_back({"allreduce", us});
+    w.compute_calls_per_iter = calls[r];
+    w.dataloader_ops_per_iter = loader_ops[r];
+    input.workers.push_back(w);
+  }
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kImbalance) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{0});
+  EXPECT_NE(d.findings[0].evidence.find("(2.0x)"), std::string::npos) << d.findings[0].evidence;
+  // The same counts on both: nothing says either was given more.
+  input.workers[0].compute_calls_per_iter = calls[1];
+  input.workers[0].dataloader_ops_per_iter = loader_ops[1];
+  for (const Finding& f : Localize(input, DefaultExpectations()).findings) {
+    EXPECT_NE(f.category, FindingCategory::kImbalance) << f.evidence;
+  }
+}
+
 // A declared world size of 2^31-1 used to make diagnose fill a list that long (SIGABRT or a
 // timeout).
 TEST(LocalizerTest, AnUnbelievableWorldSizeIsCutWithAWarning) {
