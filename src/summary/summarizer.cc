@@ -161,9 +161,13 @@ bool PaintsPath(const TraceEvent& e, EventRole role, const WorkerWindow& window)
 // done by then, and the rest is that thread recording its end late, descheduled on a busy node:
 // one all-reduce of a healthy run ran 26 ms into the next step, over a 9 ms loop there that was
 // then painted as waiting. The training thread's own collective ops it records itself.
+// A launch whose backend range was never recorded lasts until the training thread resumed
+// (worker_window.h FindUnrecordedCollective).
 int64_t PaintedEnd(const TraceEvent& e, EventRole role, const WorkerWindow& window, bool has_device) {
-  if (has_device || role != EventRole::kCpuComm || window.main_tid < 0 || e.tid == window.main_tid) {
-    return e.end_ns();
+  if (has_device || role != EventRole::kCpuComm || window.main_tid < 0) return e.end_ns();
+  if (e.tid == window.main_tid) {
+    bool unrecorded = e.ts_ns == window.unrecorded_launch_ns && e.pid == window.main_pid;
+    return unrecorded ? std::max(e.end_ns(), window.unrecorded_wait_end_ns) : e.end_ns();
   }
   auto next_step = std::upper_bound(window.step_starts_ns.begin(), window.step_starts_ns.end(), e.ts_ns);
   if (next_step == window.step_starts_ns.end() || next_step == window.step_starts_ns.begin()) return e.end_ns();
@@ -392,6 +396,7 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
   if (window.length_ns() <= 0) {
     return ErrorStatus("{}: no timed events to summarize", trace.meta.path);
   }
+  if (!has_device) FindUnrecordedCollective(trace, roles, &window);
   FunctionTable table;
   uint32_t unattributed = table.Intern(Category::kHost, HostKind::kPython, std::string(kUnattributedPython));
   BigVector<uint32_t> functions = AssignFunctions(trace, roles, has_device, &by_name, &table);

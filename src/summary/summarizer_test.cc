@@ -116,6 +116,33 @@ TEST(SummarizeTest, ACollectiveRecordedPastItsStepEndsWithTheStep) {
   EXPECT_NEAR(BetaByName(own)["allreduce"], 0.25 + 0.2, 1e-9);
 }
 
+// CPU training: the profiler stopped before gloo's thread recorded the last step's all-reduce, so
+// only the training thread's launch (c10d::allreduce_) is there, and its 490 µs wait for the
+// result until its next op would read as Python. It is the collective's.
+TEST(SummarizeTest, ALastCollectiveWhoseBackendRangeWasNeverRecordedLastsUntilTheThreadResumes) {
+  const char* trace = R"([
+    {{"name":"ProfilerStep#1","ph":"X","ts":0,"dur":1000,"tid":1,"pid":7}},
+    {{"name":"ProfilerStep#2","ph":"X","ts":1000,"dur":1000,"tid":1,"pid":7}},
+    {{"name":"aten::mm","ph":"X","ts":0,"dur":400,"tid":1,"pid":7}},
+    {{"name":"c10d::allreduce_","ph":"X","ts":400,"dur":10,"tid":1,"pid":7}},
+    {{"name":"gloo:all_reduce","ph":"X","ts":410,"dur":300,"tid":{},"pid":7}},
+    {{"name":"aten::add","ph":"X","ts":710,"dur":290,"tid":1,"pid":7}},
+    {{"name":"aten::mm","ph":"X","ts":1000,"dur":400,"tid":1,"pid":7}},
+    {{"name":"c10d::allreduce_","ph":"X","ts":1400,"dur":10,"tid":1,"pid":7}},
+    {{"name":"aten::add","ph":"X","ts":1900,"dur":100,"tid":1,"pid":7}}])";
+  auto communication = [](const WorkerPattern& p) {
+    return p.category_beta[static_cast<int>(Category::kCommunication)];
+  };
+  auto host = [](const WorkerPattern& p) { return p.category_beta[static_cast<int>(Category::kHost)]; };
+  WorkerPattern cut = SummarizeText(fmt::format(fmt::runtime(trace), 3));
+  EXPECT_NEAR(communication(cut), (10 + 300 + 500) / 2000.0, 1e-9);
+  EXPECT_NEAR(host(cut), 0.0, 1e-9);
+  // A backend that records no ranges of its own (here gloo's on the training thread): the launch
+  // is all there is, and the gap after it is not known to be a wait.
+  WorkerPattern no_backend = SummarizeText(fmt::format(fmt::runtime(trace), 1));
+  EXPECT_NEAR(host(no_backend), 490 / 2000.0, 1e-9);
+}
+
 TEST(SummarizeTest, NoStepMarkersCoverTheWholeWindowWithAWarning) {
   WorkerPattern p = SummarizeText(R"([{"name":"aten::mm","ph":"X","ts":10,"dur":30,"tid":1,"pid":1},
                                       {"name":"aten::add","ph":"X","ts":60,"dur":50,"tid":1,"pid":1}])");

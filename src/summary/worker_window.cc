@@ -99,4 +99,38 @@ WorkerWindow FindWorkerWindow(const Trace& trace, const BigVector<EventRole>& ro
   return window;
 }
 
+void FindUnrecordedCollective(const Trace& trace, const BigVector<EventRole>& roles, WorkerWindow* window) {
+  if (window->main_tid < 0 || window->step_starts_ns.empty()) return;
+  auto in_window = [&](const TraceEvent& e) { return e.ts_ns >= window->start_ns && e.ts_ns < window->end_ns; };
+  int64_t last_backend_start = -1;
+  bool backend_records = false;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if (roles[i] != EventRole::kCpuComm || e.tid == window->main_tid || !in_window(e)) continue;
+    backend_records = true;
+    last_backend_start = std::max(last_backend_start, e.ts_ns);
+  }
+  if (!backend_records) return;
+  const TraceEvent* launch = nullptr;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if (roles[i] != EventRole::kCpuComm || e.tid != window->main_tid || e.pid != window->main_pid || !in_window(e) ||
+        e.ts_ns < window->step_starts_ns.back() || e.ts_ns <= last_backend_start) {
+      continue;
+    }
+    if (launch == nullptr || e.ts_ns > launch->ts_ns) launch = &e;
+  }
+  if (launch == nullptr) return;
+  int64_t resumed = window->end_ns;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if (e.tid == window->main_tid && e.pid == window->main_pid && roles[i] != EventRole::kIgnore &&
+        roles[i] != EventRole::kStepMarker && e.ts_ns >= launch->end_ns()) {
+      resumed = std::min(resumed, e.ts_ns);
+    }
+  }
+  window->unrecorded_launch_ns = launch->ts_ns;
+  window->unrecorded_wait_end_ns = std::max(resumed, launch->end_ns());
+}
+
 }  // namespace eroica
