@@ -106,7 +106,9 @@ void FindUnrecordedCollective(const Trace& trace, const BigVector<EventRole>& ro
   bool backend_records = false;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
-    if (roles[i] != EventRole::kCpuComm || e.tid == window->main_tid || !in_window(e)) continue;
+    if (roles[i] != EventRole::kCpuComm || e.pid != window->main_pid || e.tid == window->main_tid || !in_window(e)) {
+      continue;
+    }
     backend_records = true;
     last_backend_start = std::max(last_backend_start, e.ts_ns);
   }
