@@ -260,6 +260,25 @@ class SeveralFaultsTest(unittest.TestCase):
         self.assertEqual((missing["status"], missing["order_ok"]), (accuracy.WRONG, False))
         self.assertFalse(accuracy.costs_too_close([{"cost_ms_per_iter": 150}, {"cost_ms_per_iter": None}]))
 
+    def test_a_cost_the_testbed_could_not_tell_from_its_noise_is_neither_required_nor_ranked(self):
+        # tuning17's MLP, seed 1: the quota's rank's own-work measure moved +5.5 ms a step, the
+        # fault-free ranks' by -7.9 and +5.8: the stall kept the quota from biting.
+        hidden = dict(TWO_TRUTH, faults=[dict(TWO_TRUTH["faults"][0], cost_ms_per_iter=150.1),
+                                         dict(TWO_TRUTH["faults"][1], cost_ms_per_iter=5.5)],
+                      own_work_ms={"0": [16.8, 22.6], "1": [33.0, 15.5], "2": [30.6, 22.7], "3": [20.1, 25.6]})
+        stall_only = accuracy.score_diagnosis(hidden, diagnosis(finding([1])))
+        self.assertEqual((stall_only["status"], stall_only["order_ok"]), (accuracy.CORRECT, None))
+        both_reversed = accuracy.score_diagnosis(hidden, diagnosis(finding([3], "compute"), finding([1])))
+        self.assertEqual((both_reversed["status"], both_reversed["order_ok"]), (accuracy.CORRECT, None))
+        # The stall is always measured (its own sleeps): it must be named.
+        self.assertEqual(accuracy.score_diagnosis(hidden, diagnosis(finding([3], "compute")))["status"],
+                         accuracy.WRONG)
+        # Fault-free ranks that held still: the quota's 40 ms is measured, required and ranked.
+        still = dict(TWO_TRUTH, own_work_ms={"0": [16.8, 18.0], "2": [30.6, 29.0]})
+        self.assertEqual(accuracy.score_diagnosis(still, diagnosis(finding([1])))["status"], accuracy.WRONG)
+        reversed_order = accuracy.score_diagnosis(still, diagnosis(finding([3], "compute"), finding([1])))
+        self.assertEqual((reversed_order["status"], reversed_order["order_ok"]), (accuracy.WRONG, False))
+
     def test_one_missing_or_miscategorized(self):
         only = accuracy.score_diagnosis(TWO_TRUTH, diagnosis(finding([1])))
         self.assertEqual((only["status"], only["rank_ok"], only["detected"]), (accuracy.WRONG, False, True))
