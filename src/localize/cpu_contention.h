@@ -124,7 +124,9 @@ void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::ve
 // noise floor and more above its peers) is slowed by its CPU limit: a local compute finding
 // costed at its own-work excess, even when a worse straggler hides it from the others' waits
 // (they wait for that one, not for it, and the quota then costs little until that one is
-// fixed). An existing finding on it gets the quota's figures instead.
+// fixed). An existing finding on it gets the quota's figures instead, and becomes the quota's
+// (compute) when it is host or loader time the quota held the rank back at least as long as,
+// not at one program point far above every peer: a quota freezes the rank wherever it runs out.
 void AddQuotaThrottled(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local);
 
 }  // namespace eroica

@@ -2071,6 +2071,72 @@ TEST(LocalizerTest, WithTwoWorkersTheOneGivenMoreWorkByExactCountsIsImbalance) {
   }
 }
 
+// cnn18's 4-rank CNN whose rank 1 ran under a CPU quota (seed 408; per-iteration shares, the
+// first ten collectives, readings and host functions): throttled 0.89 of the window, one freeze
+// of most of a step landed in its DistributedDataParallel.forward (where the CNN's buffer
+// broadcast waits). `throttled`: rank 1's quota reading.
+LocalizeInput QuotaFreezesInTheForward(float throttled) {
+  const float it[4][5][5] = {{{0.095f, 0, 0.859f, 0.018f, 0.029f},
+                              {0.126f, 0, 0.831f, 0.015f, 0.027f},
+                              {0.142f, 0, 0.686f, 0.050f, 0.122f},
+                              {0.167f, 0, 0.794f, 0.015f, 0.024f},
+                              {0.057f, 0, 0.887f, 0.010f, 0.047f}},
+                             {{0.143f, 0, 0.796f, 0.016f, 0.045f},
+                              {0.106f, 0, 0.861f, 0.014f, 0.019f},
+                              {0.108f, 0, 0.818f, 0.016f, 0.059f},
+                              {0.117f, 0, 0.085f, 0.010f, 0.788f},
+                              {0.138f, 0, 0.799f, 0.016f, 0.047f}},
+                             {{0.080f, 0, 0.881f, 0.015f, 0.025f},
+                              {0.092f, 0, 0.842f, 0.015f, 0.051f},
+                              {0.106f, 0, 0.859f, 0.016f, 0.020f},
+                              {0.097f, 0, 0.823f, 0.063f, 0.017f},
+                              {0.078f, 0, 0.891f, 0.017f, 0.015f}},
+                             {{0.143f, 0, 0.796f, 0.016f, 0.045f},
+                              {0.152f, 0, 0.812f, 0.016f, 0.019f},
+                              {0.178f, 0, 0.738f, 0.032f, 0.052f},
+                              {0.123f, 0, 0.815f, 0.015f, 0.047f},
+                              {0.086f, 0, 0.855f, 0.010f, 0.049f}}};
+  const float calls_us[4][10] = {{64364, 64282, 18563, 17284, 69855, 81032, 7518, 4662, 1815, 62541},
+                                 {1637, 1499, 12423, 10645, 244, 86, 22676, 21707, 61102, 214},
+                                 {6809, 6791, 82668, 86741, 938, 835, 85471, 87276, 63, 68},
+                                 {68089, 69473, 16033, 10739, 65951, 65810, 19614, 19392, 62791, 65917}};
+  const double iteration_s[] = {0.1156, 0.1162, 0.1160, 0.1149};
+  const float forward[] = {0.007f, 0.126f, 0.004f, 0.015f}, resuming[] = {0.009f, 0.112f, 0.006f, 0.016f};
+  const float main_cpu[] = {0.121f, 0.116f, 0.116f, 0.122f}, main_queued[] = {0.059f, 0.521f, 0.027f, 0.074f};
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], it[r], forward[r] + resuming[r]);
+    AddTimedFunction(&w, "DistributedDataParallel.forward", Category::kHost, HostKind::kNone, forward[r], 1, 0);
+    AddHostPoint(&w, "(resuming after allreduce, before aten::as_strided)", resuming[r]);
+    w.category_beta[static_cast<int>(Category::kHost)] += forward[r];
+    for (int c = 0; c < 10; ++c) w.collectives.push_back({c % 4 < 2 ? "broadcast" : "allreduce", calls_us[r][c]});
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.34f,
+                     .process_cpu = main_cpu[r] + 0.05f,
+                     .run_delay = 2 * main_queued[r],
+                     .throttled = r == 1 ? throttled : 0.0f,
+                     .main_cpu = main_cpu[r],
+                     .main_run_delay = main_queued[r]};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, HostTimeWhereAQuotaFrozeTheRankIsTheQuotas) {
+  Diagnosis d = Localize(QuotaFreezesInTheForward(0.89f), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kCompute) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+  EXPECT_NE(d.findings[0].action.find("CPU limit"), std::string::npos) << d.findings[0].action;
+  // Without the quota's reading nothing says the freezes were its: rank 1's host time stays host.
+  Diagnosis unread = Localize(QuotaFreezesInTheForward(-1), DefaultExpectations());
+  auto local = std::find_if(unread.findings.begin(), unread.findings.end(),
+                            [](const Finding& f) { return f.scope == FindingScope::kLocal; });
+  ASSERT_NE(local, unread.findings.end());
+  EXPECT_EQ(local->workers, std::vector<int>{1});
+  EXPECT_EQ(local->category, FindingCategory::kHost) << local->evidence;
+}
+
 // A declared world size of 2^31-1 used to make diagnose fill a list that long (SIGABRT or a
 // timeout).
 TEST(LocalizerTest, AnUnbelievableWorldSizeIsCutWithAWarning) {
