@@ -481,6 +481,23 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
   std::vector<double> own = OwnShares(group, std::nullopt);
   RobustCenter own_center = MedianAndMad(own);
   CategoryShares by_category(group);
+  // How much longer each rank's training thread ran on a CPU than its peers' (median; share of
+  // the window; 0 without readings). On cores the ranks share, the scheduler spreads a rank's
+  // extra work over all of them, so its own work need not stand out, but the processor time it
+  // took does: validation18's 6-rank MLP whose rank 1 had twice the batch (seed 100; 2 cores,
+  // 99% busy): 3,406 compute calls a step against 1,900, its own work 0.38 of a step against
+  // its peers' 0.38-0.48, its training thread on a CPU 0.23 of the window against 0.13-0.16.
+  std::vector<double> on_cpu;
+  std::vector<size_t> read;
+  for (size_t k = 0; k < n; ++k) {
+    const std::optional<CpuShare>& cpu = group.row(k).cpu;
+    if (cpu && cpu->main_cpu >= 0) on_cpu.push_back(cpu->main_cpu), read.push_back(k);
+  }
+  std::vector<double> cpu_beyond(n, 0.0);
+  if (2 * read.size() > n) {  // most ranks read: a median of a few says little
+    std::vector<double> peers_cpu = MedianOfOthers(on_cpu);
+    for (size_t i = 0; i < read.size(); ++i) cpu_beyond[read[i]] = on_cpu[i] - peers_cpu[i];
+  }
   for (size_t k = 0; k < n; ++k) {
     const WorkerRow& w = group.row(k);
     double peer_items = peers(items, median_items, k), peer_calls = peers(calls, median_calls, k);
@@ -492,10 +509,17 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
     auto listed = std::find_if(excesses->begin(), excesses->end(), [&](const Excess& x) { return x.member == k; });
     // Counts alone need some own-work excess (checked first: comparing work costs a pass over
     // the group, and noisy counts can touch many ranks of a large one).
-    if (!larger_calls && listed == excesses->end() && excess <= 0) continue;
+    if (!larger_calls && listed == excesses->end() && excess <= 0 && cpu_beyond[k] < e.min_excess_beta) continue;
     WorkComparison work = CompareWork(group, k, e, sizes.empty() ? nullptr : &sizes[k]);
     if (!work.more_work) continue;
     std::string shared = work.source == WorkSource::kMeanTimings ? "" : SharedBusyCores(group);
+    // Counted on shared busy cores: what its extra work costs is at least the processor time it
+    // took beyond its peers'.
+    if (counted && !shared.empty() && cpu_beyond[k] >= e.min_excess_beta) {
+      excess = std::max(excess, cpu_beyond[k]);
+      shared +=
+          fmt::format(", and its training thread ran on a CPU {:.2f} of the window longer than theirs", cpu_beyond[k]);
+    }
     // Larger calls on busy shared cores: the scheduler spreads the rank's extra work over every
     // rank, so its own work need not stand out; what its extra data costs is its larger calls'
     // time. Found by that alone, the cost must clear the general floor.

@@ -2137,6 +2137,48 @@ TEST(LocalizerTest, HostTimeWhereAQuotaFrozeTheRankIsTheQuotas) {
   EXPECT_EQ(local->category, FindingCategory::kHost) << local->evidence;
 }
 
+// validation18's 6-rank MLP whose rank 1 had twice the batch (seed 100; 2 cores 99% busy; the
+// window's shares, counts and readings): its own work no longer than its peers', but its
+// training thread ran on a CPU 0.23 of the window against their 0.13-0.16. `rank1_cpu`: that
+// reading.
+LocalizeInput MoreDataOnSaturatedCores(float rank1_cpu) {
+  const double shares[6][4] = {{0.22, 0.05, 0.10, 0.63}, {0.31, 0.04, 0.03, 0.62}, {0.30, 0.04, 0.12, 0.54},
+                               {0.35, 0.10, 0.03, 0.52}, {0.39, 0.03, 0.05, 0.54}, {0.30, 0.02, 0.07, 0.62}};
+  const double iteration_s[] = {0.1085, 0.1034, 0.1043, 0.0938, 0.1024, 0.1017};
+  const double calls[] = {1902.4, 3406.0, 1900.8, 1903.0, 1895.8, 1901.0};
+  const double loader_ops[] = {1523.8, 3027.4, 1522.0, 1524.6, 1517.4, 1522.6};
+  const float main_cpu[] = {0.13f, rank1_cpu, 0.14f, 0.16f, 0.15f, 0.15f};
+  const float main_queued[] = {0.22f, 0.15f, 0.28f, 0.31f, 0.31f, 0.21f};
+  const float run_delay[] = {0.50f, 0.64f, 0.75f, 0.76f, 0.75f, 0.77f};
+  LocalizeInput input;
+  for (int r = 0; r < 6; ++r) {
+    WorkerPattern w = Worker(r, shares[r][0], shares[r][1], shares[r][2], shares[r][3], iteration_s[r]);
+    w.world_size = 6;
+    w.compute_calls_per_iter = calls[r];
+    w.dataloader_ops_per_iter = loader_ops[r];
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.99f,
+                     .process_cpu = main_cpu[r] + 0.05f,
+                     .run_delay = run_delay[r],
+                     .throttled = 0,
+                     .main_cpu = main_cpu[r],
+                     .main_run_delay = main_queued[r]};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, MoreWorkOnSaturatedCoresShowsInTheProcessorTimeItTook) {
+  Diagnosis d = Localize(MoreDataOnSaturatedCores(0.23f), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kImbalance) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+  EXPECT_NE(d.findings[0].evidence.find("ran on a CPU 0.08 of the window longer"), std::string::npos)
+      << d.findings[0].evidence;
+  // Its thread no busier than its peers': neither its time nor its processor says it paid for more.
+  EXPECT_TRUE(Localize(MoreDataOnSaturatedCores(0.15f), DefaultExpectations()).healthy());
+}
+
 // A declared world size of 2^31-1 used to make diagnose fill a list that long (SIGABRT or a
 // timeout).
 TEST(LocalizerTest, AnUnbelievableWorldSizeIsCutWithAWarning) {
