@@ -554,6 +554,37 @@ TEST(LocalizerTest, AStragglerByItsResumptionIsToldToLookAtItsCpu) {
   EXPECT_NE(d.findings[0].action.find("slow to run again"), std::string::npos) << d.findings[0].action;
 }
 
+// tuning18's light global Python (seed 0): the loop's point at 0.120-0.156 on every rank, each
+// rank's next point scattered from 0.004 to 0.085, so the median lead (0.079) fell short of k of
+// its noise (0.107). `scatter`: how far each rank's loop share is moved from the measured one.
+LocalizeInput LoopTheSameOnEveryRank(double scatter) {
+  const double loop[] = {0.131, 0.120, 0.147, 0.156};
+  const double next[] = {0.085, 0.039, 0.071, 0.004};
+  const double moved[] = {-1, 1, -1, 1};
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w = Worker(r, 0.30, 0.05, 0.0, 0.40);
+    w.world_size = 4;
+    AddHostPoint(&w, "(python between loader and zeros)", loop[r] + moved[r] * scatter);
+    AddHostPoint(&w, "(python between zeros and zeros)", next[r]);
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, APointHoldingTheSameShareOnEveryRankIsAGlobalHostCost) {
+  Diagnosis d = Localize(LoopTheSameOnEveryRank(0), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kHost);
+  EXPECT_EQ(d.findings[0].function, "(python between loader and zeros)");
+  EXPECT_NE(d.findings[0].evidence.find("the same share on every rank"), std::string::npos) << d.findings[0].evidence;
+  // Shares that vary across ranks as much as they are large are no cost of every rank.
+  for (const Finding& f : Localize(LoopTheSameOnEveryRank(0.06), DefaultExpectations()).findings) {
+    EXPECT_FALSE(f.scope == FindingScope::kGlobal && f.category == FindingCategory::kHost) << f.evidence;
+  }
+}
+
 TEST(LocalizerTest, ALeadOnEveryRankIsHeldToTheNoiseOfAMedianOverTheRanks) {
   Diagnosis d = Localize(LoopOverNoisyNextPoints(1.0), DefaultExpectations());
   ASSERT_EQ(d.findings.size(), 1u);
