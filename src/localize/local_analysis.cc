@@ -470,11 +470,10 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
   }
   std::vector<double> sorted_items = items, sorted_calls = calls;
   double median_items = MedianInPlace(sorted_items), median_calls = MedianInPlace(sorted_calls);
-  // With two workers the median of the pair is their mean, half-way to the peer (a rank given
-  // twice the data reads 1.33x it): each is compared with the other, as its own work is
-  // (PeerCenter). edge18's 2-rank MLP whose rank 0 had twice the batch (seed 823): 3,416
-  // compute calls and 3,038 loader ops per step against 1,905 and 1,527, own work 0.77 of a step
-  // against 0.56.
+  // With two workers the median of the pair is their mean, half-way to the peer (twice the
+  // peer's count is 1.33x the mean at most, under the 1.3 ratio with any noise): each is compared
+  // with the other, as its own work is (PeerCenter). edge18's 2-rank MLP whose rank 0 had twice the batch (seed 823):
+  // 3,416 compute calls and 3,038 loader ops per step against 1,905 and 1,527, own work 0.77 of a step against 0.56.
   auto peers = [&](const std::vector<double>& values, double median, size_t k) {
     return n == 2 ? values[1 - k] : median;
   };

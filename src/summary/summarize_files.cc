@@ -81,7 +81,7 @@ FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads,
         continue;
       }
       // A bare CPU trace names no host; the rank's meta file does (ranks sharing one compare
-      // on the same processors: cpu_contention.h SameProcessorsAsPeers).
+      // on the same processors: localize/cpu_contention.h SharesPeersProcessors).
       if (trace->meta.host.empty()) {
         if (std::optional<Json> meta = ReadRankMeta(*trace)) trace->meta.host = RankMetaHost(*meta);
       }
