@@ -131,6 +131,32 @@ class CpuExplanations {
 };
 
 // `unavoidable`: UnavoidableCommunication(group), the communication category's level.
+// The ranks whose DataLoader workers slept in their own work making batches by the noise floor
+// or more (loader_work.h): the input pipeline is slow on them, whichever of them stalled longest
+// this window (prefetching ranks stall in turns).
+std::vector<int> LoaderAsleepRanks(const WorkerGroup& group, const Expectations& e) {
+  std::vector<int> ranks;
+  for (size_t k = 0; k < group.size(); ++k) {
+    const std::optional<CpuShare>& cpu = group.row(k).cpu;
+    if (cpu && cpu->loader_asleep >= e.min_excess_beta) ranks.push_back(group.row(k).rank);
+  }
+  return ranks;
+}
+
+// A global cost's ranks: those paying at least half its level, and for the loader those whose
+// workers slept in their own work too (probe19's 3-rank transformer, seed 507: every rank's
+// workers asleep 1.5-1.7 s per second, one rank's wait 0.12 of the window against 0.41-0.47).
+std::vector<int> RanksOfGlobalCost(const WorkerGroup& group, Category category, const std::vector<double>& betas,
+                                   double level, const Expectations& e) {
+  std::vector<int> ranks = RanksPaying(group, betas, level);
+  if (category != Category::kDataloader) return ranks;
+  for (int rank : LoaderAsleepRanks(group, e)) {
+    if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) ranks.push_back(rank);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
 std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectations& e, bool has_device,
                                       double unavoidable, CpuExplanations* cpu) {
   std::vector<Finding> out;
@@ -149,7 +175,8 @@ std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectatio
     if (level - *high < e.min_excess_beta || cpu->Explain(category, level)) continue;
     auto [function, function_beta] = TopFunctionOf(group, category);
     size_t count = over.size();
-    Finding f = MakeGlobal(group, category, function, level, *high, RanksPaying(group, betas, level));
+    Finding f =
+        MakeGlobal(group, category, function, level, *high, RanksOfGlobalCost(group, category, betas, level, e));
     f.evidence = fmt::format(
         "{} of {} workers spend β {:.2f} of each iteration in {} (expected at "
         "most {:.2f}); top function {} (median β {:.3f})",
@@ -357,6 +384,46 @@ std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expec
   return f;
 }
 
+// Every rank's input pipeline slow by itself, below the loader's box. Ranks whose loader workers
+// prefetch stall in turns, each in a different step, and while one waits for its batch the others
+// wait for it at the next collective: the window's loader share stays low on each rank, and the
+// median over ranks in a step lower still, while the job pays the slowest loader of every step.
+// Workers that sleep in their own work (a read, a remote fetch, a lock: loader_work.h) are slow
+// by themselves; the scheduler queues a worker, it does not put it to sleep. So where most ranks'
+// workers slept making batches by the noise floor or more, and the step's longest loader wait
+// (over ranks, median over the window's steps) clears the loader's box by the floor, the input
+// pipeline is a global cost at that level. probe19's 5-rank MLP whose every worker waited 10 ms
+// per sample (seed 607): workers asleep 1.09-1.15 s per second on every rank (healthy ones 0-0.01),
+// loader shares 0.01-0.23 of the window by rank, the longest wait of each step 0.18-0.51.
+std::optional<Finding> LoaderAsleepEverywhere(const WorkerGroup& group, const Expectations& e, bool has_device) {
+  size_t n = group.size();
+  std::optional<double> high = e.BetaHigh(Box::Target::kCategory, Category::kDataloader, std::nullopt, has_device);
+  if (n < 2 || !high) return std::nullopt;
+  std::vector<int> asleep = LoaderAsleepRanks(group, e);
+  if (!MostWorkers(asleep.size(), n, e)) return std::nullopt;
+  size_t iterations = SIZE_MAX;
+  for (uint32_t member : group.members) iterations = std::min(iterations, group.table->iteration_betas(member).size());
+  if (iterations == 0 || iterations == SIZE_MAX) return std::nullopt;
+  constexpr auto kLoader = static_cast<size_t>(Category::kDataloader);
+  std::vector<double> longest(iterations, 0.0);
+  for (uint32_t member : group.members) {
+    std::span<const std::array<float, kCategoryCount>> steps = group.table->iteration_betas(member);
+    for (size_t i = 0; i < iterations; ++i) longest[i] = std::max(longest[i], static_cast<double>(steps[i][kLoader]));
+  }
+  double level = MedianInPlace(longest);
+  if (level - *high < e.min_excess_beta) return std::nullopt;
+  auto [function, function_beta] = TopFunctionOf(group, Category::kDataloader);
+  size_t count = asleep.size();
+  Finding f = MakeGlobal(group, Category::kDataloader, function, level, *high, std::move(asleep));
+  f.evidence = fmt::format(
+      "on {} of {} workers the DataLoader's worker processes slept in their own work making batches (their reads, "
+      "transforms or locks; the scheduler queues a worker, it does not put it to sleep), and in each step the rank "
+      "that waited longest for its batch waited β {:.2f} of it (median over steps; expected at most {:.2f}): the "
+      "ranks stall in turns and the others wait for each at the next collective; top function {} (median β {:.3f})",
+      count, n, level, *high, function, function_beta);
+  return f;
+}
+
 }  // namespace
 
 std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectations& e, bool straggler_found,
@@ -370,6 +437,11 @@ std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectat
   for (Finding& f : FunctionFindings(group, e, has_device, straggler_found, unavoidable, &cpu)) {
     bool covered = std::any_of(out.begin(), out.end(), [&](const Finding& g) { return g.category == f.category; });
     if (!covered) out.push_back(std::move(f));
+  }
+  bool loader_covered =
+      std::any_of(out.begin(), out.end(), [](const Finding& g) { return g.category == FindingCategory::kDataloader; });
+  if (!loader_covered) {
+    if (std::optional<Finding> loader = LoaderAsleepEverywhere(group, e, has_device)) out.push_back(std::move(*loader));
   }
   bool host_covered =
       std::any_of(out.begin(), out.end(), [](const Finding& g) { return g.category == FindingCategory::kHost; });

@@ -2210,6 +2210,72 @@ TEST(LocalizerTest, MoreWorkOnSaturatedCoresShowsInTheProcessorTimeItTook) {
   EXPECT_TRUE(Localize(MoreDataOnSaturatedCores(0.15f), DefaultExpectations()).healthy());
 }
 
+// probe19's 5-rank MLP whose every loader worker waited 10 ms per sample (seed 607; per-iteration
+// shares and readings): each rank stalled for its batch in different steps, so the window's loader
+// share was 0.01-0.23 by rank and the median over ranks in a step 0.01-0.20, under the box, while
+// the longest wait of each step was 0.18-0.51. `asleep`: each rank's workers' sleep making batches
+// (1.09-1.15 s per second in the run).
+LocalizeInput EveryLoaderStallingInTurns(float asleep) {
+  const float it[5][5][5] = {{{0.19f, 0, 0.58f, 0.06f, 0.17f},
+                              {0.08f, 0, 0.78f, 0.12f, 0.02f},
+                              {0.38f, 0, 0.57f, 0.01f, 0.03f},
+                              {0.07f, 0, 0.45f, 0.46f, 0.02f},
+                              {0.27f, 0, 0.16f, 0.49f, 0.08f}},
+                             {{0.05f, 0, 0.70f, 0.18f, 0.06f},
+                              {0.17f, 0, 0.79f, 0.01f, 0.04f},
+                              {0.12f, 0, 0.83f, 0.00f, 0.04f},
+                              {0.09f, 0, 0.62f, 0.21f, 0.07f},
+                              {0.26f, 0, 0.14f, 0.51f, 0.08f}},
+                             {{0.39f, 0, 0.56f, 0.01f, 0.04f},
+                              {0.07f, 0, 0.91f, 0.00f, 0.02f},
+                              {0.43f, 0, 0.55f, 0.00f, 0.01f},
+                              {0.54f, 0, 0.41f, 0.04f, 0.01f},
+                              {0.23f, 0, 0.64f, 0.01f, 0.12f}},
+                             {{0.23f, 0, 0.44f, 0.02f, 0.31f},
+                              {0.23f, 0, 0.71f, 0.03f, 0.03f},
+                              {0.21f, 0, 0.49f, 0.21f, 0.10f},
+                              {0.38f, 0, 0.42f, 0.20f, 0.01f},
+                              {0.36f, 0, 0.54f, 0.01f, 0.09f}},
+                             {{0.42f, 0, 0.47f, 0.02f, 0.10f},
+                              {0.10f, 0, 0.53f, 0.31f, 0.06f},
+                              {0.16f, 0, 0.72f, 0.09f, 0.03f},
+                              {0.49f, 0, 0.45f, 0.05f, 0.01f},
+                              {0.62f, 0, 0.13f, 0.04f, 0.20f}}};
+  const double iteration_s[] = {0.358, 0.354, 0.365, 0.337, 0.367};
+  const float main_queued[] = {0.25f, 0.13f, 0.21f, 0.18f, 0.31f};
+  LocalizeInput input;
+  for (int r = 0; r < 5; ++r) {
+    WorkerPattern w = WorkerOfIterations(r, 5, iteration_s[r], it[r]);
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.88f,
+                     .process_cpu = 0.14f,
+                     .run_delay = 0.8f,
+                     .loader_cpu = 0.03f,
+                     .loader_run_delay = 0.3f,
+                     .loader_asleep = asleep,
+                     .loader_making = 1.4f,
+                     .throttled = 0,
+                     .main_cpu = 0.10f,
+                     .main_run_delay = main_queued[r]};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, EveryRanksLoaderAsleepInItsWorkStallingInTurnsIsAGlobalLoaderCost) {
+  Diagnosis d = Localize(EveryLoaderStallingInTurns(1.1f), DefaultExpectations());
+  auto loader = std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) {
+    return f.scope == FindingScope::kGlobal && f.category == FindingCategory::kDataloader;
+  });
+  ASSERT_NE(loader, d.findings.end());
+  EXPECT_EQ(loader->workers, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_NE(loader->evidence.find("slept in their own work"), std::string::npos) << loader->evidence;
+  // Workers that did not sleep in their work: the same waits are no input pipeline's.
+  for (const Finding& f : Localize(EveryLoaderStallingInTurns(0.0f), DefaultExpectations()).findings) {
+    EXPECT_FALSE(f.scope == FindingScope::kGlobal && f.category == FindingCategory::kDataloader) << f.evidence;
+  }
+}
+
 // A declared world size of 2^31-1 used to make diagnose fill a list that long (SIGABRT or a
 // timeout).
 TEST(LocalizerTest, AnUnbelievableWorldSizeIsCutWithAWarning) {
