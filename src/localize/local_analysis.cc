@@ -474,9 +474,6 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
   // peer's count is 1.33x the mean at most, under the 1.3 ratio with any noise): each is compared
   // with the other, as its own work is (PeerCenter). edge18's 2-rank MLP whose rank 0 had twice the batch (seed 823):
   // 3,416 compute calls and 3,038 loader ops per step against 1,905 and 1,527, own work 0.77 of a step against 0.56.
-  auto peers = [&](const std::vector<double>& values, double median, size_t k) {
-    return n == 2 ? values[1 - k] : median;
-  };
   std::vector<double> own = OwnShares(group, std::nullopt);
   RobustCenter own_center = MedianAndMad(own);
   CategoryShares by_category(group);
@@ -499,7 +496,8 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
   }
   for (size_t k = 0; k < n; ++k) {
     const WorkerRow& w = group.row(k);
-    double peer_items = peers(items, median_items, k), peer_calls = peers(calls, median_calls, k);
+    double peer_items = PeerCenter(items, {.median = median_items}, k);
+    double peer_calls = PeerCenter(calls, {.median = median_calls}, k);
     bool counted = (peer_items > 0 && w.dataloader_ops_per_iter >= e.imbalance_ratio * peer_items) ||
                    (peer_calls > 0 && w.compute_calls_per_iter >= e.imbalance_ratio * peer_calls);
     bool larger_calls = !sizes.empty() && sizes[k].MoreData(e.imbalance_ratio);

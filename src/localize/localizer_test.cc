@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -82,6 +83,25 @@ WorkerPattern WorkerOfIterations(int rank, int world_size, double iteration_s, c
   std::vector<std::array<float, kCategoryCount>> per_iteration;
   for (const auto& shares : iterations) per_iteration.push_back(IterationBetas(shares));
   return WorkerOfIterations(rank, world_size, iteration_s, per_iteration, host_at_points);
+}
+
+// A rank's CPU readings with its training thread's own (python/eroica/cpu_share.py), as copied
+// from a real run: the process's other threads used `others` cores beside the training thread,
+// and its threads were queued `process_queued` s per second in all.
+CpuShare ThreadReadings(float host_busy, float main_cpu, float main_queued, float others, float process_queued,
+                        float throttled = 0) {
+  return CpuShare{.cpus = 2,
+                  .host_busy = host_busy,
+                  .process_cpu = main_cpu + others,
+                  .run_delay = process_queued,
+                  .throttled = throttled,
+                  .main_cpu = main_cpu,
+                  .main_run_delay = main_queued};
+}
+
+// A real run's all-reduce calls, in order (µs each, waiting included).
+void AddAllreduces(WorkerPattern* w, std::span<const float> calls_us) {
+  for (float us : calls_us) w->collectives.push_back({"allreduce", us});
 }
 
 // A function of `w` with its median call (and mean, 0: not set), not counted in its category's β.
@@ -873,7 +893,7 @@ LocalizeInput QuotaStallsEveryCollective(float rank1_throttled) {
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
     WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], it[r]);
-    for (float us : allreduce_us[r]) w.collectives.push_back({"allreduce", us});
+    AddAllreduces(&w, allreduce_us[r]);
     w.cpu = CpuShare{.cpus = 2,
                      .host_busy = 0.51f,
                      .process_cpu = 0.24f,
@@ -935,7 +955,7 @@ LocalizeInput SlowStorageRun(float rank0_asleep) {
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
     WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], it[r]);
-    for (float us : allreduce_us[r]) w.collectives.push_back({"allreduce", us});
+    AddAllreduces(&w, allreduce_us[r]);
     w.cpu = CpuShare{.cpus = 2,
                      .host_busy = 0.93f,
                      .process_cpu = main_cpu[r] + 0.07f,
@@ -1843,13 +1863,7 @@ LocalizeInput SlowDiskRun(bool moving, bool asleep = true) {
       if (r == 1 && moving && i % 2 == 1) std::swap(per_iteration.back()[3], per_iteration.back()[4]);
     }
     WorkerPattern w = WorkerOfIterations(r, 6, iteration_s[r], per_iteration);
-    w.cpu = CpuShare{.cpus = 2,
-                     .host_busy = 0.92f,
-                     .process_cpu = main_cpu[r] + 0.08f,
-                     .run_delay = 2 * main_queued[r],
-                     .throttled = 0,
-                     .main_cpu = main_cpu[r],
-                     .main_run_delay = main_queued[r]};
+    w.cpu = ThreadReadings(0.92f, main_cpu[r], main_queued[r], 0.08f, 2 * main_queued[r]);
     input.workers.push_back(w);
   }
   return input;
@@ -1959,14 +1973,8 @@ LocalizeInput TwoRanksOnSharedCores(const char* host0, const char* host1, float 
   for (int r = 0; r < 2; ++r) {
     WorkerPattern w = WorkerOfIterations(r, 2, iteration_s[r], it[r]);
     w.host = hosts[r];
-    for (float us : allreduce_us[r]) w.collectives.push_back({"allreduce", us});
-    w.cpu = CpuShare{.cpus = 2,
-                     .host_busy = 0.893f,
-                     .process_cpu = main_cpu[r] + 0.18f,
-                     .run_delay = run_delay[r],
-                     .throttled = r == 1 ? rank1_throttled : 0.0f,
-                     .main_cpu = main_cpu[r],
-                     .main_run_delay = main_queued[r]};
+    AddAllreduces(&w, allreduce_us[r]);
+    w.cpu = ThreadReadings(0.893f, main_cpu[r], main_queued[r], 0.18f, run_delay[r], r == 1 ? rank1_throttled : 0.0f);
     input.workers.push_back(w);
   }
   return input;
@@ -2039,14 +2047,8 @@ LocalizeInput CheckpointOnSharedCores(bool hosts) {
       }
     }
     if (hosts) w.host = "vm";
-    for (float us : allreduce_us[r]) w.collectives.push_back({"allreduce", us});
-    w.cpu = CpuShare{.cpus = 2,
-                     .host_busy = 0.90f,
-                     .process_cpu = main_cpu[r] + 0.1f,
-                     .run_delay = 2.5f * main_queued[r],
-                     .throttled = 0,
-                     .main_cpu = main_cpu[r],
-                     .main_run_delay = main_queued[r]};
+    AddAllreduces(&w, allreduce_us[r]);
+    w.cpu = ThreadReadings(0.90f, main_cpu[r], main_queued[r], 0.1f, 2.5f * main_queued[r]);
     input.workers.push_back(w);
   }
   return input;
@@ -2084,7 +2086,7 @@ TEST(LocalizerTest, WithTwoWorkersTheOneGivenMoreWorkByExactCountsIsImbalance) {
   LocalizeInput input;
   for (int r = 0; r < 2; ++r) {
     WorkerPattern w = WorkerOfIterations(r, 2, iteration_s[r], it[r]);
-    for (float us : allreduce_us[r]) w.collectives.push_back({"allreduce", us});
+    AddAllreduces(&w, allreduce_us[r]);
     w.compute_calls_per_iter = calls[r];
     w.dataloader_ops_per_iter = loader_ops[r];
     input.workers.push_back(w);
@@ -2141,13 +2143,7 @@ LocalizeInput QuotaFreezesInTheForward(float throttled) {
     AddHostPoint(&w, "(resuming after allreduce, before aten::as_strided)", resuming[r]);
     w.category_beta[static_cast<int>(Category::kHost)] += forward[r];
     for (int c = 0; c < 10; ++c) w.collectives.push_back({c % 4 < 2 ? "broadcast" : "allreduce", calls_us[r][c]});
-    w.cpu = CpuShare{.cpus = 2,
-                     .host_busy = 0.34f,
-                     .process_cpu = main_cpu[r] + 0.05f,
-                     .run_delay = 2 * main_queued[r],
-                     .throttled = r == 1 ? throttled : 0.0f,
-                     .main_cpu = main_cpu[r],
-                     .main_run_delay = main_queued[r]};
+    w.cpu = ThreadReadings(0.34f, main_cpu[r], main_queued[r], 0.05f, 2 * main_queued[r], r == 1 ? throttled : 0.0f);
     input.workers.push_back(w);
   }
   return input;
@@ -2187,13 +2183,7 @@ LocalizeInput MoreDataOnSaturatedCores(float rank1_cpu) {
     w.world_size = 6;
     w.compute_calls_per_iter = calls[r];
     w.dataloader_ops_per_iter = loader_ops[r];
-    w.cpu = CpuShare{.cpus = 2,
-                     .host_busy = 0.99f,
-                     .process_cpu = main_cpu[r] + 0.05f,
-                     .run_delay = run_delay[r],
-                     .throttled = 0,
-                     .main_cpu = main_cpu[r],
-                     .main_run_delay = main_queued[r]};
+    w.cpu = ThreadReadings(0.99f, main_cpu[r], main_queued[r], 0.05f, run_delay[r]);
     input.workers.push_back(w);
   }
   return input;
