@@ -16,17 +16,8 @@
 #include "base/zstd_inflate.h"
 
 namespace eroica {
-namespace {
-
-constexpr uint32_t kMaxBlockBytes = 1u << 30;
-constexpr uint64_t kMaxPatternFileBytes = uint64_t{1} << 40;
-
-// A count read from the file is believed only when the bytes left could hold that many
-// elements of at least min_bytes each (and it is below a sane maximum): nothing is allocated
-// for elements that are not there.
-bool CountFits(const ByteReader& in, uint64_t count, uint64_t min_bytes, uint64_t max_count) {
-  return in.ok() && count <= max_count && count <= in.remaining() / min_bytes;
-}
+// Named, not anonymous: PatternWriter::Block, a member of a class with external linkage, holds one.
+namespace pattern_file_internal {
 
 class StringTable {
  public:
@@ -44,6 +35,21 @@ class StringTable {
   std::unordered_map<std::string, uint64_t> ids_;
   std::vector<const std::string*> strings_;
 };
+
+}  // namespace pattern_file_internal
+using pattern_file_internal::StringTable;
+
+namespace {
+
+constexpr uint32_t kMaxBlockBytes = 1u << 30;
+constexpr uint64_t kMaxPatternFileBytes = uint64_t{1} << 40;
+
+// A count read from the file is believed only when the bytes left could hold that many
+// elements of at least min_bytes each (and it is below a sane maximum): nothing is allocated
+// for elements that are not there.
+bool CountFits(const ByteReader& in, uint64_t count, uint64_t min_bytes, uint64_t max_count) {
+  return in.ok() && count <= max_count && count <= in.remaining() / min_bytes;
+}
 
 void WriteWorker(const WorkerPattern& w, int version, StringTable* strings, ByteWriter* out) {
   out->SignedVarint(w.rank);
