@@ -1155,6 +1155,31 @@ TEST(LocalizerTest, TheWorstRankOfAGlobalProblemIsPartOfIt) {
   EXPECT_NE(d.findings[0].evidence.find("rank 3 is the worst"), std::string::npos);
 }
 
+// The scale-out test's job (python/tests/test_scale_out.py): 4 ranks that each sleep 10 ms a step
+// at one line, rank 3 80 ms; the others wait for it in their all-reduce. Every rank's 0.12 at that
+// line is the job's cost, and rank 3's excess there, far above it, is its own on top.
+TEST(LocalizerTest, ARankFarWorseThanAGlobalProblemIsNamedBesideIt) {
+  LocalizeInput input;
+  const char* kSleep = "(python between aten::zeros and aten::zeros)";
+  for (int r = 0; r < 4; ++r) {
+    bool slow = r == 3;
+    WorkerPattern w = Worker(r, 0.005, 0, 0.01, slow ? 0.03 : 0.86, 0.084);
+    w.world_size = 4;
+    AddHostPoint(&w, kSleep, slow ? 0.955 : 0.12);
+    const float waits[] = {slow ? 500.f : 70000.f, slow ? 480.f : 69000.f, slow ? 510.f : 71000.f,
+                           slow ? 490.f : 70500.f};
+    AddAllreduces(&w, waits);
+    input.workers.push_back(w);
+  }
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_GE(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{3});
+  EXPECT_EQ(d.findings[0].function, kSleep);
+  EXPECT_EQ(d.findings[1].scope, FindingScope::kGlobal) << d.findings[1].evidence;
+  EXPECT_EQ(d.findings[1].function, kSleep);
+}
+
 TEST(LocalizerTest, HangWithStacksOnlyCountsTheRanksThatDumped) {
   LocalizeInput input;
   for (int r = 0; r < 3; ++r) {
@@ -1998,6 +2023,111 @@ TEST(LocalizerTest, RanksOnOneHostsProcessorsDoNotRunTheSameOpsOnASlowerDevice) 
   Diagnosis deprived = Localize(TwoRanksOnSharedCores("vm", "vm", 0, 0.55f), DefaultExpectations());
   ASSERT_FALSE(deprived.healthy());
   EXPECT_EQ(deprived.findings[0].workers, std::vector<int>{1});
+}
+
+// edge19's 2-rank transformer on one host's 2 cores whose rank 0 was given sequences twice as long
+// (seed 925; per-iteration shares, collectives, readings and the timed ops copied from its
+// patterns): its ops 0.78 of a step against 0.56, its training thread on a CPU 0.89 of the window
+// against 0.66 and queued no longer (0.026 against 0.024). Its aten::mm is called with several
+// shapes a step: the median call 1.09x its peer's, the mean 1.35x, the lower quartile 1.73x; its
+// gradient accumulation ran at 0.71x, its optimizer step at 0.99x. `model_stretch` multiplies
+// rank 0's model-sized calls, `queued` is its training thread's queueing.
+LocalizeInput LongerSequencesOnSharedCores(double model_stretch = 1.0, float queued = 0.0262f) {
+  const float it[2][5][5] = {{{0.796f, 0, 0.066f, 0.059f, 0.079f},
+                              {0.770f, 0, 0.105f, 0.053f, 0.072f},
+                              {0.810f, 0, 0.076f, 0.054f, 0.060f},
+                              {0.779f, 0, 0.095f, 0.063f, 0.063f},
+                              {0.736f, 0, 0.136f, 0.038f, 0.090f}},
+                             {{0.564f, 0, 0.298f, 0.058f, 0.080f},
+                              {0.502f, 0, 0.381f, 0.057f, 0.060f},
+                              {0.531f, 0, 0.348f, 0.058f, 0.063f},
+                              {0.521f, 0, 0.378f, 0.055f, 0.046f},
+                              {0.694f, 0, 0.180f, 0.056f, 0.070f}}};
+  const float allreduce_us[2][5] = {{3713, 6327, 4292, 5618, 6293}, {17006, 23061, 19937, 24632, 9672}};
+  const double iteration_s[] = {0.0557274, 0.0557408};
+  const float main_cpu[] = {0.8866f, 0.6624f}, main_queued[] = {queued, 0.0236f}, run_delay[] = {0.1171f, 0.1434f};
+  struct Timed {
+    const char* name;
+    Category category;
+    HostKind kind;
+    double calls;
+    double beta[2], mean_us[2], median_us[2], low_quartile_us[2];
+  };
+  const Timed timed[] = {{"aten::mm",
+                          Category::kCompute,
+                          HostKind::kNone,
+                          21,
+                          {0.3335, 0.2461},
+                          {885.0, 653.3},
+                          {770.0, 704.5},
+                          {639.0, 368.6}},
+                         {"aten::bmm",
+                          Category::kCompute,
+                          HostKind::kNone,
+                          12,
+                          {0.1738, 0.0955},
+                          {817.6, 455.6},
+                          {868.4, 450.6},
+                          {573.4, 417.8}},
+                         {"autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+                          Category::kCompute,
+                          HostKind::kNone,
+                          30,
+                          {0.0035, 0.0060},
+                          {35.76, 50.53},
+                          {13.06, 15.10},
+                          {8.96, 9.98}},
+                         {"Optimizer.step#SGD.step",
+                          Category::kHost,
+                          HostKind::kOptimizer,
+                          1,
+                          {0.0075, 0.0059},
+                          {1694.2, 1715.0},
+                          {1802.2, 1736.7},
+                          {1671.2, 1605.6}}};
+  LocalizeInput input;
+  for (int r = 0; r < 2; ++r) {
+    WorkerPattern w = WorkerOfIterations(r, 2, iteration_s[r], it[r]);
+    w.host = "vm";
+    AddAllreduces(&w, allreduce_us[r]);
+    w.cpu = ThreadReadings(0.857f, main_cpu[r], main_queued[r], main_cpu[r] * 0.08f, run_delay[r]);
+    FunctionPattern& addmm = w.functions[0];
+    addmm.beta = r == 0 ? 0.1238f : 0.0708f;
+    addmm.calls_per_iter = 8;
+    addmm.mean_duration_us = r == 0 ? 870.6f : 503.3f;
+    addmm.median_duration_us = r == 0 ? 802.8f : 573.4f;
+    addmm.low_quartile_duration_us = r == 0 ? 217.1f : 319.5f;
+    for (const Timed& t : timed) {
+      bool model = t.kind == HostKind::kOptimizer || t.calls == 30;
+      double stretch = r == 0 && model ? model_stretch : 1.0;
+      AddTimedFunction(&w, t.name, t.category, t.kind, t.beta[r], t.calls, t.median_us[r] * stretch,
+                       t.mean_us[r] * stretch);
+      w.functions.back().low_quartile_duration_us = static_cast<float>(t.low_quartile_us[r] * stretch);
+    }
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+// On the processors its peer uses, a rank whose batch-sized ops took longer while its model-sized
+// work kept the peer's pace was given more data: its ops' means say so, since it had the processor
+// as readily (no more preemption in them than in its peer's), though the median of an op called
+// with several shapes does not.
+TEST(LocalizerTest, MoreDataOnSharedProcessorsShowsInTheMeansWhenTheRankHadTheProcessor) {
+  Diagnosis d = Localize(LongerSequencesOnSharedCores(), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kImbalance) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{0});
+  EXPECT_NE(d.findings[0].evidence.find("its batch-sized ops take 1.52x its peers' time"), std::string::npos)
+      << d.findings[0].evidence;
+  // Its model-sized work stretched as much: the host's contention slowed all it ran, no finding:
+  // gradient accumulation 1.56x here, as its batch-sized ops' 1.52x.
+  ExpectHealthyWithNote(Localize(LongerSequencesOnSharedCores(2.2), DefaultExpectations()),
+                        "the same processors are not slower for one rank");
+  // Queued for a CPU far longer than its peer: preemptions stretch its means, and the median calls
+  // (no more data) decide.
+  Diagnosis queued = Localize(LongerSequencesOnSharedCores(1.0, 0.3f), DefaultExpectations());
+  for (const Finding& f : queued.findings) EXPECT_NE(f.category, FindingCategory::kImbalance) << f.evidence;
 }
 
 // cnn17's 4-rank CNN with 2 loader workers whose rank 2 saved a checkpoint synchronously in each
