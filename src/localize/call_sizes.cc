@@ -134,7 +134,8 @@ std::vector<CallSizes> CompareCallSizes(const WorkerGroup& group) {
   std::vector<double> extra(n, 0.0);
   std::vector<CallRatios> medians = CompareCalls(group, &FunctionEntry::median_duration_us, &extra);
   std::vector<CallRatios> quartiles = CompareCalls(group, &FunctionEntry::low_quartile_duration_us, nullptr);
-  for (size_t k = 0; k < n; ++k) out[k] = {medians[k], quartiles[k], extra[k]};
+  std::vector<CallRatios> means = CompareCalls(group, &FunctionEntry::mean_duration_us, nullptr);
+  for (size_t k = 0; k < n; ++k) out[k] = {medians[k], quartiles[k], means[k], extra[k]};
   return out;
 }
 

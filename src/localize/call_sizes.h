@@ -58,6 +58,9 @@ struct CallRatios {
 struct CallSizes {
   CallRatios median;        // the median calls'
   CallRatios low_quartile;  // the lower quartile calls' (not measured in patterns before version 5)
+  // The mean calls', preempted calls included: they speak for a rank that had the processor as
+  // readily as its peers (work_signals.cc).
+  CallRatios mean;
   // The share of its batch-sized ops' critical-path time that the larger median calls add (1 - 1
   // / batch_ratio of it), in shares of the group's median iteration: what the extra data costs it
   // per step.

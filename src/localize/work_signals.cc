@@ -227,12 +227,25 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
   // Measured median calls that show no more data overrule the means below: both read the same
   // stretch, and the means also carry whatever preempted calls that rank happened to have (a
   // healthy 2-rank run's aten::fill_ took 1.93x its peer's time on average and 1.10x at the
-  // median call). Not for a rank that had the processor as readily as its peers: its means
-  // carry no more preemption than theirs, while the median of an op called with several shapes
+  // median call). A rank that had the processor as readily as its peers carries no more
+  // preemption in its means than they do, while the median of an op called with several shapes
   // a step can sit at any of them (edge19's 2-rank transformer given sequences twice as long on
-  // rank 0, seed 925: aten::mm's median call 1.09x its peer's, its mean 1.35x, its lower
-  // quartile 1.73x).
-  if (sizes && sizes->measured() && !had_processor) return out;
+  // rank 0, seed 925: aten::mm's median call 1.09x its peer's, its mean 1.35x, its lower quartile
+  // 1.73x): there the mean calls decide, op by op (the weighted median of their ratios, as for
+  // the median calls), since more data makes most of the batch's ops longer and one op's stretch
+  // does not (edge20's healthy 2-rank MLP, seed 800: aten::fill_'s 107 calls a step took 2.5x
+  // its peer's time, aten::addmm and aten::mm 0.97x; summed, its batch-sized ops took 1.9x).
+  if (sizes && sizes->measured()) {
+    if (!had_processor || !sizes->mean.Larger(ratio)) return out;
+    out.more_work = true;
+    out.source = WorkSource::kMeanTimings;
+    out.evidence = fmt::format(
+        "its batch-sized ops' mean calls take {:.2f}x its peers' (their median calls {:.2f}x) while its gradient "
+        "accumulation and optimizer step take {:.2f}x, and its training thread waited for a CPU no longer than "
+        "theirs: it was given more data per step (longer sequences, larger samples), not a slower processor",
+        sizes->mean.batch_ratio, sizes->median.batch_ratio, sizes->mean.model_ratio);
+    return out;
+  }
   double iteration_us = group.row(suspect).iteration_s * 1e6;
   Stretch stretch = CompareStretch(group, suspect, /*with_host=*/!had_processor);
   bool measurable = stretch.model_peer_us >= 0.01 * iteration_us;
