@@ -95,12 +95,12 @@ void TallySamples(const StackSamples& samples, const CriticalPath& path, const F
   }
 }
 
-// The function's hottest frames of `tally`, or none with less than a sample's worth of time.
+// The function's hottest frames of `tally` (each with kMinHotFramePeriods of its time), or none.
 std::vector<HotFrame> HottestFrames(const Tally& tally, uint32_t function, int64_t period_ns, size_t max_frames) {
   std::vector<HotFrame> out;
   auto frames = tally.frame_ns.find(function);
   auto total = tally.sampled_ns.find(function);
-  if (frames == tally.frame_ns.end() || total == tally.sampled_ns.end() || total->second < period_ns / 2) return out;
+  if (frames == tally.frame_ns.end() || total == tally.sampled_ns.end() || total->second <= 0) return out;
   std::vector<std::pair<int64_t, const std::string*>> ranked;
   for (const auto& [location, ns] : frames->second) ranked.push_back({ns, &location});
   std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
@@ -108,7 +108,10 @@ std::vector<HotFrame> HottestFrames(const Tally& tally, uint32_t function, int64
   });
   for (const auto& [ns, location] : ranked) {
     float share = static_cast<float>(static_cast<double>(ns) / static_cast<double>(total->second));
-    if (out.size() >= max_frames || share < kMinHotFrameShare) break;
+    if (out.size() >= max_frames || share < kMinHotFrameShare ||
+        static_cast<double>(ns) < kMinHotFramePeriods * static_cast<double>(period_ns)) {
+      break;
+    }
     out.push_back({*location, share});
   }
   return out;

@@ -137,18 +137,52 @@ TEST(StackAttributionTest, OnTimeSamplesStandForTheTimeAroundThem) {
   FunctionTable table;
   uint32_t loop = table.Intern(Category::kHost, HostKind::kPython, "(python between a and b)");
   uint32_t after = table.Intern(Category::kHost, HostKind::kPython, "(python between b and c)");
-  SpanList path = {{0, 10'000, loop}, {10'000, 20'000, after}};
+  SpanList path = {{0, 30'000, loop}, {30'000, 60'000, after}};
   StackSamples samples;
   samples.hz = 1e5;  // 10 µs period: the samples below are on time
   samples.frames = {{"/job/train.py", 10, "loop"}, {"/job/train.py", 20, "forward"}};
   samples.stacks = {{0}, {1}};
-  samples.samples = {{5'000, 0}, {15'000, 1}};
+  samples.samples = {{5'000, 0}, {15'000, 0}, {25'000, 0}, {35'000, 1}, {45'000, 1}, {55'000, 1}};
   auto hot = AttributeStackSamples(samples, CriticalPath::FromSpans(path), table);
   ASSERT_EQ(hot[loop].size(), 1u);
   EXPECT_EQ(hot[loop][0].location, "/job/train.py:10(loop)");  // not half the loop to forward
   EXPECT_FLOAT_EQ(hot[loop][0].share, 1.0F);
   ASSERT_EQ(hot[after].size(), 1u);
   EXPECT_EQ(hot[after][0].location, "/job/train.py:20(forward)");
+}
+
+// A loop shorter than the sampling period is sampled once or never; the samples around it name
+// the line after it. A function with fewer than kMinHotFramePeriods of a line's time names none.
+TEST(StackAttributionTest, ALineNeedsThreeSamplesTime) {
+  FunctionTable table;
+  uint32_t gap = table.Intern(Category::kHost, HostKind::kPython, "(python between a and b)");
+  uint32_t op = table.Intern(Category::kCompute, HostKind::kNone, "aten::mm");
+  // Five 100 µs steps: the point [0, point_us) of each, then the forward's op; a sample every
+  // 10 µs (the period), on time, 9 µs into each, showing the forward's line.
+  auto steps = [&](int64_t point_ns, StackSamples* samples) {
+    samples->hz = 1e5;
+    samples->frames = {{"/job/train.py", 10, "loop"}, {"/job/train.py", 20, "forward"}};
+    samples->stacks = {{0}, {1}};
+    SpanList path;
+    for (int64_t t = 0; t < 500'000; t += 100'000) {
+      path.push_back({t, t + point_ns, gap});
+      path.push_back({t + point_ns, t + 100'000, op});
+      for (int64_t k = 0; k < 10; ++k) samples->samples.push_back({t + 10'000 * k + 9'000, 1U});
+    }
+    return CriticalPath::FromSpans(path);
+  };
+  // A 5 µs loop, never sampled: 2.1 periods of the point's time at the forward's line.
+  StackSamples short_loop;
+  CriticalPath short_path = steps(5'000, &short_loop);
+  EXPECT_EQ(AttributeStackSamples(short_loop, short_path, table).count(gap), 0u);
+  // A 15 µs loop sampled once a step: 5 periods at its line, 2.4 at the forward's, which is left out.
+  StackSamples long_loop;
+  CriticalPath long_path = steps(15'000, &long_loop);
+  for (size_t k = 0; k < long_loop.samples.size(); k += 10) long_loop.samples[k].stack = 0;
+  auto hot = AttributeStackSamples(long_loop, long_path, table);
+  ASSERT_EQ(hot.count(gap), 1u);
+  ASSERT_EQ(hot[gap].size(), 1u);
+  EXPECT_EQ(hot[gap][0].location, "/job/train.py:10(loop)");
 }
 
 // With worker processes the training thread only waits in the loader's __next__ (its samples
@@ -159,12 +193,12 @@ TEST(StackAttributionTest, TheLoadersTimeGoesToItsWorkerProcessesUserFrames) {
   uint32_t loader = table.Intern(Category::kDataloader, HostKind::kNone,
                                  "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__");
   uint32_t gap = table.Intern(Category::kHost, HostKind::kPython, "(python between a and b)");
-  SpanList path = {{0, 80'000, loader}, {80'000, 100'000, gap}};
+  SpanList path = {{0, 80'000, loader}, {80'000, 130'000, gap}};
   StackSamples samples;
   samples.hz = 1e5;  // 10 µs period
   samples.frames = {{"/job/train.py", 40, "train"}, {"/job/train.py", 44, "train"}};
   samples.stacks = {{0}, {1}};
-  for (int64_t t = 10'000; t <= 100'000; t += 10'000) samples.samples.push_back({t, t <= 80'000 ? 0U : 1U});
+  for (int64_t t = 10'000; t <= 130'000; t += 10'000) samples.samples.push_back({t, t <= 80'000 ? 0U : 1U});
   auto worker = [](const char* file, int line, const char* function) {
     StackSamples w;
     w.hz = 1e5;
