@@ -10,7 +10,8 @@ trace's clock and names the hottest frames of the job's own code for each progra
 "profiler_start_unix_ns", "step_start_unix_ns": {"<N>": unix ns when ProfilerStep#N opened},
 "library_prefixes": [path prefixes of the interpreter's and installed packages' code],
 "frames": [[file, line, function]], "stacks": [[frame index, innermost first]],
-"samples": [[unix ns, stack index]], "dropped", "busy_ns" (the sampler thread's own CPU time,
+"samples": [[unix ns, stack index, ns the sampler thread was queued for a CPU since the sample
+before (absent where /proc cannot be read)]], "dropped", "busy_ns" (the sampler thread's own CPU time,
 with the GIL held: the most it took from training), "error", "loader_workers": [the same
 document, one per DataLoader worker process that sampled its own main thread in the window
 (loader_workers.py), with "pid" and "role"; absent without workers], "cpu": who had the
@@ -18,7 +19,9 @@ processor over the window (cpu_share.py; absent where /proc cannot be read)}.
 
 A sample is taken when the sampler gets the GIL: a C call that holds it (gc.collect(), a
 long op that does not release it) delays the sample to its end, and the sample then stands
-for that delay, with the stack of the frame that made the call. The sampling period itself is
+for that delay, with the stack of the frame that made the call. On busy cores the sampler also
+waits for a CPU after its sleep, while the training thread runs on: each sample keeps that
+wait, which stands for code no sample saw. The sampling period itself is
 split at its middle between the samples on either side (summary/stack_attribution.cc).
 
 With EROICA_STACK_HZ=0 nothing is sampled, but the file is still written with the window's
@@ -86,7 +89,7 @@ class StackSampler:
         self._current_frames = current_frames
         self._frames: Dict[Tuple[str, int, str], int] = {}
         self._stacks: Dict[Tuple[int, ...], int] = {}
-        self.samples: List[Tuple[int, int]] = []
+        self.samples: List[Tuple[int, ...]] = []  # (unix ns, stack index[, queued ns])
         self.step_start_unix_ns: Dict[str, int] = {}
         self.dropped = 0
         self.busy_ns = 0
@@ -150,20 +153,25 @@ class StackSampler:
     def _main(self) -> None:
         wait = self._stop.wait
         cpu_ns = time.thread_time_ns
-        while not wait(self.period_s):
-            start_ns = cpu_ns()
-            try:
-                more = self.sample_once()
-            except Exception as e:  # a sampler bug costs the samples, never the training
-                self.error = "%s: %s" % (type(e).__name__, e)
-                return
-            finally:
-                self.busy_ns += cpu_ns() - start_ns
-            if not more:
-                return
+        queued = cpu_share.ThreadRunDelay()
+        try:
+            while not wait(self.period_s):
+                start_ns = cpu_ns()
+                try:
+                    more = self.sample_once(queued.since_last())
+                except Exception as e:  # a sampler bug costs the samples, never the training
+                    self.error = "%s: %s" % (type(e).__name__, e)
+                    return
+                finally:
+                    self.busy_ns += cpu_ns() - start_ns
+                if not more:
+                    return
+        finally:
+            queued.close()
 
-    def sample_once(self) -> bool:
-        """Takes one sample; False once the buffer is full (the rest are counted dropped)."""
+    def sample_once(self, queued_ns: Optional[int] = None) -> bool:
+        """Takes one sample; False once the buffer is full (the rest are counted dropped).
+        `queued_ns`: how long this thread waited for a CPU since the sample before, kept with it."""
         if len(self.samples) >= self.max_samples:
             self.dropped += 1
             return False
@@ -188,7 +196,7 @@ class StackSampler:
         stack_id = self._stacks.get(stack)
         if stack_id is None:
             stack_id = self._stacks[stack] = len(self._stacks)
-        self.samples.append((now_ns, stack_id))
+        self.samples.append((now_ns, stack_id) if queued_ns is None else (now_ns, stack_id, queued_ns))
         return True
 
     def doc(self, rank: int, profiler_start_unix_ns: int,

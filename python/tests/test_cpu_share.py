@@ -121,3 +121,27 @@ def test_a_cpu_quota_shows_as_throttled_time(tmp_path):
     share = json.load(open(out))
     assert share["throttled"] >= 0.5, share  # held back for most of the window
     assert share["run_delay"] >= 0.5 * share["throttled"], share  # and counted as queued too
+
+
+def test_a_threads_run_delay_counts_its_wait_for_a_cpu():
+    # This thread and a busy process on one core: each is queued about half of the time.
+    reading = cpu_share.ThreadRunDelay()
+    if reading.since_last() is None:
+        pytest.skip("no /proc/thread-self/schedstat here")
+    allowed = os.sched_getaffinity(0)
+    core = min(allowed)
+    hog = subprocess.Popen([sys.executable, "-c",
+                            "import os\nos.sched_setaffinity(0, {%d})\nwhile True: pass" % core])
+    try:
+        os.sched_setaffinity(0, {core})
+        time.sleep(0.3)  # the hog is running
+        reading.since_last()
+        spin(0.4)
+        queued = reading.since_last()
+    finally:
+        os.sched_setaffinity(0, allowed)
+        hog.kill()
+        hog.wait()
+    assert queued is not None and queued >= 0.05e9, queued
+    reading.close()
+    assert reading.since_last() is None  # closed: no reading, no exception

@@ -84,9 +84,9 @@ def test_each_worker_samples_its_own_code_in_the_window_only(patched, context):
         cpu = doc["cpu"]
         assert 0 <= cpu["main_cpu"] <= cpu["process_cpu"] + 1e-3, cpu
         assert 0 <= cpu["main_run_delay"] <= cpu["run_delay"] + 1e-3, cpu
-        times = [t for t, _ in doc["samples"]]
+        times = [sample[0] for sample in doc["samples"]]
         assert len(times) >= 20 and begin_ns <= times[0] and times[-1] <= end_ns + int(0.2e9)
-        innermost = [doc["frames"][doc["stacks"][s][0]] for _, s in doc["samples"]]
+        innermost = [doc["frames"][doc["stacks"][sample[1]][0]] for sample in doc["samples"]]
         at_line = [f for f in innermost if f[0] == __file__ and f[1] == slow_line()]
         assert len(at_line) > 0.5 * len(innermost), innermost[:5]
         # A forked worker's stack below its entry is the parent's at the fork (this test's

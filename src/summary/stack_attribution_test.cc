@@ -102,6 +102,32 @@ TEST(StackAttributionTest, SamplesInAProgramPointsGapsNameItsUserFrame) {
   }
 }
 
+// A sample may keep the sampler's own wait for a CPU since the sample before as a third number.
+TEST(StackAttributionTest, SamplesMayKeepTheSamplersWaitForACpu) {
+  TempDir dir;
+  StatusOr<Trace> trace = ReadTrace(dir.Write("rank-0.json", ThreeIterations()));
+  ASSERT_TRUE(trace.ok());
+  auto with_samples = [](const std::string& samples) {
+    std::string text = SamplesJson(0);
+    size_t begin = text.find(R"("samples":[)") + 11;
+    return text.substr(0, begin) + samples + text.substr(text.find("]]", begin) + 2);
+  };
+  std::string at = std::to_string(kStepZeroUnixNs + 50'000);
+  StatusOr<StackSamples> three = ParseStackSamples(with_samples("[" + at + ",1,7000]]"), *trace, "s.json");
+  ASSERT_TRUE(three.ok()) << three.status().message();
+  ASSERT_EQ(three->samples.size(), 1u);
+  EXPECT_EQ(three->samples[0].sampler_queued_ns, 7000);
+  StatusOr<StackSamples> two = ParseStackSamples(with_samples("[" + at + ",1]]"), *trace, "s.json");
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  EXPECT_EQ(two->samples[0].sampler_queued_ns, -1);  // not said: unknown
+  for (const std::string& bad : {"[" + at + ",1,-5]]", "[" + at + ",1,2,3]]", "[" + at + ",1,\"x\"]]"}) {
+    StatusOr<StackSamples> damaged = ParseStackSamples(with_samples(bad), *trace, "s.json");
+    ASSERT_FALSE(damaged.ok()) << bad;
+    EXPECT_NE(damaged.status().message().find("s.json: damaged stack samples"), std::string::npos)
+        << damaged.status().message();
+  }
+}
+
 TEST(StackAttributionTest, SamplesAreMovedOntoTheTracesClockByTheStepAnchors) {
   // The same samples taken 400 µs later by the host clock, with anchors that say so: the
   // profiler-start anchor is 123 ms off, so only the step anchors can place them right.
@@ -129,6 +155,33 @@ TEST(StackAttributionTest, OneLateSampleStandsForTheWholeCallThatDelayedIt) {
   ASSERT_EQ(hot[gap].size(), 1u);
   EXPECT_EQ(hot[gap][0].location, "/job/train.py:57(step)");
   EXPECT_EQ(hot.count(op), 0u);
+}
+
+// On busy cores the sampler waits for a CPU after its sleep while the training thread runs on: a
+// late sample then stands only for the part of its delay that was not that wait.
+TEST(StackAttributionTest, TheSamplersOwnWaitForACpuIsNoOnesCode) {
+  FunctionTable table;
+  uint32_t loop = table.Intern(Category::kHost, HostKind::kPython, "(python between a and b)");
+  uint32_t after = table.Intern(Category::kHost, HostKind::kPython, "(python between b and c)");
+  CriticalPath path = CriticalPath::FromSpans({{0, 50'000, loop}, {50'000, 100'000, after}});
+  StackSamples samples;
+  samples.hz = 1e5;  // 10 µs period
+  samples.frames = {{"/job/train.py", 10, "loop"}, {"/job/train.py", 20, "forward"}};
+  samples.stacks = {{0}, {1}};
+  // Three on-time samples in the loop; the fourth 55 µs late, 50 of them queued for a CPU.
+  samples.samples = {{5'000, 0, 0}, {15'000, 0, 0}, {25'000, 0, 0}, {90'000, 1, 50'000}};
+  auto hot = AttributeStackSamples(samples, path, table);
+  ASSERT_EQ(hot[loop].size(), 1u);
+  EXPECT_EQ(hot[loop][0].location, "/job/train.py:10(loop)");
+  EXPECT_FLOAT_EQ(hot[loop][0].share, 30.0F / 35.0F);  // the late sample keeps 5 µs of the loop
+  EXPECT_EQ(hot.count(after), 0u);                     // 10 µs of it seen: one period
+  // Without the sampler's wait, the late sample took the 20 µs of the loop after its last sample
+  // and the whole of the next point for the forward's line.
+  for (StackSample& sample : samples.samples) sample.sampler_queued_ns = -1;
+  hot = AttributeStackSamples(samples, path, table);
+  EXPECT_FLOAT_EQ(hot[loop][0].share, 0.6F);
+  ASSERT_EQ(hot[after].size(), 1u);
+  EXPECT_EQ(hot[after][0].location, "/job/train.py:20(forward)");
 }
 
 // Samples on time stand for the time around them, not since the one before: a loop that ends

@@ -105,13 +105,20 @@ Status ParseSampleSet(const Json& doc, int64_t offset, const std::string& path, 
   }
   constexpr int64_t kMaxUnixNs = int64_t{1} << 62;  // bounded: subtracting the offset cannot overflow
   for (const Json& s : *samples) {
-    std::optional<int64_t> at = s.is_array() && s.size() == 2 ? JsonInt(&s[0], 0, kMaxUnixNs) : std::nullopt;
-    std::optional<int64_t> stack = s.is_array() && s.size() == 2 ? JsonInt(&s[1], 0, UINT32_MAX) : std::nullopt;
-    if (!at || !stack) return ErrorStatus("{}: damaged stack samples: a sample is not [unix_ns, stack]", path);
+    // [unix_ns, stack], or with the sampler's own queueing since the sample before as a third.
+    bool shaped = s.is_array() && (s.size() == 2 || s.size() == 3);
+    std::optional<int64_t> at = shaped ? JsonInt(&s[0], 0, kMaxUnixNs) : std::nullopt;
+    std::optional<int64_t> stack = shaped ? JsonInt(&s[1], 0, UINT32_MAX) : std::nullopt;
+    std::optional<int64_t> queued =
+        shaped && s.size() == 3 ? JsonInt(&s[2], 0, kMaxUnixNs) : std::optional<int64_t>(-1);
+    if (!at || !stack || !queued) {
+      return ErrorStatus("{}: damaged stack samples: a sample is not [unix_ns, stack] or [unix_ns, stack, queued_ns]",
+                         path);
+    }
     if (static_cast<uint64_t>(*stack) >= out->stacks.size()) {
       return ErrorStatus("{}: a sample names stack {} of {}", path, *stack, out->stacks.size());
     }
-    out->samples.push_back({*at - offset, static_cast<uint32_t>(*stack)});
+    out->samples.push_back({*at - offset, static_cast<uint32_t>(*stack), *queued});
   }
   std::stable_sort(out->samples.begin(), out->samples.end(),
                    [](const StackSample& a, const StackSample& b) { return a.ts_ns < b.ts_ns; });

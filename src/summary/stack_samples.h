@@ -24,6 +24,10 @@ struct SampledFrame {
 struct StackSample {
   int64_t ts_ns = 0;   // on the trace's clock
   uint32_t stack = 0;  // index into StackSamples::stacks
+  // How long the sampler thread itself was queued for a CPU since the sample before (its
+  // schedstat run_delay), or -1 where the file does not say: the lateness that was not the GIL
+  // holder's (stack_attribution.h).
+  int64_t sampler_queued_ns = -1;
 };
 
 struct StackSamples {
