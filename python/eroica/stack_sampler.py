@@ -6,7 +6,7 @@ thread's frame through `sys._current_frames()` at EROICA_STACK_HZ while the prof
 and the capture writes what it saw beside the trace; summarize maps the samples onto the
 trace's clock and names the hottest frames of the job's own code for each program point.
 
-`rank-<r>.stacks.json` = {"schema": "eroica.stack_samples/v1", "rank", "pid", "hz",
+`rank-<r>.stacks.json` = {"schema": "eroica.stack_samples/v2", "rank", "pid", "hz",
 "profiler_start_unix_ns", "step_start_unix_ns": {"<N>": unix ns when ProfilerStep#N opened},
 "library_prefixes": [path prefixes of the interpreter's and installed packages' code],
 "frames": [[file, line, function]], "stacks": [[frame index, innermost first]],
@@ -42,7 +42,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import cpu_share, safe_fs
 
-SCHEMA = "eroica.stack_samples/v1"
+SCHEMA = "eroica.stack_samples/v2"  # v2: each sample may keep the sampler's wait for a CPU
 _MAX_DEPTH = 64  # innermost frames kept per sample: the user frame is near the top
 _WINDOW_SWITCH_INTERVAL_S = 0.001  # the GIL switch interval while a window samples (default 0.005)
 

@@ -43,7 +43,7 @@ std::string SamplesJson(int64_t anchor_shift_ns) {
   samples.pop_back();
   int64_t step_zero = kStepZeroUnixNs + anchor_shift_ns;
   std::string steps = fmt::format(R"("0":{},"1":{},"2":{})", step_zero, step_zero + 1'000'000, step_zero + 2'000'000);
-  return fmt::format(R"({{"schema":"eroica.stack_samples/v1","rank":0,"hz":10000,
+  return fmt::format(R"({{"schema":"eroica.stack_samples/v2","rank":0,"hz":10000,
     "profiler_start_unix_ns":{},"step_start_unix_ns":{{{}}},
     "library_prefixes":["/usr/lib/python3.11/"],
     "frames":[["/job/train.py",80,"<module>"],["/job/data.py",12,"load"],["/job/train.py",57,"hot_loop"],
@@ -120,7 +120,18 @@ TEST(StackAttributionTest, SamplesMayKeepTheSamplersWaitForACpu) {
   StatusOr<StackSamples> two = ParseStackSamples(with_samples("[" + at + ",1]]"), *trace, "s.json");
   ASSERT_TRUE(two.ok()) << two.status().message();
   EXPECT_EQ(two->samples[0].sampler_queued_ns, -1);  // not said: unknown
-  for (const std::string& bad : {"[" + at + ",1,-5]]", "[" + at + ",1,2,3]]", "[" + at + ",1,\"x\"]]"}) {
+  std::string v1 = with_samples("[" + at + ",1]]");
+  v1.replace(v1.find("stack_samples/v2"), 16, "stack_samples/v1");
+  ASSERT_TRUE(ParseStackSamples(v1, *trace, "s.json").ok());  // a sampler before v2
+  std::string v9 = v1;
+  v9.replace(v9.find("stack_samples/v1"), 16, "stack_samples/v9");
+  StatusOr<StackSamples> unknown = ParseStackSamples(v9, *trace, "s.json");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().message(), "s.json: not an eroica.stack_samples/v1 or v2 file");
+  StatusOr<StackSamples> four = ParseStackSamples(with_samples("[" + at + ",1,7000,3]]"), *trace, "s.json");
+  ASSERT_TRUE(four.ok()) << four.status().message();  // a later sampler's fourth number is skipped
+  EXPECT_EQ(four->samples[0].sampler_queued_ns, 7000);
+  for (const std::string& bad : {"[" + at + ",1,-5]]", "[" + at + "]]", "[" + at + ",1,\"x\"]]"}) {
     StatusOr<StackSamples> damaged = ParseStackSamples(with_samples(bad), *trace, "s.json");
     ASSERT_FALSE(damaged.ok()) << bad;
     EXPECT_NE(damaged.status().message().find("s.json: damaged stack samples"), std::string::npos)

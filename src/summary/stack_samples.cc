@@ -105,12 +105,13 @@ Status ParseSampleSet(const Json& doc, int64_t offset, const std::string& path, 
   }
   constexpr int64_t kMaxUnixNs = int64_t{1} << 62;  // bounded: subtracting the offset cannot overflow
   for (const Json& s : *samples) {
-    // [unix_ns, stack], or with the sampler's own queueing since the sample before as a third.
-    bool shaped = s.is_array() && (s.size() == 2 || s.size() == 3);
+    // [unix_ns, stack], or with the sampler's own queueing since the sample before as a third;
+    // numbers after those are a later sampler's and are skipped.
+    bool shaped = s.is_array() && s.size() >= 2;
     std::optional<int64_t> at = shaped ? JsonInt(&s[0], 0, kMaxUnixNs) : std::nullopt;
     std::optional<int64_t> stack = shaped ? JsonInt(&s[1], 0, UINT32_MAX) : std::nullopt;
     std::optional<int64_t> queued =
-        shaped && s.size() == 3 ? JsonInt(&s[2], 0, kMaxUnixNs) : std::optional<int64_t>(-1);
+        shaped && s.size() >= 3 ? JsonInt(&s[2], 0, kMaxUnixNs) : std::optional<int64_t>(-1);
     if (!at || !stack || !queued) {
       return ErrorStatus("{}: damaged stack samples: a sample is not [unix_ns, stack] or [unix_ns, stack, queued_ns]",
                          path);
@@ -129,8 +130,10 @@ Status ParseSampleSet(const Json& doc, int64_t offset, const std::string& path, 
 
 StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& trace, const std::string& path) {
   std::optional<Json> parsed = ParseJson(text);
-  if (!parsed || !parsed->is_object() || JsonStringOr(*parsed, {"schema"}) != "eroica.stack_samples/v1") {
-    return ErrorStatus("{}: not an eroica.stack_samples/v1 file", path);
+  // v2 samples may keep the sampler's own wait for a CPU; v1 (samplers before it) do not.
+  std::string schema = parsed && parsed->is_object() ? JsonStringOr(*parsed, {"schema"}) : std::string();
+  if (schema != "eroica.stack_samples/v1" && schema != "eroica.stack_samples/v2") {
+    return ErrorStatus("{}: not an eroica.stack_samples/v1 or v2 file", path);
   }
   const Json& doc = *parsed;
   std::optional<int64_t> offset = UnixClockOffset(trace, &doc);
