@@ -237,13 +237,16 @@ def cost_measured(fault: dict, noise: Optional[float]) -> bool:
     match: the forward includes what DDP runs in it, such as the CNN's buffer broadcast, which
     waits for a stalled peer (cnn17's two_faults: a fault-free rank's forward x 3 grew by 330 ms
     a step, the quota's rank's by 277), and a quota the stall keeps from biting moves it by no
-    more than noise (tuning17's MLP, seed 1: +5.5 ms, fault-free ranks -7.9 and +5.8)."""
+    more than noise (tuning17's MLP, seed 1: +5.5 ms, fault-free ranks -7.9 and +5.8). A measure
+    that fell is no cost at all, however far it fell: probe22's 3-rank MLP, seed 619, whose quota
+    held its rank back 0.013 of the window while the stall kept every rank waiting, moved it by
+    -2.5 ms against a fault-free rank's -0.9."""
     cost = fault.get("cost_ms_per_iter")
     if not isinstance(cost, (int, float)):
         return False
     if fault.get("category") != "compute" or noise is None:
         return True
-    return abs(cost) > noise
+    return cost > noise
 
 
 def score_several(findings: List[dict], wanted: List[dict], result: dict,

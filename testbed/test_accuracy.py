@@ -273,6 +273,12 @@ class SeveralFaultsTest(unittest.TestCase):
         # The stall is always measured (its own sleeps): it must be named.
         self.assertEqual(accuracy.score_diagnosis(hidden, diagnosis(finding([3], "compute")))["status"],
                          accuracy.WRONG)
+        # A quota's measure that fell, by more than the fault-free rank's moved (probe22, seed
+        # 619: -2.5 ms against -0.9), is no cost: neither required nor ranked.
+        faster = dict(TWO_TRUTH, faults=[dict(TWO_TRUTH["faults"][0], cost_ms_per_iter=100.1),
+                                         dict(TWO_TRUTH["faults"][1], cost_ms_per_iter=-2.5)],
+                      own_work_ms={"0": [12.8, 11.9]})
+        self.assertEqual(accuracy.score_diagnosis(faster, diagnosis(finding([1])))["status"], accuracy.CORRECT)
         # Fault-free ranks that held still: the quota's 40 ms is measured, required and ranked.
         still = dict(TWO_TRUTH, own_work_ms={"0": [16.8, 18.0], "2": [30.6, 29.0]})
         self.assertEqual(accuracy.score_diagnosis(still, diagnosis(finding([1])))["status"], accuracy.WRONG)
