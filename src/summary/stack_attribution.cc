@@ -92,7 +92,8 @@ void TallySamples(const StackSamples& samples, const CriticalPath& path, const F
     if (i > 0 && sample.sampler_queued_ns > 0) {
       int64_t late = sample.ts_ns - taken[i - 1].ts_ns - period_ns;
       unknown_begin = std::max(begin, taken[i - 1].ts_ns + period_ns);
-      unknown_end = std::min(end, unknown_begin + std::min(sample.sampler_queued_ns, std::max<int64_t>(late, 0)));
+      unknown_end = unknown_begin + std::min({sample.sampler_queued_ns, std::max<int64_t>(late, 0),
+                                              std::max<int64_t>(end - unknown_begin, 0)});
     }
     while (cursor != path.end() && (*cursor).end_ns <= begin) ++cursor;
     for (CriticalPath::Iterator k = cursor; k != path.end() && (*k).start_ns < end; ++k) {

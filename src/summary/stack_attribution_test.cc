@@ -128,6 +128,12 @@ TEST(StackAttributionTest, SamplesMayKeepTheSamplersWaitForACpu) {
   StatusOr<StackSamples> unknown = ParseStackSamples(v9, *trace, "s.json");
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().message(), "s.json: not an eroica.stack_samples/v1 or v2 file");
+  std::string slow = with_samples("[" + at + ",1,7000]]");
+  slow.replace(slow.find(R"("hz":10000)"), 10, R"("hz":1e-300)");
+  StatusOr<StackSamples> no_rate = ParseStackSamples(slow, *trace, "s.json");
+  ASSERT_TRUE(no_rate.ok()) << no_rate.status().message();
+  EXPECT_EQ(no_rate->samples.size(), 1u);
+  EXPECT_EQ(no_rate->hz, 0.0);  // no sampler's rate (its period would not fit the clock): unknown
   StatusOr<StackSamples> four = ParseStackSamples(with_samples("[" + at + ",1,7000,3]]"), *trace, "s.json");
   ASSERT_TRUE(four.ok()) << four.status().message();  // a later sampler's fourth number is skipped
   EXPECT_EQ(four->samples[0].sampler_queued_ns, 7000);

@@ -77,7 +77,9 @@ struct LoaderWorkersCpu {
 // One sampled thread's frames, stacks and samples (the file's top level, or one of its
 // loader_workers), its unix times moved by `offset` onto the trace's clock.
 Status ParseSampleSet(const Json& doc, int64_t offset, const std::string& path, StackSamples* out) {
-  out->hz = JsonNumberOr(doc, {"hz"}, 0.0);
+  // A rate outside 0.01 Hz - 1 GHz is no sampler's (its period would not fit the clock): unknown.
+  double hz = JsonNumberOr(doc, {"hz"}, 0.0);
+  out->hz = hz >= 0.01 && hz <= 1e9 ? hz : 0.0;
   out->library_prefixes = JsonStrings(JsonField(doc, {"library_prefixes"}));
   const Json* frames = JsonArrayField(doc, {"frames"});
   const Json* stacks = JsonArrayField(doc, {"stacks"});
