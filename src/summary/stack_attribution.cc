@@ -57,9 +57,10 @@ struct Tally {
 // The interval each sample stands for. The sampler sleeps one period after a sample, then waits
 // for a CPU and for the GIL: time past the period is the GIL holder's, whose code the late sample
 // shows (a gc.collect() that delayed it), but for the sampler's own queueing where the file
-// gives it (on busy cores a sampler queued 20 ms past its 6.7 ms period while the training
-// thread finished a loop and went on to the forward, whose line then took the loop's time:
-// probe21's 5-rank MLP, seed 515); the period itself is split at its middle between the samples
+// gives it: on busy cores the training thread runs on meanwhile (a 5-rank MLP on 2 cores with a
+// loop in every step: the samplers' own waits were 71-87 % of their lateness, and a sample after
+// a 27 ms gap, period 6.7 ms, gave the loop's time to the forward's line after it); the period
+// itself is split at its middle between the samples
 // on either side, each nearer to what it saw (a sample just after a loop ended otherwise took the
 // whole loop for the code that followed it). Its overlap with the critical-path spans of the
 // functions `counted` goes to them and to its user frame.
