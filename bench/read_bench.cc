@@ -67,7 +67,7 @@ int64_t MinorFaults() {
 
 double MbPerS(int64_t bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e6 : 0; }
 
-int RunRead(const std::string& path, bool summarize) {
+int RunRead(const std::string& path, bool summarize, bool huge_heap) {
   Clock clock;
   StatusOr<Trace> trace = ReadTrace(path);
   if (!trace.ok()) {
@@ -92,10 +92,11 @@ int RunRead(const std::string& path, bool summarize) {
       "{{\"mode\": \"read\", \"file\": \"{}\", \"input_bytes\": {}, \"events\": {}, \"kept_events\": {}, "
       "\"functions\": {}, \"read_s\": {:.4f}, \"read_cpu_s\": {:.4f}, \"summarize_s\": {:.4f}, "
       "\"total_s\": {:.4f}, \"total_cpu_s\": {:.4f}, \"mb_per_s\": {:.1f}, \"mb_per_cpu_s\": {:.1f}, "
-      "\"read_mb_per_s\": {:.1f}, \"peak_rss_kb\": {}, \"event_bytes\": {}, \"minor_faults\": {}}}\n",
+      "\"read_mb_per_s\": {:.1f}, \"peak_rss_kb\": {}, \"event_bytes\": {}, \"minor_faults\": {}, "
+      "\"huge_page_heap\": {}}}\n",
       path, bytes, trace->stats.events_seen, trace->events.size(), functions, read_s, read_cpu_s, summarize_s, total_s,
       total_cpu_s, MbPerS(bytes, total_s), MbPerS(bytes, total_cpu_s), MbPerS(bytes, read_s), PeakRssKb(),
-      trace->events.size() * sizeof(TraceEvent), MinorFaults());
+      trace->events.size() * sizeof(TraceEvent), MinorFaults(), huge_heap);
   return 0;
 }
 
@@ -276,12 +277,12 @@ int Usage() {
 
 int main(int argc, char** argv) {
   using namespace eroica;
-  KeepFreedMemoryForReuse();  // as the eroica command does: the figures are its reads
+  bool huge_heap = KeepFreedMemoryForReuse();  // as the eroica command does: the figures are its reads
   if (argc < 3) return Usage();
   std::string mode = argv[1];
   if (mode == "read") {
     bool summarize = !(argc > 3 && std::string(argv[3]) == "--no-summary");
-    return RunRead(argv[2], summarize);
+    return RunRead(argv[2], summarize, huge_heap);
   }
   if (mode == "bound") return RunBound(argv[2]);
   if (mode == "inflate") return RunInflate(argv[2], argc > 3 ? std::stoi(argv[3]) : 3);

@@ -1,7 +1,8 @@
 // An allocator for the few arrays that grow with a trace (its events, the summarizer's
 // per-event arrays). Blocks of 2 MB and more are mapped with transparent huge pages
 // requested: a fresh process otherwise faults their memory in 4 KB at a time, which on a VM
-// cost as much as a fifth of reading a trace. Smaller blocks come from the heap as usual.
+// cost as much as a fifth of reading a trace. Smaller blocks come from the heap, which the eroica
+// command puts on huge pages too (`heap_reuse.h`).
 #pragma once
 
 #include <sys/mman.h>
