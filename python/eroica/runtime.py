@@ -631,6 +631,7 @@ class Runtime:
                 fin = self._finisher()
                 fin.deputy = deputy
                 self._spawn(fin.capture_done, cap)
+            self._sessions_after_the_last_step()
             # Sessions whose target the job never reached: their detection evidence
             # (session.json, the iteration series) is still worth keeping.
             for session in self._pending:
@@ -642,6 +643,19 @@ class Runtime:
         except Exception as e:
             log.info("could not write the session at exit: %s: %s" % (type(e).__name__, e))
         self.coord = None
+
+    def _sessions_after_the_last_step(self) -> None:
+        """At exit: the sessions the monitor delivered after the training thread's last step
+        boundary, where mail is read (a rank done with its steps and waiting for a slower peer
+        before it ends), are missed. Unread, that rank wrote nothing for them; as rank 0 it then
+        never wrote the session's session.json nor gathered the other ranks' files. The rest of
+        the mail no longer matters."""
+        while self._mail:
+            kind, payload = self._mail.popleft()
+            if kind == "session" and all(p["session_id"] != payload["session_id"] for p in self._pending):
+                self._spawn(self._finisher().missed, payload, self._raw_dir(payload),
+                            "seen after its last step, iteration %d" % self.iteration,
+                            self._detector_state())
 
     def _store_lost(self, timeout_s: float = 1.0) -> bool:
         """At exit: the job store failed, or does not answer one read within timeout_s."""

@@ -109,6 +109,24 @@ def test_a_session_the_job_never_reaches_is_kept_at_exit(tmp_path):
     assert (tmp_path / "s-never" / "session.json").exists()
 
 
+def test_a_session_delivered_after_the_last_step_is_kept_at_exit(tmp_path):
+    """A rank done with its steps waits for a slower peer, which then asks for a session: the
+    monitor's mail is never read at a step boundary again. Rank 0 still writes its missed meta
+    and the session's session.json at exit (a clean-clone CI run had a session folder without
+    them: the no-process-group launch test, rank 0 waiting at the end for rank 1)."""
+    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_COLLECT_TIMEOUT_S=5)
+    opt = make_optimizer()
+    for _ in range(200):
+        rt.on_step_end(opt)
+    rt._mail.append(("session", {"session_id": "s-after", "reason": "degradation",
+                                 "target_iteration": 121, "capture_iters": 5,
+                                 "capture_max_s": 20.0}))
+    rt.shutdown()
+    meta = json.load(open(tmp_path / "s-after" / "rank-0.meta.json"))
+    assert meta["iteration_ids"] == [] and "after its last step, iteration 200" in meta["missed"]
+    assert (tmp_path / "s-after" / "session.json").exists()
+
+
 def test_user_profiler_running_means_no_capture(tmp_path):
     rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_COLLECT_TIMEOUT_S=5)
     opt = make_optimizer()
