@@ -18,7 +18,8 @@
 // interleaved fresh runs; 1.20-1.56x on the five largest real traces); its peak RSS grew from
 // 15.0 to 18.6 MB (a touched huge page is resident whole). Diagnose of 100,000 synthetic
 // workers (573 MB of RSS, most of its heap beyond the 48 MB) took 1.04-1.05x the CPU time in
-// interleaved runs, within their spread.
+// interleaved runs, within their spread. The node agent's RSS 8 s after its start: 7.7 MB
+// against 5.7 (one huge page).
 #pragma once
 
 namespace eroica {
