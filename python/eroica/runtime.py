@@ -652,10 +652,8 @@ class Runtime:
         the mail no longer matters."""
         while self._mail:
             kind, payload = self._mail.popleft()
-            if kind == "session" and all(p["session_id"] != payload["session_id"] for p in self._pending):
-                self._spawn(self._finisher().missed, payload, self._raw_dir(payload),
-                            "seen after its last step, iteration %d" % self.iteration,
-                            self._detector_state())
+            if kind == "session":  # the monitor mails each session once (trigger.poll)
+                self._write_missed(payload, "seen after its last step, iteration %d" % self.iteration)
 
     def _store_lost(self, timeout_s: float = 1.0) -> bool:
         """At exit: the job store failed, or does not answer one read within timeout_s."""

@@ -94,37 +94,36 @@ def test_session_mail_schedules_a_capture_and_a_late_one_is_missed(tmp_path):
     assert (tmp_path / "s-ok" / "rank-0.json.gz").exists()
 
 
-def test_a_session_the_job_never_reaches_is_kept_at_exit(tmp_path):
+def missed_at_exit(tmp_path, steps, target, read_at_a_step):
+    """The missed meta rank 0 writes at exit for a session mailed after `steps` steps (read at
+    one more step boundary, or never); it also writes the session's session.json."""
     rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_COLLECT_TIMEOUT_S=5)
     opt = make_optimizer()
-    for _ in range(5):
+    for _ in range(steps):
         rt.on_step_end(opt)
-    rt._mail.append(("session", {"session_id": "s-never", "reason": "degradation",
-                                 "target_iteration": 500, "capture_iters": 5,
+    rt._mail.append(("session", {"session_id": "s-exit", "reason": "degradation",
+                                 "target_iteration": target, "capture_iters": 5,
                                  "capture_max_s": 20.0}))
-    rt.on_step_end(opt)
+    if read_at_a_step:
+        rt.on_step_end(opt)
     rt.shutdown()
-    meta = json.load(open(tmp_path / "s-never" / "rank-0.meta.json"))
-    assert meta["iteration_ids"] == [] and "ended at iteration 6" in meta["missed"]
-    assert (tmp_path / "s-never" / "session.json").exists()
+    assert (tmp_path / "s-exit" / "session.json").exists()
+    meta = json.load(open(tmp_path / "s-exit" / "rank-0.meta.json"))
+    assert meta["iteration_ids"] == []
+    return meta["missed"]
+
+
+def test_a_session_the_job_never_reaches_is_kept_at_exit(tmp_path):
+    assert "ended at iteration 6" in missed_at_exit(tmp_path, 5, 500, read_at_a_step=True)
 
 
 def test_a_session_delivered_after_the_last_step_is_kept_at_exit(tmp_path):
     """A rank done with its steps waits for a slower peer, which then asks for a session: the
-    monitor's mail is never read at a step boundary again. Rank 0 still writes its missed meta
-    and the session's session.json at exit (a clean-clone CI run had a session folder without
-    them: the no-process-group launch test, rank 0 waiting at the end for rank 1)."""
-    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_COLLECT_TIMEOUT_S=5)
-    opt = make_optimizer()
-    for _ in range(200):
-        rt.on_step_end(opt)
-    rt._mail.append(("session", {"session_id": "s-after", "reason": "degradation",
-                                 "target_iteration": 121, "capture_iters": 5,
-                                 "capture_max_s": 20.0}))
-    rt.shutdown()
-    meta = json.load(open(tmp_path / "s-after" / "rank-0.meta.json"))
-    assert meta["iteration_ids"] == [] and "after its last step, iteration 200" in meta["missed"]
-    assert (tmp_path / "s-after" / "session.json").exists()
+    monitor's mail is never read at a step boundary again (a clean-clone CI run had a session
+    folder without session.json: the no-process-group launch test, rank 0 waiting at the end
+    for rank 1)."""
+    why = missed_at_exit(tmp_path, 200, 121, read_at_a_step=False)
+    assert "after its last step, iteration 200" in why
 
 
 def test_user_profiler_running_means_no_capture(tmp_path):
