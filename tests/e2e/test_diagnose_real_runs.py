@@ -39,10 +39,15 @@ FAULTS = [
     # workers sleeping is the loader's own cost (the workers were not queued behind training).
     ("net_throttle_global", "all", [], [], ("communication", "global")),
     ("loader_workers_slow_global", "all", [], ["--num-workers", "2"], ("dataloader", "global")),
-    # Sequences twice as long on one rank of 4 sharing 2 busy cores: the scheduler spreads its
-    # extra work over every rank, so neither its own work nor anyone's waiting singles it out;
-    # its ops' median calls do, with its optimizer's at its peers' size (call_sizes.h).
-    ("imbalance_seq", 1, [], ["--model", "transformer"], ("imbalance", "local")),
+    # Longer sequences on one rank of 4 sharing 2 busy cores: the scheduler spreads its extra
+    # work over every rank, so neither its own work nor anyone's waiting need single it out;
+    # its ops' median calls do, with its optimizer's at its peers' size (call_sizes.h). Three
+    # times as long, not the testbed's two: at 2x a clean-clone CI run found nothing (its median
+    # calls under the 1.3 margin over the noise), and of 4 runs here beside two busy loops one
+    # missed so (1.34x against a noisiest peer's 1.06x; the others 2.5-3.8x). At 3x: 5 of 5
+    # beside two busy loops, 2.9-3.5x. The accuracy splits keep 2x and 2.5x and report what
+    # they miss.
+    ("imbalance_seq", 1, ["seq_factor=3"], ["--model", "transformer"], ("imbalance", "local")),
 ]
 
 

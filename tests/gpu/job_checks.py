@@ -17,6 +17,8 @@ from procs import HERE, clean_env, eroica_env, eroica_run_cmd, free_port, read_j
 from trace_facts import trace_facts
 
 DEVICE_SIDE = {"compute", "memory"}  # a finding about the device itself, not host or network
+SLOWDOWN_RATIO = 1.3  # rank 1's iterations after the contender's start over before it
+CPU_JOB_ATTEMPTS = 3  # the dry run's job, while the contender did not slow rank 1 (run_slowed_job)
 
 
 def job_knobs(run, contender):
@@ -25,7 +27,7 @@ def job_knobs(run, contender):
         # hog that never sleeps takes whole 3 ms scheduler slices, which land on a few ops
         # and reshuffle the rank's profile more than they slow it). Sharing its pinned CPU
         # while the contender is busy (2 ms in 3) leaves the rank 2/3 of it: 1.5x, clear of
-        # the 1.3 threshold below; 1 ms in 2 left 3/4 (1.33x, measured 1.28x once: missed).
+        # SLOWDOWN_RATIO; 1 ms in 2 left 3/4 (1.33x, measured 1.28x once: missed).
         # 130 iterations: on a loaded machine the slowdown was once seen only 27 iterations in,
         # and the window that followed ran into the job's end (3 of 5 iterations at 90).
         knobs = {"device": "cpu", "iters": 130, "contend_from": 40, "contender": contender,
@@ -147,21 +149,33 @@ def check_job_ran(run, job):
                                    os.path.join(run.artifacts, job["name"] + ".log"), 3))))
 
 
-def check_slowdown(run, job):
+def slowdown_of(job):
+    """Rank 1's median iteration before the contender and after it (ms), their ratio, and what
+    the contender reported doing; None without rank 1's times."""
     path = os.path.join(job["out"], "times-rank-1.json")
     if not os.path.exists(path):
-        return run.add(verdict(False, job["name"] + ".slowdown", "no iteration times from rank 1"))
+        return None
     times = read_json(path)["times"]
     start = job["knobs"]["contend_from"]
     before, after = median_ms(times, start - 20, start), median_ms(times, start + 3, len(times) + start)
     contender = os.path.join(job["out"], "contender.json")
     did = read_json(contender).get("stopped", {}) if os.path.exists(contender) else {}
     ratio = after / before if before > 0 else float("nan")
+    return before, after, ratio, did
+
+
+def check_slowdown(run, job):
+    slowdown = slowdown_of(job)
+    if slowdown is None:
+        return run.add(verdict(False, job["name"] + ".slowdown", "no iteration times from rank 1"))
+    before, after, ratio, did = slowdown
+    tries = "".join("; attempt %d slowed it only %.2fx, run again" % (i + 1, r)
+                    for i, r in enumerate(job.get("earlier_ratios", [])))
     # Required on a GPU machine of its own. On a shared 2-core machine the neighbours' load
     # sets how much one more process on rank 1's core adds (1.2x at load 11, 3-5x at load 5).
-    return run.add(verdict(ratio >= 1.3, job["name"] + ".slowdown",
+    return run.add(verdict(ratio >= SLOWDOWN_RATIO, job["name"] + ".slowdown",
                            "rank 1 median iteration %.2f -> %.2f ms (%.2fx) after the contender started; "
-                           "contender: %s" % (before, after, ratio, json.dumps(did)), required=not run.cpu))
+                           "contender: %s%s" % (before, after, ratio, json.dumps(did), tries), required=not run.cpu))
 
 
 def check_detected(run, job):
@@ -361,8 +375,8 @@ def check_traces(run, job):
                     f["top_kernels"][0][0][:40] if f["top_kernels"] else "-") for r, f in facts.items())))
 
 
-def keep_job_files(run, job):
-    dest = os.path.join(run.artifacts, job["name"])
+def keep_job_files(run, job, kept_as=None):
+    dest = os.path.join(run.artifacts, kept_as or job["name"])
     os.makedirs(dest, exist_ok=True)
     for s in job["sessions"]:
         shutil.copytree(s["dir"], os.path.join(dest, os.path.basename(s["dir"])), dirs_exist_ok=True)
@@ -371,8 +385,27 @@ def keep_job_files(run, job):
             shutil.copytree(os.path.join(job["dir"], sub), os.path.join(dest, sub), dirs_exist_ok=True)
 
 
+def run_slowed_job(run, name, contender):
+    """Runs the job; on the CPU dry run again (at most CPU_JOB_ATTEMPTS times) while the
+    contender did not slow rank 1. On a shared 2-core machine the neighbours' load can absorb
+    the contention (a clean-clone CI run beside other tests: rank 1 15.63 -> 13.65 ms, 0.87x),
+    and a job that was not slowed leaves eroica nothing to detect. The earlier attempts'
+    ratios are reported; a GPU run, the contender alone on its device, runs once."""
+    attempts = CPU_JOB_ATTEMPTS if run.cpu else 1
+    earlier = []
+    while True:
+        job = run_job(run, name, contender)
+        slowdown = slowdown_of(job)
+        if len(earlier) + 1 == attempts or job["code"] != 0 or slowdown is None or slowdown[2] >= SLOWDOWN_RATIO:
+            job["earlier_ratios"] = earlier
+            return job
+        earlier.append(slowdown[2])
+        keep_job_files(run, job, "%s.attempt%d" % (name, len(earlier)))
+        shutil.rmtree(job["dir"], ignore_errors=True)  # its sessions would count as the next one's
+
+
 def check_job(run, name, contender, main):
-    job = run_job(run, name, contender)
+    job = run_slowed_job(run, name, contender)
     check_job_ran(run, job)
     check_slowdown(run, job)
     check_detected(run, job)

@@ -173,3 +173,35 @@ def test_slowdown_and_detection_latency(tmp_path):
     assert job_checks.check_detected(FakeRun(tmp_path, cpu=True), job).status == PASS
     (out / "times-rank-1.json").write_text(json.dumps({"times": [[i, 0.010] for i in range(80)]}))
     assert job_checks.check_slowdown(run, job).status == FAIL  # no slowdown: the fault failed
+
+
+def test_the_dry_run_reruns_a_job_the_contender_did_not_slow(tmp_path, monkeypatch):
+    """On a shared 2-core machine the neighbours' load can absorb the contender: the dry run
+    runs the job again (the earlier attempt kept and reported); a GPU run runs once."""
+    ratios, made = [], []
+
+    def fake_run_job(run, name, contender):
+        factor = ratios.pop(0)
+        made.append(name)
+        folder = tmp_path / name / str(len(made))
+        out = folder / "out"
+        out.mkdir(parents=True)
+        times = [[i, 0.010] for i in range(40)] + [[i, 0.010 * factor] for i in range(40, 80)]
+        (out / "times-rank-1.json").write_text(json.dumps({"times": times}))
+        return {"name": name, "dir": str(folder), "out": str(out), "knobs": {"contend_from": 40}, "code": 0,
+                "sessions": []}
+
+    monkeypatch.setattr(job_checks, "run_job", fake_run_job)
+    ratios[:] = [0.9, 1.6, 2.0]
+    run = FakeRun(tmp_path, cpu=True)
+    job = job_checks.run_slowed_job(run, "job", "process")
+    assert [round(r, 2) for r in job["earlier_ratios"]] == [0.9] and ratios == [2.0]
+    assert os.path.isdir(tmp_path / "job.attempt1" / "out")  # the unslowed attempt's files kept
+    slow = job_checks.check_slowdown(run, job)
+    assert slow.status == PASS and "(1.60x)" in slow.measured and "attempt 1 slowed it only 0.90x" in slow.measured
+    ratios[:] = [1.0, 1.1, 1.2, 5.0]  # never slowed: the last attempt's checks fail as before
+    job = job_checks.run_slowed_job(run, "job", "process")
+    assert [round(r, 2) for r in job["earlier_ratios"]] == [1.0, 1.1] and job_checks.check_slowdown(run, job).status == FAIL
+    ratios[:] = [0.9, 2.0]  # a GPU machine of its own: once
+    job = job_checks.run_slowed_job(FakeRun(tmp_path), "gpu", "thread")
+    assert job["earlier_ratios"] == [] and ratios == [2.0]
