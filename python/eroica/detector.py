@@ -13,13 +13,19 @@ trigger a session for nothing. Clipped at 2x it adds 2 %. A sustained slowdown s
 
 Cool-down: after it fires the detector stays disarmed until `rebaseline()`, which forgets the
 old baseline and measures a new one (warm-up, then a full window). One slowdown therefore
-gives one session, and a further slowdown on top of it gives another.
+gives one session, and a further slowdown on top of it gives another. After a captured session
+the new baseline starts from the pace the session captured (`captured_pace`): the session has
+seen that pace, and a pace slower than it by the threshold is a slowdown it did not see, one
+that began after its window. Without that a session on noise just before a real slowdown made
+the slowed pace the new best (a CI run: noise fired at iteration 110, captured 110-114 at the
+healthy pace, and every rank slowed from 120 on, inside the new warm-up and window: no session).
 """
 
 import collections
 import dataclasses
 import math
-from typing import Optional
+import statistics
+from typing import Optional, Tuple
 
 # Running sums drift by rounding; recompute them exactly this often (in samples).
 _RESUM_EVERY = 4096
@@ -48,15 +54,17 @@ class DegradationDetector:
         self.clip = clip  # 0: off
         self.rebaseline()
 
-    def rebaseline(self) -> None:
-        """Forgets the baseline and re-arms; the next `warmup` samples are ignored."""
+    def rebaseline(self, pace: Optional[Tuple[float, float]] = None) -> None:
+        """Forgets the baseline and re-arms; the next `warmup` samples are ignored. `pace`
+        (mean, standard error; `captured_pace`) is where the new baseline starts: the windows
+        that follow are held to it, and the best of them replaces it only when faster."""
         self._skip = self.warmup
         self._samples = collections.deque()
         self._sum_s = 0.0
         self._sum_sq = 0.0
         self._until_resum = _RESUM_EVERY
-        self._best_mean_s: Optional[float] = None
-        self._best_sem_s = 0.0  # standard error of the mean of the best window
+        self._best_mean_s: Optional[float] = pace[0] if pace else None
+        self._best_sem_s = pace[1] if pace else 0.0  # standard error of the mean of the best window
         self._armed = True
         self._seen = 0
 
@@ -117,6 +125,22 @@ class DegradationDetector:
         self._sum_s = math.fsum(self._samples)
         self._sum_sq = math.fsum(x * x for x in self._samples)
         self._until_resum = _RESUM_EVERY
+
+
+def captured_pace(times_s, window: int) -> Optional[Tuple[float, float]]:
+    """The pace a session's window ran at, for `rebaseline`: the median of its iteration times
+    and the standard error a mean of `window` such times would have, their spread read from the
+    median absolute deviation. The first time carries the profiler's start: a 4-rank CPU run's
+    ranks captured times of about 15-27 ms with plain standard errors of 2.4-3.0 ms over their
+    5, and 10 of those (the noise guard) stood above the 17 ms that the 2x clip lets any
+    slowdown add, so a job slowed 3x after the session was never detected. None under 3 times. The profiler's own
+    cost makes the pace slower than the job's, which only raises the bar."""
+    times = [t for t in times_s if t > 0]
+    if len(times) < 3 or window < 1:
+        return None
+    median = statistics.median(times)
+    spread = 1.4826 * statistics.median(abs(t - median) for t in times)
+    return median, spread / math.sqrt(window)
 
 
 def still_speeding_up(samples_s, sigmas: float = 2.0) -> bool:

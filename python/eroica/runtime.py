@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import capture as capture_mod
 from . import agent_link, finish, hang, hooks, log, safe_fs, trigger
 from .config import Config
-from .detector import DegradationDetector, HangDetector, still_speeding_up
+from .detector import DegradationDetector, HangDetector, captured_pace, still_speeding_up
 
 _perf_ns = time.perf_counter_ns
 
@@ -311,8 +311,9 @@ class Runtime:
             done = True
         if done:
             self.capture = None
-            if cap.session.get("reason") != "baseline":
-                self.detector.rebaseline()  # cool-down ends with a new baseline
+            if cap.session.get("reason") != "baseline":  # cool-down ends with a new baseline
+                pace = None if cap.error else captured_pace(cap.iteration_times_s, self.detector.window)
+                self.detector.rebaseline(pace)
             self._captured.append((cap.session, cap.session_dir))
             self._spawn(self._finisher().capture_done, cap)
 

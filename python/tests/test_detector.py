@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from eroica.detector import DegradationDetector, HangDetector
+from eroica.detector import DegradationDetector, HangDetector, captured_pace
 
 
 def feed(detector, series):
@@ -79,6 +79,29 @@ def test_recovery_then_relapse_triggers_again():
     detector.rebaseline()
     series = [0.2] * 100 + [0.1] * 100 + [0.2] * 100
     assert len(feed(detector, series)) == 1
+
+
+def test_after_a_session_a_pace_slower_than_it_captured_triggers_again():
+    detector = DegradationDetector()
+    assert len(feed(detector, [0.1] * 100 + [0.13] * 60)) == 1  # noise, say, fires a session
+    # It captured the healthy pace, and the job slowed after its window: a slowdown it did not see.
+    detector.rebaseline(captured_pace([0.12, 0.1, 0.1, 0.1, 0.11], detector.window))
+    assert len(feed(detector, [0.2] * 300)) == 1
+    plain = DegradationDetector()
+    feed(plain, [0.1] * 100 + [0.13] * 60)
+    plain.rebaseline()  # from nothing, the slowed pace would become the new best
+    assert feed(plain, [0.2] * 300) == []
+    # It captured the slowed pace (the profiler's cost on top): no second session for it, and a
+    # faster pace after it becomes the best, so a relapse fires.
+    detector.rebaseline(captured_pace([0.26, 0.21, 0.2, 0.2, 0.2], detector.window))
+    assert feed(detector, [0.2] * 300) == []
+    assert len(feed(detector, [0.1] * 100 + [0.2] * 100)) == 1
+    assert captured_pace([0.1, 0.2], 50) is None  # too few times to say
+    # The profiler's start in the first captured time does not widen the noise guard beyond what
+    # the clip lets a slowdown add (a 4-rank CPU run slowed 3x after its session's window).
+    detector = DegradationDetector(window=20, warmup=10)
+    detector.rebaseline(captured_pace([0.025, 0.016, 0.015, 0.0146, 0.0173], detector.window))
+    assert len(feed(detector, [0.06] * 40)) == 1
 
 
 def test_disarm_suppresses_until_rebaseline():

@@ -3,6 +3,7 @@
 import gc
 import json
 
+import pytest
 import torch
 from torch.utils.data import DataLoader
 
@@ -228,6 +229,20 @@ def _feed(rt, durations_ms):
     for ms in durations_ms:
         now += int(ms * 1e6)
         rt._boundary(now)
+
+
+def test_after_a_session_the_detector_starts_from_the_pace_it_captured(tmp_path):
+    """A slowdown that begins after a session's window is one the session did not see: the new
+    baseline starts from the captured pace (the median of the window's iteration times), not
+    from nothing, so the slowed pace cannot become the new best (detector.py)."""
+    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=2, EROICA_WINDOW=3, EROICA_THRESHOLD=1e6)
+    rt._mail.append(("session", {"session_id": "s-slow", "reason": "degradation", "target_iteration": 3,
+                                 "capture_iters": 3, "capture_max_s": 20.0}))
+    _feed(rt, [10, 10, 40, 50, 60])  # iterations 3-5 traced (the first boundary starts iteration 1)
+    assert rt.capture is None and (tmp_path / "s-slow").is_dir()
+    assert rt.detector.armed and rt.detector.best_mean_s == pytest.approx(0.050)
+    for t, _ in rt._finishers:
+        t.join(30)
 
 
 def _baselines_requested(rt):
