@@ -1411,6 +1411,38 @@ TEST(LocalizerTest, LargerMedianCallsAreMoreDataOnlyWhenTheLowerQuartileCallsAre
       << more.findings[0].evidence;
 }
 
+// Noise moves the median and the lower quartile calls apart (preemptions stretch the longer calls
+// first): more data needs both shifted by the ratio, and one of them clear of the largest shift
+// the scheduler gave another rank. Rank 1's median calls 1.34x its peers' against rank 3's
+// noise of 1.06x (1.27x over it), its lower quartile calls `rank1_quartile` times its peers'.
+TEST(LocalizerTest, MoreDataNeedsBothCallStatisticsShiftedAndOneClearOfTheNoise) {
+  auto run = [](double rank1_quartile) {
+    LocalizeInput input = CallSizesRun(1.34, 1.0);
+    for (WorkerPattern& w : input.workers) {
+      for (FunctionPattern& f : w.functions) {
+        bool batch_sized = f.category == Category::kCompute && f.name.find("AccumulateGrad") == std::string::npos;
+        if (w.rank == 3 && batch_sized) f.median_duration_us *= 1.06;
+        f.low_quartile_duration_us = f.median_duration_us * 0.8;
+        if (w.rank == 1 && batch_sized) f.low_quartile_duration_us *= rank1_quartile / 1.34;
+      }
+    }
+    return input;
+  };
+  Diagnosis more = Localize(run(1.89), DefaultExpectations());
+  ASSERT_FALSE(more.healthy());
+  EXPECT_EQ(more.findings[0].category, FindingCategory::kImbalance) << more.findings[0].evidence;
+  EXPECT_EQ(more.findings[0].workers, std::vector<int>{1});
+  EXPECT_NE(more.findings[0].evidence.find("median calls take 1.34x its peers' (their lower quartile 1.89x)"),
+            std::string::npos)
+      << more.findings[0].evidence;
+  // The lower quartile not shifted by the ratio: noise in the median alone.
+  Diagnosis unshifted = Localize(run(1.2), DefaultExpectations());
+  EXPECT_TRUE(unshifted.healthy()) << unshifted.findings[0].evidence;
+  // Neither clear of the noise: the lower quartile shifted as much as the median.
+  Diagnosis in_noise = Localize(run(1.34), DefaultExpectations());
+  EXPECT_TRUE(in_noise.healthy()) << in_noise.findings[0].evidence;
+}
+
 // `n` ranks; rank 1's own code (a garbage collection at one line, or its loader) holds `extra` more
 // of every step than its peers', who wait that long for it in their all-reduce, and its
 // batch-sized ops' median calls are 1.4x its peers' while its model-sized ones keep their size:
