@@ -17,8 +17,8 @@ gives one session, and a further slowdown on top of it gives another. After a ca
 the new baseline starts from the pace the session captured (`captured_pace`): the session has
 seen that pace, and a pace slower than it by the threshold is a slowdown it did not see, one
 that began after its window. Without that a session on noise just before a real slowdown made
-the slowed pace the new best (a CI run: noise fired at iteration 110, captured 110-114 at the
-healthy pace, and every rank slowed from 120 on, inside the new warm-up and window: no session).
+the slowed pace the new best (a CI run: a session on noise captured iterations 110-114, every
+rank slowed from 120 on, inside the new warm-up and window, and no session followed).
 """
 
 import collections
@@ -133,8 +133,9 @@ def captured_pace(times_s, window: int) -> Optional[Tuple[float, float]]:
     median absolute deviation. The first time carries the profiler's start: a 4-rank CPU run's
     ranks captured times of about 15-27 ms with plain standard errors of 2.4-3.0 ms over their
     5, and 10 of those (the noise guard) stood above the 17 ms that the 2x clip lets any
-    slowdown add, so a job slowed 3x after the session was never detected. None under 3 times. The profiler's own
-    cost makes the pace slower than the job's, which only raises the bar."""
+    slowdown add, so a job slowed 3x after the session was never detected. None under 3
+    times. The profiler's own cost makes the pace slower than the job's, which only raises the
+    bar."""
     times = [t for t in times_s if t > 0]
     if len(times) < 3 or window < 1:
         return None
