@@ -3,6 +3,7 @@ agent`, rank 1 slowed mid-run by a matmul contender; then what eroica made of it
 both ranks' captures, the first finding, the agent's metrics file (NVML on a GPU), the
 patterns' μ/σ and the captured traces."""
 
+import collections
 import glob
 import json
 import os
@@ -19,6 +20,7 @@ from trace_facts import trace_facts
 DEVICE_SIDE = {"compute", "memory"}  # a finding about the device itself, not host or network
 SLOWDOWN_RATIO = 1.3  # rank 1's iterations after the contender's start over before it
 CPU_JOB_ATTEMPTS = 3  # the dry run's job, while the contender did not slow rank 1 (run_slowed_job)
+Slowdown = collections.namedtuple("Slowdown", "before_ms after_ms ratio contender")
 
 
 def job_knobs(run, contender):
@@ -150,8 +152,8 @@ def check_job_ran(run, job):
 
 
 def slowdown_of(job):
-    """Rank 1's median iteration before the contender and after it (ms), their ratio, and what
-    the contender reported doing; None without rank 1's times."""
+    """Rank 1's median iteration before the contender and after it, their ratio, and what the
+    contender reported doing (a Slowdown); None without rank 1's times."""
     path = os.path.join(job["out"], "times-rank-1.json")
     if not os.path.exists(path):
         return None
@@ -161,7 +163,7 @@ def slowdown_of(job):
     contender = os.path.join(job["out"], "contender.json")
     did = read_json(contender).get("stopped", {}) if os.path.exists(contender) else {}
     ratio = after / before if before > 0 else float("nan")
-    return before, after, ratio, did
+    return Slowdown(before, after, ratio, did)
 
 
 def check_slowdown(run, job):
@@ -396,10 +398,10 @@ def run_slowed_job(run, name, contender):
     while True:
         job = run_job(run, name, contender)
         slowdown = slowdown_of(job)
-        if len(earlier) + 1 == attempts or job["code"] != 0 or slowdown is None or slowdown[2] >= SLOWDOWN_RATIO:
+        if len(earlier) + 1 == attempts or job["code"] != 0 or slowdown is None or slowdown.ratio >= SLOWDOWN_RATIO:
             job["earlier_ratios"] = earlier
             return job
-        earlier.append(slowdown[2])
+        earlier.append(slowdown.ratio)
         keep_job_files(run, job, "%s.attempt%d" % (name, len(earlier)))
         shutil.rmtree(job["dir"], ignore_errors=True)  # its sessions would count as the next one's
 
