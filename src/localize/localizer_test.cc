@@ -525,7 +525,8 @@ LocalizeInput LoopOverNoisyNextPoints(double loop_share) {
 // point at 0.09-0.18 on every rank, but rank 1's thread came back 30 ms late after each
 // all-reduce (0.25 of its window at its resumption), which then led its host points. A
 // resumption is the scheduler's queueing, not code: the loop still leads on every rank. Named as
-// an ordinary program point, the same time hides the loop on one rank of four.
+// an ordinary program point, the same time puts the loop first on three ranks of four only (one
+// may be the exception), and rank 1 leads nowhere.
 LocalizeInput LoopWithALateResumption(const char* rank1_gap) {
   const double loop[] = {0.1187, 0.0937, 0.1609, 0.1827};
   const double next[] = {0.020, 0.026, 0.015, 0.022};
@@ -549,8 +550,65 @@ TEST(LocalizerTest, ALateResumptionAfterACollectiveIsNoProgramPoint) {
   EXPECT_EQ(d.findings[0].category, FindingCategory::kHost);
   EXPECT_EQ(d.findings[0].function, "(python between loader and zeros)");
   EXPECT_EQ(d.findings[0].workers, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_NE(d.findings[0].evidence.find("on 4 of 4 workers"), std::string::npos) << d.findings[0].evidence;
   Diagnosis as_code = Localize(LoopWithALateResumption("(python between grad and as_strided)"), DefaultExpectations());
-  for (const Finding& f : as_code.findings) EXPECT_NE(f.function, "(python between loader and zeros)") << f.evidence;
+  auto loop = std::find_if(as_code.findings.begin(), as_code.findings.end(), [](const Finding& f) {
+    return f.scope == FindingScope::kGlobal && f.function == "(python between loader and zeros)";
+  });
+  ASSERT_NE(loop, as_code.findings.end());
+  EXPECT_NE(loop->evidence.find("on 3 of 4 workers"), std::string::npos) << loop->evidence;
+}
+
+// probe23's 5-rank MLP with 14 % of each step in Python on every rank (seed 515), as measured:
+// the loop's point held 0.088-0.130 on every rank, but on rank 2 a noisy point held 0.117 against
+// the loop's 0.102 there; the other ranks' next points recurring in every step held 0.003-0.023.
+// One rank of five may be the exception: the loop is still every rank's.
+TEST(LocalizerTest, ALightGlobalLoopIsFoundWhereOneRanksNoiseLeadsIt) {
+  const double loop[] = {0.1296, 0.0875, 0.1019, 0.1184, 0.0889};
+  const double next[] = {0.0031, 0.0187, 0.1167, 0.0232, 0.0198};
+  auto run = [&](int exceptions) {
+    LocalizeInput input;
+    for (int r = 0; r < 5; ++r) {
+      WorkerPattern w = Worker(r, 0.45, 0.04, 0.0, 0.25, 0.117);
+      w.world_size = 5;
+      AddHostPoint(&w, "(python between loader and zeros)", loop[r]);
+      // With `exceptions` > 0 the noisy point is larger than the loop on ranks 0 and 1 instead.
+      double noise = exceptions > 0 ? (r < exceptions ? 0.1500 : (r == 2 ? 0.0025 : next[r])) : next[r];
+      AddHostPoint(&w, "(python between zeros and zeros)", noise);
+      input.workers.push_back(w);
+    }
+    return Localize(input, DefaultExpectations());
+  };
+  Diagnosis one = run(0);  // rank 2's measured noise: one exception
+  ASSERT_FALSE(one.healthy());
+  EXPECT_EQ(one.findings[0].scope, FindingScope::kGlobal);
+  EXPECT_EQ(one.findings[0].function, "(python between loader and zeros)");
+  EXPECT_EQ(one.findings[0].workers, (std::vector<int>{0, 1, 2, 3, 4}));
+  // Noise above the loop on two ranks of five is no longer one rank's exception.
+  for (const Finding& f : run(2).findings) {
+    EXPECT_FALSE(f.scope == FindingScope::kGlobal && f.function == "(python between loader and zeros)") << f.evidence;
+  }
+}
+
+// The 7-rank GC storm on every rank (seed 1000), as measured: rank 0 collected at 0.20 of its
+// step (54 ms) against 0.40-0.52 on its peers, its other host points at 0.006. It pays the cost:
+// its point stands far above its own other host code, as on its peers.
+TEST(LocalizerTest, ARankPayingAGlobalPointFasterStillPaysIt) {
+  const double storm[] = {0.2031, 0.5056, 0.4834, 0.4768, 0.4072, 0.5211, 0.3993};
+  const double next[] = {0.0062, 0.0208, 0.0426, 0.0095, 0.0248, 0.0096, 0.0066};
+  LocalizeInput input;
+  for (int r = 0; r < 7; ++r) {
+    WorkerPattern w = Worker(r, 0.10, 0.01, 0.0, 0.30 + (r == 0 ? 0.30 : 0), 0.25);
+    w.world_size = 7;
+    AddHostPoint(&w, "(python between loader and zeros)", storm[r]);
+    AddHostPoint(&w, "(python between grad and as_strided)", next[r]);
+    input.workers.push_back(w);
+  }
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
+  EXPECT_EQ(d.findings[0].function, "(python between loader and zeros)");
+  EXPECT_EQ(d.findings[0].workers, (std::vector<int>{0, 1, 2, 3, 4, 5, 6}));
 }
 
 // A rank late at every step by its resumption after the all-reduce (the others wait for it) is
