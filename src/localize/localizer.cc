@@ -89,18 +89,49 @@ bool MoreUrgent(const Finding& a, const Finding& b) {
   return a.impact_s_per_iter > b.impact_s_per_iter;
 }
 
+// Whether a local loader finding is one rank's turn in a stall every rank's loader has: its
+// DataLoader workers slept in their own work (a read, a decode, a remote fetch: loader_work.h),
+// and no longer than its peers' (LoaderSleptBeyondPeers, by the noise floor). Ranks whose
+// workers prefetch stall in turns, and the others wait for whichever ran dry; a rank whose own
+// loader is slower sleeps longer in it. A fresh 4-rank MLP whose every worker waited 5 ms per
+// sample (seed 1200): every rank's workers asleep 1.43-1.63 s per second, rank 1 waiting 0.37 of
+// its step for batches against 0.13-0.19, its workers asleep 0.13 less than its peers'.
+bool LoaderTurnOfAStallEverywhere(const WorkerGroup& group, const Expectations& e, const Finding& local) {
+  if (local.category != FindingCategory::kDataloader || local.workers.size() != 1) return false;
+  std::vector<std::optional<double>> beyond = LoaderSleptBeyondPeers(group);
+  for (size_t k = 0; k < group.size(); ++k) {
+    if (group.row(k).rank != local.workers.front()) continue;
+    const std::optional<CpuShare>& cpu = group.row(k).cpu;
+    return cpu && cpu->loader_asleep >= e.min_excess_beta && beyond[k] && *beyond[k] < e.min_excess_beta;
+  }
+  return false;
+}
+
 // A rank that is merely the worst of a problem every rank has (every rank in a Python hot loop,
 // one of them a little slower on a loaded host) is part of the global finding, not a separate
 // local one: same category and function, and its excess over its peers no more than what the
-// problem holds on every rank (`iteration_s` × its level). A rank whose excess there is larger
-// has a cause of its own on top, and both are reported: a CI run of 4 ranks that each slept
-// 10 ms a step at one line, rank 3 80 ms, named only the 10 ms (β 0.12) on every rank.
-void FoldLocalIntoGlobal(double iteration_s, std::vector<Finding>* local, std::vector<Finding>* global) {
+// problem holds on every rank (`iteration_s` × its level), or for the loader, its turn in a stall
+// every rank's loader has (LoaderTurnOfAStallEverywhere), whose wait the job pays as part of the
+// global cost. A rank whose excess there is larger has a cause of its own on top, and both are
+// reported: a CI run of 4 ranks that each slept 10 ms a step at one line, rank 3 80 ms, named
+// only the 10 ms (β 0.12) on every rank.
+void FoldLocalIntoGlobal(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local,
+                         std::vector<Finding>* global) {
+  double iteration_s = MedianIterationS(group);
   std::erase_if(*local, [&](const Finding& l) {
     for (Finding& g : *global) {
-      if (g.category == l.category && g.function == l.function && l.impact_s_per_iter <= g.beta * iteration_s) {
+      if (g.category != l.category || g.function != l.function) continue;
+      if (l.impact_s_per_iter <= g.beta * iteration_s) {
         g.evidence += fmt::format("; rank {} is the worst (+{:.1f} ms per iteration over its peers)", l.workers.front(),
                                   l.impact_s_per_iter * 1e3);
+        return true;
+      }
+      if (LoaderTurnOfAStallEverywhere(group, e, l)) {
+        g.impact_s_per_iter = std::max(g.impact_s_per_iter, l.impact_s_per_iter);
+        g.evidence += fmt::format(
+            "; rank {} waited longest for its batches in this window (+{:.1f} ms per iteration over its peers), "
+            "its workers asleep in their work no longer than its peers': ranks that prefetch stall in turns",
+            l.workers.front(), l.impact_s_per_iter * 1e3);
         return true;
       }
     }
@@ -170,7 +201,7 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
       std::erase_if(global, [](const Finding& g) { return g.category == FindingCategory::kCommunication; });
       local.insert(local.end(), links.begin(), links.end());
     }
-    FoldLocalIntoGlobal(MedianIterationS(group), &local, &global);
+    FoldLocalIntoGlobal(group, expectations, &local, &global);
     d.findings.insert(d.findings.end(), local.begin(), local.end());
     d.findings.insert(d.findings.end(), global.begin(), global.end());
   }

@@ -2515,6 +2515,71 @@ TEST(LocalizerTest, EveryRanksLoaderAsleepInItsWorkStallingInTurnsIsAGlobalLoade
   }
 }
 
+// A fresh 4-rank MLP whose every rank's 2 loader workers waited 5 ms per sample (seed 1200), as
+// measured: every rank's workers asleep in their work 1.43-1.63 s per second; rank 1 waited for
+// batches in 4 of 5 steps, 0.37 of its window against 0.13-0.19, and the others waited for it.
+// `rank1_asleep`: how long rank 1's workers slept (1.48 measured; 2.0: longer than its peers').
+LocalizeInput EveryLoaderSlowOneRanksTurn(float rank1_asleep) {
+  const float it[4][5][5] = {{{0.079f, 0, 0.529f, 0.314f, 0.078f},
+                              {0.450f, 0, 0.509f, 0.015f, 0.027f},
+                              {0.307f, 0, 0.280f, 0.354f, 0.059f},
+                              {0.178f, 0, 0.486f, 0.180f, 0.155f},
+                              {0.096f, 0, 0.519f, 0.077f, 0.307f}},
+                             {{0.069f, 0, 0.269f, 0.481f, 0.181f},
+                              {0.290f, 0, 0.482f, 0.052f, 0.175f},
+                              {0.377f, 0, 0.143f, 0.426f, 0.054f},
+                              {0.293f, 0, 0.282f, 0.317f, 0.109f},
+                              {0.119f, 0, 0.311f, 0.479f, 0.091f}},
+                             {{0.111f, 0, 0.364f, 0.392f, 0.133f},
+                              {0.262f, 0, 0.595f, 0.042f, 0.101f},
+                              {0.324f, 0, 0.562f, 0.077f, 0.037f},
+                              {0.377f, 0, 0.365f, 0.052f, 0.206f},
+                              {0.090f, 0, 0.707f, 0.056f, 0.146f}},
+                             {{0.199f, 0, 0.393f, 0.267f, 0.141f},
+                              {0.185f, 0, 0.615f, 0.177f, 0.023f},
+                              {0.083f, 0, 0.806f, 0.085f, 0.026f},
+                              {0.134f, 0, 0.741f, 0.084f, 0.041f},
+                              {0.107f, 0, 0.753f, 0.059f, 0.081f}}};
+  const double iteration_s[] = {0.1219, 0.1166, 0.1285, 0.1213};
+  const float asleep[] = {1.429f, rank1_asleep, 1.607f, 1.631f};
+  const float main_cpu[] = {0.161f, 0.168f, 0.190f, 0.149f};
+  const float main_queued[] = {0.183f, 0.225f, 0.179f, 0.103f};
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], it[r]);
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.84f,
+                     .process_cpu = 0.25f,
+                     .run_delay = 0.6f,
+                     .loader_cpu = 0.09f,
+                     .loader_run_delay = 0.4f,
+                     .loader_asleep = asleep[r],
+                     .loader_making = 2.0f,
+                     .throttled = 0,
+                     .main_cpu = main_cpu[r],
+                     .main_run_delay = main_queued[r]};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+// The rank that waited longest for its batches is the slow loaders' turn there, not a cause of
+// its own: the first finding is every rank's loader, at the turn's cost. A rank whose workers
+// slept longer than its peers' has a slower loader of its own, and is named first.
+TEST(LocalizerTest, OneRanksTurnInAStallEveryLoaderHasIsTheGlobalLoaderCost) {
+  Diagnosis d = Localize(EveryLoaderSlowOneRanksTurn(1.48f), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kDataloader);
+  EXPECT_EQ(d.findings[0].workers, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_NE(d.findings[0].evidence.find("rank 1 waited longest"), std::string::npos) << d.findings[0].evidence;
+  for (const Finding& f : d.findings) EXPECT_NE(f.scope, FindingScope::kLocal) << f.evidence;
+  Diagnosis own = Localize(EveryLoaderSlowOneRanksTurn(2.0f), DefaultExpectations());
+  ASSERT_FALSE(own.healthy());
+  EXPECT_EQ(own.findings[0].scope, FindingScope::kLocal);
+  EXPECT_EQ(own.findings[0].workers, std::vector<int>{1});
+}
+
 // A declared world size of 2^31-1 used to make diagnose fill a list that long (SIGABRT or a
 // timeout).
 TEST(LocalizerTest, AnUnbelievableWorldSizeIsCutWithAWarning) {
