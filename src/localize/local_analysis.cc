@@ -198,6 +198,24 @@ bool LoaderAsleepInItsWork(const WorkerGroup& group, const WindowExcess& window,
          excess >= e.small_group_min_excess_beta && OthersWaitFor(group, k) >= e.min_excess_beta;
 }
 
+// The same for a loader without worker processes, which the training thread runs itself: the
+// scheduler queues a thread, it does not put it to sleep, so a thread that slept outside the
+// collectives longer than its peers' by the noise floor (cpu_contention.h SleptBeyondPeers), on a
+// rank whose loader time stands out, slept reading its input (slow storage, a sleep in collate).
+// With worker processes the thread sleeps waiting for their batches however they were slowed
+// (LoaderAsleepInItsWork reads the workers instead). A fresh 4-rank MLP reading 512 KiB per sample
+// with O_DIRECT on rank 0 (seed 1201): its loader 0.26 of its window against 0.05-0.07, its thread
+// asleep outside collectives 0.10 of the window longer than its peers', the others waiting 0.28 of
+// a step for it; one fast read in one of the 5 steps broke the every-step test, and its own work's
+// spread the window's. Not for host time: healthy ranks' threads slept 0.04-0.10 of the window
+// longer than their peers' outside the collectives the trace shows, with host time 0.09-0.11
+// above the median (probe23's s500, validation21's s102), and were named.
+bool ThreadAsleepInItsWork(const WorkerGroup& group, const WindowExcess& window, size_t k, double excess,
+                           const std::optional<double>& slept, const Expectations& e) {
+  return slept && *slept >= e.min_excess_beta && window.iterations() >= 4 && excess >= e.small_group_min_excess_beta &&
+         OthersWaitFor(group, k) >= e.min_excess_beta;
+}
+
 // The same work done slower everywhere is a slow worker, not slow code: a throttled or contended
 // CPU stretches its compute ops and the Python between them, while a hot loop or a GC storm adds
 // host time and leaves the ops as fast as the peers'. So when host time leads but the worker's
@@ -248,6 +266,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   std::vector<std::vector<bool>> outlier(kOwnCount, std::vector<bool>(n, false));
   std::vector<double> host_leads = HostFunctionLeads(group);
   std::vector<std::optional<double>> loader_slept = LoaderSleptBeyondPeers(group);
+  std::vector<std::optional<double>> thread_slept = SleptBeyondPeers(group);
   std::optional<LastArriver> last = FindLastArriver(group, e);
   WindowExcess own_window(group, std::nullopt, e);
   for (size_t c = 0; c < kOwnCount; ++c) {
@@ -267,6 +286,10 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
         outlier[c][k] = true;
       }
       if (kOwnWork[c] == Category::kDataloader && LoaderAsleepInItsWork(group, window, k, excess, loader_slept[k], e)) {
+        outlier[c][k] = true;
+      }
+      if (kOwnWork[c] == Category::kDataloader && !loader_slept[k] &&
+          ThreadAsleepInItsWork(group, window, k, excess, thread_slept[k], e)) {
         outlier[c][k] = true;
       }
       flagged += outlier[c][k] ? 1 : 0;
