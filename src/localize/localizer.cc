@@ -96,9 +96,10 @@ bool MoreUrgent(const Finding& a, const Finding& b) {
 // loader is slower sleeps longer in it. A fresh 4-rank MLP whose every worker waited 5 ms per
 // sample (seed 1200): every rank's workers asleep 1.43-1.63 s per second, rank 1 waiting 0.37 of
 // its step for batches against 0.13-0.19, its workers asleep 0.13 less than its peers'.
-bool LoaderTurnOfAStallEverywhere(const WorkerGroup& group, const Expectations& e, const Finding& local) {
+// `beyond`: LoaderSleptBeyondPeers(group), read once for all findings.
+bool LoaderTurnOfAStallEverywhere(const WorkerGroup& group, const Expectations& e,
+                                  const std::vector<std::optional<double>>& beyond, const Finding& local) {
   if (local.category != FindingCategory::kDataloader || local.workers.size() != 1) return false;
-  std::vector<std::optional<double>> beyond = LoaderSleptBeyondPeers(group);
   for (size_t k = 0; k < group.size(); ++k) {
     if (group.row(k).rank != local.workers.front()) continue;
     const std::optional<CpuShare>& cpu = group.row(k).cpu;
@@ -118,6 +119,10 @@ bool LoaderTurnOfAStallEverywhere(const WorkerGroup& group, const Expectations& 
 void FoldLocalIntoGlobal(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local,
                          std::vector<Finding>* global) {
   double iteration_s = MedianIterationS(group);
+  bool loader = std::any_of(local->begin(), local->end(),
+                            [](const Finding& l) { return l.category == FindingCategory::kDataloader; });
+  std::vector<std::optional<double>> beyond;
+  if (loader) beyond = LoaderSleptBeyondPeers(group);
   std::erase_if(*local, [&](const Finding& l) {
     for (Finding& g : *global) {
       if (g.category != l.category || g.function != l.function) continue;
@@ -126,7 +131,7 @@ void FoldLocalIntoGlobal(const WorkerGroup& group, const Expectations& e, std::v
                                   l.impact_s_per_iter * 1e3);
         return true;
       }
-      if (LoaderTurnOfAStallEverywhere(group, e, l)) {
+      if (loader && LoaderTurnOfAStallEverywhere(group, e, beyond, l)) {
         g.impact_s_per_iter = std::max(g.impact_s_per_iter, l.impact_s_per_iter);
         g.evidence += fmt::format(
             "; rank {} waited longest for its batches in this window (+{:.1f} ms per iteration over its peers), "
