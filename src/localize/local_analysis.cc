@@ -210,6 +210,12 @@ bool LoaderAsleepInItsWork(const WorkerGroup& group, const WindowExcess& window,
 // spread the window's. Not for host time: healthy ranks' threads slept 0.04-0.10 of the window
 // longer than their peers' outside the collectives the trace shows, with host time 0.09-0.11
 // above the median (probe23's s500, validation21's s102), and were named.
+// Read without DataLoader worker processes: none ran beside it (no CPU of theirs, no reading of
+// their work). A rank whose workers went unread is not taken for one without.
+bool WithoutLoaderWorkers(const WorkerRow& w) {
+  return w.cpu && w.cpu->loader_cpu <= 0 && w.cpu->loader_asleep < 0 && w.cpu->loader_making < 0;
+}
+
 bool ThreadAsleepInItsWork(const WorkerGroup& group, const WindowExcess& window, size_t k, double excess,
                            const std::optional<double>& slept, const Expectations& e) {
   return slept && *slept >= e.min_excess_beta && window.iterations() >= 4 && excess >= e.small_group_min_excess_beta &&
@@ -288,7 +294,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
       if (kOwnWork[c] == Category::kDataloader && LoaderAsleepInItsWork(group, window, k, excess, loader_slept[k], e)) {
         outlier[c][k] = true;
       }
-      if (kOwnWork[c] == Category::kDataloader && !loader_slept[k] &&
+      if (kOwnWork[c] == Category::kDataloader && WithoutLoaderWorkers(group.row(k)) &&
           ThreadAsleepInItsWork(group, window, k, excess, thread_slept[k], e)) {
         outlier[c][k] = true;
       }
