@@ -14,9 +14,9 @@ trigger a session for nothing. Clipped at 2x it adds 2 %. A sustained slowdown s
 Cool-down: after it fires the detector stays disarmed until `rebaseline()`, which forgets the
 old baseline and measures a new one (warm-up, then a full window). One slowdown therefore
 gives one session, and a further slowdown on top of it gives another. After a captured session
-the new baseline starts from the pace the session captured (`captured_pace`): the session has
-seen that pace, and a pace slower than it by the threshold is a slowdown it did not see, one
-that began after its window. Without that a session on noise just before a real slowdown made
+the new baseline starts from the pace the session captured (`captured_pace`), or the pace just
+before it where that was slower (`held_pace`): the session has seen that pace, and a pace
+slower than it by the threshold is a slowdown it did not see, one that began after its window. Without that a session on noise just before a real slowdown made
 the slowed pace the new best (a CI run: a session on noise captured iterations 110-114, every
 rank slowed from 120 on, inside the new warm-up and window, and no session followed).
 """
@@ -85,6 +85,16 @@ class DegradationDetector:
         n = len(self._samples)
         return self._sum_s / n if n else None
 
+    def current_pace(self) -> Optional[Tuple[float, float]]:
+        """The mean of the samples in the window now and its standard error (as `rebaseline`
+        takes a pace); None under 3 samples."""
+        n = len(self._samples)
+        if n < 3:
+            return None
+        mean_s = self._sum_s / n
+        variance = max(0.0, (self._sum_sq - self._sum_s * mean_s) / (n - 1))
+        return mean_s, math.sqrt(variance / n)
+
     def add(self, iteration_s: float) -> Optional[Degradation]:
         """Adds one iteration time; returns a Degradation the moment the rule first holds."""
         self._seen += 1
@@ -142,6 +152,20 @@ def captured_pace(times_s, window: int) -> Optional[Tuple[float, float]]:
     median = statistics.median(times)
     spread = 1.4826 * statistics.median(abs(t - median) for t in times)
     return median, spread / math.sqrt(window)
+
+
+def held_pace(captured: Optional[Tuple[float, float]],
+              before: Optional[Tuple[float, float]]) -> Optional[Tuple[float, float]]:
+    """The pace a job is held to after a session: the slower of the pace its window captured and
+    the detector's window just before the session began, with the larger standard error. A few
+    captured iterations need not show a job's pace: a 2-rank CI job ran its steps at 12 or 16 ms
+    (14 ms on average over the 26 before its session), its 5 captured steps at 12.0-12.9 after the
+    profiler's first; held to 12.6 ms with their 0.06 ms error, its usual 14 ms set off a second
+    session. Neither is the slowed pace of a slowdown that began after the window."""
+    paces = [p for p in (captured, before) if p is not None]
+    if not paces:
+        return None
+    return max(p[0] for p in paces), max(p[1] for p in paces)
 
 
 def still_speeding_up(samples_s, sigmas: float = 2.0) -> bool:

@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import capture as capture_mod
 from . import agent_link, finish, hang, hooks, log, safe_fs, trigger
 from .config import Config
-from .detector import DegradationDetector, HangDetector, captured_pace, still_speeding_up
+from .detector import DegradationDetector, HangDetector, captured_pace, held_pace, still_speeding_up
 
 _perf_ns = time.perf_counter_ns
 
@@ -55,6 +55,7 @@ class Runtime:
         self.durations_ns: collections.deque = collections.deque(
             maxlen=max(cfg.series_len, cfg.window))
         self.capture: Optional[capture_mod.Capture] = None
+        self._pace_before_capture: Optional[Tuple[float, float]] = None  # the detector's, at its start
         self._mode = _MODE_NONE
         self._batches_without_step = 0
         self._iterator_id = 0  # the DataLoader iterator the loop is drawing from
@@ -296,6 +297,7 @@ class Runtime:
             self._spawn(self._finisher().capture_done, cap)
             return
         self.capture = cap
+        self._pace_before_capture = self.detector.current_pace()
         if session.get("reason") == "baseline":
             n = int(session.get("capture_iters", 0))
             self._unmeasured_until = iteration + 2 * n
@@ -312,8 +314,8 @@ class Runtime:
         if done:
             self.capture = None
             if cap.session.get("reason") != "baseline":  # cool-down ends with a new baseline
-                pace = None if cap.error else captured_pace(cap.iteration_times_s, self.detector.window)
-                self.detector.rebaseline(pace)
+                captured = None if cap.error else captured_pace(cap.iteration_times_s, self.detector.window)
+                self.detector.rebaseline(held_pace(captured, self._pace_before_capture) if captured else None)
             self._captured.append((cap.session, cap.session_dir))
             self._spawn(self._finisher().capture_done, cap)
 

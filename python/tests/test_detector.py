@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from eroica.detector import DegradationDetector, HangDetector, captured_pace
+from eroica.detector import DegradationDetector, HangDetector, captured_pace, held_pace
 
 
 def feed(detector, series):
@@ -155,3 +155,31 @@ def test_isolated_pauses_do_not_trigger_but_frequent_stalls_do():
     series = [1.0] * 200 + [10.0 if i % 10 == 0 else 1.0 for i in range(200)]
     fired = feed(DegradationDetector(), series)
     assert len(fired) == 1 and fired[0] < 240
+
+
+def test_the_held_pace_is_the_slower_of_the_captured_and_the_one_before():
+    # The CI job as measured: steps at 12 or 16 ms, 14 ms on average before its session, its
+    # 5 captured steps at 12.0-12.9 after the profiler's first (18.8).
+    captured = captured_pace([0.0188, 0.0126, 0.0120, 0.0129, 0.0125], window=50)
+    before_times = [0.012, 0.016] * 13
+    d = DegradationDetector(window=50, warmup=0)
+    for t in before_times:
+        d.add(t)
+    before = d.current_pace()
+    assert before[0] == pytest.approx(0.014) and before[1] > captured[1]
+    assert held_pace(captured, before) == (before[0], before[1])
+    # Held to the captured pace alone, the job's usual 14 ms is a slowdown; held to the slower,
+    # it is not, and a real one after the session still is.
+    for pace, fires_at_usual in ((captured, True), (held_pace(captured, before), False)):
+        usual = DegradationDetector(window=50, warmup=0)
+        usual.rebaseline(pace)
+        fired = [usual.add(t) for t in [0.012, 0.016] * 30]
+        assert any(fired) == fires_at_usual
+        slowed = DegradationDetector(window=50, warmup=0)
+        slowed.rebaseline(pace)
+        assert any(slowed.add(t) for t in [0.024, 0.032] * 30)
+    # A slowdown's session: the captured pace is the slower, and is kept.
+    assert held_pace((0.050, 0.001), (0.030, 0.002)) == (0.050, 0.002)
+    assert held_pace(None, (0.030, 0.002)) == (0.030, 0.002)
+    assert held_pace(None, None) is None
+    assert DegradationDetector(window=5, warmup=0).current_pace() is None

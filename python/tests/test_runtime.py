@@ -245,6 +245,24 @@ def test_after_a_session_the_detector_starts_from_the_pace_it_captured(tmp_path)
         t.join(30)
 
 
+def test_a_session_that_captured_faster_steps_than_before_holds_the_job_to_the_pace_before(tmp_path):
+    """A few captured steps need not show the job's pace: steps of 12 or 16 ms before the
+    session, three of 12 ms captured. The job is held to the 14 ms it ran at (held_pace)."""
+    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=0, EROICA_WINDOW=8, EROICA_THRESHOLD=1e6)
+    now = 1_000_000
+    rt._boundary(now)
+    for i, ms in enumerate([12, 16] * 4 + [12, 16, 12, 12, 12]):  # iterations 10-12 traced at 12 ms
+        if i == 8:
+            rt._mail.append(("session", {"session_id": "s-fast", "reason": "forced", "target_iteration": 10,
+                                         "capture_iters": 3, "capture_max_s": 20.0}))
+        now += int(ms * 1e6)
+        rt._boundary(now)
+    assert rt.capture is None and (tmp_path / "s-fast").is_dir()
+    assert rt.detector.best_mean_s == pytest.approx(0.014, rel=0.02)
+    for t, _ in rt._finishers:
+        t.join(30)
+
+
 def _baselines_requested(rt):
     asked = []
     rt._request_session = lambda iteration, reason, *_: asked.append((iteration, reason))
