@@ -519,9 +519,13 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
     if (cpu && cpu->main_cpu >= 0) on_cpu.push_back(cpu->main_cpu), read.push_back(k);
   }
   std::vector<double> cpu_beyond(n, 0.0);
+  std::vector<bool> cpu_read(n, false);
   if (2 * read.size() > n) {  // most ranks read: a median of a few says little
     std::vector<double> peers_cpu = MedianOfOthers(on_cpu);
-    for (size_t i = 0; i < read.size(); ++i) cpu_beyond[read[i]] = on_cpu[i] - peers_cpu[i];
+    for (size_t i = 0; i < read.size(); ++i) {
+      cpu_beyond[read[i]] = on_cpu[i] - peers_cpu[i];
+      cpu_read[read[i]] = true;
+    }
   }
   for (size_t k = 0; k < n; ++k) {
     const WorkerRow& w = group.row(k);
@@ -530,6 +534,12 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
     bool counted = (peer_items > 0 && w.dataloader_ops_per_iter >= e.imbalance_ratio * peer_items) ||
                    (peer_calls > 0 && w.compute_calls_per_iter >= e.imbalance_ratio * peer_calls);
     bool larger_calls = !sizes.empty() && sizes[k].MoreData(e.imbalance_ratio);
+    // More data is more work: where the training threads were read, a rank found by its larger
+    // calls alone (no counts) must also have run on a CPU longer than its peers by the noise
+    // floor. The 21 ranks given longer sequences of the 21- to 24-series ran 0.10-0.56 of the
+    // window longer; a healthy 8-rank run's rank the calls named (edge25 s805), -0.002, and two
+    // other ranks they named without counts 0.019 and 0.022.
+    if (larger_calls && !counted && cpu_read[k] && cpu_beyond[k] < e.min_excess_beta) larger_calls = false;
     if (!counted && !larger_calls) continue;
     double excess = own[k] - PeerCenter(own, own_center, k);
     auto listed = std::find_if(excesses->begin(), excesses->end(), [&](const Excess& x) { return x.member == k; });

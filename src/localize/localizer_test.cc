@@ -1356,8 +1356,11 @@ TEST(LocalizerTest, MoreWorkOnSharedBusyCoresNeedsNobodyToWaitForIt) {
 // ops' median calls are `batch` times its peers' and its model-sized ones (gradient accumulation,
 // the optimizer's step) `model` times; `light_us` is the median of three 1-call ops that hold
 // almost no critical path, on rank 0 (an embedding's backward waited 12 ms a call on some healthy
-// ranks).
-LocalizeInput CallSizesRun(double batch, double model, float host_busy = 0.97f, double light_us = 400) {
+// ranks). Rank 1's training thread runs on a CPU longer by `extra_cpu` of the window (default:
+// a quarter of its batch-sized work's growth; ranks given longer sequences ran 0.10-0.56 longer).
+LocalizeInput CallSizesRun(double batch, double model, float host_busy = 0.97f, double light_us = 400,
+                           double extra_cpu = -1) {
+  if (extra_cpu < 0) extra_cpu = 0.25 * (1 - 1 / batch);
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
     double jitter = 0.005 * (r % 3);
@@ -1385,7 +1388,7 @@ LocalizeInput CallSizesRun(double batch, double model, float host_busy = 0.97f, 
                      .host_busy = host_busy,
                      .process_cpu = 0.5f,
                      .run_delay = host_busy > 0.75f ? 0.9f : 0.05f,
-                     .main_cpu = 0.45f,
+                     .main_cpu = 0.45f + static_cast<float>(r == 1 ? extra_cpu : 0),
                      .main_run_delay = host_busy > 0.75f ? 0.45f : 0.02f};
     input.workers.push_back(w);
   }
@@ -1397,6 +1400,9 @@ LocalizeInput CallSizesRun(double batch, double model, float host_busy = 0.97f, 
 // median calls are 2x its peers' while the model-sized ones keep their size: imbalance, costing
 // the larger calls' share of its batch-sized ops (half of them here: 0.27 of a step).
 TEST(LocalizerTest, LongerSequencesShowInTheMedianCallsWhenNothingElseStandsOut) {
+  // Larger calls on a rank whose thread ran on a CPU no longer than its peers' are no more work
+  // (edge25's healthy s805: median calls 1.42x, lower quartile 1.90x, its thread -0.002).
+  EXPECT_TRUE(Localize(CallSizesRun(2.0, 1.05, 0.97f, 400, 0.0), DefaultExpectations()).healthy());
   Diagnosis d = Localize(CallSizesRun(2.0, 1.05), DefaultExpectations());
   ASSERT_FALSE(d.healthy());
   EXPECT_EQ(d.findings[0].category, FindingCategory::kImbalance) << d.findings[0].evidence;
