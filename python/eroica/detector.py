@@ -16,9 +16,10 @@ old baseline and measures a new one (warm-up, then a full window). One slowdown 
 gives one session, and a further slowdown on top of it gives another. After a captured session
 the new baseline starts from the pace the session captured (`captured_pace`), or the pace just
 before it where that was slower (`held_pace`): the session has seen that pace, and a pace
-slower than it by the threshold is a slowdown it did not see, one that began after its window. Without that a session on noise just before a real slowdown made
-the slowed pace the new best (a CI run: a session on noise captured iterations 110-114, every
-rank slowed from 120 on, inside the new warm-up and window, and no session followed).
+slower than it by the threshold is a slowdown it did not see, one that began after its window.
+Without that a session on noise just before a real slowdown made the slowed pace the new best
+(a CI run: a session on noise captured iterations 110-114, every rank slowed from 120 on,
+inside the new warm-up and window, and no session followed).
 """
 
 import collections

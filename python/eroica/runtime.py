@@ -55,7 +55,8 @@ class Runtime:
         self.durations_ns: collections.deque = collections.deque(
             maxlen=max(cfg.series_len, cfg.window))
         self.capture: Optional[capture_mod.Capture] = None
-        self._pace_before_capture: Optional[Tuple[float, float]] = None  # the detector's, at its start
+        # The detector's pace when the running capture began (held_pace).
+        self._pace_before_capture: Optional[Tuple[float, float]] = None
         self._mode = _MODE_NONE
         self._batches_without_step = 0
         self._iterator_id = 0  # the DataLoader iterator the loop is drawing from
@@ -314,8 +315,10 @@ class Runtime:
         if done:
             self.capture = None
             if cap.session.get("reason") != "baseline":  # cool-down ends with a new baseline
-                captured = None if cap.error else captured_pace(cap.iteration_times_s, self.detector.window)
-                self.detector.rebaseline(held_pace(captured, self._pace_before_capture) if captured else None)
+                captured = None if cap.error else captured_pace(cap.iteration_times_s,
+                                                                self.detector.window)
+                pace = held_pace(captured, self._pace_before_capture) if captured else None
+                self.detector.rebaseline(pace)
             self._captured.append((cap.session, cap.session_dir))
             self._spawn(self._finisher().capture_done, cap)
 
