@@ -212,10 +212,7 @@ std::vector<double> NextHostPoints(const WorkerGroup& group, StringId point) {
 // not above the box: the box decides that one point is too much, the job's other points say what
 // a point normally costs (a 40 ms loop at 0.49 of a step, other points at 0.05: 0.44 is lost, not
 // the 0.09 above a 0.40 box).
-double NextHostPointLevel(const WorkerGroup& group, StringId point) {
-  std::vector<double> next = NextHostPoints(group, point);
-  return MedianInPlace(next);
-}
+double NextHostPointLevel(std::vector<double> next) { return MedianInPlace(next); }
 
 // The ranks a Python or GC point's global cost is on: those paying at least half its level
 // (RanksPaying), and those where the point stands above the rank's own largest other host point
@@ -223,9 +220,9 @@ double NextHostPointLevel(const WorkerGroup& group, StringId point) {
 // work runs at different speeds on shared cores: a 7-rank run with a GC storm on every rank had
 // rank 0's collections take 54 ms a step, 0.20 of it, against 106-135 ms (0.40-0.52) on its peers,
 // while its other host points held 0.006; half the level would have left it out.
-std::vector<int> RanksPayingAtPoint(const WorkerGroup& group, StringId point, const std::vector<double>& betas,
-                                    double level, const Expectations& e) {
-  std::vector<double> next = NextHostPoints(group, point);
+// `next`: NextHostPoints(group, point).
+std::vector<int> RanksPayingAtPoint(const WorkerGroup& group, const std::vector<double>& next,
+                                    const std::vector<double>& betas, double level, const Expectations& e) {
   double spread = 1.4826 * MedianAndMad(next).mad;
   double bar = std::max(e.min_excess_beta, e.outlier_z * std::max(spread, e.min_scale_beta));
   std::vector<int> ranks;
@@ -298,11 +295,13 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
     }
     bool python_point = o.host_kind == HostKind::kPython && !IsFoldedTail(name) && name != kUnattributedPython;
     bool code_point = python_point || o.host_kind == HostKind::kGc;
+    // Each rank's largest other host point: read once, for the ranks paying and the usual level.
+    std::vector<double> next = code_point ? NextHostPoints(group, key.second) : std::vector<double>{};
     Finding f = MakeGlobal(
         group, key.first, name, median_beta, median_beta - median_distance,
-        code_point ? RanksPayingAtPoint(group, key.second, all, median_beta, e) : RanksPaying(group, all, median_beta));
+        code_point ? RanksPayingAtPoint(group, next, all, median_beta, e) : RanksPaying(group, all, median_beta));
     if (python_point) {
-      double usual = std::min(median_beta - median_distance, NextHostPointLevel(group, key.second));
+      double usual = std::min(median_beta - median_distance, NextHostPointLevel(next));
       f.impact_s_per_iter = (median_beta - usual) * MedianIterationS(group);
     }
     f.evidence = fmt::format("{} of {} workers spend β {:.3f} in {} (expected at most {:.3f})", count, n, median_beta,
@@ -400,7 +399,7 @@ std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expec
   // A cost of the job's own code is paid on (nearly) every rank. The median lead of two ranks is
   // their mean: a 2-rank run whose throttled rank held 0.18 of a step at a point where its peer
   // held 0.01 passed the lead test on that one rank alone.
-  std::vector<int> paying = RanksPayingAtPoint(group, point, betas, level, e);
+  std::vector<int> paying = RanksPayingAtPoint(group, NextHostPoints(group, point), betas, level, e);
   if (!MostWorkers(paying.size(), n, e)) return std::nullopt;
   Finding f =
       MakeGlobal(group, Category::kHost, std::string(group.table->name(point)), level, noise.median, std::move(paying));
