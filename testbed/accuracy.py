@@ -213,8 +213,8 @@ def score_diagnosis(truth: dict, diagnosis: dict) -> dict:
 ORDER_MIN_COST_RATIO = 1.25
 
 
-def costs_too_close(wanted: List[dict]) -> bool:
-    costs = [f.get("cost_ms_per_iter") for f in wanted]
+def costs_too_close(costs: List[Optional[float]]) -> bool:
+    """Whether two of the faults' net costs (net_cost_ms) are within ORDER_MIN_COST_RATIO."""
     if any(not isinstance(c, (int, float)) or c <= 0 for c in costs):
         return False
     ordered = sorted(costs, reverse=True)
@@ -231,48 +231,62 @@ def own_work_noise_ms(truth: dict) -> Optional[float]:
     return max(moves) if moves else None
 
 
-def cost_measured(fault: dict, noise: Optional[float]) -> bool:
-    """Whether a fault of several has a cost the testbed measured. A stall reports its own sleeps.
-    A slower rank's cost is its own-work measure's move, which a fault-free rank's own moves can
-    match: the forward includes what DDP runs in it, such as the CNN's buffer broadcast, which
-    waits for a stalled peer (cnn17's two_faults: a fault-free rank's forward x 3 grew by 330 ms
-    a step, the quota's rank's by 277), and a quota the stall keeps from biting moves it by no
-    more than noise (tuning17's MLP, seed 1: +5.5 ms, fault-free ranks -7.9 and +5.8). A measure
-    that fell is no cost at all, however far it fell: probe22's 3-rank MLP, seed 619, whose quota
-    held its rank back 0.013 of the window while the stall kept every rank waiting, moved it by
-    -2.5 ms against a fault-free rank's -0.9."""
+def net_cost_ms(fault: dict, noise: Optional[float]) -> Optional[float]:
+    """What the testbed can say a fault of several cost the job a step. A stall reports its own
+    sleeps. A slower rank's cost is its own-work measure's move, less the largest move of a
+    fault-free rank's (`noise`): the forward includes what DDP runs in it, such as the CNN's
+    buffer broadcast, which waits for a stalled peer (cnn26's two_faults, seed 316: the quota's
+    rank's measure grew 344 ms a step, a fault-free rank's 300, where the job's step grew 159 ms
+    with a 120 ms stall in it; cnn17's: 277 and 330), and a quota the stall keeps from biting
+    moves it by no more than noise (tuning17's MLP, seed 1: +5.5 ms, fault-free ranks -7.9 and
+    +5.8). A measure that fell is no cost at all, however far it fell: probe22's 3-rank MLP,
+    seed 619, whose quota held its rank back 0.013 of the window while the stall kept every rank
+    waiting, moved it by -2.5 ms against a fault-free rank's -0.9. None: not measured."""
     cost = fault.get("cost_ms_per_iter")
     if not isinstance(cost, (int, float)):
-        return False
+        return None
     if fault.get("category") != "compute" or noise is None:
-        return True
-    return cost > noise
+        return cost
+    return cost - noise
+
+
+def cost_measured(fault: dict, noise: Optional[float]) -> bool:
+    """Whether a fault of several has a cost the testbed measured (net_cost_ms)."""
+    cost = net_cost_ms(fault, noise)
+    if cost is None:
+        return False
+    return fault.get("category") != "compute" or cost > 0
 
 
 def score_several(findings: List[dict], wanted: List[dict], result: dict,
                   noise: Optional[float] = None) -> List[Optional[dict]]:
     """Each truth fault's finding: the first not yet taken that names its ranks, category and
     scope, else the first that names its ranks. Fills the result's *_ok and `order_ok`, and
-    `matched` (each fault's finding index or None); returns the findings. A fault whose cost the
-    testbed could not tell from its own measure's noise (`cost_measured`) need not be named, and
-    then no order is judged: what the testbed cannot measure it cannot rank or require."""
-    taken, indices = set(), []
-    for fault in wanted:
+    `matched` (each fault's finding index or None, in the truth's order); returns the findings.
+    The faults are ranked by their net costs (net_cost_ms), which the truth's order (by the
+    measures alone) need not be. A fault whose cost the testbed could not tell from its own
+    measure's noise (`cost_measured`) need not be named, and then no order is judged: what the
+    testbed cannot measure it cannot rank or require."""
+    nets = [net_cost_ms(f, noise) for f in wanted]
+    ranked = sorted(range(len(wanted)), key=lambda k: -nets[k] if nets[k] is not None else float("inf"))
+    taken, indices = set(), [None] * len(wanted)
+    for k in ranked:
+        fault = wanted[k]
         full = [i for i, f in enumerate(findings) if i not in taken and all(matches(f, fault).values())]
         ranks = [i for i, f in enumerate(findings) if i not in taken and matches(f, fault)["rank_ok"]]
         index = (full or ranks or [None])[0]
         if index is not None:
             taken.add(index)
-        indices.append(index)
+        indices[k] = index
     measured = [cost_measured(f, noise) for f in wanted]
     required = [k for k in range(len(wanted)) if measured[k] or not any(measured)]
     checks = [matches(findings[indices[k]], wanted[k]) if indices[k] is not None
               else dict.fromkeys(("rank_ok", "category_ok", "scope_ok"), False) for k in required]
     for key in ("rank_ok", "category_ok", "scope_ok"):
         result[key] = all(c[key] for c in checks)
-    found = [i for i in indices if i is not None]
+    found = [indices[k] for k in ranked if indices[k] is not None]
     result["order_ok"] = len(found) == len(wanted) and found == sorted(found)
-    if len(found) == len(wanted) and costs_too_close(wanted):
+    if len(found) == len(wanted) and costs_too_close(nets):
         result["order_ok"] = None  # either order is right
     if len(required) < len(wanted) and all(indices[k] is not None for k in required):
         result["order_ok"] = None  # a cost the testbed did not measure: no order to judge
