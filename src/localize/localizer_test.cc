@@ -2456,6 +2456,51 @@ TEST(LocalizerTest, MoreWorkOnSaturatedCoresShowsInTheProcessorTimeItTook) {
   EXPECT_TRUE(Localize(MoreDataOnSaturatedCores(0.15f), DefaultExpectations()).healthy());
 }
 
+// cnn26's 3-rank CNN whose rank 1 had twice the batch (seed 414; the window's shares, counts,
+// collectives and readings): cores 91% busy but each process queued only 0.40-0.91 s per second
+// (median 0.47, under SharedBusyCores' 0.5), its own work 0.028 of a step above its peers', its
+// training thread on a CPU 0.57 of the window against 0.42 and 0.48. `rank1_cpu`: that reading.
+LocalizeInput MoreDataOnBusyCores(float rank1_cpu) {
+  const double shares[3][4] = {
+      {0.504, 0.070, 0.066, 0.359}, {0.603, 0.072, 0.074, 0.252}, {0.485, 0.065, 0.075, 0.374}};
+  const double iteration_s[] = {0.1060, 0.0943, 0.0951};
+  const double calls[] = {3906.6, 6954.0, 3910.2}, loader_ops[] = {3065.6, 6113.0, 3068.6};
+  const float collectives_us[3][20] = {{4144, 6896, 44707, 37270, 190,   100,  46742, 46072, 251,  17582,
+                                        9017, 7094, 1003,  3667,  12698, 5417, 2076,  2004,  9079, 60995},
+                                       {433,   426,   13653, 8897, 10065, 10019, 10935, 1793, 2671,  2597,
+                                        37822, 29722, 299,   458,  33028, 27969, 519,   415,  35119, 32559},
+                                       {3178,  7255,  30756, 32102, 4441,  4268,  59177, 62519, 2184,  621,
+                                        21045, 20654, 3056,  3035,  20960, 16827, 9326,  5365,  21784, 20894}};
+  const float main_cpu[] = {0.416f, rank1_cpu, 0.477f}, main_queued[] = {0.236f, 0.190f, 0.169f};
+  const float others[] = {0.085f, 0.076f, 0.096f}, run_delay[] = {0.907f, 0.471f, 0.398f};
+  LocalizeInput input;
+  for (int r = 0; r < 3; ++r) {
+    WorkerPattern w = Worker(r, shares[r][0], shares[r][1], shares[r][2], shares[r][3], iteration_s[r]);
+    w.world_size = 3;
+    w.compute_calls_per_iter = calls[r];
+    w.dataloader_ops_per_iter = loader_ops[r];
+    for (int c = 0; c < 20; ++c) w.collectives.push_back({c % 4 < 2 ? "broadcast" : "allreduce", collectives_us[r][c]});
+    w.cpu = ThreadReadings(0.91f, main_cpu[r], main_queued[r], others[r], run_delay[r]);
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, MoreWorkByCountsCostsAtLeastTheProcessorTimeItTookOnCoresNotCalledShared) {
+  Diagnosis d = Localize(MoreDataOnBusyCores(0.568f), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kImbalance) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+  EXPECT_NE(
+      d.findings[0].evidence.find("ran on a CPU 0.12 of the window longer than theirs, the work of its extra calls"),
+      std::string::npos)
+      << d.findings[0].evidence;
+  EXPECT_GT(d.findings[0].impact_s_per_iter, 0.10 * 0.0951);
+  // Its thread no longer on a CPU than its peers': its counts alone, with its own work 0.028 of a
+  // step above theirs, under the floor, say nothing it cost.
+  EXPECT_TRUE(Localize(MoreDataOnBusyCores(0.45f), DefaultExpectations()).healthy());
+}
+
 // probe19's 5-rank MLP whose every loader worker waited 10 ms per sample (seed 607; per-iteration
 // shares and readings): each rank stalled for its batch in different steps, so the window's loader
 // share was 0.01-0.23 by rank and the median over ranks in a step 0.01-0.20, under the box, while
