@@ -67,13 +67,12 @@ build-san: deps
 fuzz: build-san
 	tests/fuzz/run_fuzzers.sh $(SAN_BUILD) $(FUZZ_SECONDS) $(JOBS)
 
-# Every test: golden, real-trace and real-PyTorch end-to-end tests, then the unit tests under
-# ASan/UBSan, then a short run of every fuzz target.
-test: build build-san
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
-	cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
-	tests/fuzz/run_fuzzers.sh $(SAN_BUILD) $(FUZZ_TEST_SECONDS) $(JOBS)
+# Every test: golden, real-trace and real-PyTorch end-to-end tests (with the sanitizer tree
+# building beside them at idle priority), then the unit tests under ASan/UBSan, then a short run
+# of every fuzz target (tests/run_suite.sh).
+test: build
+	BUILD=$(BUILD) SAN_BUILD=$(SAN_BUILD) JOBS=$(JOBS) FUZZ_TEST_SECONDS=$(FUZZ_TEST_SECONDS) \
+	  MAKE="$(MAKE)" tests/run_suite.sh
 
 unit-test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
