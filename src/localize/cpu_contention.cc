@@ -66,7 +66,7 @@ std::string CpuExplainsCommunication(const WorkerGroup& group, double level) {
 }
 
 std::string SharedBusyCores(const WorkerGroup& group) {
-  constexpr double kBusyShare = 0.85, kQueuedPerSecond = 0.5;
+  constexpr double kBusyShare = 0.85, kQueuedPerSecond = 0.25;
   std::optional<GroupCpu> cpu = ReadGroupCpu(group);
   if (!cpu || 1.0 - cpu->idle_share < kBusyShare || cpu->run_delay < kQueuedPerSecond) return "";
   return fmt::format(

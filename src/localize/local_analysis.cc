@@ -46,7 +46,7 @@ struct Excess {
   // its extra work slows them in their own ops, so they need not wait for it.
   std::string shared_cores;
   // Given more work by exact counts, its training thread ran on a CPU longer than its peers' by
-  // this much (evidence, where the cores were not shared busy: there shared_cores says it).
+  // this much (evidence).
   std::string longer_on_cpu;
 };
 
@@ -555,16 +555,15 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
     std::string shared = work.source == WorkSource::kMeanTimings ? "" : SharedBusyCores(group);
     // Counted: what its extra work costs is at least the processor time it took beyond its
     // peers', whether or not the cores were busy enough to call them shared (the scheduler
-    // spreads the work over the ranks either way). cnn26's 3-rank CNN whose rank 1 had twice the
-    // batch (seed 414; cores 91% busy, each process queued 0.47 s per second, under the 0.5 of
-    // SharedBusyCores): 1.78x the calls, its own work 0.028 above its peers', its thread on a CPU
-    // 0.12 longer, the others waiting 0.11 of a step more than it did.
+    // spreads the work over the ranks either way; where they are not called shared, the others
+    // must still wait for it). cnn26's 3-rank CNN whose rank 1 had twice the batch (seed 414,
+    // cores then not called shared): 1.78x the calls, its own work 0.028 above its peers', its
+    // thread on a CPU 0.12 longer, the others waiting 0.11 of a step more than it did.
     std::string longer_on_cpu;
     if (counted && cpu_beyond[k] >= e.min_excess_beta) {
       excess = std::max(excess, cpu_beyond[k]);
       longer_on_cpu =
           fmt::format("its training thread ran on a CPU {:.2f} of the window longer than theirs", cpu_beyond[k]);
-      if (!shared.empty()) shared += ", and " + longer_on_cpu;
     }
     // Larger calls on busy shared cores: the scheduler spreads the rank's extra work over every
     // rank, so its own work need not stand out; what its extra data costs is its larger calls'
@@ -575,6 +574,7 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
       if (!shared.empty()) {
         listed->shared_cores = std::move(shared);
         listed->excess = std::max(listed->excess, excess);
+        listed->longer_on_cpu = std::move(longer_on_cpu);
       }
       continue;
     }
@@ -583,7 +583,7 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
     // Found by its larger calls alone, its excess is its batch-sized ops': compute.
     Excess best =
         counted ? LargestCategoryExcess(by_category, k, e) : CategoryExcess(by_category, k, e, Category::kCompute);
-    if (shared.empty()) best.longer_on_cpu = std::move(longer_on_cpu);
+    best.longer_on_cpu = std::move(longer_on_cpu);
     best.shared_cores = std::move(shared);
     best.excess = excess;  // the others wait for all of its own-work excess
     excesses->push_back(best);
