@@ -59,10 +59,11 @@ std::string CpuExplainsCommunication(const WorkerGroup& group, double level);
 // on 2 cores) saw their cores busy 84-96 %, ranks given more data 86-92 %; where the ranks idle
 // in a stall, on slow loader workers or a throttled link, 21-68 % busy. (90 % had been set on
 // readings that counted the profiler's stop, all busy; a CI run of longer sequences on one rank
-// then read 89 % and was not named.) Of 358 groups of the 21- to 26-series, the 41 healthy ones
-// on busy cores queued 0.31-0.98 s per second: half a second, the bound before, left out cnn26's
-// s414 and r3's s1600, ranks given twice and three times the batch on cores 90-91 % busy that
-// queued 0.47 and 0.49 (the others did not wait for r3's rank, so nothing else named it).
+// then read 89 % and was not named.) Of the 358 groups of tuning21, validation21, small4,
+// probe25, edge25 and the 26-series, the 41 healthy ones on busy cores queued 0.31-0.98 s per
+// second: half a second, the bound before, left out cnn26's s414 and r3's s1600, ranks given
+// twice and three times the batch on cores 90-91 % busy that queued 0.47 and 0.49 (the others
+// did not wait for r3's rank, so nothing else named it).
 std::string SharedBusyCores(const WorkerGroup& group);
 
 // Why `level` of each step spent waiting for the DataLoader's worker processes is not the
