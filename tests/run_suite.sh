@@ -19,11 +19,18 @@ cd "$(dirname "$0")/.."
 mkdir -p "$SAN_BUILD"
 log="$SAN_BUILD/build-beside-tests.log"
 
+# An interrupted run leaves no compiler behind: the builder and everything under it.
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1"); do kill_tree "$child"; done
+  kill "$1" 2> /dev/null
+}
+
 idle=(chrt --idle 0)
 "${idle[@]}" true 2> /dev/null || idle=(nice -n 19)
 "${idle[@]}" "$MAKE" --no-print-directory build-san > "$log" 2>&1 &
 builder=$!
-trap 'kill -- "$builder" 2> /dev/null' EXIT
+trap 'kill_tree "$builder"' EXIT
 
 started=$SECONDS
 (cd "$BUILD" && ctest --output-on-failure -j "$JOBS" --timeout 900)
@@ -37,8 +44,8 @@ trap - EXIT
 echo "eroica: sanitizer tree built beside them (${idle[*]}): exit $built, waited $((SECONDS - started)) s more"
 if [ "$built" -eq 0 ]; then tail -n 3 "$log"; else cat "$log"; fi
 
-san=1
-fuzz=1
+san="not run"
+fuzz="not run"
 if [ "$built" -eq 0 ]; then
   (cd "$SAN_BUILD" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --output-on-failure -j "$JOBS" -L unit --timeout 900)
@@ -47,4 +54,4 @@ if [ "$built" -eq 0 ]; then
   fuzz=$?
 fi
 echo "eroica: main tests exit $main, sanitizer build $built, sanitized unit tests $san, fuzzers $fuzz"
-[ "$main" -eq 0 ] && [ "$built" -eq 0 ] && [ "$san" -eq 0 ] && [ "$fuzz" -eq 0 ]
+[ "$main" = 0 ] && [ "$built" = 0 ] && [ "$san" = 0 ] && [ "$fuzz" = 0 ]
