@@ -7,8 +7,8 @@
 # cpu_heavy lock) and wait on each other, their collectives and their sleeps, so they leave
 # about a core of the two idle (python_online: 170 s of CPU in 227 s); the sanitizer tree's build
 # (about 330 s of CPU) takes that idle time instead of a stretch of its own. SCHED_IDLE (nice 19
-# where it is refused) gives it only what the tests leave: a test's process that wakes takes
-# the core back at once. The sanitized unit tests and the fuzzers run afterwards at the normal
+# where it is refused: tests/idle.sh) gives it only what the tests leave: a test's process that
+# wakes takes the core back at once. The sanitized unit tests and the fuzzers run afterwards at the normal
 # priority: some of them time themselves (deadlines, libFuzzer's 10 s per input), and an idle
 # task can be starved for longer than that.
 #   BUILD=build SAN_BUILD=build-san JOBS=2 FUZZ_TEST_SECONDS=12 MAKE=make tests/run_suite.sh
@@ -26,9 +26,7 @@ kill_tree() {
   kill "$1" 2> /dev/null
 }
 
-idle=(chrt --idle 0)
-"${idle[@]}" true 2> /dev/null || idle=(nice -n 19)
-"${idle[@]}" "$MAKE" --no-print-directory build-san > "$log" 2>&1 &
+tests/idle.sh "$MAKE" --no-print-directory build-san > "$log" 2>&1 &
 builder=$!
 trap 'kill_tree "$builder"' EXIT
 
@@ -41,7 +39,7 @@ started=$SECONDS
 wait "$builder"
 built=$?
 trap - EXIT
-echo "eroica: sanitizer tree built beside them (${idle[*]}): exit $built, waited $((SECONDS - started)) s more"
+echo "eroica: sanitizer tree built beside them (tests/idle.sh): exit $built, waited $((SECONDS - started)) s more"
 if [ "$built" -eq 0 ]; then tail -n 3 "$log"; else cat "$log"; fi
 
 san="not run"
