@@ -42,6 +42,17 @@ WorkerPattern Worker(int rank, double compute, double dataloader, double host, d
   return w;
 }
 
+// A rank of a real run's window: its shares (compute, dataloader, host, communication), its step
+// and its exact counts per step (compute calls, loader ops).
+WorkerPattern CountedWorker(int rank, int world_size, const double (&shares)[4], double iteration_s, double calls,
+                            double loader_ops) {
+  WorkerPattern w = Worker(rank, shares[0], shares[1], shares[2], shares[3], iteration_s);
+  w.world_size = world_size;
+  w.compute_calls_per_iter = calls;
+  w.dataloader_ops_per_iter = loader_ops;
+  return w;
+}
+
 // A Python program point of `beta` on `w`, once per iteration, counted in its host category.
 void AddHostPoint(WorkerPattern* w, const char* name, double beta) {
   FunctionPattern f;
@@ -2435,10 +2446,7 @@ LocalizeInput MoreDataOnSaturatedCores(float rank1_cpu) {
   const float run_delay[] = {0.50f, 0.64f, 0.75f, 0.76f, 0.75f, 0.77f};
   LocalizeInput input;
   for (int r = 0; r < 6; ++r) {
-    WorkerPattern w = Worker(r, shares[r][0], shares[r][1], shares[r][2], shares[r][3], iteration_s[r]);
-    w.world_size = 6;
-    w.compute_calls_per_iter = calls[r];
-    w.dataloader_ops_per_iter = loader_ops[r];
+    WorkerPattern w = CountedWorker(r, 6, shares[r], iteration_s[r], calls[r], loader_ops[r]);
     w.cpu = ThreadReadings(0.99f, main_cpu[r], main_queued[r], 0.05f, run_delay[r]);
     input.workers.push_back(w);
   }
@@ -2476,10 +2484,7 @@ LocalizeInput MoreDataOnBusyCores(float rank1_cpu, float host_busy = 0.91f) {
   const float others[] = {0.085f, 0.076f, 0.096f}, run_delay[] = {0.907f, 0.471f, 0.398f};
   LocalizeInput input;
   for (int r = 0; r < 3; ++r) {
-    WorkerPattern w = Worker(r, shares[r][0], shares[r][1], shares[r][2], shares[r][3], iteration_s[r]);
-    w.world_size = 3;
-    w.compute_calls_per_iter = calls[r];
-    w.dataloader_ops_per_iter = loader_ops[r];
+    WorkerPattern w = CountedWorker(r, 3, shares[r], iteration_s[r], calls[r], loader_ops[r]);
     for (int c = 0; c < 20; ++c) w.collectives.push_back({c % 4 < 2 ? "broadcast" : "allreduce", collectives_us[r][c]});
     w.cpu = ThreadReadings(host_busy, main_cpu[r], main_queued[r], others[r], run_delay[r]);
     input.workers.push_back(w);
@@ -2521,10 +2526,7 @@ LocalizeInput MoreDataNobodyWaitsFor(float queued) {
   const float run_delay[] = {0.420f, 0.492f, 0.498f};
   LocalizeInput input;
   for (int r = 0; r < 3; ++r) {
-    WorkerPattern w = Worker(r, shares[r][0], shares[r][1], shares[r][2], shares[r][3], iteration_s[r]);
-    w.world_size = 3;
-    w.compute_calls_per_iter = calls[r];
-    w.dataloader_ops_per_iter = loader_ops[r];
+    WorkerPattern w = CountedWorker(r, 3, shares[r], iteration_s[r], calls[r], loader_ops[r]);
     AddAllreduces(&w, allreduce_us[r]);
     w.cpu = ThreadReadings(host_busy[r], main_cpu[r], main_queued[r], others[r], run_delay[r] * queued / 0.492f);
     input.workers.push_back(w);
