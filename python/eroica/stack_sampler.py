@@ -11,7 +11,7 @@ trace's clock and names the hottest frames of the job's own code for each progra
 "library_prefixes": [path prefixes of the interpreter's and installed packages' code],
 "frames": [[file, line, function]], "stacks": [[frame index, innermost first]],
 "samples": [[unix ns, stack index, ns the sampler thread was queued for a CPU since the sample
-before (absent where /proc cannot be read)]], "dropped", "busy_ns" (the sampler thread's own CPU time,
+before (absent where /proc cannot be read, and on a collection's two samples)]], "dropped", "busy_ns" (the sampler thread's own CPU time,
 with the GIL held: the most it took from training), "error", "loader_workers": [the same
 document, one per DataLoader worker process that sampled its own main thread in the window
 (loader_workers.py), with "pid" and "role"; absent without workers], "cpu": who had the
@@ -19,7 +19,12 @@ processor over the window (cpu_share.py; absent where /proc cannot be read)}.
 
 A sample is taken when the sampler gets the GIL: a C call that holds it (gc.collect(), a
 long op that does not release it) delays the sample to its end, and the sample then stands
-for that delay, with the stack of the frame that made the call. On busy cores the sampler also
+for that delay, with the stack where the thread next let the GIL go, which can be lines past
+the call (a gc.collect() at the end of a function whose caller then ran a forward: the forward's
+line got the collection's time). Garbage collection is therefore seen directly: a gc callback
+on the sampled thread keeps each collection that lasts a quarter of a period or more as two
+samples of the frame that triggered it, at its start and its end, so its time is that frame's
+(the callback costs about a microsecond per collection, in the window only). On busy cores the sampler also
 waits for a CPU after its sleep, while the training thread runs on: each sample keeps that
 wait, which stands for code no sample saw. The sampling period itself is
 split at its middle between the samples on either side (summary/stack_attribution.cc).
@@ -33,6 +38,7 @@ GIL time per frame of depth; the buffer is bounded (EROICA_STACK_MAX_SAMPLES), a
 that goes wrong stops the sampler with a note in the file, never an exception in training.
 """
 
+import gc
 import os
 import sys
 import sysconfig
@@ -98,6 +104,11 @@ class StackSampler:
         self._thread: Optional[threading.Thread] = None
         self._cpu_start: Optional[Dict[str, Any]] = None
         self._switch_interval_restore: Optional[float] = None
+        # A collection shorter than this delays a sample too little to move its time elsewhere.
+        self._min_gc_ns = int(self.period_s * 1e9 / 4)
+        self._gc_started: Optional[Tuple[int, Any]] = None  # (unix ns, frame that triggered it)
+        self._gc_spans: List[Tuple[int, int, Tuple[Tuple[str, int, str], ...]]] = []  # start, end, frames
+        self._gc_installed = False
         self.cpu: Optional[Dict[str, Any]] = None
         # The sampled thread's kernel id, when this is made on it (as the capture does), for its
         # own CPU reading beside the process's.
@@ -109,6 +120,11 @@ class StackSampler:
         if not self.sampling:
             return
         self._shorten_switch_interval()
+        try:
+            gc.callbacks.append(self._on_gc)
+            self._gc_installed = True
+        except Exception:
+            pass
         try:
             thread = threading.Thread(target=self._main, name="eroica-stacks", daemon=True)
             thread.start()
@@ -145,6 +161,13 @@ class StackSampler:
         if self._cpu_start is not None and self.cpu is None:
             self.cpu = cpu_share.window(self._cpu_start, cpu_share.snapshot(self._native_id))
         self._stop.set()
+        if self._gc_installed:
+            self._gc_installed = False
+            try:
+                gc.callbacks.remove(self._on_gc)
+            except ValueError:
+                pass
+        self._gc_started = None
         thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=1.0)
@@ -179,28 +202,68 @@ class StackSampler:
         now_ns = self._clock()
         if frame is None:
             return True  # the thread is gone or not yet running Python
-        ids = []
-        frames = self._frames
+        stack_id = self._stack_id(frame)
+        self.samples.append((now_ns, stack_id) if queued_ns is None else (now_ns, stack_id, queued_ns))
+        return True
+
+    def _on_gc(self, phase: str, info: Dict[str, Any]) -> None:
+        """gc.callbacks: a long collection on the sampled thread becomes two samples of the frame
+        that triggered it. Runs on whichever thread collects; never raises."""
+        try:
+            if threading.get_ident() != self.thread_id or self._stop.is_set():
+                return
+            now_ns = self._clock()
+            if phase == "start":
+                self._gc_started = (now_ns, sys._getframe(1))
+                return
+            started, self._gc_started = self._gc_started, None
+            if started is None or now_ns - started[0] < self._min_gc_ns:
+                return
+            if len(self.samples) + 2 * len(self._gc_spans) + 2 > self.max_samples:
+                self.dropped += 2
+                return
+            # Frame keys only: the frame and stack tables are the sampler thread's, which this
+            # thread may have interrupted mid-update; doc() merges the spans once sampling stops.
+            self._gc_spans.append((started[0], now_ns, self._frame_keys(started[1])))
+        except Exception as e:  # costs the collection's samples, never the training
+            self._gc_started = None
+            self.error = self.error or "gc callback: %s: %s" % (type(e).__name__, e)
+
+    def _frame_keys(self, frame) -> Tuple[Tuple[str, int, str], ...]:
+        """(file, line, function) of `frame` and its callers, innermost first, up to the root code."""
+        keys = []
         root = self.root_code
-        while frame is not None and len(ids) < _MAX_DEPTH:
+        while frame is not None and len(keys) < _MAX_DEPTH:
             code = frame.f_code
             if code is root:
                 break
-            key = (code.co_filename, frame.f_lineno or 0, code.co_name)
+            keys.append((code.co_filename, frame.f_lineno or 0, code.co_name))
+            frame = frame.f_back
+        return tuple(keys)
+
+    def _stack_id(self, frame=None, keys=None) -> int:
+        """The stack index of `frame` and its callers (or of their `keys`), innermost first."""
+        ids = []
+        frames = self._frames
+        for key in (keys if keys is not None else self._frame_keys(frame)):
             index = frames.get(key)
             if index is None:
                 index = frames[key] = len(frames)
             ids.append(index)
-            frame = frame.f_back
         stack = tuple(ids)
         stack_id = self._stacks.get(stack)
         if stack_id is None:
             stack_id = self._stacks[stack] = len(self._stacks)
-        self.samples.append((now_ns, stack_id) if queued_ns is None else (now_ns, stack_id, queued_ns))
-        return True
+        return stack_id
 
     def doc(self, rank: int, profiler_start_unix_ns: int,
             loader_workers: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+        """The file's document; call it once sampling has stopped."""
+        samples = list(self.samples)
+        for start_ns, end_ns, keys in list(self._gc_spans):
+            stack_id = self._stack_id(keys=keys)
+            samples += [(start_ns, stack_id), (end_ns, stack_id)]
+        samples.sort(key=lambda sample: sample[0])
         frames = [None] * len(self._frames)
         for (file, line, function), index in self._frames.items():
             frames[index] = [file, line, function]
@@ -212,7 +275,7 @@ class StackSampler:
                "profiler_start_unix_ns": profiler_start_unix_ns,
                "step_start_unix_ns": dict(self.step_start_unix_ns),
                "library_prefixes": library_prefixes(), "frames": frames, "stacks": stacks,
-               "samples": [list(s) for s in self.samples], "dropped": self.dropped,
+               "samples": [list(s) for s in samples], "dropped": self.dropped,
                "busy_ns": self.busy_ns}
         if self.error:
             doc["error"] = self.error

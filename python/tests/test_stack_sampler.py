@@ -1,5 +1,6 @@
 """The window's stack sampler: bounded, off outside a window, never raising into training."""
 
+import gc
 import json
 import os
 import sys
@@ -165,3 +166,80 @@ def test_samples_land_inside_a_short_pure_python_loop():
     # a loaded machine.
     assert len(in_loop) >= 8, len(in_loop)
     assert sum(in_loop) >= 0.3 * len(in_loop), (sum(in_loop), len(in_loop))
+
+
+class _Cycle:
+    def __init__(self):
+        self.me = self
+
+
+def _collect_garbage(count: int, generation: int = 2) -> float:
+    """Makes `count` reference cycles, then collects them; returns how long the collection took."""
+    garbage = [_Cycle() for _ in range(count)]
+    del garbage
+    started = time.perf_counter()
+    gc.collect(generation)  # the line a collection's samples must name
+    return time.perf_counter() - started
+
+
+COLLECT_LINE = next(number for number, text in enumerate(open(__file__), 1)
+                    if text.strip().startswith("gc.collect(generation)  # the line"))
+
+
+def _innermost(doc, sample):
+    file, line, function = doc["frames"][doc["stacks"][sample[1]][0]]
+    return file, line, function
+
+
+def test_a_long_collection_is_the_time_of_the_line_that_collected():
+    # gc.collect() holds the GIL: the sampler's next sample comes after it, at whatever line the
+    # thread has reached by then (the caller's next one). The gc callback keeps the collection
+    # itself, at its start and end, with the collecting line.
+    gc.disable()  # only the explicit collection: none of the allocations above starts one
+    try:
+        sampler = stack_sampler.StackSampler(threading.get_ident(), hz=50, max_samples=1000)
+        sampler.start()
+        took_s = _collect_garbage(300_000)
+        end = time.perf_counter() + 0.1
+        while time.perf_counter() < end:  # the caller's next line: not the collection's
+            pass
+        sampler.stop()
+    finally:
+        gc.enable()
+    assert took_s >= 0.005, took_s  # a quarter of the 20 ms period: long enough to keep
+    doc = sampler.doc(0, 0)
+    at_collect = [s for s in doc["samples"] if _innermost(doc, s) == (__file__, COLLECT_LINE, "_collect_garbage")]
+    assert len(at_collect) == 2, doc["samples"]
+    assert at_collect[1][0] - at_collect[0][0] >= 0.9 * took_s * 1e9, (at_collect, took_s)
+    times = [s[0] for s in doc["samples"]]
+    assert times == sorted(times)
+    assert gc.callbacks.count(sampler._on_gc) == 0  # removed when the window ends
+
+
+def test_short_collections_and_other_threads_collections_add_no_samples():
+    sampler = stack_sampler.StackSampler(threading.get_ident(), hz=50, max_samples=1000,
+                                         current_frames=lambda: {})  # no regular samples
+    sampler.start()
+    for _ in range(20):
+        _collect_garbage(10, generation=0)  # the youngest objects only: far under 5 ms
+    other = threading.Thread(target=_collect_garbage, args=(300_000,))
+    other.start()
+    other.join()
+    sampler.stop()
+    assert sampler.doc(0, 0)["samples"] == [] and not sampler.error
+
+
+def test_the_gc_callback_never_raises_and_is_bounded():
+    sampler = stack_sampler.StackSampler(threading.get_ident(), hz=1000, max_samples=3,
+                                         current_frames=lambda: {})
+    sampler._min_gc_ns = 0
+    sampler._on_gc("start", {})
+    sampler._on_gc("stop", {})
+    sampler._on_gc("start", {})
+    sampler._on_gc("stop", {})  # a second span would pass the bound of 3 samples
+    assert len(sampler.doc(0, 0)["samples"]) == 2 and sampler.dropped == 2
+    sampler.max_samples = 10
+    sampler._frame_keys = None  # broken: the callback notes it and returns
+    sampler._on_gc("start", {})
+    sampler._on_gc("stop", {})
+    assert "gc callback" in sampler.error
