@@ -63,6 +63,58 @@ class _GcRanges:
         self("stop", {})  # closes a range left open by an interrupted collection
 
 
+class _DeferredEvents:
+    """Moves torch's parse of the window's events off the training thread.
+
+    Stopping torch's profiler (autograd.profiler.profile.__exit__) turns every recorded event
+    into a Python FunctionEvent, on the thread that stops it: about 50 µs per event here, 0.95 s
+    of a 3-step window of a small GRU (15,458 events, its steps 140 ms), and 15 s for 300,000
+    events, where a logging loop on one rank read tensors element by element (the hang detector
+    then took the stalled rank for a hang). eroica needs none of those objects where torch has
+    Kineto (its trace export writes Kineto's own results), and needs them for the export alone
+    where it has not (Debian's CPU-only 1.13: the events are written from them). So the stop keeps
+    torch's results and an empty list, and the export thread parses them where it must.
+    """
+
+    def __init__(self, prof):
+        self._inner = getattr(prof, "profiler", None)
+        self._held: List[Any] = []
+        self.installed = False
+        if self._inner is None or not callable(getattr(self._inner, "_parse_kineto_results", None)):
+            return
+        held = self._held
+
+        def hold(result):
+            held.append(result)
+            return []
+
+        try:
+            self._inner._parse_kineto_results = hold  # this profiler object only
+            self.installed = True
+        except Exception:
+            pass
+
+    def finish(self) -> None:
+        """Export thread: gives the profiler the events it skipped, where its export needs them."""
+        if not self.installed:
+            return
+        self.installed = False
+        inner, held = self._inner, self._held
+        try:
+            del inner._parse_kineto_results  # torch's own method again
+        except AttributeError:
+            pass
+        if not held:
+            return  # torch did not parse at stop (newer ones parse on demand): nothing skipped
+        from torch.autograd import kineto_available
+
+        if kineto_available():
+            return
+        events = inner.function_events  # the empty EventList made at stop
+        events.extend(inner._parse_kineto_results(held.pop()))
+        events._build_tree()
+
+
 class Capture:
     """Profiles iterations [first, first + iterations) or until max_s, whichever is first.
 
@@ -89,6 +141,7 @@ class Capture:
         self.error = ""
         self._prof = None
         self._stopped_prof = None  # kept for the export thread
+        self._deferred_events: Optional[_DeferredEvents] = None
         self._record_function = None
         self._step_range = None
         self._gc = None
@@ -188,6 +241,7 @@ class Capture:
                 self._sampler.stop()
                 self._close_loader_window()
             if prof is not None:
+                self._deferred_events = _DeferredEvents(prof)
                 prof.stop()
                 self._stopped_prof = prof
             self.stop_monotonic_ns = time.monotonic_ns()
@@ -211,6 +265,9 @@ class Capture:
                 # fresh folder only we can enter, and we compress from there.
                 private = safe_fs.private_dir(self.session_dir, "export-rank-%d" % self.rank)
                 raw = os.path.join(private, "trace.json")
+                deferred, self._deferred_events = self._deferred_events, None
+                if deferred is not None:
+                    deferred.finish()
                 prof.export_chrome_trace(raw)
                 with open(raw, "rb") as src, \
                         safe_fs.atomic_writer(trace_path(self.session_dir, self.rank)) as out, \

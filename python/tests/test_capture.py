@@ -129,3 +129,40 @@ def test_first_finding_wording():
     doc = {"healthy": False, "findings": [{"scope": "global", "category": "host",
                                           "workers": list(range(20)), "function": "gc"}]}
     assert diagnose.first_finding(doc) == "global host on rank 0,1,2,3,4,5,6,7,...: gc"
+
+
+def test_the_window_stops_without_parsing_its_events_and_the_export_still_writes_them(tmp_path):
+    # Stopping torch's profiler parses every event into Python objects on the stopping thread
+    # (about 50 µs each here): the training thread. The stop leaves that to the export thread.
+    import torch
+
+    from eroica import capture
+
+    session = {"session_id": "s", "reason": "forced", "target_iteration": 0,
+               "capture_iters": 2, "capture_max_s": 20}
+    cap = capture.Capture(session, 0, 1, str(tmp_path))
+    cap.start(0)
+    values = torch.arange(300.0)
+    for i in range(1, 3):
+        total = sum(float(values[k]) for k in range(300))  # 600 tiny ops a step
+        done = cap.on_boundary(i, 0.01)
+    assert done and total == sum(range(300))
+    inner = cap._stopped_prof.profiler
+    assert len(inner.function_events) == 0  # nothing parsed at the stop
+    assert "_parse_kineto_results" in vars(inner)
+    cap.export()
+    assert not cap.error and "_parse_kineto_results" not in vars(inner)  # torch's own again
+    events = trace_events(capture.trace_path(str(tmp_path), 0))
+    assert profiler_steps(events) == [0, 1]
+    assert sum(e.get("name") == "aten::select" for e in events) >= 600
+
+
+def test_a_profiler_without_the_parse_to_defer_is_stopped_as_it_is():
+    from eroica import capture
+
+    class Bare:
+        profiler = object()  # no _parse_kineto_results
+
+    deferred = capture._DeferredEvents(Bare())
+    assert not deferred.installed
+    deferred.finish()  # nothing to give back, no error
