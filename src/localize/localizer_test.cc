@@ -1518,6 +1518,31 @@ TEST(LocalizerTest, MoreDataNeedsBothCallStatisticsShiftedAndOneClearOfTheNoise)
   EXPECT_TRUE(in_noise.healthy()) << in_noise.findings[0].evidence;
 }
 
+// A healthy 4-rank GRU's baseline window on 2 busy cores: ranks 1 and 2 ran their ops about twice
+// as long as ranks 0 and 3 (rank 1's median and lower quartile calls 2.00x its peers', rank 2's
+// median 1.89x, its lower quartile 1.06x). Rank 1's quartile is clear of the others' but its median
+// is not: another rank given the same data moved as far, and the quartile cannot stand in.
+TEST(LocalizerTest, TheLowerQuartileDoesNotStandInWhereAnotherRanksMedianMovedAsFar) {
+  auto run = [](double rank2_median) {
+    LocalizeInput input = CallSizesRun(2.0, 1.2);
+    for (WorkerPattern& w : input.workers) {
+      for (FunctionPattern& f : w.functions) {
+        bool batch_sized = f.category == Category::kCompute && f.name.find("AccumulateGrad") == std::string::npos;
+        f.low_quartile_duration_us = f.median_duration_us * 0.8;
+        if (w.rank == 2 && batch_sized) f.median_duration_us *= rank2_median;
+      }
+    }
+    return input;
+  };
+  Diagnosis paired = Localize(run(1.89), DefaultExpectations());
+  EXPECT_TRUE(paired.healthy()) << paired.findings[0].evidence;
+  // The same rank with the others' medians where the scheduler leaves them (1.06x): more data.
+  Diagnosis alone = Localize(run(1.06), DefaultExpectations());
+  ASSERT_FALSE(alone.healthy());
+  EXPECT_EQ(alone.findings[0].category, FindingCategory::kImbalance) << alone.findings[0].evidence;
+  EXPECT_EQ(alone.findings[0].workers, std::vector<int>{1});
+}
+
 // `n` ranks; rank 1's own code (a garbage collection at one line, or its loader) holds `extra` more
 // of every step than its peers', who wait that long for it in their all-reduce, and its
 // batch-sized ops' median calls are 1.4x its peers' while its model-sized ones keep their size:
