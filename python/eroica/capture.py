@@ -73,7 +73,10 @@ class _DeferredEvents:
     then took the stalled rank for a hang). eroica needs none of those objects where torch has
     Kineto (its trace export writes Kineto's own results), and needs them for the export alone
     where it has not (Debian's CPU-only 1.13: the events are written from them). So the stop keeps
-    torch's results and an empty list, and the export thread parses them where it must.
+    torch's results and an empty list, and the export thread parses them where it must, the
+    window's first whole steps of at most `max_events` events (at least its first step): parsing
+    and writing from Python hold the GIL about 140 µs per event, and a window of 2 million events
+    had starved the training thread for minutes.
     """
 
     def __init__(self, prof):
@@ -94,10 +97,11 @@ class _DeferredEvents:
         except Exception:
             pass
 
-    def finish(self) -> None:
-        """Export thread: gives the profiler the events it skipped, where its export needs them."""
+    def finish(self, max_events: int = 0) -> Optional[Dict[str, int]]:
+        """Export thread: gives the profiler the events it skipped, where its export needs them.
+        Returns {"events", "kept", "steps_kept"} when steps were left out by `max_events`."""
         if not self.installed:
-            return
+            return None
         self.installed = False
         inner, held = self._inner, self._held
         try:
@@ -105,14 +109,64 @@ class _DeferredEvents:
         except AttributeError:
             pass
         if not held:
-            return  # torch did not parse at stop (newer ones parse on demand): nothing skipped
+            return None  # torch did not parse at stop (newer ones parse on demand): nothing skipped
         from torch.autograd import kineto_available
 
         if kineto_available():
-            return
+            return None
+        result, cut = held.pop(), None
+        recorded = result.events()
+        if max_events > 0 and len(recorded) > max_events:
+            kept, steps = _first_whole_steps(recorded, max_events)
+            cut = {"events": len(recorded), "kept": len(kept), "steps_kept": steps}
+            result = _SomeEvents(result, kept)
+        del recorded
         events = inner.function_events  # the empty EventList made at stop
-        events.extend(inner._parse_kineto_results(held.pop()))
+        events.extend(inner._parse_kineto_results(result))
         events._build_tree()
+        return cut
+
+
+class _SomeEvents:
+    """torch's profiler results with only some of their events (what its parse reads of them)."""
+
+    def __init__(self, result, events):
+        self._result = result
+        self._events = events
+
+    def events(self):
+        return self._events
+
+    def trace_start_us(self):
+        return self._result.trace_start_us()
+
+
+def _first_whole_steps(recorded, max_events: int):
+    """The window's events in time order up to the first ProfilerStep that would pass
+    `max_events` (the first step whole in any case), and how many steps that keeps."""
+    ordered = sorted(recorded, key=lambda e: e.start_us())
+    step_starts = sorted(e.start_us() for e in ordered if e.name().startswith("ProfilerStep#"))
+    if not step_starts:
+        return ordered[:max_events], 0
+    kept_steps = 1
+    end = _count_before(ordered, step_starts[1]) if len(step_starts) > 1 else len(ordered)
+    for k in range(2, len(step_starts)):
+        next_end = _count_before(ordered, step_starts[k])  # the events of the first k steps
+        if next_end > max_events:
+            break
+        kept_steps, end = k, next_end
+    return ordered[:end], kept_steps
+
+
+def _count_before(ordered, start_us) -> int:
+    lo, hi = 0, len(ordered)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ordered[mid].start_us() < start_us:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 class Capture:
@@ -124,7 +178,7 @@ class Capture:
 
     def __init__(self, session: Dict[str, Any], rank: int, world_size: int,
                  session_dir: str, with_stack: bool = False, record_shapes: bool = False,
-                 stack_hz: float = 0.0, stack_max_samples: int = 0):
+                 stack_hz: float = 0.0, stack_max_samples: int = 0, max_trace_events: int = 0):
         self.session = session
         self.rank = rank
         self.world_size = world_size
@@ -133,6 +187,8 @@ class Capture:
         self._record_shapes = record_shapes
         self._stack_hz = stack_hz
         self._stack_max_samples = stack_max_samples
+        self._max_trace_events = max_trace_events  # 0: every event (_DeferredEvents)
+        self.trace_cut: Optional[Dict[str, int]] = None  # steps left out of the trace, if any
         self._sampler: Optional[stack_sampler.StackSampler] = None  # the window's stacks
         self._loader_generation = 0  # the DataLoader workers' window, 0: none opened
         self.iteration_ids: List[int] = []
@@ -267,7 +323,12 @@ class Capture:
                 raw = os.path.join(private, "trace.json")
                 deferred, self._deferred_events = self._deferred_events, None
                 if deferred is not None:
-                    deferred.finish()
+                    self.trace_cut = deferred.finish(self._max_trace_events)
+                    if self.trace_cut:
+                        log.info("rank %d: the window recorded %d events; its first %d step(s), %d "
+                                 "events, are in the trace" % (
+                                     self.rank, self.trace_cut["events"],
+                                     self.trace_cut["steps_kept"], self.trace_cut["kept"]))
                 prof.export_chrome_trace(raw)
                 with open(raw, "rb") as src, \
                         safe_fs.atomic_writer(trace_path(self.session_dir, self.rank)) as out, \
@@ -321,6 +382,8 @@ class Capture:
             "stop_reason": self.stop_reason,
             "detector": self.session.get("local_detector", {}),
         })
+        if self.trace_cut:
+            doc["trace_cut"] = dict(self.trace_cut)  # {"events", "kept", "steps_kept"}
         if self.error:
             doc["error"] = self.error
         return doc

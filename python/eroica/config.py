@@ -43,6 +43,10 @@ class Config:
     # samples (the window's CPU reading is still written).
     stack_hz: float = 150.0
     stack_max_samples: int = 20000  # at 150 Hz: the whole 20 s window, ~1 MB of JSON at most
+    # Without Kineto (Debian's CPU-only torch) the export thread turns every event of the window
+    # into Python objects and writes them from Python, holding the GIL the training thread needs:
+    # 15 s + 27 s for 300,000 events here. Whole steps past this many events are left out.
+    trace_max_events: int = 150000
     series_len: int = 200
     # The job's baseline: once per job, every rank profiles `baseline_iters` iterations at
     # iteration `baseline_at` (-1: after the detector's warm-up and first window, once iteration
@@ -130,7 +134,7 @@ def _read_file(path: str) -> Dict[str, Any]:
 
 def _validate(values: Dict[str, Any]) -> Dict[str, Any]:
     positive = ("window", "threshold", "capture_iters", "capture_s", "poll_s", "hang_factor",
-                "baseline_iters", "summarize_mem_mb")
+                "baseline_iters", "summarize_mem_mb", "trace_max_events")
     for name in positive:
         if name in values and values[name] <= 0:
             log.info("ignoring %s=%r: must be > 0" % (name, values[name]))

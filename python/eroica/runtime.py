@@ -288,7 +288,7 @@ class Runtime:
         cap = capture_mod.Capture(session, self.rank, self.world_size,
                                   self._raw_dir(session), self.cfg.with_stack,
                                   self.cfg.record_shapes, self.cfg.stack_hz,
-                                  self.cfg.stack_max_samples)
+                                  self.cfg.stack_max_samples, self.cfg.trace_max_events)
         try:
             cap.start(iteration)
         except Exception as e:

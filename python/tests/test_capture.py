@@ -166,3 +166,57 @@ def test_a_profiler_without_the_parse_to_defer_is_stopped_as_it_is():
     deferred = capture._DeferredEvents(Bare())
     assert not deferred.installed
     deferred.finish()  # nothing to give back, no error
+
+
+def test_a_window_of_too_many_events_keeps_its_first_whole_steps(tmp_path):
+    # Without Kineto every event is parsed and written from Python on the export thread, holding
+    # the GIL the training thread needs: past the bound only the first whole steps are kept.
+    import torch
+
+    from eroica import capture
+
+    session = {"session_id": "s", "reason": "forced", "target_iteration": 0,
+               "capture_iters": 4, "capture_max_s": 20}
+    cap = capture.Capture(session, 0, 1, str(tmp_path), max_trace_events=1000)
+    cap.start(0)
+    values = torch.arange(300.0)
+    for i in range(1, 5):
+        sum(float(values[k]) for k in range(300))  # 600+ events a step: 1000 hold one step
+        done = cap.on_boundary(i, 0.01)
+    assert done
+    cap.export()
+    if torch.autograd.kineto_available():  # Kineto writes its own results whole
+        assert cap.trace_cut is None
+        return
+    events = trace_events(capture.trace_path(str(tmp_path), 0))
+    assert profiler_steps(events) == [0]
+    assert cap.trace_cut["steps_kept"] == 1 and cap.trace_cut["kept"] == len(events)
+    assert cap.trace_cut["events"] > 4 * 600
+    assert json.load(open(capture.meta_path(str(tmp_path), 0)))["trace_cut"] == cap.trace_cut
+    assert sum(e.get("name") == "aten::select" for e in events) == 300
+
+
+def test_first_whole_steps_keeps_every_step_that_fits():
+    from eroica import capture
+
+    class Event:
+        def __init__(self, name, start):
+            self._name, self._start = name, start
+
+        def name(self):
+            return self._name
+
+        def start_us(self):
+            return self._start
+
+    # three steps of 1 + 4 events each, out of time order
+    recorded = [Event("op", 100 * s + k) for s in range(3) for k in range(1, 5)]
+    recorded += [Event("ProfilerStep#%d" % s, 100 * s) for s in range(3)]
+    recorded.reverse()
+    kept, steps = capture._first_whole_steps(recorded, 11)
+    assert steps == 2 and [e.start_us() for e in kept] == sorted(e.start_us() for e in kept)
+    assert len(kept) == 10 and max(e.start_us() for e in kept) == 104
+    kept, steps = capture._first_whole_steps(recorded, 3)  # not one step fits: the first whole
+    assert steps == 1 and len(kept) == 5
+    kept, steps = capture._first_whole_steps([Event("op", t) for t in range(9)], 4)  # no steps
+    assert steps == 0 and len(kept) == 4
