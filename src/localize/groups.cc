@@ -16,10 +16,13 @@ constexpr double kSameRoleOverlap = 0.5;
 // What a worker runs, never how long it takes: a throttled, starving or GC-storming rank runs
 // the same ops and collectives as its peers, while its critical-path shares are what the fault
 // changes. Operations it calls (compute, memory, communication; any β) and its collectives by
-// name and count.
+// name and calls per iteration: ranks' windows can hold different numbers of steps (a straggler's
+// window closes on its time limit first; a capture keeps only the first steps of a window with
+// too many events), and a rank with 1 step of a window its peers had 5 of issued a fifth of their
+// collectives in it.
 struct RoleSignature {
-  std::vector<StringId> operations;                        // sorted, unique
-  std::vector<std::pair<StringId, uint32_t>> collectives;  // (name, calls in the window), sorted
+  std::vector<StringId> operations;                      // sorted, unique
+  std::vector<std::pair<StringId, double>> collectives;  // (name, calls per iteration), sorted
 };
 
 RoleSignature SignatureOf(const WorkerTable& table, size_t worker) {
@@ -33,10 +36,11 @@ RoleSignature SignatureOf(const WorkerTable& table, size_t worker) {
   std::vector<StringId> calls;
   for (const CollectiveEntry& c : table.collectives(worker)) calls.push_back(c.name);
   std::sort(calls.begin(), calls.end());
+  double iterations = std::max(table.row(worker).iterations, 1);
   for (size_t i = 0; i < calls.size();) {
     size_t j = i;
     while (j < calls.size() && calls[j] == calls[i]) ++j;
-    s.collectives.emplace_back(calls[i], static_cast<uint32_t>(j - i));
+    s.collectives.emplace_back(calls[i], static_cast<double>(j - i) / iterations);
     i = j;
   }
   return s;
@@ -59,8 +63,8 @@ double Containment(const std::vector<StringId>& a, const std::vector<StringId>& 
 }
 
 // Σ min / Σ max of two collective-count lists; 1 when neither issues collectives.
-double CollectiveOverlap(const std::vector<std::pair<StringId, uint32_t>>& a,
-                         const std::vector<std::pair<StringId, uint32_t>>& b) {
+double CollectiveOverlap(const std::vector<std::pair<StringId, double>>& a,
+                         const std::vector<std::pair<StringId, double>>& b) {
   if (a.empty() && b.empty()) return 1;
   double low = 0, high = 0;
   size_t i = 0, j = 0;

@@ -56,6 +56,19 @@ TEST(GroupsTest, AFaultyRankStaysWithItsPeers) {
   }
 }
 
+// Collectives are compared per iteration: a rank whose window kept 1 step (its capture cut it to
+// its first steps, or its time limit closed a straggler's window first) issued a fifth of its
+// peers' collectives in it, as many per step.
+TEST(GroupsTest, ARankWithFewerStepsInItsWindowStaysWithItsPeers) {
+  std::vector<WorkerPattern> workers = {Worker(0, 0.04), Worker(1, 0.04), Worker(2, 0.04), Worker(3, 0.04)};
+  workers[0].step_ids = {1};
+  workers[0].collectives.resize(2);
+  WorkerTable table;
+  std::vector<WorkerGroup> groups = Groups(workers, &table);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].size(), 4u);
+}
+
 TEST(GroupsTest, DifferentCollectivesOrDeclaredRolesAreDifferentRoles) {
   std::vector<WorkerPattern> workers = {Worker(0, 0.04), Worker(1, 0.04), Worker(2, 0.04), Worker(3, 0.04)};
   // Rank 3 is a pipeline stage that sends activations instead of reducing gradients.
