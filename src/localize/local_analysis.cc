@@ -425,7 +425,21 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
   // median calls 1.40x its peer's, its gradient accumulation's 7 us calls 0.89x). Counts,
   // bytes and shapes are exact.
   bool timed = work.source != WorkSource::kExact;
-  if (work.more_work && (!timed || (x.category == Category::kCompute && !HeldBackByQuota(w, e)))) {
+  std::string own_calls = ExtraCallsOfItsOwnCode(group, x.member, e.imbalance_ratio);
+  if (!own_calls.empty() && (x.category == Category::kCompute || x.category == Category::kHost)) {
+    // Its code's: the ops it calls and the Python between them. Named at its busiest host point,
+    // whose stack samples give the line (a GRU's rank 0 logging its parameters element by element:
+    // 98,000 calls a step each of aten::select and aten::item, the Python between them 0.20 of
+    // its step, sampled at the logging line).
+    f.category = FindingCategory::kHost;
+    FunctionExcess host = TopFunction(group, x.member, Category::kHost, e);
+    if (host.function) {
+      f.function = std::string(group.table->name(host.function->name));
+      f.beta = host.function->beta;
+      f.peer_beta = host.peer_beta;
+    }
+    f.evidence += "; " + own_calls;
+  } else if (work.more_work && (!timed || (x.category == Category::kCompute && !HeldBackByQuota(w, e)))) {
     f.category = FindingCategory::kImbalance;
     f.evidence += "; it is given more work: " + work.evidence;
   } else if (x.category == Category::kCompute) {
@@ -535,8 +549,13 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
     const WorkerRow& w = group.row(k);
     double peer_items = PeerCenter(items, {.median = median_items}, k);
     double peer_calls = PeerCenter(calls, {.median = median_calls}, k);
+    // Compute calls count as more data only where no loader counts items: more samples or more
+    // micro-batches come through the loader, while a loop of the rank's own code calls ops its
+    // peers hardly call with the items they load. An unseen 4-rank GRU whose rank 0 logged its
+    // parameters element by element each step: 399,357 compute calls a step against 5,136 (98,000
+    // each of aten::select, aten::item...), 214 loader items against 212; named `imbalance`.
     bool counted = (peer_items > 0 && w.dataloader_ops_per_iter >= e.imbalance_ratio * peer_items) ||
-                   (peer_calls > 0 && w.compute_calls_per_iter >= e.imbalance_ratio * peer_calls);
+                   (peer_items <= 0 && peer_calls > 0 && w.compute_calls_per_iter >= e.imbalance_ratio * peer_calls);
     bool larger_calls = !sizes.empty() && sizes[k].MoreData(e.imbalance_ratio);
     // More data is more work: where the training threads were read, a rank found by its larger
     // calls alone (no counts) must also have run on a CPU longer than its peers by the noise

@@ -2534,6 +2534,51 @@ TEST(LocalizerTest, MoreWorkByCountsCostsAtLeastTheProcessorTimeItTookOnAnyCores
   EXPECT_TRUE(Localize(MoreDataOnBusyCores(0.45f, 0.80f), DefaultExpectations()).healthy());
 }
 
+// An unseen 4-rank GRU (eroica run, 2 cores) whose rank 0 logged its parameters element by
+// element every step: the window's shares, counts and readings. 399,357 compute calls a step
+// against 5,044-5,137 (98,000 each of aten::select, aten::item...) with its loader's items at its
+// peers' count (214 vs 212-214), the Python between those calls 0.20 of its step, its thread on a
+// CPU 0.82 of the window against 0.13, the others waiting 0.41 s a step for it. `loader_ops`: rank
+// 0's items a step.
+LocalizeInput OwnCodeCallingOps(double loader_ops) {
+  const double shares[4][4] = {{0.641, 0.001, 0.141, 0.016},
+                               {0.180, 0.004, 0.014, 0.802},
+                               {0.256, 0.001, 0.017, 0.726},
+                               {0.234, 0.004, 0.021, 0.740}};
+  const double iteration_s[] = {0.594, 0.5802, 0.5812, 0.5794};
+  const double calls[] = {399357, 5136.4, 5137.2, 5044.2}, items[] = {loader_ops, 212.4, 213.6, 212.4};
+  const float main_cpu[] = {0.824f, 0.130f, 0.136f, 0.128f}, main_queued[] = {0.162f, 0.069f, 0.138f, 0.131f};
+  const float run_delay[] = {0.241f, 0.151f, 0.225f, 0.212f};
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w = CountedWorker(r, 4, shares[r], iteration_s[r], calls[r], items[r]);
+    if (r == 0) AddHostPoint(&w, "(python between aten::item and aten::item)", 0.201);
+    const float wait_us = r == 0 ? 4700 : static_cast<float>(shares[r][3] * iteration_s[r] / 2 * 1e6);
+    const float allreduce_us[10] = {wait_us, wait_us, wait_us, wait_us, wait_us,
+                                    wait_us, wait_us, wait_us, wait_us, wait_us};
+    AddAllreduces(&w, allreduce_us);
+    w.cpu = ThreadReadings(0.71f, main_cpu[r], main_queued[r], 0.035f, run_delay[r]);
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, ManyMoreCallsWithThePeersItemsAreARanksOwnCode) {
+  Diagnosis d = Localize(OwnCodeCallingOps(214), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kHost) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{0});
+  EXPECT_EQ(d.findings[0].function, "(python between aten::item and aten::item)");
+  EXPECT_NE(d.findings[0].evidence.find("against 5136 on its peers while its loader hands it their count of items "
+                                        "(214 vs 212): the extra calls are code of its own"),
+            std::string::npos)
+      << d.findings[0].evidence;
+  // Its loader handing it twice its peers' items: more data, its calls with them.
+  Diagnosis more = Localize(OwnCodeCallingOps(428), DefaultExpectations());
+  ASSERT_FALSE(more.healthy());
+  EXPECT_EQ(more.findings[0].category, FindingCategory::kImbalance) << more.findings[0].evidence;
+}
+
 // r3's 3-rank MLP whose rank 1 had three times the batch (seed 1600; the window's shares, counts,
 // collectives and readings): cores 90-92% busy, each process queued 0.42-0.50 s per second
 // (median 0.49), 2.6x its peers' calls, its thread on a CPU 0.09 of the window longer, its own

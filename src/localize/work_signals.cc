@@ -160,13 +160,33 @@ bool HadTheProcessor(const WorkerGroup& group, size_t suspect, double ratio, con
 
 }  // namespace
 
+std::string ExtraCallsOfItsOwnCode(const WorkerGroup& group, size_t suspect, double ratio) {
+  double peer_items = PeerMedian(group, suspect, [&](size_t k) { return group.row(k).dataloader_ops_per_iter; });
+  double peer_calls = PeerMedian(group, suspect, [&](size_t k) { return group.row(k).compute_calls_per_iter; });
+  const WorkerRow& mine = group.row(suspect);
+  if (peer_items <= 0 || peer_calls <= 0 || mine.dataloader_ops_per_iter >= ratio * peer_items ||
+      mine.compute_calls_per_iter < ratio * peer_calls || mine.compute_calls_per_iter - peer_calls < 2) {
+    return "";
+  }
+  return fmt::format(
+      "it calls {:.0f} compute ops per iteration against {:.0f} on its peers while its loader hands it their count "
+      "of items ({:.0f} vs {:.0f}): the extra calls are code of its own (a loop over a tensor's elements, logging, "
+      "an evaluation), not more data",
+      mine.compute_calls_per_iter, peer_calls, mine.dataloader_ops_per_iter, peer_items);
+}
+
 WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expectations& e, const CallSizes* sizes) {
   const double ratio = e.imbalance_ratio;
   WorkComparison out;
   const WorkerTable& table = *group.table;
+  bool loader_counted = false;  // its peers' loaders report items
   for (const Signal& signal : kSignals) {
     double median = PeerMedian(group, suspect, [&](size_t k) { return signal.read(group.row(k)); });
     double mine = signal.read(group.row(suspect));
+    if (&signal == &kSignals[0]) loader_counted = median > 0;
+    // More compute calls while its loader hands it its peers' count of items is no more data but
+    // code of its own calling ops (local_analysis.cc AddImbalancedWorkers).
+    if (&signal == &kSignals[1] && loader_counted) continue;
     if (median > 0 && mine >= ratio * median && mine - median >= 2) {
       out.more_work = true;
       out.evidence =

@@ -31,4 +31,10 @@ struct WorkComparison {
 // counts from e.imbalance_ratio on. `sizes`: its call sizes (call_sizes.h), null when unknown.
 WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expectations& e, const CallSizes* sizes);
 
+// Evidence that `suspect`'s extra ops are calls of its own code, or "": it calls the ratio's
+// more compute ops per iteration than its peers while its loader hands it their count of items
+// (more samples or micro-batches come through the loader; a loop over a tensor's elements,
+// logging or an evaluation of its own does not). Empty where the peers' loaders count no items.
+std::string ExtraCallsOfItsOwnCode(const WorkerGroup& group, size_t suspect, double ratio);
+
 }  // namespace eroica
