@@ -406,10 +406,33 @@ def run_slowed_job(run, name, contender):
         shutil.rmtree(job["dir"], ignore_errors=True)  # its sessions would count as the next one's
 
 
+def unslowed_dry_run(run, job):
+    """Why the checks of what eroica made of the job are not run, or "": on the CPU dry run, no
+    attempt's contender slowed rank 1 by SLOWDOWN_RATIO and no session followed. A shared 2-core
+    machine's neighbours absorb the contention at times (a clean-clone CI run beside the sanitizer
+    build: 13.18 -> 15.92 ms, 1.21x, in each of 3 attempts): a job that was not slowed leaves
+    nothing to detect, which says nothing about eroica. A session that followed anyway is checked."""
+    slowdown = slowdown_of(job)
+    if not run.cpu or job["session"] is not None or slowdown is None or slowdown.ratio >= SLOWDOWN_RATIO:
+        return ""
+    ratios = job.get("earlier_ratios", []) + [slowdown.ratio]
+    return ("the machine absorbed the contender: rank 1 slowed only %s in %d attempt(s), nothing to detect"
+            % (", ".join("%.2fx" % r for r in ratios), len(ratios)))
+
+
 def check_job(run, name, contender, main):
     job = run_slowed_job(run, name, contender)
     check_job_ran(run, job)
     check_slowdown(run, job)
+    why = unslowed_dry_run(run, job)
+    if why:
+        parts = ["detected", "captured", "diagnosis"]
+        if main:
+            parts += ["agent.metrics", "patterns.mu_sigma", "traces.read"]
+        for part in parts:
+            run.add(skipped(part if "." in part else job["name"] + "." + part, why))
+        keep_job_files(run, job)
+        return
     check_detected(run, job)
     check_captured(run, job)
     check_diagnosis(run, job, main)

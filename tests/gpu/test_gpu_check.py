@@ -215,3 +215,21 @@ def test_contender_process_waits_for_its_start_signal(tmp_path):
     with open(report) as f:
         done = json.load(f)
     assert done["products"] > 10 and 0.3 < done["ran_s"] < 1.4 and done["pinned_cpu"] is None
+
+
+def test_an_unslowed_dry_run_skips_what_needs_a_slowdown(monkeypatch):
+    import job_checks
+
+    class Run:
+        cpu = True
+
+    monkeypatch.setattr(job_checks, "slowdown_of", lambda job: job["slowdown"])
+    flat = job_checks.Slowdown(13.18, 15.92, 1.21, {})
+    job = {"session": None, "slowdown": flat, "earlier_ratios": [1.12, 1.18]}
+    why = job_checks.unslowed_dry_run(Run(), job)
+    assert "1.12x, 1.18x, 1.21x in 3 attempt(s)" in why
+    # Slowed, or a session anyway, or a GPU machine: everything is checked.
+    assert job_checks.unslowed_dry_run(Run(), dict(job, slowdown=flat._replace(ratio=1.5))) == ""
+    assert job_checks.unslowed_dry_run(Run(), dict(job, session={"reason": "degradation"})) == ""
+    Run.cpu = False
+    assert job_checks.unslowed_dry_run(Run(), job) == ""
