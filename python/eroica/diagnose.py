@@ -115,6 +115,13 @@ def keep_baseline(session_dir: str, world_size: int, bundle: str, configured_bin
     except (OSError, subprocess.TimeoutExpired) as e:
         log.info("no baseline kept from %s: %s" % (session_dir, e))
         return False
+    finally:
+        # Left in the folder, the bundle's copy was read as 4 more workers by `eroica diagnose
+        # <session>` ("rank(s) 0-3 appear in more than one file").
+        try:
+            os.unlink(scratch)
+        except OSError:
+            pass
     log.info("baseline of %d ranks kept: %s" % (len(traces), bundle))
     return True
 

@@ -78,6 +78,9 @@ def test_every_rank_slower_is_a_global_finding_against_the_baseline(tmp_path):
 def test_healthy_control_has_a_baseline_and_no_finding(tmp_path):
     done, sessions = run_job(tmp_path)
     assert (tmp_path / "bjob.baseline.pattern").is_file(), done.stderr
+    # The session folder keeps no copy of the bundle: `eroica diagnose <session>` reads each rank once.
+    for folder, doc in sessions.items():
+        assert not os.path.exists(os.path.join(folder, "baseline.pattern")), os.listdir(folder)
     for d, doc in sessions.items():
         path = os.path.join(d, "report.json")
         if doc["reason"] != "baseline" and not os.path.exists(path):
