@@ -24,7 +24,8 @@ Size SizeOf(const WorkerGroup& group, const FunctionEntry& f) {
   return f.category == Category::kCompute ? Size::kBatch : Size::kNone;
 }
 
-// The ratio below which half of the weight lies (`pairs`: ratio, weight); 0 without weight.
+}  // namespace
+
 double WeightedMedianRatio(std::vector<std::pair<double, double>>& pairs) {
   std::sort(pairs.begin(), pairs.end());
   double total = 0;
@@ -37,8 +38,6 @@ double WeightedMedianRatio(std::vector<std::pair<double, double>>& pairs) {
   }
   return pairs.back().first;
 }
-
-}  // namespace
 
 bool ScalesWithTheModel(std::string_view name, HostKind host_kind) {
   // A Python program point named after the op beside it is the host's, not the op's.

@@ -35,6 +35,10 @@ namespace eroica {
 // slower processor stretches it like everything else. Not the Python between such ops.
 bool ScalesWithTheModel(std::string_view name, HostKind host_kind);
 
+// The ratio below which half of the weight lies (`pairs`: ratio, weight; sorted in place); 0
+// without weight.
+double WeightedMedianRatio(std::vector<std::pair<double, double>>& pairs);
+
 // One statistic of the calls (the median, or the lower quartile) against the peers'.
 struct CallRatios {
   // Its batch-sized compute ops' calls over its peers': the median of the ops' ratios, each op

@@ -549,13 +549,15 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
     const WorkerRow& w = group.row(k);
     double peer_items = PeerCenter(items, {.median = median_items}, k);
     double peer_calls = PeerCenter(calls, {.median = median_calls}, k);
-    // Compute calls count as more data only where no loader counts items: more samples or more
-    // micro-batches come through the loader, while a loop of the rank's own code calls ops its
-    // peers hardly call with the items they load. An unseen 4-rank GRU whose rank 0 logged its
-    // parameters element by element each step: 399,357 compute calls a step against 5,136 (98,000
-    // each of aten::select, aten::item...), 214 loader items against 212; named `imbalance`.
-    bool counted = (peer_items > 0 && w.dataloader_ops_per_iter >= e.imbalance_ratio * peer_items) ||
-                   (peer_items <= 0 && peer_calls > 0 && w.compute_calls_per_iter >= e.imbalance_ratio * peer_calls);
+    // Where a loader counts items, more compute calls with the peers' count of items are more data
+    // only as calls of the ops the peers spend their time in (an RNN's time steps over longer
+    // sequences: an unseen 4-rank GRU whose rank 2 padded its batches 3x made 2.86x its peers'
+    // aten::mm calls); a loop of the rank's own code calls ops they hardly spend time in (the same
+    // GRU whose rank 0 logged its parameters element by element each step: 399,357 compute calls
+    // a step against 5,136, 98,000 each of aten::select, aten::item..., aten::mm's as its peers').
+    bool more_calls = peer_calls > 0 && w.compute_calls_per_iter >= e.imbalance_ratio * peer_calls &&
+                      (peer_items <= 0 || CallsRatioOfPeersWork(group, k) >= e.imbalance_ratio);
+    bool counted = (peer_items > 0 && w.dataloader_ops_per_iter >= e.imbalance_ratio * peer_items) || more_calls;
     bool larger_calls = !sizes.empty() && sizes[k].MoreData(e.imbalance_ratio);
     // More data is more work: where the training threads were read, a rank found by its larger
     // calls alone (no counts) must also have run on a CPU longer than its peers by the noise

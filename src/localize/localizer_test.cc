@@ -2539,8 +2539,8 @@ TEST(LocalizerTest, MoreWorkByCountsCostsAtLeastTheProcessorTimeItTookOnAnyCores
 // against 5,044-5,137 (98,000 each of aten::select, aten::item...) with its loader's items at its
 // peers' count (214 vs 212-214), the Python between those calls 0.20 of its step, its thread on a
 // CPU 0.82 of the window against 0.13, the others waiting 0.41 s a step for it. `loader_ops`: rank
-// 0's items a step.
-LocalizeInput OwnCodeCallingOps(double loader_ops) {
+// 0's items a step; `work_calls`: its calls of the op its peers spend their time in, over theirs.
+LocalizeInput OwnCodeCallingOps(double loader_ops, double work_calls = 1.0) {
   const double shares[4][4] = {{0.641, 0.001, 0.141, 0.016},
                                {0.180, 0.004, 0.014, 0.802},
                                {0.256, 0.001, 0.017, 0.726},
@@ -2553,6 +2553,7 @@ LocalizeInput OwnCodeCallingOps(double loader_ops) {
   for (int r = 0; r < 4; ++r) {
     WorkerPattern w = CountedWorker(r, 4, shares[r], iteration_s[r], calls[r], items[r]);
     if (r == 0) AddHostPoint(&w, "(python between aten::item and aten::item)", 0.201);
+    if (r == 0) w.functions[0].calls_per_iter *= static_cast<float>(work_calls);  // aten::addmm
     const float wait_us = r == 0 ? 4700 : static_cast<float>(shares[r][3] * iteration_s[r] / 2 * 1e6);
     const float allreduce_us[10] = {wait_us, wait_us, wait_us, wait_us, wait_us,
                                     wait_us, wait_us, wait_us, wait_us, wait_us};
@@ -2569,14 +2570,20 @@ TEST(LocalizerTest, ManyMoreCallsWithThePeersItemsAreARanksOwnCode) {
   EXPECT_EQ(d.findings[0].category, FindingCategory::kHost) << d.findings[0].evidence;
   EXPECT_EQ(d.findings[0].workers, std::vector<int>{0});
   EXPECT_EQ(d.findings[0].function, "(python between aten::item and aten::item)");
-  EXPECT_NE(d.findings[0].evidence.find("against 5136 on its peers while its loader hands it their count of items "
-                                        "(214 vs 212): the extra calls are code of its own"),
+  EXPECT_NE(d.findings[0].evidence.find("against 5136 on its peers, but the ops they spend their time in only 1.00x "
+                                        "as often, while its loader hands it their count of items (214 vs 212): the "
+                                        "extra calls are code of its own"),
             std::string::npos)
       << d.findings[0].evidence;
   // Its loader handing it twice its peers' items: more data, its calls with them.
   Diagnosis more = Localize(OwnCodeCallingOps(428), DefaultExpectations());
   ASSERT_FALSE(more.healthy());
   EXPECT_EQ(more.findings[0].category, FindingCategory::kImbalance) << more.findings[0].evidence;
+  // The same items, but 2.86x the calls of the op its peers spend their time in (the same GRU
+  // whose rank 2 padded its batches 3x: its time steps): more data.
+  Diagnosis longer = Localize(OwnCodeCallingOps(214, 2.86), DefaultExpectations());
+  ASSERT_FALSE(longer.healthy());
+  EXPECT_EQ(longer.findings[0].category, FindingCategory::kImbalance) << longer.findings[0].evidence;
 }
 
 // r3's 3-rank MLP whose rank 1 had three times the batch (seed 1600; the window's shares, counts,

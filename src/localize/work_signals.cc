@@ -160,6 +160,23 @@ bool HadTheProcessor(const WorkerGroup& group, size_t suspect, double ratio, con
 
 }  // namespace
 
+double CallsRatioOfPeersWork(const WorkerGroup& group, size_t suspect) {
+  const WorkerTable& table = *group.table;
+  std::vector<std::pair<double, double>> ratios;  // (its calls over its peers', their β)
+  for (const FunctionEntry& f : group.functions(suspect)) {
+    if (f.category != Category::kCompute || IsFoldedTail(table.name(f.name))) continue;
+    auto peers = [&](float FunctionEntry::*field) {
+      return PeerMedian(group, suspect, [&](size_t k) {
+        const FunctionEntry* g = table.Find(group.members[k], f.name, f.category);
+        return g ? static_cast<double>(g->*field) : 0.0;
+      });
+    };
+    double calls = peers(&FunctionEntry::calls_per_iter);
+    if (calls > 0) ratios.emplace_back(f.calls_per_iter / calls, peers(&FunctionEntry::beta));
+  }
+  return WeightedMedianRatio(ratios);
+}
+
 std::string ExtraCallsOfItsOwnCode(const WorkerGroup& group, size_t suspect, double ratio) {
   double peer_items = PeerMedian(group, suspect, [&](size_t k) { return group.row(k).dataloader_ops_per_iter; });
   double peer_calls = PeerMedian(group, suspect, [&](size_t k) { return group.row(k).compute_calls_per_iter; });
@@ -168,11 +185,13 @@ std::string ExtraCallsOfItsOwnCode(const WorkerGroup& group, size_t suspect, dou
       mine.compute_calls_per_iter < ratio * peer_calls || mine.compute_calls_per_iter - peer_calls < 2) {
     return "";
   }
+  double work_calls = CallsRatioOfPeersWork(group, suspect);
+  if (work_calls >= ratio) return "";
   return fmt::format(
-      "it calls {:.0f} compute ops per iteration against {:.0f} on its peers while its loader hands it their count "
-      "of items ({:.0f} vs {:.0f}): the extra calls are code of its own (a loop over a tensor's elements, logging, "
-      "an evaluation), not more data",
-      mine.compute_calls_per_iter, peer_calls, mine.dataloader_ops_per_iter, peer_items);
+      "it calls {:.0f} compute ops per iteration against {:.0f} on its peers, but the ops they spend their time in "
+      "only {:.2f}x as often, while its loader hands it their count of items ({:.0f} vs {:.0f}): the extra calls are "
+      "code of its own (a loop over a tensor's elements, logging, an evaluation), not more data",
+      mine.compute_calls_per_iter, peer_calls, work_calls, mine.dataloader_ops_per_iter, peer_items);
 }
 
 WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expectations& e, const CallSizes* sizes) {
@@ -184,9 +203,9 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
     double median = PeerMedian(group, suspect, [&](size_t k) { return signal.read(group.row(k)); });
     double mine = signal.read(group.row(suspect));
     if (&signal == &kSignals[0]) loader_counted = median > 0;
-    // More compute calls while its loader hands it its peers' count of items is no more data but
-    // code of its own calling ops (local_analysis.cc AddImbalancedWorkers).
-    if (&signal == &kSignals[1] && loader_counted) continue;
+    // More compute calls while its loader hands it its peers' count of items are more data only
+    // where they are calls of the ops its peers spend their time in (ExtraCallsOfItsOwnCode).
+    if (&signal == &kSignals[1] && loader_counted && CallsRatioOfPeersWork(group, suspect) < ratio) continue;
     if (median > 0 && mine >= ratio * median && mine - median >= 2) {
       out.more_work = true;
       out.evidence =

@@ -31,10 +31,16 @@ struct WorkComparison {
 // counts from e.imbalance_ratio on. `sizes`: its call sizes (call_sizes.h), null when unknown.
 WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expectations& e, const CallSizes* sizes);
 
-// Evidence that `suspect`'s extra ops are calls of its own code, or "": it calls the ratio's
-// more compute ops per iteration than its peers while its loader hands it their count of items
-// (more samples or micro-batches come through the loader; a loop over a tensor's elements,
-// logging or an evaluation of its own does not). Empty where the peers' loaders count no items.
+// How many times its peers' calls `suspect` makes of the ops its peers spend their time in: the
+// median of its compute ops' call ratios, each op weighed by its peers' critical-path share. More
+// data through a loop over it (an RNN's time steps over longer sequences) calls those ops more
+// often; a loop of the rank's own code calls ops its peers hardly spend time in (0 without any).
+double CallsRatioOfPeersWork(const WorkerGroup& group, size_t suspect);
+
+// Evidence that `suspect`'s extra ops are calls of its own code, or "": it calls the ratio's more
+// compute ops per iteration than its peers, but not of the ops its peers spend their time in
+// (CallsRatioOfPeersWork), while its loader hands it their count of items (more samples or
+// micro-batches come through the loader). Empty where the peers' loaders count no items.
 std::string ExtraCallsOfItsOwnCode(const WorkerGroup& group, size_t suspect, double ratio);
 
 }  // namespace eroica
