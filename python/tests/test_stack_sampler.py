@@ -85,6 +85,7 @@ def test_no_sampler_thread_outside_a_window(tmp_path):
         start = time.monotonic()
         while time.monotonic() - start < 0.05:
             torch.ones(10).sum()
+            time.sleep(0.001)  # a tight loop of ops records 100,000+ events, 5 s of export here
         done = cap.on_boundary(i, 0.05)
     assert done and samplers() == []
     cap.export()
@@ -103,6 +104,7 @@ def test_no_sampler_thread_outside_a_window(tmp_path):
         start = time.monotonic()
         while time.monotonic() - start < 0.05:
             torch.ones(10).sum()
+            time.sleep(0.001)
         done = off.on_boundary(i, 0.05)
     assert done
     off.export()
