@@ -203,10 +203,11 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
     double median = PeerMedian(group, suspect, [&](size_t k) { return signal.read(group.row(k)); });
     double mine = signal.read(group.row(suspect));
     if (&signal == &kSignals[0]) loader_counted = median > 0;
-    // More compute calls while its loader hands it its peers' count of items are more data only
-    // where they are calls of the ops its peers spend their time in (ExtraCallsOfItsOwnCode).
-    if (&signal == &kSignals[1] && loader_counted && CallsRatioOfPeersWork(group, suspect) < ratio) continue;
     if (median > 0 && mine >= ratio * median && mine - median >= 2) {
+      // More compute calls while its loader hands it its peers' count of items are more data
+      // only where they are calls of the ops its peers spend their time in (a pass over its
+      // functions, so only for a rank whose calls are up: ExtraCallsOfItsOwnCode).
+      if (&signal == &kSignals[1] && loader_counted && CallsRatioOfPeersWork(group, suspect) < ratio) continue;
       out.more_work = true;
       out.evidence =
           fmt::format("{} {:.0f} vs {:.0f} on its peers ({:.1f}x)", signal.label, mine, median, mine / median);
