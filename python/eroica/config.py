@@ -61,7 +61,9 @@ class Config:
     bin: str = ""
     collect_timeout_s: float = 60.0
     diagnose_timeout_s: float = 300.0
-    agent_wait_s: float = 3.0  # for a node agent's samples of the window, when one runs
+    # For the samples of each node agent that promised them, past the time they are due
+    # (agent_link.wait_for_metrics); no wait where no agent saw the session.
+    agent_wait_s: float = 3.0
     # Scale-out (docs: python/README.md): each rank's raw files go to this node-local folder,
     # are summarized there and only patterns travel, through the job store; `dir` then holds
     # rank 0's patterns and report only. "": raw files in `dir`, diagnosed there (one folder).

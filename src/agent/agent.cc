@@ -25,6 +25,7 @@
 #include "agent/sampler.h"
 #include "agent/session_tracker.h"
 #include "base/file_util.h"
+#include "base/json_access.h"
 
 namespace eroica::agent {
 namespace {
@@ -94,12 +95,16 @@ class Agent {
   void Housekeeping(int64_t now_ns);
   void WriteDueSessions(int64_t now_ns);
   void Shutdown();
-  void AddSession(const CaptureSession& session) { sessions_.Add(session); }
+  void AddSession(const CaptureSession& session) {
+    sessions_.Add(session);
+    PromiseMetrics();
+  }
   uint64_t sessions_finished() const { return sessions_written_ + sessions_dropped_; }
   uint64_t sessions_written() const { return sessions_written_; }
 
  private:
   void WriteSession(const CaptureSession& session);
+  void PromiseMetrics();
   std::string RenderMetrics();
 
   AgentOptions options_;
@@ -223,9 +228,25 @@ void Agent::Housekeeping(int64_t now_ns) {
   }
   processes_.SetProcesses(std::move(tracked));
   sessions_.Poll(now_ns, session_dirs);
+  PromiseMetrics();
   store_.CollectGarbage(now_ns);
   if (verdict_ != nullptr && housekeeping_count_++ % kVerdictPollEveryN == 0) {
     if (Status status = verdict_->Poll(); !status.ok()) log_.Report("verdict", "latest verdict: " + status.message());
+  }
+}
+
+// Each session it starts gets a promise of its file, <file>.due, {"host", "due_unix_ns"}: the
+// Python side diagnoses a session as soon as its ranks' traces are in, and without a promise no
+// agent took samples of it, so nothing is worth waiting for (agent_link.wait_for_metrics).
+void Agent::PromiseMetrics() {
+  for (const CaptureSession& session : sessions_.TakeStarted()) {
+    std::string path = session.dir + "/" + MetricsFileName(options_.host) + ".due";
+    std::string promise = Json{{"host", options_.host}, {"due_unix_ns", session.window_end_ns()}}.dump(
+        -1, ' ', false, Json::error_handler_t::replace);
+    if (Status status = WriteFileAtomically(path, promise, 0640); !status.ok()) {
+      log_.Report("promise-" + session.dir,
+                  fmt::format("cannot promise the metrics of session {}: {}", session.dir, status.message()));
+    }
   }
 }
 

@@ -20,6 +20,8 @@
 #include "agent/metrics_file.h"
 #include "agent/test_util.h"
 #include "agent/utilization.h"
+#include "base/file_util.h"
+#include "base/json_access.h"
 #include "base/temp_dir.h"
 
 namespace eroica::agent {
@@ -107,13 +109,23 @@ TEST(AgentTest, DaemonWritesTheSessionFileOfARegisteredProcess) {
   int64_t start_ns = RealtimeNs();
   WriteCaptureStart(dir.path() + "/s1", start_ns, 1.0);
   std::string path = dir.path() + "/s1/metrics-test-host.eroica-metrics";
+  // The promise comes with the next scan (a second), long before the file is due.
+  bool promised = WaitFor([&] { return std::filesystem::exists(path + ".due"); }, 3);
   volatile uint64_t spins = 0;  // give this process some CPU time to be seen
   while (RealtimeNs() < start_ns + kSecond) spins = spins + 1;
   bool written = WaitFor([&] { return std::filesystem::exists(path); }, 6);
   stop.store(true);
   agent.join();
   ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_TRUE(promised);
+  StatusOr<std::string> promise = ReadSmallFile(path + ".due");
+  ASSERT_TRUE(promise.ok());
+  std::optional<Json> due = ParseJson(*promise);
+  ASSERT_TRUE(due.has_value()) << *promise;
+  EXPECT_EQ((*due)["host"], "test-host");
+  EXPECT_EQ((*due)["due_unix_ns"].get<int64_t>(), start_ns + 2 * kSecond);
   ASSERT_TRUE(written);
+  EXPECT_LE(std::filesystem::last_write_time(path + ".due"), std::filesystem::last_write_time(path));
 
   StatusOr<MetricsFile> file = ReadMetricsFile(path);
   ASSERT_TRUE(file.ok()) << file.status().message();
@@ -154,6 +166,7 @@ TEST(AgentTest, ManualSessionSamplesWritesAndExits) {
   ASSERT_TRUE(file.ok()) << file.status().message();
   EXPECT_NE(file->Find("proc.cpu_ns", ::getpid()), nullptr);
   EXPECT_NE(file->Find("host.cpu_busy_ns", -1, -1, "cpu"), nullptr);
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/metrics-test-host.eroica-metrics.due"));
 }
 
 TEST(AgentTest, StopFlushesOpenSessions) {

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #include "agent/net_collector.h"
 #include "base/file_util.h"
@@ -71,8 +72,11 @@ SessionTracker::SessionTracker(std::string shared_dir, std::string metrics_file_
 
 void SessionTracker::Add(const CaptureSession& session) {
   active_[session.dir] = session;
+  started_now_.push_back(session);
   ++started_;
 }
+
+std::vector<CaptureSession> SessionTracker::TakeStarted() { return std::exchange(started_now_, {}); }
 
 void SessionTracker::Consider(const std::string& dir, int64_t now_ns) {
   if (active_.count(dir) > 0 || finished_.count(dir) > 0) return;

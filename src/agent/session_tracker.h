@@ -4,7 +4,8 @@
 // {"stop_unix_ns": ...}; else the moment the agent sees it). Its metrics file is due once the
 // agent holds samples up to end + 1 s. Sessions are found as DIR/<id>/capture.start and in
 // the session_dir that registrations name; a folder that already has this host's metrics file
-// is done.
+// is done. The agent promises each session it starts its file (agent.cc's PromiseMetrics), so
+// that whoever diagnoses it waits for an agent only where one took samples.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,8 @@ class SessionTracker {
   // Adds a session by hand (eroica agent --session DIR --duration S).
   void Add(const CaptureSession& session);
 
+  // Removes and returns the sessions started since the last call (found by Poll or added).
+  std::vector<CaptureSession> TakeStarted();
   // Removes and returns the sessions whose window is complete at now_ns.
   std::vector<CaptureSession> TakeDue(int64_t now_ns);
   // Removes and returns every active session, cut at now_ns (shutdown).
@@ -62,7 +65,8 @@ class SessionTracker {
   std::string metrics_file_name_;
   ErrorLog* log_;
   std::map<std::string, CaptureSession> active_;
-  std::set<std::string> finished_;  // written (or given up); bounded, see Poll()
+  std::vector<CaptureSession> started_now_;  // since TakeStarted
+  std::set<std::string> finished_;           // written (or given up); bounded, see Poll()
   uint64_t started_ = 0;
 };
 
