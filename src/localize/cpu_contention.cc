@@ -139,6 +139,22 @@ double StragglerFloor(const WorkerGroup& group, const Expectations& e) {
   return static_cast<double>(group.size()) < e.small_group ? e.small_group_min_excess_beta : e.min_excess_beta;
 }
 
+// The cores of `member`'s node that processes outside its job kept busy over the window: the
+// node's busy time less what the group's ranks on that node and their loader workers used
+// (cores); nullopt where the node or one of those ranks was not read.
+std::optional<double> CoresBusyOutsideTheJob(const WorkerGroup& group, size_t member) {
+  const WorkerRow& mine = group.row(member);
+  if (mine.host == Interner::kEmpty || !mine.cpu || mine.cpu->cpus <= 0) return std::nullopt;
+  double job = 0;
+  for (size_t k = 0; k < group.size(); ++k) {
+    const WorkerRow& peer = group.row(k);
+    if (peer.host != mine.host) continue;
+    if (!peer.cpu) return std::nullopt;
+    job += static_cast<double>(peer.cpu->process_cpu) + static_cast<double>(peer.cpu->loader_cpu);
+  }
+  return std::max(0.0, static_cast<double>(mine.cpu->host_busy) * mine.cpu->cpus - job);
+}
+
 // Why `member`'s own-work excess (share of its step) in `category` is the scheduler's, or "". Time
 // its training thread spent queued for a CPU beyond its peers' is time its ops and Python took
 // longer; the excess that queueing leaves must still make a straggler on its own. Host and loader
@@ -161,18 +177,29 @@ std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, siz
   double left = excess - explained;
   double floor = StragglerFloor(group, e);
   bool may_sleep = category == FindingCategory::kHost || category == FindingCategory::kDataloader;
-  if (HeldBackByQuota(mine, e) || extra <= 0 || queued < explained || (may_sleep && slept >= e.min_excess_beta) ||
-      left >= floor) {
+  if (HeldBackByQuota(mine, e) || extra <= 0 || (may_sleep && slept >= e.min_excess_beta) || left >= floor) {
     return "";
   }
+  // Who queued it: its own job where its peers queued as long, or where processes outside the job
+  // used fewer cores of its node than the time it queued beyond them (a second of theirs on a CPU
+  // keeps others off it a second at most). probe27's 3-rank transformer on 2 cores, every rank
+  // in a Python loop (s615): rank 1 queued 0.32 s per second against 0.11-0.12, the ranks used
+  // 1.69 of the node's 1.72 busy cores.
+  std::optional<double> outside = CoresBusyOutsideTheJob(group, member);
+  bool own_job = queued >= explained || (outside && *outside < explained);
+  if (!own_job) return "";
+  std::string whose =
+      queued >= explained
+          ? fmt::format("where each of theirs queued {:.2f} too", queued)
+          : fmt::format("while processes outside the job kept only {:.2f} of its node's cores busy", *outside);
   std::string asleep = may_sleep ? fmt::format("it slept no longer outside collectives ({:+.2f})", slept)
                                  : std::string("its excess is in its ops, which run or queue");
   return fmt::format(
       "rank {}'s own work was {:.2f} of a step above its peers', but its training thread was queued for a CPU {:.2f} "
-      "of the window longer than theirs, where each of theirs queued {:.2f} too, {}, and no CPU quota held it "
-      "({:.2f}); what the queueing leaves ({:.2f}) is below a straggler's {:.2f}: the job has more runnable threads "
-      "than cores, and this window the scheduler gave rank {} less; no finding",
-      mine.rank, excess, extra, queued, asleep, mine.cpu->throttled, left, floor, mine.rank);
+      "of the window longer than theirs, {}, {}, and no CPU quota held it ({:.2f}); what the queueing leaves ({:.2f}) "
+      "is below a straggler's {:.2f}: the job has more runnable threads than cores, and this window the scheduler "
+      "gave rank {} less; no finding",
+      mine.rank, excess, extra, whose, asleep, mine.cpu->throttled, left, floor, mine.rank);
 }
 
 // Why `member`'s wait for its DataLoader workers (`excess`, share of its step) is the scheduler's,

@@ -106,20 +106,20 @@ std::vector<std::optional<double>> LoaderSleptBeyondPeers(const WorkerGroup& gro
 // Local findings on own work (compute, host, data loader, memory) whose excess the node's
 // scheduler explains become notes. A rank whose training thread was queued for a CPU longer
 // than its peers' by at least its own-work excess, where its peers' queued at least that long
-// too (the job itself has more runnable threads than cores: which rank loses the lottery moves
-// between windows), which slept no longer than theirs outside collectives (a rank on slow
-// storage queues more too, at every wake-up, but mostly it sleeps), and whose CPU quota did not
-// hold it back (throttled for less than the noise floor, `min_excess_beta`: a quota's
-// throttling queues every runnable thread at once, so any material throttling is the rank's own
-// limit), is not slow by its own work. So is a rank waiting for its DataLoader workers whose
-// workers were queued for a CPU longer than its peers' workers by as much, on the same terms,
-// and so is one whose workers spent less of the window making batches than it waited for them:
+// too or processes outside the job kept fewer of its node's cores busy than that (the job itself
+// has more runnable threads than cores: which rank loses the lottery moves between windows;
+// another process can keep a thread off a core at most as long as it runs), which slept no longer than theirs outside
+// collectives (a rank on slow storage queues more too, at every wake-up, but mostly it sleeps), and whose CPU quota did
+// not hold it back (throttled for less than the noise floor, `min_excess_beta`: a quota's throttling queues every
+// runnable thread at once, so any material throttling is the rank's own limit), is not slow by its own work. So is a
+// rank waiting for its DataLoader workers whose workers were queued for a CPU longer than its peers' workers by as
+// much, on the same terms, and so is one whose workers spent less of the window making batches than it waited for them:
 // the batches were ready, and the wait was their hand-over (threads of the training process and
 // of the workers that pass a batch, each waiting to be scheduled), which its input pipeline's
 // storage, transforms or worker count do not change. Nor is a compute excess a slower device on
 // processors the rank shares with all its peers (SharesPeersProcessors). Kept: a rank held back by
-// its quota (a CPU limit is its own problem), a rank queued while its peers were not (a noisy
-// neighbour on its node), and ranks without readings.
+// its quota (a CPU limit is its own problem), a rank queued while its peers were not and others'
+// processes ran on its node as long (a noisy neighbour), and ranks without readings.
 void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local,
                         std::vector<std::string>* notes);
 

@@ -175,16 +175,18 @@ TEST(LocalizerTest, DataloaderStragglerIsTheCauseNotTheOthersWaiting) {
 // every rank's training thread queued for a CPU (0.3 of the window). Its thread queued 0.25
 // longer than theirs and slept outside collectives no longer: the scheduler's lottery, a note; so
 // is queueing that leaves less of its excess than a straggler needs.
-// Kept: the same rank held back by its CPU quota, queued while its peers were not (a noisy
-// neighbour), sleeping longer than its peers (slow storage queues at every wake-up too), or
-// without the training thread's or the cgroup's readings.
+// Kept: the same rank held back by its CPU quota, queued while its peers were not and processes
+// outside the job kept as many of its node's cores busy (a noisy neighbour), sleeping longer than its peers (slow
+// storage queues at every wake-up too), or without the training thread's or the cgroup's readings.
 struct BusyNodeRank {
   float throttled = 0;
   float peer_queued = 0.3f;
   float extra_queued = 0.25f;  // its thread's queueing beyond its peers'; its excess is 0.18
   float main_cpu = 0.2f;       // 0.05: it slept 0.15 longer outside collectives
   bool main_read = true;
-  bool in_ops = false;  // its excess in its compute ops instead of its loader
+  bool in_ops = false;       // its excess in its compute ops instead of its loader
+  bool same_host = false;    // every rank names one node (its busy cores then compared with theirs)
+  float busy_cores = 1.94f;  // the node's, of 2; the 4 ranks' processes use 1.8 of them
 };
 
 LocalizeInput LoaderStragglerOnABusyNode(BusyNodeRank late_rank) {
@@ -197,8 +199,9 @@ LocalizeInput LoaderStragglerOnABusyNode(BusyNodeRank late_rank) {
     // Slept outside collectives: 1 - main_cpu - main_run_delay - communication = 0.1 on peers.
     float queued = late ? late_rank.peer_queued + late_rank.extra_queued : late_rank.peer_queued;
     float main_cpu = late ? late_rank.main_cpu + (0.25f - late_rank.extra_queued) : 1.0f - queued - 0.33f - 0.1f;
+    if (late_rank.same_host) w.host = "node-a";
     w.cpu = CpuShare{.cpus = 2,
-                     .host_busy = 0.97f,
+                     .host_busy = late_rank.busy_cores / 2,
                      .process_cpu = 0.45f,
                      .run_delay = queued + 0.3f,
                      .throttled = late ? late_rank.throttled : 0.0f,
@@ -218,6 +221,13 @@ TEST(LocalizerTest, ARankTheSchedulerQueuedOnANodeTheJobOversubscribesIsNoStragg
   // though its shorter wait in collectives reads as 0.15 more sleep (kept for its loader below).
   Diagnosis ops = Localize(LoaderStragglerOnABusyNode({.main_cpu = 0.05f, .in_ops = true}), DefaultExpectations());
   ExpectHealthyWithNote(ops, "its excess is in its ops");
+  // Its peers hardly queued (0.02), but outside the job only 0.14 of the node's cores were busy,
+  // less than its 0.25 of extra queueing: its own job's ranks queued it (a 3-rank transformer on
+  // 2 cores, s615). With a process outside the job on a core, a noisy neighbour: kept below.
+  // (Its thread on a CPU 0.48 of the window: it slept outside collectives as long as its peers.)
+  Diagnosis own_job = Localize(LoaderStragglerOnABusyNode({.peer_queued = 0.02f, .main_cpu = 0.48f, .same_host = true}),
+                               DefaultExpectations());
+  ExpectHealthyWithNote(own_job, "outside the job kept only 0.14 of its node's cores busy");
   Diagnosis own_ops =
       Localize(LoaderStragglerOnABusyNode({.extra_queued = 0.08f, .in_ops = true}), DefaultExpectations());
   ASSERT_FALSE(own_ops.healthy());
@@ -227,6 +237,8 @@ TEST(LocalizerTest, ARankTheSchedulerQueuedOnANodeTheJobOversubscribesIsNoStragg
   // queueing, but every runnable thread queues while it is throttled: its own limit all the same.
   for (BusyNodeRank kept :
        {BusyNodeRank{.throttled = 0.1f}, BusyNodeRank{.throttled = -1.0f}, BusyNodeRank{.peer_queued = 0.02f},
+        BusyNodeRank{
+            .peer_queued = 0.02f, .main_cpu = 0.48f, .same_host = true, .busy_cores = 2.0f},  // 0.2 not the job's
         BusyNodeRank{.extra_queued = 0.08f},  // 0.10 of its excess left: its own
         BusyNodeRank{.main_cpu = 0.05f}, BusyNodeRank{.main_read = false}}) {
     Diagnosis d = Localize(LoaderStragglerOnABusyNode(kept), DefaultExpectations());
