@@ -90,12 +90,6 @@ struct CallSizes {
   // 4-rank GRU's baseline (3 steps, 2 cores 97 % busy; one op, aten::mm, held 0.42 of the step):
   // rank 1's median and lower quartile calls 2.00x its peers', rank 2's median 1.89x and its
   // lower quartile 1.06x, the two ranks' ops alike twice as long as ranks 0 and 3's.
-  // Both statistics shifted by the ratio (the quartile where the pattern has it), clear of the
-  // noise or not: more data once the rank's processor time says it did more work
-  // (work_signals.h, LargerCallsOfMoreData).
-  bool Shifted(double ratio) const {
-    return median.Shifted(ratio) && (!low_quartile.measured || low_quartile.Shifted(ratio));
-  }
   bool MoreData(double ratio) const {
     if (!low_quartile.measured) return median.Larger(ratio);
     bool quartile_stands_in = low_quartile.Larger(ratio) && median.others_largest < ratio;

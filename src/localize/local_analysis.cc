@@ -558,7 +558,7 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
     bool more_calls = peer_calls > 0 && w.compute_calls_per_iter >= e.imbalance_ratio * peer_calls &&
                       (peer_items <= 0 || CallsRatioOfPeersWork(group, k) >= e.imbalance_ratio);
     bool counted = (peer_items > 0 && w.dataloader_ops_per_iter >= e.imbalance_ratio * peer_items) || more_calls;
-    bool larger_calls = !sizes.empty() && LargerCallsOfMoreData(group, k, sizes[k], e.imbalance_ratio);
+    bool larger_calls = !sizes.empty() && sizes[k].MoreData(e.imbalance_ratio);
     // More data is more work: where the training threads were read, a rank found by its larger
     // calls alone (no counts) must also have run on a CPU longer than its peers by the noise
     // floor. The 21 ranks given longer sequences of the 21- to 24-series ran 0.10-0.56 of the

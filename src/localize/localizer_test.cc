@@ -1530,34 +1530,6 @@ TEST(LocalizerTest, MoreDataNeedsBothCallStatisticsShiftedAndOneClearOfTheNoise)
   EXPECT_TRUE(in_noise.healthy()) << in_noise.findings[0].evidence;
 }
 
-// How ranks that share a core interleave moves their calls without more data: of two healthy ranks
-// on one core one had its median calls 1.4-1.7x its peers' and the other 0.6-0.7x (4-rank
-// transformer runs on 2 cores). A fresh run's rank 1, given sequences twice as long: median calls
-// 2.09x its peers', lower quartile 2.31x, against healthy rank 2's 1.66x and 1.69x, not clear of
-// that. Its training thread ran on a CPU 1.81x its peers' median: more work, so more data. The
-// same calls with its thread at 1.1x its peers' time are the interleaving's.
-TEST(LocalizerTest, CallsInTheNoiseAreMoreDataWhereTheRanksThreadRanOnACpuTheRatioLonger) {
-  auto run = [](double cpu_ratio) {
-    LocalizeInput input = CallSizesRun(2.09, 1.1, 0.97f, 400, 0.45 * (cpu_ratio - 1));
-    for (WorkerPattern& w : input.workers) {
-      for (FunctionPattern& f : w.functions) {
-        bool batch_sized = f.category == Category::kCompute && f.name.find("AccumulateGrad") == std::string::npos;
-        if (w.rank == 2 && batch_sized) f.median_duration_us *= 1.66;
-        f.low_quartile_duration_us = f.median_duration_us * (w.rank == 1 && batch_sized ? 0.8 * 2.31 / 2.09 : 0.8);
-      }
-    }
-    return input;
-  };
-  Diagnosis more = Localize(run(1.81), DefaultExpectations());
-  ASSERT_FALSE(more.healthy());
-  EXPECT_EQ(more.findings[0].category, FindingCategory::kImbalance) << more.findings[0].evidence;
-  EXPECT_EQ(more.findings[0].workers, std::vector<int>{1});
-  EXPECT_NE(more.findings[0].evidence.find("its training thread ran on a CPU 1.81x as long"), std::string::npos)
-      << more.findings[0].evidence;
-  Diagnosis interleaved = Localize(run(1.1), DefaultExpectations());
-  EXPECT_TRUE(interleaved.healthy()) << interleaved.findings[0].evidence;
-}
-
 // A healthy 4-rank GRU's baseline window on 2 busy cores: ranks 1 and 2 ran their ops about twice
 // as long as ranks 0 and 3 (rank 1's median and lower quartile calls 2.00x its peers', rank 2's
 // median 1.89x, its lower quartile 1.06x). Rank 1's quartile is clear of the others' but its median

@@ -177,27 +177,6 @@ double CallsRatioOfPeersWork(const WorkerGroup& group, size_t suspect) {
   return WeightedMedianRatio(ratios);
 }
 
-double ThreadCpuRatio(const WorkerGroup& group, size_t suspect) {
-  auto read = [&](size_t k) {
-    const std::optional<CpuShare>& cpu = group.row(k).cpu;
-    return cpu && cpu->main_cpu >= 0 ? static_cast<double>(cpu->main_cpu) : -1.0;
-  };
-  double mine = read(suspect);
-  if (mine < 0) return 0;
-  std::vector<double> peers;
-  for (size_t k = 0; k < group.size(); ++k) {
-    if (k != suspect && read(k) >= 0) peers.push_back(read(k));
-  }
-  // Most peers must have been read too: a median of a few says little.
-  if (peers.empty() || 2 * peers.size() < group.size() - 1) return 0;
-  double median = MedianInPlace(peers);
-  return median > 0 ? mine / median : 0;
-}
-
-bool LargerCallsOfMoreData(const WorkerGroup& group, size_t suspect, const CallSizes& sizes, double ratio) {
-  return sizes.MoreData(ratio) || (sizes.Shifted(ratio) && ThreadCpuRatio(group, suspect) >= ratio);
-}
-
 std::string ExtraCallsOfItsOwnCode(const WorkerGroup& group, size_t suspect, double ratio) {
   double peer_items = PeerMedian(group, suspect, [&](size_t k) { return group.row(k).dataloader_ops_per_iter; });
   double peer_calls = PeerMedian(group, suspect, [&](size_t k) { return group.row(k).compute_calls_per_iter; });
@@ -264,20 +243,17 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
   if (group.row(suspect).has_device) return out;
   // The median calls: the work's own size, which preemptions do not move (a quota's freezes can:
   // local_analysis.cc judges a rank its quota held back by that).
-  if (sizes && LargerCallsOfMoreData(group, suspect, *sizes, ratio)) {
+  if (sizes && sizes->MoreData(ratio)) {
     out.more_work = true;
     out.source = WorkSource::kCallSizes;
     std::string quartile = sizes->low_quartile.measured
                                ? fmt::format(" (their lower quartile {:.2f}x)", sizes->low_quartile.batch_ratio)
                                : std::string();
-    std::string thread = sizes->MoreData(ratio) ? std::string()
-                                                : fmt::format(", and its training thread ran on a CPU {:.2f}x as long",
-                                                              ThreadCpuRatio(group, suspect));
     out.evidence = fmt::format(
         "its batch-sized ops' median calls take {:.2f}x its peers'{} while its gradient accumulation and optimizer "
-        "step take {:.2f}x{}: it was given more data per step (longer sequences, larger samples), not a slower "
+        "step take {:.2f}x: it was given more data per step (longer sequences, larger samples), not a slower "
         "processor",
-        sizes->median.batch_ratio, quartile, sizes->median.model_ratio, thread);
+        sizes->median.batch_ratio, quartile, sizes->median.model_ratio);
     return out;
   }
   out.slower = StarvedProcessor(group, suspect, ratio);

@@ -37,25 +37,6 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
 // often; a loop of the rank's own code calls ops its peers hardly spend time in (0 without any).
 double CallsRatioOfPeersWork(const WorkerGroup& group, size_t suspect);
 
-// Its training thread's time on a CPU over the window against its peers' median (cpu_share.py's
-// reading of the thread that runs the step); 0 where it or most of its peers were not read.
-double ThreadCpuRatio(const WorkerGroup& group, size_t suspect);
-
-// Its call sizes say more data (CallSizes::MoreData), or both of its call statistics are shifted
-// by the ratio while its training thread ran on a CPU the ratio times its peers' median. What
-// moves a rank's calls without more data is how the ranks that share a core interleave: its ops
-// take longer in wall time while its thread runs no longer. 8 fresh 4-rank transformer runs on 2
-// cores, one rank given sequences twice as long: each rank's thread stayed on one core (0.87-1.00
-// of its runnable samples), two ranks to a core, and of two healthy ranks on one core one had its
-// median calls 1.4-1.7x its peers' and the other 0.6-0.7x, so 3 of the 8 faulty ranks (1.36-2.09x)
-// were not clear of that noise; their threads ran on a CPU 1.33-1.79x their peers' median. The
-// thread's time alone does not say more data (healthy ranks reached 1.55x, ranks given longer
-// sequences were as low as 1.17x); with both call statistics shifted beside it, it does.
-// Rediagnosed with it: the 27-series' 12 longer-sequence runs 10 found (8 before), no other
-// verdict changed there; 28 fresh runs made after it (val28): one more found, nothing else moved;
-// 21 more (val28b): nothing moved.
-bool LargerCallsOfMoreData(const WorkerGroup& group, size_t suspect, const CallSizes& sizes, double ratio);
-
 // Evidence that `suspect`'s extra ops are calls of its own code, or "": it calls the ratio's more
 // compute ops per iteration than its peers, but not of the ops its peers spend their time in
 // (CallsRatioOfPeersWork), while its loader hands it their count of items (more samples or
