@@ -18,6 +18,7 @@ This module needs no torch, so the launcher and the unit tests import it cheaply
 """
 
 import gc
+import json
 import mmap
 import os
 import threading
@@ -364,6 +365,39 @@ def calibrate_loop_count(target_ms: float, probe_count: int = 200_000) -> int:
     return max(1, int(target_ms / 1000.0 / per_iteration_s))
 
 
+class BusyThread(NoFault):
+    """A thread beside the training loop in the rank's own process (a metrics or logging thread)
+    that serializes a snapshot in pure Python for `burst_ms` of every `period_ms`: it holds the
+    interpreter lock that the training thread needs back after every op, collective and batch
+    hand-over that let it go, so the training thread waits wherever it released it. No line of
+    the training thread's is the cause."""
+
+    name = "busy_thread"
+    category = "host"
+    sites = ("busy_thread",)
+
+    def __init__(self, params=None, rank=0, work_dir=None):
+        super().__init__(params, rank, work_dir)
+        self._thread = None
+
+    def activate(self):
+        super().activate()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serialize, name="testbed-busy-thread", daemon=True)
+            self._thread.start()
+
+    def _serialize(self):
+        burst_s = float(self.params.get("burst_ms", 20)) / 1e3
+        idle_s = max(0.0, float(self.params.get("period_ms", 20)) / 1e3 - burst_s)
+        snapshot = {"m%d" % i: [float(j) for j in range(50)] for i in range(200)}
+        while True:
+            end = time.monotonic() + burst_s
+            while time.monotonic() < end:
+                json.dumps(snapshot)  # site:busy_thread
+            if idle_s > 0:
+                time.sleep(idle_s)
+
+
 class Imbalance(NoFault):
     """The rank is given `batch_factor` times the batch of its peers."""
 
@@ -542,6 +576,8 @@ SCENARIOS = {s.name: s for s in [
     Scenario("python_hot_loop", PythonHotLoop, "1", {"loop_ms": 40}),
     Scenario("python_hot_loop_global", PythonHotLoop, "all", {"loop_ms": 40}),
     Scenario("python_light_global", PythonHotLoop, "all", {"loop_ms": 0, "step_share": 0.15}),
+    # A Python thread of the rank's own process serializing snapshots without a pause.
+    Scenario("busy_thread", BusyThread, "1", {"burst_ms": 20, "period_ms": 20}),
     Scenario("imbalance", Imbalance, "1", {"batch_factor": 3}),
     Scenario("imbalance_seq", LongerSequences, "1", {"seq_factor": 2},
              settings={"model": "transformer"}),

@@ -150,6 +150,7 @@ VALIDATION_FAULTS = {
     "net_throttle": [(SIX_MLP, ("rate_mbit=300",)), (FOUR_TRANSFORMER, ("rate_mbit=400",))],
     "net_throttle_global": [(SIX_MLP, ("rate_mbit=300",)), (FOUR_TRANSFORMER, ("rate_mbit=200",))],
     "hang": [(SIX_MLP, ()), (FOUR_TRANSFORMER_WORKERS, ())],
+    "busy_thread": [(SIX_MLP, ("burst_ms=15", "period_ms=20")), (FOUR_TRANSFORMER_WORKERS, ())],
 }
 VALIDATION_HEALTHY = [(SIX_MLP, 100), (SIX_MLP, 101), (FOUR_TRANSFORMER_WORKERS_ACCUM, 102),
                       (FOUR_TRANSFORMER_WORKERS_ACCUM, 103), ({"ranks": 6, "model": "transformer"}, 104),
@@ -197,6 +198,8 @@ PROBE_ROWS = [
     ("imbalance_seq", (THREE_TRANSFORMER, ("seq_factor=2.5",)), (FIVE_TRANSFORMER_ACCUM, ("seq_factor=2",))),
     ("checkpoint_sync", (FIVE_MLP, ()), (THREE_MLP, ())),
     ("two_faults", (FIVE_MLP, ("stall_ms=120", "share=0.5")), (THREE_MLP, ("stall_ms=100", "share=0.45"))),
+    # Added last, so that the rows above keep their seeds.
+    ("busy_thread", (FIVE_MLP_WORKERS, ()), (THREE_TRANSFORMER, ("burst_ms=15", "period_ms=20"))),
 ]
 
 
@@ -251,6 +254,7 @@ EDGE_ROWS = [
     ("checkpoint_sync", TWO_MLP, ()),
     ("checkpoint_sync", EIGHT_MLP, ()),
     ("two_faults", EIGHT_MLP, ("stall_ms=120", "share=0.5")),
+    ("busy_thread", EIGHT_MLP, ()),  # added last: the rows above keep their seeds
 ]
 
 
@@ -284,6 +288,7 @@ CNN_ROWS = [
     ("imbalance", (FOUR_CNN, ("batch_factor=2.5",)), (THREE_CNN_ACCUM, ("batch_factor=2",))),
     ("checkpoint_sync", (SIX_CNN, ()), (FOUR_CNN_WORKERS, ())),
     ("two_faults", (FOUR_CNN, ("stall_ms=120", "share=0.5")), (SIX_CNN, ("stall_ms=100", "share=0.45"))),
+    ("busy_thread", (FOUR_CNN, ()), (SIX_CNN, ("burst_ms=15", "period_ms=20"))),  # added last
 ]
 
 

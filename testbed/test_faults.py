@@ -164,7 +164,7 @@ class WorkerHooks(unittest.TestCase):
         text = Path(faults.__file__).read_text().splitlines()
         expect = {"checkpoint_sync": "torch.save(", "gc_storm": "gc.collect()", "dataloader_stall": "time.sleep(",
                   "loader_workers_slow": "time.sleep(", "python_hot_loop": "(i * i) % 7",
-                  "slow_storage": "os.preadv("}
+                  "slow_storage": "os.preadv(", "busy_thread": "json.dumps("}
         for name, code in expect.items():
             lines = [n for lines in faults.site_lines(faults.SCENARIOS[name].sites).values() for n in lines]
             self.assertTrue(lines, name)

@@ -9,6 +9,7 @@
 
 #include "base/robust_stats.h"
 #include "localize/function_leads.h"
+#include "summary/function_name.h"
 
 namespace eroica {
 
@@ -409,6 +410,107 @@ void AddQuotaThrottled(const WorkerGroup& group, const Expectations& e, std::vec
   }
 }
 
+namespace {
+
+std::string BusyThreadsEvidence(double mine, double peers, double main_cpu) {
+  return fmt::format(
+      "its training process's other threads ran on a CPU {:.2f} cores against its peers' {:.2f} ({:+.2f}), "
+      "while its training thread ran {:.2f}: threads beside the training loop took its step (a Python thread "
+      "holds the interpreter lock the training thread needs at every op and batch hand-over; native threads take "
+      "its cores)",
+      mine, peers, mine - peers, main_cpu);
+}
+
+std::string BusyThreadsAction(int rank) {
+  return fmt::format(
+      "Find the busy thread in rank {}'s training process (py-spy dump --pid PID, or "
+      "faulthandler.dump_traceback(all_threads=True)) and move its work out of the process or off the "
+      "interpreter lock.",
+      rank);
+}
+
+}  // namespace
+
+void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local) {
+  double iteration_s = MedianIterationS(group);
+  if (iteration_s <= 0) return;
+  // Cores its process's threads other than the training thread ran, per member (-1: not read).
+  std::vector<double> others(group.size(), -1.0);
+  size_t read = 0;
+  for (size_t k = 0; k < group.size(); ++k) {
+    const WorkerRow& row = group.row(k);
+    if (!HasTrainingThread(row) || row.cpu->process_cpu < row.cpu->main_cpu) continue;
+    others[k] = static_cast<double>(row.cpu->process_cpu) - static_cast<double>(row.cpu->main_cpu);
+    ++read;
+  }
+  // Most members must have been read: a median of a few says little.
+  if (read < 3 || 2 * read <= group.size()) return;
+  // Beyond the spread its peers' other threads have among themselves (gloo's threads, a sampler:
+  // healthy runs' ranks differed by up to 0.13 cores), by the outlier test the peers' functions
+  // are held to. Returns the peers' median, or a negative value when `k` is not such an outlier.
+  auto outlier = [&](size_t k) {
+    if (others[k] < 0 || HeldBackByQuota(group.row(k), e)) return -1.0;
+    std::vector<double> peers;
+    for (size_t p = 0; p < group.size(); ++p) {
+      if (p != k && others[p] >= 0) peers.push_back(others[p]);
+    }
+    RobustCenter center = MedianAndMad(peers);
+    bool out = others[k] - center.median >= StragglerFloor(group, e) &&
+               RobustZ(others[k], center, e.min_scale_beta) >= e.outlier_z;
+    return out ? center.median : -1.0;
+  };
+  std::unordered_map<int, size_t> member_of;
+  for (size_t k = 0; k < group.size(); ++k) member_of.emplace(group.row(k).rank, k);
+  std::vector<bool> named(group.size(), false);
+  for (Finding& f : *local) {
+    if (f.scope != FindingScope::kLocal || f.workers.size() != 1) continue;
+    auto member = member_of.find(f.workers[0]);
+    if (member == member_of.end()) continue;
+    size_t k = member->second;
+    named[k] = true;
+    if (!OwnWork(f.category)) continue;
+    double peers = outlier(k);
+    // ... and by half the lateness to explain.
+    if (peers < 0 || others[k] - peers < 0.5 * f.impact_s_per_iter / iteration_s) continue;
+    f.category = FindingCategory::kHost;
+    f.function = std::string(kOtherThreadsOfTheProcess);
+    f.beta = others[k];
+    f.peer_beta = peers;
+    f.location.clear();
+    f.evidence += "; " + BusyThreadsEvidence(others[k], peers, group.row(k).cpu->main_cpu);
+    f.action = BusyThreadsAction(group.row(k).rank);
+  }
+  // No straggler, on CPU training with cores the ranks share busy: the threads take the cores
+  // every rank runs on, which slows them all alike. Named where they ran longer than the training
+  // thread itself: a training process whose work beside the loop outweighs the loop is doing
+  // something else (healthy ranks' other threads: 0.05-0.24 cores, a third to a half of their
+  // training thread's). What they cost is the share of the node's cores they took.
+  if (SharedBusyCores(group).empty()) return;
+  for (size_t k = 0; k < group.size(); ++k) {
+    const WorkerRow& row = group.row(k);
+    if (named[k] || row.has_device || row.cpu->cpus <= 0 || others[k] < row.cpu->main_cpu) continue;
+    double peers = outlier(k);
+    if (peers < 0) continue;
+    double share = (others[k] - peers) / row.cpu->cpus;
+    if (share < e.min_excess_beta) continue;
+    Finding f;
+    f.scope = FindingScope::kLocal;
+    f.category = FindingCategory::kHost;
+    f.workers = {row.rank};
+    f.function = std::string(kOtherThreadsOfTheProcess);
+    f.beta = others[k];
+    f.peer_beta = peers;
+    f.impact_s_per_iter = share * iteration_s;
+    f.evidence = fmt::format("rank {}: ", row.rank) + BusyThreadsEvidence(others[k], peers, row.cpu->main_cpu) +
+                 fmt::format(
+                     "; no rank waits for it, but on cores the ranks share ({}) they took {:.2f} of the node's "
+                     "{:.0f} cores from every rank's work",
+                     SharedBusyCores(group), others[k] - peers, row.cpu->cpus);
+    f.action = BusyThreadsAction(row.rank);
+    local->push_back(std::move(f));
+  }
+}
+
 void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local,
                         std::vector<std::string>* notes) {
   double iteration_s = MedianIterationS(group);
@@ -418,6 +520,8 @@ void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::ve
   for (size_t k = 0; k < group.size(); ++k) member_of.emplace(group.row(k).rank, k);
   std::erase_if(*local, [&](const Finding& f) {
     if (f.scope != FindingScope::kLocal || f.workers.size() != 1 || !OwnWork(f.category)) return false;
+    // Its own process's threads queue it too: that queueing is theirs (BlameBusyThreadsOfItsProcess).
+    if (f.function == kOtherThreadsOfTheProcess) return false;
     auto it = member_of.find(f.workers[0]);
     if (it == member_of.end()) return false;
     double excess = f.impact_s_per_iter / iteration_s;

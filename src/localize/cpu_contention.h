@@ -123,6 +123,26 @@ std::vector<std::optional<double>> LoaderSleptBeyondPeers(const WorkerGroup& gro
 void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local,
                         std::vector<std::string>* notes);
 
+// A local finding on a rank's own work (compute, host, loader, memory) whose lateness the other
+// threads of its training process explain becomes theirs: those threads ran on a CPU beyond its
+// peers' by a straggler's floor, by at least half its excess, and as an outlier among them (the
+// robust z of the peers' functions: their other threads differ too, by up to 0.13 cores on the
+// healthy runs of the 27- and 28-series; a slow-storage rank's by 0.11). A Python thread that computes
+// holds the interpreter lock the training thread needs around every op, batch hand-over and line
+// of the loop, and native threads take the cores it runs on; either way the time is the
+// process's own, and it shows wherever the training thread waited. An unseen 4-rank recommender
+// (DataLoader workers) whose rank 1 ran a background Python loop: every step 46 -> 518 ms;
+// rank 1's process 0.91 cores against its training thread's 0.17 (peers' other threads 0.03-0.05
+// cores), its wait for ready batches 0.43 of a step, which BatchesWereReady had excused: healthy.
+// Host category, named as the process's other threads (the training thread's samples do not see
+// them); before ExcuseScheduledOut, which then leaves it: the training thread's extra queueing
+// for a CPU is those threads' doing as well. Without a straggler (the threads took the cores every
+// rank shares, so all slowed alike: the testbed's busy_thread without loader workers, in about
+// half its runs), a rank on CPU training whose other threads are such an outlier and ran longer
+// than its training thread is a finding of its own, costing the share of its node's cores they
+// took, where the group's cores are shared and busy (SharedBusyCores).
+void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local);
+
 // A rank its own CPU quota held back (its cgroup's or an ancestor's cpu.stat: throttled for the
 // noise floor and more above its peers) is slowed by its CPU limit: a local compute finding
 // costed at its own-work excess, even when a worse straggler hides it from the others' waits

@@ -195,6 +195,7 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
           fmt::format("rank {} has no peer with the same role: compared with expectations only", group.row(0).rank));
     }
     std::vector<Finding> local = FindLocalProblems(group, expectations);
+    BlameBusyThreadsOfItsProcess(group, expectations, &local);
     ExcuseScheduledOut(group, expectations, &local, &d.notes);
     AddQuotaThrottled(group, expectations, &local);
     std::vector<Finding> links = FindDegradedLinks(group, expectations);

@@ -184,9 +184,10 @@ struct BusyNodeRank {
   float extra_queued = 0.25f;  // its thread's queueing beyond its peers'; its excess is 0.18
   float main_cpu = 0.2f;       // 0.05: it slept 0.15 longer outside collectives
   bool main_read = true;
-  bool in_ops = false;       // its excess in its compute ops instead of its loader
-  bool same_host = false;    // every rank names one node (its busy cores then compared with theirs)
-  float busy_cores = 1.94f;  // the node's, of 2; the 4 ranks' processes use 1.8 of them
+  bool in_ops = false;         // its excess in its compute ops instead of its loader
+  bool same_host = false;      // every rank names one node (its busy cores then compared with theirs)
+  float busy_cores = 1.94f;    // the node's, of 2; the 4 ranks' processes use 1.8 of them
+  float other_threads = 0.1f;  // its process's threads beside the training thread, cores (peers: 0.1)
 };
 
 LocalizeInput LoaderStragglerOnABusyNode(BusyNodeRank late_rank) {
@@ -200,9 +201,12 @@ LocalizeInput LoaderStragglerOnABusyNode(BusyNodeRank late_rank) {
     float queued = late ? late_rank.peer_queued + late_rank.extra_queued : late_rank.peer_queued;
     float main_cpu = late ? late_rank.main_cpu + (0.25f - late_rank.extra_queued) : 1.0f - queued - 0.33f - 0.1f;
     if (late_rank.same_host) w.host = "node-a";
+    // Its process: the training thread and the others beside it (with one node named, 0.45 cores
+    // each, which the node's busy cores are compared with).
+    float process_cpu = late_rank.same_host ? 0.45f : main_cpu + (late ? late_rank.other_threads : 0.1f);
     w.cpu = CpuShare{.cpus = 2,
                      .host_busy = late_rank.busy_cores / 2,
-                     .process_cpu = 0.45f,
+                     .process_cpu = process_cpu,
                      .run_delay = queued + 0.3f,
                      .throttled = late ? late_rank.throttled : 0.0f,
                      .main_cpu = late && !late_rank.main_read ? -1.0f : main_cpu,
@@ -228,6 +232,18 @@ TEST(LocalizerTest, ARankTheSchedulerQueuedOnANodeTheJobOversubscribesIsNoStragg
   Diagnosis own_job = Localize(LoaderStragglerOnABusyNode({.peer_queued = 0.02f, .main_cpu = 0.48f, .same_host = true}),
                                DefaultExpectations());
   ExpectHealthyWithNote(own_job, "outside the job kept only 0.14 of its node's cores busy");
+  // Threads of its own process beside the training loop ran 0.3 cores more than its peers' (a
+  // Python thread holding the interpreter lock): their finding, never the scheduler's.
+  Diagnosis busy_threads = Localize(LoaderStragglerOnABusyNode({.other_threads = 0.4f}), DefaultExpectations());
+  ASSERT_FALSE(busy_threads.healthy());
+  EXPECT_EQ(busy_threads.findings[0].category, FindingCategory::kHost);
+  EXPECT_EQ(busy_threads.findings[0].function, "(other threads of the training process)");
+  EXPECT_NE(busy_threads.findings[0].evidence.find("other threads ran on a CPU 0.40 cores against its peers' 0.10"),
+            std::string::npos)
+      << busy_threads.findings[0].evidence;
+  // Less than half its 0.18 excess beside it (0.08 more): the loader's or the scheduler's as before.
+  ExpectHealthyWithNote(Localize(LoaderStragglerOnABusyNode({.other_threads = 0.18f}), DefaultExpectations()),
+                        "scheduler gave rank 2 less");
   Diagnosis own_ops =
       Localize(LoaderStragglerOnABusyNode({.extra_queued = 0.08f, .in_ops = true}), DefaultExpectations());
   ASSERT_FALSE(own_ops.healthy());
@@ -246,6 +262,48 @@ TEST(LocalizerTest, ARankTheSchedulerQueuedOnANodeTheJobOversubscribesIsNoStragg
     EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
     EXPECT_EQ(d.findings[0].workers, std::vector<int>{2});
   }
+}
+
+// Four ranks alike on 2 busy cores (every process queued 0.9 s per second), each training thread
+// on a CPU 0.3 of the window, each process's other threads 0.1, but rank 1's `rank1_others`: a
+// thread beside its loop that takes the cores every rank runs on, so nobody waits for it.
+LocalizeInput BusyThreadOnSharedCores(float rank1_others, float host_busy = 0.97f) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w = Worker(r, 0.5, 0.03, 0.05, 0.42);
+    w.world_size = 4;
+    float others = r == 1 ? rank1_others : 0.1f + 0.005f * static_cast<float>(r);
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = host_busy,
+                     .process_cpu = 0.3f + others,
+                     .run_delay = 0.9f,
+                     .throttled = 0.0f,
+                     .main_cpu = 0.3f,
+                     .main_run_delay = 0.45f};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+// Those threads ran 0.6 cores, twice the training thread's time: named, costing the share of the
+// node's cores they took beyond their peers' (0.49 of 2 cores: 0.245 of a step). Threads beside
+// the loop that ran less than the loop itself (healthy ranks' other threads: 0.05-0.24 cores)
+// are no finding, nor are they on cores with room to spare.
+TEST(LocalizerTest, AThreadBesideTheLoopThatTakesSharedCoresIsNamedWithoutAStraggler) {
+  Diagnosis d = Localize(BusyThreadOnSharedCores(0.6f), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.scope, FindingScope::kLocal);
+  EXPECT_EQ(f.category, FindingCategory::kHost);
+  EXPECT_EQ(f.workers, std::vector<int>{1});
+  EXPECT_EQ(f.function, "(other threads of the training process)");
+  EXPECT_NEAR(f.impact_s_per_iter, (0.6 - 0.11) / 2 * 0.1, 1e-3);
+  EXPECT_NE(f.evidence.find("no rank waits for it"), std::string::npos) << f.evidence;
+  EXPECT_TRUE(Localize(BusyThreadOnSharedCores(0.28f), DefaultExpectations()).healthy());
+  // (With half the cores idle, its 0.42 of each step in all-reduces is a slow network's: global.)
+  Diagnosis spare = Localize(BusyThreadOnSharedCores(0.6f, 0.5f), DefaultExpectations());
+  EXPECT_TRUE(std::none_of(spare.findings.begin(), spare.findings.end(),
+                           [](const Finding& f) { return f.function == "(other threads of the training process)"; }));
 }
 
 // A rank its CPU quota held back is named even when a worse straggler hides its cost (the others

@@ -26,6 +26,9 @@ std::string SizeBucket(int64_t bytes);
 // The name for time with nothing recorded on the training thread and the device idle, where no
 // op of that thread marks its program point (summary/program_points.h names the others).
 inline constexpr std::string_view kUnattributedPython = "(python, unattributed)";
+// Not a function of the trace: a finding's name for the threads of a training process other than
+// the one that runs the step (localize/cpu_contention.h, BlameBusyThreadsOfItsProcess).
+inline constexpr std::string_view kOtherThreadsOfTheProcess = "(other threads of the training process)";
 
 // The entry a pattern folds a category's tail of small functions into: "(other host)". It is
 // many functions, not one: never a finding's function, a lead, nor part of a role signature.
