@@ -483,12 +483,13 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
   // No straggler, on CPU training with cores the ranks share busy: the threads take the cores
   // every rank runs on, which slows them all alike. Named where they ran longer than the training
   // thread itself: a training process whose work beside the loop outweighs the loop is doing
-  // something else (healthy ranks' other threads: 0.05-0.24 cores, a third to a half of their
-  // training thread's). What they cost is the share of the node's cores they took.
+  // something else (healthy ranks' other threads: 0.05-0.24 cores, 0.10-0.86 of their training
+  // thread's time on the 207 healthy ranks of the 27- and 28-series). What they cost is the share
+  // of the node's cores they took.
   if (SharedBusyCores(group).empty()) return;
   for (size_t k = 0; k < group.size(); ++k) {
     const WorkerRow& row = group.row(k);
-    if (named[k] || row.has_device || row.cpu->cpus <= 0 || others[k] < row.cpu->main_cpu) continue;
+    if (others[k] < 0 || named[k] || row.has_device || row.cpu->cpus <= 0 || others[k] < row.cpu->main_cpu) continue;
     double peers = outlier(k);
     if (peers < 0) continue;
     double share = (others[k] - peers) / row.cpu->cpus;
