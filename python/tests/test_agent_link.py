@@ -36,6 +36,14 @@ def test_without_an_agents_promise_nothing_is_waited_for(tmp_path):
     assert time.monotonic() - started < 0.5
 
 
+def test_a_file_written_without_a_promise_is_taken_at_once(tmp_path):
+    agent_link.announce_capture(str(tmp_path), time.time_ns(), 1.0)
+    (tmp_path / "metrics-node.eroica-metrics").write_bytes(b"x")
+    started = time.monotonic()
+    assert len(agent_link.wait_for_metrics(str(tmp_path), 5)) == 1
+    assert time.monotonic() - started < 0.5
+
+
 def test_a_fresh_session_waits_an_agents_scan_for_a_promise(tmp_path):
     agent_link.announce_capture(str(tmp_path), time.time_ns(), 1.0)
     started = time.monotonic()
