@@ -100,7 +100,7 @@ def test_first_finding_names_the_fault(scenario, rank, params, settings, expecte
         assert sorted(first["workers"]) == [0, 1, 2, 3]
     # Only the cause is reported, never the peers' waiting as a communication problem. (A thread
     # that takes the cores every rank runs on also leaves ranks waiting for descheduled peers; once
-    # in 13 runs here the readings called that a slow network too, as a second finding after it.)
+    # in 16 runs here the readings called that a slow network too, as a second finding after it.)
     if expected[0] != "communication" and scenario != "busy_thread":
         assert all(f["category"] != "communication" for f in d["findings"]), d["findings"]
 
