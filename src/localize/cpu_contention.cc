@@ -449,7 +449,9 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
   // healthy runs' ranks differed by up to 0.13 cores), by the outlier test the peers' functions
   // are held to. Returns the peers' median, or a negative value when `k` is not such an outlier.
   auto outlier = [&](size_t k) {
-    if (others[k] < 0 || HeldBackByQuota(group.row(k), e)) return -1.0;
+    // CPU training only: a GPU rank's process has the CUDA runtime's and NCCL's threads beside the
+    // training loop, whose CPU no run here has measured.
+    if (others[k] < 0 || group.row(k).has_device || HeldBackByQuota(group.row(k), e)) return -1.0;
     std::vector<double> peers;
     for (size_t p = 0; p < group.size(); ++p) {
       if (p != k && others[p] >= 0) peers.push_back(others[p]);
@@ -489,7 +491,7 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
   if (SharedBusyCores(group).empty()) return;
   for (size_t k = 0; k < group.size(); ++k) {
     const WorkerRow& row = group.row(k);
-    if (others[k] < 0 || named[k] || row.has_device || row.cpu->cpus <= 0 || others[k] < row.cpu->main_cpu) continue;
+    if (others[k] < 0 || named[k] || row.cpu->cpus <= 0 || others[k] < row.cpu->main_cpu) continue;
     double peers = outlier(k);
     if (peers < 0) continue;
     double share = (others[k] - peers) / row.cpu->cpus;

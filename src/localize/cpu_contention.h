@@ -140,7 +140,8 @@ void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::ve
 // rank shares, so all slowed alike: the testbed's busy_thread without loader workers, in about
 // half its runs), a rank on CPU training whose other threads are such an outlier and ran longer
 // than its training thread is a finding of its own, costing the share of its node's cores they
-// took, where the group's cores are shared and busy (SharedBusyCores).
+// took, where the group's cores are shared and busy (SharedBusyCores). CPU training only: a GPU
+// rank's process runs the CUDA runtime's and NCCL's threads beside the loop, unmeasured here.
 void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local);
 
 // A rank its own CPU quota held back (its cgroup's or an ancestor's cpu.stat: throttled for the
