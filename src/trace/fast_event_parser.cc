@@ -204,11 +204,16 @@ struct FastEventParser::Cursor {
   // the event.
   bool SkipRestOfEvent() { return SkipToDepthZero(1); }
   // From outside strings, `depth` levels deep in objects and arrays: past the bracket that
-  // closes the outermost. Walks 64-byte blocks whose brackets outside strings come as
-  // bitmasks (the block scanner's), so strings cost nothing of their own: the rest of a flow
-  // or instant event, or an array of strings in args, is a few blocks instead of a search per
-  // string. Loads run up to 63 bytes past `end` (inside kJsonPadding).
+  // closes the outermost, without a search per string: the rest of a flow or instant event,
+  // or an array of strings in args. Values without a backslash (nearly all) take the quote-
+  // parity skip, 32 bytes a compare; the rest walk 64-byte blocks whose brackets outside
+  // strings come as bitmasks (the block scanner's, which knows escapes). Loads run up to 63
+  // bytes past `end` (inside kJsonPadding).
   bool SkipToDepthZero(int depth) {
+    if (const char* after = SkipBracketsWithoutEscapes(p, end, depth)) {
+      p = after;
+      return true;
+    }
     BlockScanner scanner;
     for (const char* block = p; block < end; block += 64) {
       BracketMasks masks = scanner.Next(block);
