@@ -2882,6 +2882,43 @@ TEST(LocalizerTest, ALoaderWithoutWorkersWhoseThreadSleptInItIsTheRanksOwn) {
   }
 }
 
+// The others wait for a straggler's whole own-work excess, so its category is where most of it
+// lies, even where a smaller part stands out by itself: rank 1's loader is above every peer's in
+// every step (+0.13), its compute holds +0.19 of its +0.32 but rank 3's noisy compute passes it
+// in two steps, so its compute alone is no outlier. A clean-clone CI run of longer sequences
+// was named by its loader so.
+TEST(LocalizerTest, AStragglerIsNamedByTheCategoryHoldingMostOfItsExcess) {
+  const float noisy[5] = {0.45f, 0.75f, 0.50f, 0.70f, 0.60f};
+  const float quiet[5] = {0.41f, 0.40f, 0.42f, 0.41f, 0.40f};
+  auto run = [](const float(&rank1_compute)[5], const float(&rank3_compute)[5]) {
+    LocalizeInput input;
+    for (int r = 0; r < 4; ++r) {
+      float iterations[5][5];
+      for (int i = 0; i < 5; ++i) {
+        float compute = r == 1   ? rank1_compute[i]
+                        : r == 3 ? rank3_compute[i]
+                                 : 0.40f + 0.01f * static_cast<float>(r + i % 2);
+        float loader = r == 1 ? 0.16f : 0.03f;
+        // compute, memory, communication, dataloader, host
+        float shares[5] = {compute, 0, 0.95f - compute - loader - 0.05f, loader, 0.05f};
+        std::copy(std::begin(shares), std::end(shares), iterations[i]);
+      }
+      input.workers.push_back(WorkerOfIterations(r, 4, 0.1, iterations));
+    }
+    return Localize(input, DefaultExpectations());
+  };
+  Diagnosis d = run({0.75f, 0.62f, 0.78f, 0.60f, 0.75f}, noisy);
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kCompute) << d.findings[0].evidence;
+  EXPECT_NE(d.findings[0].evidence.find("dataloader is also up"), std::string::npos) << d.findings[0].evidence;
+  // Its compute at its peers': the loader holds all of its excess and names it.
+  Diagnosis loader = run(quiet, quiet);
+  ASSERT_FALSE(loader.healthy());
+  EXPECT_EQ(loader.findings[0].workers, std::vector<int>{1});
+  EXPECT_EQ(loader.findings[0].category, FindingCategory::kDataloader) << loader.findings[0].evidence;
+}
+
 // A declared world size of 2^31-1 used to make diagnose fill a list that long (SIGABRT or a
 // timeout).
 TEST(LocalizerTest, AnUnbelievableWorldSizeIsCutWithAWarning) {
