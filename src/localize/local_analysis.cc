@@ -443,7 +443,7 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
   // median calls 1.40x its peer's, its gradient accumulation's 7 us calls 0.89x). Counts,
   // bytes and shapes are exact.
   bool timed = work.source != WorkSource::kExact;
-  std::string own_calls = ExtraCallsOfItsOwnCode(group, x.member, e.imbalance_ratio);
+  std::string own_calls = ExtraCallsOfItsOwnCode(group, x.member, e.imbalance_ratio, work.more_work);
   if (!own_calls.empty() && (x.category == Category::kCompute || x.category == Category::kHost)) {
     // Its code's: the ops it calls and the Python between them. Named at its busiest host point,
     // whose stack samples give the line (a GRU's rank 0 logging its parameters element by element:

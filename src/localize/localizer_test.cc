@@ -2669,6 +2669,40 @@ TEST(LocalizerTest, ManyMoreCallsWithThePeersItemsAreARanksOwnCode) {
   EXPECT_EQ(longer.findings[0].category, FindingCategory::kImbalance) << longer.findings[0].evidence;
 }
 
+// With DataLoader worker processes the training process's loader ops count batches, not items
+// (val29's 4-rank transformer given twice the batch with 2 workers a rank: 20 loader ops a step
+// on every rank, its compute calls 1.8x, the ops its peers spend their time in 1.00x as often,
+// was named its own code). The calls' sizes decide there: larger calls are more data, calls of
+// the peers' size its own code.
+TEST(LocalizerTest, ExtraCallsBesideLoaderWorkersAreMoreDataWhereTheCallsAreLarger) {
+  auto run = [](bool workers) {
+    LocalizeInput input = CallSizesRun(2.0, 1.05);
+    input.workers[1].compute_calls_per_iter = 540;  // per-sample ops of the larger batch
+    for (WorkerPattern& w : input.workers) {
+      if (workers) w.cpu->loader_cpu = 0.03f;
+    }
+    return Localize(input, DefaultExpectations());
+  };
+  Diagnosis counted = run(false);  // its loader hands it its peers' 64 items: its own code
+  ASSERT_FALSE(counted.healthy());
+  EXPECT_EQ(counted.findings[0].category, FindingCategory::kHost) << counted.findings[0].evidence;
+  Diagnosis batch = run(true);
+  ASSERT_FALSE(batch.healthy());
+  EXPECT_EQ(batch.findings[0].category, FindingCategory::kImbalance) << batch.findings[0].evidence;
+  EXPECT_EQ(batch.findings[0].workers, std::vector<int>{1});
+  EXPECT_NE(batch.findings[0].evidence.find("median calls take 2.00x"), std::string::npos)
+      << batch.findings[0].evidence;
+  // The GRU's rank 0 logging its parameters element by element, its batches from worker
+  // processes: 78x the calls, of the peers' size (none timed larger): still its own code.
+  LocalizeInput logging = OwnCodeCallingOps(214);
+  for (WorkerPattern& w : logging.workers) w.cpu->loader_cpu = 0.03f;
+  Diagnosis own = Localize(logging, DefaultExpectations());
+  ASSERT_FALSE(own.healthy());
+  EXPECT_EQ(own.findings[0].category, FindingCategory::kHost) << own.findings[0].evidence;
+  EXPECT_NE(own.findings[0].evidence.find("its ops' calls are no larger than theirs"), std::string::npos)
+      << own.findings[0].evidence;
+}
+
 // r3's 3-rank MLP whose rank 1 had three times the batch (seed 1600; the window's shares, counts,
 // collectives and readings): cores 90-92% busy, each process queued 0.42-0.50 s per second
 // (median 0.49), 2.6x its peers' calls, its thread on a CPU 0.09 of the window longer, its own

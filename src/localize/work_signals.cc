@@ -33,6 +33,27 @@ double PeerMedian(const WorkerGroup& group, size_t suspect, const auto& read) {
   return MedianInPlace(values);
 }
 
+// Whether the rank's loader ops in its training process count its items. Loading in the process,
+// the dataset's and the collate's ops run there, one set per sample; DataLoader worker processes
+// run them, and the training process only takes each batch in, in ops whose count does not grow
+// with the batch (a 4-rank transformer given twice the batch with 2 workers a rank: 20 loader ops
+// a step on every rank, its compute calls 1.8x, named its own code). Workers show in the CPU
+// readings of their processes, or in torch's name for the iterator that feeds from them.
+bool LoaderOpsCountItems(const WorkerGroup& group, size_t k) {
+  const WorkerRow& w = group.row(k);
+  if (w.cpu && (w.cpu->loader_cpu > 0 || w.cpu->loader_run_delay > 0 || w.cpu->loader_making >= 0 ||
+                w.cpu->loader_asleep >= 0)) {
+    return false;
+  }
+  for (const FunctionEntry& f : group.functions(k)) {
+    if (f.category == Category::kDataloader &&
+        group.table->name(f.name).find("_MultiProcessingDataLoaderIter") != std::string_view::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // The majority's shapes for a function differ from the suspect's.
 bool ShapesDiffer(const WorkerGroup& group, size_t suspect, std::string* function) {
   const WorkerTable& table = *group.table;
@@ -177,11 +198,13 @@ double CallsRatioOfPeersWork(const WorkerGroup& group, size_t suspect) {
   return WeightedMedianRatio(ratios);
 }
 
-std::string ExtraCallsOfItsOwnCode(const WorkerGroup& group, size_t suspect, double ratio) {
+std::string ExtraCallsOfItsOwnCode(const WorkerGroup& group, size_t suspect, double ratio, bool more_work) {
   double peer_items = PeerMedian(group, suspect, [&](size_t k) { return group.row(k).dataloader_ops_per_iter; });
   double peer_calls = PeerMedian(group, suspect, [&](size_t k) { return group.row(k).compute_calls_per_iter; });
   const WorkerRow& mine = group.row(suspect);
-  if (peer_items <= 0 || peer_calls <= 0 || mine.dataloader_ops_per_iter >= ratio * peer_items ||
+  bool items_counted = LoaderOpsCountItems(group, suspect);
+  if ((!items_counted && more_work) || peer_items <= 0 || peer_calls <= 0 ||
+      (items_counted && mine.dataloader_ops_per_iter >= ratio * peer_items) ||
       mine.compute_calls_per_iter < ratio * peer_calls || mine.compute_calls_per_iter - peer_calls < 2) {
     return "";
   }
@@ -189,9 +212,12 @@ std::string ExtraCallsOfItsOwnCode(const WorkerGroup& group, size_t suspect, dou
   if (work_calls >= ratio) return "";
   return fmt::format(
       "it calls {:.0f} compute ops per iteration against {:.0f} on its peers, but the ops they spend their time in "
-      "only {:.2f}x as often, while its loader hands it their count of items ({:.0f} vs {:.0f}): the extra calls are "
-      "code of its own (a loop over a tensor's elements, logging, an evaluation), not more data",
-      mine.compute_calls_per_iter, peer_calls, work_calls, mine.dataloader_ops_per_iter, peer_items);
+      "only {:.2f}x as often, while {}: the extra calls are code of its own (a loop over a tensor's elements, logging, "
+      "an evaluation), not more data",
+      mine.compute_calls_per_iter, peer_calls, work_calls,
+      items_counted ? fmt::format("its loader hands it their count of items ({:.0f} vs {:.0f})",
+                                  mine.dataloader_ops_per_iter, peer_items)
+                    : std::string("its ops' calls are no larger than theirs"));
 }
 
 WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expectations& e, const CallSizes* sizes) {
@@ -199,15 +225,21 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
   WorkComparison out;
   const WorkerTable& table = *group.table;
   bool loader_counted = false;  // its peers' loaders report items
+  bool items_counted = LoaderOpsCountItems(group, suspect);
   for (const Signal& signal : kSignals) {
+    if (&signal == &kSignals[0] && !items_counted) continue;  // a worker loader's ops count batches
     double median = PeerMedian(group, suspect, [&](size_t k) { return signal.read(group.row(k)); });
     double mine = signal.read(group.row(suspect));
     if (&signal == &kSignals[0]) loader_counted = median > 0;
     if (median > 0 && mine >= ratio * median && mine - median >= 2) {
       // More compute calls while its loader hands it its peers' count of items are more data
       // only where they are calls of the ops its peers spend their time in (a pass over its
-      // functions, so only for a rank whose calls are up: ExtraCallsOfItsOwnCode).
-      if (&signal == &kSignals[1] && loader_counted && CallsRatioOfPeersWork(group, suspect) < ratio) continue;
+      // functions, so only for a rank whose calls are up: ExtraCallsOfItsOwnCode). Where worker
+      // processes load (no items counted), such calls leave it to the calls' sizes below.
+      if (&signal == &kSignals[1] && (loader_counted || !items_counted) &&
+          CallsRatioOfPeersWork(group, suspect) < ratio) {
+        continue;
+      }
       out.more_work = true;
       out.evidence =
           fmt::format("{} {:.0f} vs {:.0f} on its peers ({:.1f}x)", signal.label, mine, median, mine / median);

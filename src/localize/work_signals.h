@@ -40,7 +40,10 @@ double CallsRatioOfPeersWork(const WorkerGroup& group, size_t suspect);
 // Evidence that `suspect`'s extra ops are calls of its own code, or "": it calls the ratio's more
 // compute ops per iteration than its peers, but not of the ops its peers spend their time in
 // (CallsRatioOfPeersWork), while its loader hands it their count of items (more samples or
-// micro-batches come through the loader). Empty where the peers' loaders count no items.
-std::string ExtraCallsOfItsOwnCode(const WorkerGroup& group, size_t suspect, double ratio);
+// micro-batches come through the loader). Where DataLoader worker processes load its batches,
+// the training process's loader ops count no items (per-sample ops of a larger batch are extra
+// calls too), and `more_work` (CompareWork's verdict, its calls' sizes) decides instead. Empty
+// where the peers' loaders count no items.
+std::string ExtraCallsOfItsOwnCode(const WorkerGroup& group, size_t suspect, double ratio, bool more_work);
 
 }  // namespace eroica
