@@ -1307,6 +1307,29 @@ TEST(LocalizerTest, TheWorstRankOfAGlobalProblemIsPartOfIt) {
   EXPECT_NE(d.findings[0].evidence.find("rank 3 is the worst"), std::string::npos);
 }
 
+// A loop on every rank at one point, 0.13-0.15 of each step; rank 1's point 0.25 and its compute
+// up too (0.50 against 0.40: the scheduler stretched it). Its whole own-work excess (+0.21) is
+// more than the loop's level, its excess at the loop's point (+0.11) is not: the worst rank of
+// the global cost, not a cause of its own (a clean-clone CI run's light global loop: rank 1 +5.1
+// ms at the point, +13.6 ms in all, the loop 12.6 ms a step everywhere).
+TEST(LocalizerTest, TheWorstRankOfAGlobalProblemIsJudgedByItsExcessAtThatFunction) {
+  const double loop[] = {0.13, 0.25, 0.14, 0.15};
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    double compute = r == 1 ? 0.50 : 0.40;
+    WorkerPattern w = Worker(r, compute, 0.02, 0.0, 0.96 - compute - loop[r] - 0.02 - 0.01);
+    w.world_size = 4;
+    AddHostPoint(&w, "(python between loader and zeros)", loop[r]);
+    AddHostPoint(&w, "(python after step)", 0.01);
+    input.workers.push_back(w);
+  }
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_EQ(d.findings.size(), 1u) << d.findings[1].evidence;
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].function, "(python between loader and zeros)");
+  EXPECT_NE(d.findings[0].evidence.find("rank 1 is the worst"), std::string::npos) << d.findings[0].evidence;
+}
+
 // The scale-out test's job (python/tests/test_scale_out.py): 4 ranks that each sleep 10 ms a step
 // at one line, rank 3 80 ms; the others wait for it in their all-reduce. Every rank's 0.12 at that
 // line is the job's cost, and rank 3's excess there, far above it, is its own on top.
