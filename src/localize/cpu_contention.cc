@@ -81,10 +81,10 @@ std::string SharedBusyCores(const WorkerGroup& group) {
 // batch still being made, a worker is making it, so where the workers made batches for less than
 // half as long, most of the wait was the hand-over. Less than the whole wait is not enough: the
 // share is read from stack samples, which leave out a worker descheduled for longer than a few
-// periods. Over 374 saved testbed runs and 43 sessions this excused two healthy ranks (workers making
-// batches 0.05 and 0.00 s per second against waits of 0.20 and 0.34 of a step), and two ranks
-// whose workers read every sample from disk (slow_storage, 4-rank transformers: 0.20 against
-// waits of 0.22 and 0.24), which the whole wait had excused.
+// periods. Over 374 saved testbed runs and 43 sessions this excused two healthy ranks (workers
+// making batches 0.05 and 0.00 s per second against waits of 0.20 and 0.34 of a step), and two
+// ranks whose workers read every sample from disk (slow_storage, 4-rank transformers: 0.20
+// against waits of 0.22 and 0.24), which the whole wait had excused.
 namespace {
 bool BatchesReadyForMostOfTheWait(double making, double waited) { return making >= 0 && making < waited / 2; }
 }  // namespace
@@ -269,8 +269,9 @@ std::string LoaderWorkersScheduledOut(const WorkerGroup& group, size_t member, d
 // Why `member`'s wait for its DataLoader workers is not theirs, or "": workers that made batches
 // for less than half as long (thread-seconds per second, summed) as the rank waited had them
 // ready (BatchesReadyForMostOfTheWait). Healthy ranks' workers (2 per rank, 2-8 ranks on 2
-// cores) made batches 0.00-0.08 s per second, workers that slept in every sample 0.99-1.00 each. A sampler slow by
-// itself runs in the training process and idles the workers too: it is excused with them (none was seen here).
+// cores) made batches 0.00-0.08 s per second, workers that slept in every sample 0.99-1.00 each.
+// A sampler slow by itself runs in the training process and idles the workers too: it is
+// excused with them (none was seen here).
 std::string BatchesWereReady(const WorkerGroup& group, size_t member) {
   const WorkerRow& row = group.row(member);
   if (!row.cpu) return "";
