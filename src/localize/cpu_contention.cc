@@ -13,6 +13,10 @@
 
 namespace eroica {
 
+bool LoaderWorkersRead(const CpuShare& cpu) {
+  return cpu.loader_cpu > 0 || cpu.loader_run_delay > 0 || cpu.loader_making >= 0 || cpu.loader_asleep >= 0;
+}
+
 bool HeldBackByQuota(const WorkerRow& row, const Expectations& e) {
   return row.cpu && row.cpu->throttled >= e.min_excess_beta;
 }
@@ -24,7 +28,7 @@ std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group) {
     if (!cpu) continue;
     idle.push_back(1.0 - static_cast<double>(cpu->host_busy));
     delay.push_back(cpu->run_delay);
-    if (cpu->loader_cpu > 0 || cpu->loader_run_delay > 0) {
+    if (LoaderWorkersRead(*cpu)) {
       loader_cpu.push_back(cpu->loader_cpu);
       loader_queued.push_back(cpu->loader_run_delay);
       if (cpu->loader_asleep >= 0) loader_asleep.push_back(cpu->loader_asleep);
@@ -242,7 +246,7 @@ std::string LoaderWorkersScheduledOut(const WorkerGroup& group, size_t member, d
   std::vector<double> peers, peers_asleep;
   for (size_t k = 0; k < group.size(); ++k) {
     const std::optional<CpuShare>& cpu = group.row(k).cpu;
-    if (k != member && cpu && (cpu->loader_cpu > 0 || cpu->loader_run_delay > 0)) {
+    if (k != member && cpu && LoaderWorkersRead(*cpu)) {
       peers.push_back(cpu->loader_run_delay);
       if (cpu->loader_asleep >= 0) peers_asleep.push_back(cpu->loader_asleep);
     }

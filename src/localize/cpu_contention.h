@@ -29,6 +29,10 @@ struct GroupCpu {
   double loader_making = -1;  // the same for the time they spent making batches
 };
 
+// Whether the rank's DataLoader worker processes were read beside it (their CPU, their queueing,
+// or how they spent the window): it loads in worker processes, not in its training process.
+bool LoaderWorkersRead(const CpuShare& cpu);
+
 // Its cgroup's quota held the rank back for the noise floor (`min_excess_beta`) of the window or
 // more: its own CPU limit, which stretches every op in whole periods and queues every runnable
 // thread at once.

@@ -215,9 +215,7 @@ bool LoaderAsleepInItsWork(const WorkerGroup& group, const WindowExcess& window,
 // above the median (probe23's s500, validation21's s102), and were named.
 // Read without DataLoader worker processes: none ran beside it (no CPU of theirs, no reading of
 // their work). A rank whose workers went unread is not taken for one without.
-bool WithoutLoaderWorkers(const WorkerRow& w) {
-  return w.cpu && w.cpu->loader_cpu <= 0 && w.cpu->loader_asleep < 0 && w.cpu->loader_making < 0;
-}
+bool WithoutLoaderWorkers(const WorkerRow& w) { return w.cpu && !LoaderWorkersRead(*w.cpu); }
 
 bool ThreadAsleepInItsWork(const WorkerGroup& group, const WindowExcess& window, size_t k, double excess,
                            const std::optional<double>& slept, const Expectations& e) {

@@ -273,13 +273,7 @@ LocalizeInput BusyThreadOnSharedCores(float rank1_others, float host_busy = 0.97
     WorkerPattern w = Worker(r, 0.5, 0.03, 0.05, 0.42);
     w.world_size = 4;
     float others = r == 1 ? rank1_others : 0.1f + 0.005f * static_cast<float>(r);
-    w.cpu = CpuShare{.cpus = 2,
-                     .host_busy = host_busy,
-                     .process_cpu = 0.3f + others,
-                     .run_delay = 0.9f,
-                     .throttled = 0.0f,
-                     .main_cpu = 0.3f,
-                     .main_run_delay = 0.45f};
+    w.cpu = ThreadReadings(host_busy, 0.3f, 0.45f, others, 0.9f);
     input.workers.push_back(w);
   }
   return input;

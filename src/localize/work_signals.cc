@@ -8,6 +8,7 @@
 
 #include "base/robust_stats.h"
 #include "localize/call_sizes.h"
+#include "localize/cpu_contention.h"
 #include "summary/function_name.h"
 
 namespace eroica {
@@ -41,10 +42,7 @@ double PeerMedian(const WorkerGroup& group, size_t suspect, const auto& read) {
 // readings of their processes, or in torch's name for the iterator that feeds from them.
 bool LoaderOpsCountItems(const WorkerGroup& group, size_t k) {
   const WorkerRow& w = group.row(k);
-  if (w.cpu && (w.cpu->loader_cpu > 0 || w.cpu->loader_run_delay > 0 || w.cpu->loader_making >= 0 ||
-                w.cpu->loader_asleep >= 0)) {
-    return false;
-  }
+  if (w.cpu && LoaderWorkersRead(*w.cpu)) return false;
   for (const FunctionEntry& f : group.functions(k)) {
     if (f.category == Category::kDataloader &&
         group.table->name(f.name).find("_MultiProcessingDataLoaderIter") != std::string_view::npos) {
