@@ -1618,6 +1618,33 @@ TEST(LocalizerTest, MoreDataNeedsBothCallStatisticsShiftedAndOneClearOfTheNoise)
   EXPECT_TRUE(in_noise.healthy()) << in_noise.findings[0].evidence;
 }
 
+// A rank given more data keeps its model-sized work at its peers' speed by at least one of the
+// two statistics; a slower processor stretches both. A 3-rank MLP's rank 0 with 3x the batch (2
+// loader workers a rank, 2 cores): model-sized median calls 1.21x its peers', their lower quartile
+// 1.70x; batch-sized median 3.00x, lower quartile 2.00x.
+TEST(LocalizerTest, TheQuartileIsSetAgainstTheModelSizedWorksNearerStatistic) {
+  auto run = [](double model_median, double model_quartile) {
+    LocalizeInput input = CallSizesRun(3.0, model_median);
+    for (WorkerPattern& w : input.workers) {
+      for (FunctionPattern& f : w.functions) {
+        bool model_sized = f.name.find("AccumulateGrad") != std::string::npos || f.host_kind == HostKind::kOptimizer;
+        bool batch_sized = f.category == Category::kCompute && !model_sized;
+        f.low_quartile_duration_us = f.median_duration_us * 0.8;
+        if (w.rank == 1 && batch_sized) f.low_quartile_duration_us *= 2.0 / 3.0;
+        if (w.rank == 1 && model_sized) f.low_quartile_duration_us *= model_quartile / model_median;
+      }
+    }
+    return input;
+  };
+  Diagnosis more = Localize(run(1.21, 1.70), DefaultExpectations());
+  ASSERT_FALSE(more.healthy());
+  EXPECT_EQ(more.findings[0].category, FindingCategory::kImbalance) << more.findings[0].evidence;
+  EXPECT_EQ(more.findings[0].workers, std::vector<int>{1});
+  // Both of the model-sized work's statistics stretched as far: a slower processor.
+  Diagnosis slower = Localize(run(1.70, 1.70), DefaultExpectations());
+  EXPECT_TRUE(slower.healthy()) << slower.findings[0].evidence;
+}
+
 // A healthy 4-rank GRU's baseline window on 2 busy cores: ranks 1 and 2 ran their ops about twice
 // as long as ranks 0 and 3 (rank 1's median and lower quartile calls 2.00x its peers', rank 2's
 // median 1.89x, its lower quartile 1.06x). Rank 1's quartile is clear of the others' but its median
