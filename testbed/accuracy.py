@@ -719,6 +719,9 @@ def rescore_records(args, folder: Path, log=print) -> List[dict]:
         truth = json.loads((run_dir / "truth.json").read_text())
         spec = spec_of_saved_run(run_dir, truth, saved.get(run_dir.name))
         record = new_record(spec, run_dir)
+        # A saved run made by hand (run_scenario.py --fault-rank) put its fault where it was told,
+        # not where the seed would have: the table shows the truth's ranks.
+        record["fault_rank"] = truth_rank_text(truth)
         before = saved.get(run_dir.name) or {}
         record["loadavg_before"] = before.get("loadavg_before")
         record["previous_status"] = before.get("status")
@@ -729,6 +732,14 @@ def rescore_records(args, folder: Path, log=print) -> List[dict]:
         records.append(record)
         log(progress_line(record), flush=True)
     return records
+
+
+def truth_rank_text(truth: dict) -> Optional[str]:
+    """The faulty ranks as the run tables write them: "all" for a global fault, "1" or "1,3"."""
+    if truth.get("scope") == "global":
+        return "all"
+    ranks = truth.get("ranks") or []
+    return ",".join(str(r) for r in ranks) or None
 
 
 def spec_of_saved_run(run_dir: Path, truth: dict, saved: Optional[dict]) -> splits.RunSpec:

@@ -462,15 +462,16 @@ class RescoreTest(unittest.TestCase):
             root = Path(tmp)
             run = root / "runs" / "gc_storm-mlp-w0-a1-r4-s0"
             run.mkdir(parents=True)
-            truth = dict(LOCAL_TRUTH, scenario="gc_storm", category="host", ranks=[1], world_size=4, seed=0,
-                         faults=[{"ranks": [1], "category": "host", "scope": "local"}],
+            # Made by hand with --fault-rank 2 (the seed would have put it on rank 1).
+            truth = dict(LOCAL_TRUTH, scenario="gc_storm", category="host", ranks=[2], world_size=4, seed=0,
+                         faults=[{"ranks": [2], "category": "host", "scope": "local"}],
                          settings={"model": "mlp", "num_workers": 0, "accum_steps": 1})
             (run / "truth.json").write_text(json.dumps(truth))
             healthy = root / "runs" / "healthy-mlp-w0-a1-r4-s3"
             healthy.mkdir()
             (healthy / "truth.json").write_text(json.dumps(dict(HEALTHY_TRUTH, world_size=4, seed=3)))
             fake = root / "eroica-new"
-            answer = json.dumps(diagnosis(finding([1], "host")))
+            answer = json.dumps(diagnosis(finding([2], "host")))
             fake.write_text(f"#!/bin/sh\ncase \"$2\" in *healthy*) echo '{json.dumps(diagnosis())}';; "
                             f"*) echo '{answer}';; esac\n")
             fake.chmod(0o755)
@@ -480,11 +481,19 @@ class RescoreTest(unittest.TestCase):
             self.assertEqual(by_name["gc_storm-mlp-w0-a1-r4-s0"]["status"], accuracy.CORRECT)
             self.assertEqual(by_name["healthy-mlp-w0-a1-r4-s3"]["status"], accuracy.CORRECT)
             self.assertIsNone(by_name["gc_storm-mlp-w0-a1-r4-s0"]["time_to_diagnosis_s"])
+            self.assertEqual(splits.RunSpec("gc_storm", 0).fault_rank(), "1")
+            self.assertEqual(by_name["gc_storm-mlp-w0-a1-r4-s0"]["fault_rank"], "2")
+            self.assertIsNone(by_name["healthy-mlp-w0-a1-r4-s3"]["fault_rank"])
             # The benchmark's own record of the run, when there, gives the spec and the before status.
             (root / "accuracy-results.json").write_text(json.dumps({"runs": [
                 {"run_dir": str(run), "status": "wrong", "spec": splits.RunSpec("gc_storm", 0).as_dict()}]}))
             again = {r["spec"]["name"]: r for r in accuracy.rescore_records(args, root / "runs", log=quiet)}
             self.assertEqual(again["gc_storm-mlp-w0-a1-r4-s0"]["previous_status"], "wrong")
+
+    def test_the_tables_show_the_truths_ranks(self):
+        self.assertEqual(accuracy.truth_rank_text({"scope": "global", "ranks": [0, 1, 2]}), "all")
+        self.assertEqual(accuracy.truth_rank_text({"scope": "local", "ranks": [1, 3]}), "1,3")
+        self.assertIsNone(accuracy.truth_rank_text({"scope": None, "ranks": []}))
 
     def test_moved_hang_session_is_found_under_the_run(self):
         with tempfile.TemporaryDirectory() as tmp:
