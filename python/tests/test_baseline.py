@@ -87,7 +87,7 @@ def test_healthy_control_has_a_baseline_and_no_finding(tmp_path):
             continue  # proposed for an iteration past the job's end: never captured
         report = json.load(open(path))
         # On this loaded machine a session (the baseline's own included) can still get a
-        # finding from peers or boxes (README, "Healthy runs on a busy host"); the comparison
-        # with the baseline adds none.
+        # finding from peers or boxes (docs/ACCURACY-HISTORY.md, "Healthy runs on a busy
+        # host"); the comparison with the baseline adds none.
         against = [f for f in report["findings"] if "against the baseline" in f["evidence"]]
         assert against == [], (doc["reason"], report["findings"])

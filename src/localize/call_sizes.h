@@ -65,7 +65,8 @@ struct CallSizes {
   // The mean calls', preempted calls included: they speak for a rank that had the processor as
   // readily as its peers (work_signals.cc). On the 1,299 ranks of the 21- and 22-series, 29 of
   // 204 ranks given no more data that waited longer for a CPU cleared 1.3x by their means, 12 of
-  // 1,065 that did not (README, "the call-size rules against their measured distributions").
+  // 1,065 that did not (docs/ACCURACY-HISTORY.md, "the call-size rules against their measured
+  // distributions").
   CallRatios mean;
   // The share of its batch-sized ops' critical-path time that the larger median calls add (1 - 1
   // / batch_ratio of it), in shares of the group's median iteration: what the extra data costs it
@@ -81,8 +82,8 @@ struct CallSizes {
   // its peers' against a noisiest other's 1.06x (the ratio over it 1.27) and its lower quartile
   // 1.89x against 1.00x. Requiring both clear of the noise had named nothing there; on the 1,304
   // ranks with call sizes of the 21- and 22-series runs this rule fires on one more of the 30
-  // ranks given more data and on none more of the 1,274 others (README, "more data needs both
-  // call statistics shifted").
+  // ranks given more data and on none more of the 1,274 others (docs/ACCURACY-HISTORY.md, "more
+  // data needs both call statistics shifted").
   //
   // The lower quartile stands in for the median only where no other rank's median calls moved by
   // the ratio: where one did (given the same data), something stretched whole stretches of calls
