@@ -119,7 +119,7 @@ class StackSampler:
         self._cpu_start = cpu_share.snapshot(self._native_id)
         if not self.sampling:
             return
-        self._shorten_switch_interval()
+        self.shorten_switch_interval()
         try:
             gc.callbacks.append(self._on_gc)
             self._gc_installed = True
@@ -136,11 +136,12 @@ class StackSampler:
         """Training thread: ProfilerStep#iteration opens now (anchors the trace's clock)."""
         self.step_start_unix_ns[str(iteration)] = self._clock()
 
-    def _shorten_switch_interval(self) -> None:
-        # A sample needs the GIL. A thread running pure Python (a loop in the step) gives it up
-        # only every switch interval (5 ms by default), by which time an 8 ms loop may be over:
-        # the sample then shows the code after it, which gets the loop's time. For the window
-        # only, the interval is shortened so a sample waits at most about a millisecond.
+    def shorten_switch_interval(self) -> None:
+        """For the window only (restore_switch_interval ends it): a sample needs the GIL."""
+        # A thread running pure Python (a loop in the step) gives it up only every switch
+        # interval (5 ms by default), by which time an 8 ms loop may be over: the sample then
+        # shows the code after it, which gets the loop's time. For the window only, the interval
+        # is shortened so a sample waits at most about a millisecond.
         try:
             interval = sys.getswitchinterval()
             if interval > _WINDOW_SWITCH_INTERVAL_S:
@@ -149,7 +150,7 @@ class StackSampler:
         except Exception:
             pass
 
-    def _restore_switch_interval(self) -> None:
+    def restore_switch_interval(self) -> None:
         restore, self._switch_interval_restore = self._switch_interval_restore, None
         try:  # unless someone else changed it meanwhile
             if restore is not None and sys.getswitchinterval() == _WINDOW_SWITCH_INTERVAL_S:
@@ -171,7 +172,7 @@ class StackSampler:
         thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=1.0)
-        self._restore_switch_interval()
+        self.restore_switch_interval()
 
     def _main(self) -> None:
         wait = self._stop.wait

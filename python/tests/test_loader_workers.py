@@ -20,9 +20,27 @@ class SlowSamples(torch.utils.data.Dataset):
         return torch.zeros(4)
 
 
-def slow_line():
+class BusySamples(torch.utils.data.Dataset):
+    """Pure Python for 1.5 ms of the worker's CPU per sample (a tokenizer), then a torch call that
+    lets the GIL go."""
+
+    def __len__(self):
+        return 100000
+
+    def __getitem__(self, index):
+        until = time.thread_time() + 0.0015
+        while time.thread_time() < until:  # BUSY-LINE
+            pass
+        return torch.randn(4)
+
+
+def marked_line(mark):
     with open(__file__) as f:
-        return next(i for i, line in enumerate(f, 1) if line.rstrip().endswith("# SLOW-LINE"))
+        return next(i for i, line in enumerate(f, 1) if line.rstrip().endswith(mark))
+
+
+def slow_line():
+    return marked_line("# SLOW-LINE")
 
 
 @pytest.fixture
@@ -97,6 +115,21 @@ def test_each_worker_samples_its_own_code_in_the_window_only(patched, context):
     assert os.listdir(patched.folder) == ["control"]
     again, _, _ = window(patched, batches, 0.5)
     assert len(again) == 2
+    del batches
+
+
+def test_a_worker_busy_in_python_is_sampled_in_its_own_code(patched):
+    # A sample needs the GIL, which a loop shorter than the default switch interval (5 ms) keeps
+    # to its end: without the window's shorter interval the samples land on the torch call after it.
+    loader = torch.utils.data.DataLoader(BusySamples(), batch_size=8, num_workers=1)
+    batches = iter(loader)
+    next(batches)
+    docs, _, _ = window(patched, batches, 1.0)
+    assert len(docs) == 1
+    doc = docs[0]
+    innermost = [doc["frames"][doc["stacks"][sample[1]][0]] for sample in doc["samples"]]
+    busy = [f for f in innermost if f[0] == __file__ and f[1] == marked_line("# BUSY-LINE")]
+    assert len(busy) > 0.5 * len(innermost), innermost[:5]
     del batches
 
 
