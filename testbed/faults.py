@@ -146,6 +146,30 @@ class LoaderWorkersSlow(NoFault):
             time.sleep(float(self.params.get("collate_ms", 0)) / 1000.0)  # site:worker
 
 
+class LoaderWorkersBusy(NoFault):
+    """Every sample costs its DataLoader worker `getitem_cpu_ms` of CPU (a tokenizer, a decode, an
+    augmentation written in Python): measured on the worker's own thread clock, so preemption does
+    not shorten the work. Workers that keep up with the step still take the cores the training
+    threads of every rank on the node need."""
+
+    name = "loader_workers_busy"
+    category = "dataloader"
+    sites = ("worker_cpu",)
+
+    def in_getitem(self, on=None):
+        if self.is_on(on):
+            spin_cpu(float(self.params.get("getitem_cpu_ms", 1.5)) / 1000.0)
+
+
+def spin_cpu(seconds: float) -> int:
+    """Pure-Python work until this thread has run `seconds` on a CPU; returns its count."""
+    until = time.thread_time() + seconds
+    count = 0
+    while time.thread_time() < until:  # site:worker_cpu
+        count += 1  # site:worker_cpu
+    return count
+
+
 class SlowStorage(NoFault):
     """Each sample's dense features are read from a file on disk, bypassing the page cache
     (O_DIRECT; posix_fadvise(DONTNEED) where O_DIRECT is refused), so every batch really hits
@@ -567,6 +591,8 @@ SCENARIOS = {s.name: s for s in [
     # CPU readings say they were not queued behind training: they waited on their own).
     Scenario("loader_workers_slow_global", LoaderWorkersSlow, "all", {"getitem_ms": 12, "collate_ms": 0},
              settings={"num_workers": 2}),
+    # One rank's loader workers doing CPU work per sample: they may keep up, taking the node's cores.
+    Scenario("loader_workers_busy", LoaderWorkersBusy, "1", {"getitem_cpu_ms": 1.5}, settings={"num_workers": 2}),
     Scenario("slow_storage", SlowStorage, "1", {"record_kib": 1024, "file_mib": 64}),
     Scenario("cpu_throttle", CpuThrottle, "1", {"quota_pct": 25, "share": 0}),
     Scenario("gc_storm", GcStorm, "1", {"cycles_per_step": 20000, "gc_threshold": 100,

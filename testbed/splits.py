@@ -151,6 +151,7 @@ VALIDATION_FAULTS = {
     "net_throttle_global": [(SIX_MLP, ("rate_mbit=300",)), (FOUR_TRANSFORMER, ("rate_mbit=200",))],
     "hang": [(SIX_MLP, ()), (FOUR_TRANSFORMER_WORKERS, ())],
     "busy_thread": [(SIX_MLP, ("burst_ms=15", "period_ms=20")), (FOUR_TRANSFORMER_WORKERS, ())],
+    "loader_workers_busy": [(SIX_MLP_WORKERS, ("getitem_cpu_ms=1",)), (FOUR_TRANSFORMER_WORKERS_ACCUM, ())],
 }
 VALIDATION_HEALTHY = [(SIX_MLP, 100), (SIX_MLP, 101), (FOUR_TRANSFORMER_WORKERS_ACCUM, 102),
                       (FOUR_TRANSFORMER_WORKERS_ACCUM, 103), ({"ranks": 6, "model": "transformer"}, 104),
@@ -200,6 +201,7 @@ PROBE_ROWS = [
     ("two_faults", (FIVE_MLP, ("stall_ms=120", "share=0.5")), (THREE_MLP, ("stall_ms=100", "share=0.45"))),
     # Added last, so that the rows above keep their seeds.
     ("busy_thread", (FIVE_MLP_WORKERS, ()), (THREE_TRANSFORMER, ("burst_ms=15", "period_ms=20"))),
+    ("loader_workers_busy", (FIVE_MLP_WORKERS, ("getitem_cpu_ms=1.2",)), (THREE_TRANSFORMER_WORKERS_ACCUM, ())),
 ]
 
 
@@ -255,6 +257,8 @@ EDGE_ROWS = [
     ("checkpoint_sync", EIGHT_MLP, ()),
     ("two_faults", EIGHT_MLP, ("stall_ms=120", "share=0.5")),
     ("busy_thread", EIGHT_MLP, ()),  # added last: the rows above keep their seeds
+    ("loader_workers_busy", TWO_MLP_WORKERS, ("getitem_cpu_ms=2",)),
+    ("loader_workers_busy", EIGHT_MLP_WORKERS, ()),
 ]
 
 
@@ -267,6 +271,7 @@ FOUR_CNN = {"ranks": 4, "model": "cnn"}
 FOUR_CNN_WORKERS = {"ranks": 4, "model": "cnn", "num_workers": 2}
 SIX_CNN = {"ranks": 6, "model": "cnn"}
 THREE_CNN_ACCUM = {"ranks": 3, "model": "cnn", "accum_steps": 2}
+THREE_CNN_WORKERS = {"ranks": 3, "model": "cnn", "num_workers": 2}
 # As the probe's rows: the scenario, then (set-up, sizes) in the first half (seeds from 300) and in
 # the second (seeds from 400).
 CNN_FIRST_SEEDS = (300, 400)
@@ -289,6 +294,7 @@ CNN_ROWS = [
     ("checkpoint_sync", (SIX_CNN, ()), (FOUR_CNN_WORKERS, ())),
     ("two_faults", (FOUR_CNN, ("stall_ms=120", "share=0.5")), (SIX_CNN, ("stall_ms=100", "share=0.45"))),
     ("busy_thread", (FOUR_CNN, ()), (SIX_CNN, ("burst_ms=15", "period_ms=20"))),  # added last
+    ("loader_workers_busy", (FOUR_CNN_WORKERS, ()), (THREE_CNN_WORKERS, ("getitem_cpu_ms=1",))),
 ]
 
 

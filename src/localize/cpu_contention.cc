@@ -164,6 +164,22 @@ double StragglerFloor(const WorkerGroup& group, const Expectations& e) {
   return static_cast<double>(group.size()) < e.small_group ? e.small_group_min_excess_beta : e.min_excess_beta;
 }
 
+// Member k's cores (`cores`, negative: not read) beyond its peers' median by a straggler's floor
+// and by the outlier test the peers' functions are held to: the peers' median, or a negative value
+// when it is not such an outlier.
+double CoresBeyondPeers(const WorkerGroup& group, const std::vector<double>& cores, size_t k, const Expectations& e) {
+  if (cores[k] < 0) return -1.0;
+  std::vector<double> peers;
+  for (size_t p = 0; p < group.size(); ++p) {
+    if (p != k && cores[p] >= 0) peers.push_back(cores[p]);
+  }
+  if (peers.empty()) return -1.0;
+  RobustCenter center = MedianAndMad(peers);
+  bool out = cores[k] - center.median >= StragglerFloor(group, e) &&
+             RobustZ(cores[k], center, e.min_scale_beta) >= e.outlier_z;
+  return out ? center.median : -1.0;
+}
+
 // The cores of `member`'s node that processes outside its job kept busy over the window: the
 // node's busy time less what the group's ranks on that node and their loader workers used
 // (cores); nullopt where the node or one of those ranks was not read.
@@ -470,20 +486,12 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
   // Most members must have been read: a median of a few says little.
   if (read < 3 || 2 * read <= group.size()) return;
   // Beyond the spread its peers' other threads have among themselves (gloo's threads, a sampler:
-  // healthy runs' ranks differed by up to 0.13 cores), by the outlier test the peers' functions
-  // are held to. Returns the peers' median, or a negative value when `k` is not such an outlier.
+  // healthy runs' ranks differed by up to 0.13 cores). CPU training only: a GPU rank's process
+  // has the CUDA runtime's and NCCL's threads beside the training loop, whose CPU no run here has
+  // measured.
   auto outlier = [&](size_t k) {
-    // CPU training only: a GPU rank's process has the CUDA runtime's and NCCL's threads beside the
-    // training loop, whose CPU no run here has measured.
-    if (others[k] < 0 || group.row(k).has_device || HeldBackByQuota(group.row(k), e)) return -1.0;
-    std::vector<double> peers;
-    for (size_t p = 0; p < group.size(); ++p) {
-      if (p != k && others[p] >= 0) peers.push_back(others[p]);
-    }
-    RobustCenter center = MedianAndMad(peers);
-    bool out = others[k] - center.median >= StragglerFloor(group, e) &&
-               RobustZ(others[k], center, e.min_scale_beta) >= e.outlier_z;
-    return out ? center.median : -1.0;
+    if (group.row(k).has_device || HeldBackByQuota(group.row(k), e)) return -1.0;
+    return CoresBeyondPeers(group, others, k, e);
   };
   std::unordered_map<int, size_t> member_of = MembersByRank(group);
   std::vector<bool> named(group.size(), false);
@@ -537,6 +545,74 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
                      "{:.0f} cores from every rank's work",
                      shared, others[k] - peers, row.cpu->cpus);
     f.action = BusyThreadsAction(row.rank);
+    local->push_back(std::move(f));
+  }
+}
+
+void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local) {
+  double iteration_s = MedianIterationS(group);
+  if (iteration_s <= 0) return;
+  std::string shared = SharedBusyCores(group);
+  if (shared.empty()) return;
+  // Cores each member's loader workers ran (-1: not read, or it loads in its training process).
+  std::vector<double> workers(group.size(), -1.0);
+  size_t read = 0;
+  for (size_t k = 0; k < group.size(); ++k) {
+    const WorkerRow& row = group.row(k);
+    if (!row.cpu || !LoaderWorkersRead(*row.cpu) || row.cpu->loader_cpu < 0) continue;
+    workers[k] = row.cpu->loader_cpu;
+    ++read;
+  }
+  if (read < 3 || 2 * read <= group.size()) return;
+  std::unordered_map<int, size_t> member_of = MembersByRank(group);
+  std::vector<bool> named(group.size(), false);
+  for (const Finding& f : *local) {
+    if (f.scope != FindingScope::kLocal || f.workers.size() != 1) continue;
+    auto member = member_of.find(f.workers[0]);
+    if (member != member_of.end()) named[member->second] = true;
+  }
+  for (size_t k = 0; k < group.size(); ++k) {
+    const WorkerRow& row = group.row(k);
+    if (named[k] || row.has_device || row.cpu->cpus <= 0 || HeldBackByQuota(row, e)) continue;
+    double peers = CoresBeyondPeers(group, workers, k, e);
+    if (peers < 0) continue;
+    double share = (workers[k] - peers) / row.cpu->cpus;
+    if (share < e.min_excess_beta) continue;
+    // Named at its loader's op, whose hot frame the workers' stack samples give (LocateFindings).
+    const FunctionEntry* loader = nullptr;
+    for (const FunctionEntry& entry : group.functions(k)) {
+      if (entry.category == Category::kDataloader && !IsFoldedTail(group.table->name(entry.name)) &&
+          (loader == nullptr || entry.beta > loader->beta)) {
+        loader = &entry;
+      }
+    }
+    Finding f;
+    f.scope = FindingScope::kLocal;
+    f.category = FindingCategory::kDataloader;
+    f.workers = {row.rank};
+    f.function = loader != nullptr ? std::string(group.table->name(loader->name)) : std::string(kLoaderWorkerProcesses);
+    f.beta = workers[k];
+    f.peer_beta = peers;
+    f.impact_s_per_iter = share * iteration_s;
+    f.evidence = fmt::format(
+        "rank {}: its DataLoader worker processes ran on a CPU {:.2f} cores against its peers' workers' {:.2f} "
+        "({:+.2f}), while it waited β {:.2f} of its step for them: they keep up by taking cores; no rank waits for "
+        "it, but {}, and they took {:.2f} of the node's {:.0f} cores from every rank's work",
+        row.rank, workers[k], peers, workers[k] - peers, row.beta(Category::kDataloader), shared, workers[k] - peers,
+        row.cpu->cpus);
+    // Where their CPU went: the workers' own top frame over the window, not the few moments the
+    // training thread waited for them (what LocateFindings would give the loader's op).
+    if (row.loader_worker_frame != Interner::kEmpty) {
+      f.location = std::string(group.table->name(row.loader_worker_frame));
+      f.evidence +=
+          fmt::format(". Its workers' Python stack samples put {:.0f}% of their time in the job's code at {}.",
+                      100.0 * row.loader_worker_share, f.location);
+    }
+    f.action = fmt::format(
+        "Rank {}'s DataLoader workers do more per sample than its peers' (decoding, transforms, tokenizing): "
+        "find their hot code (py-spy dump --pid of a worker), then cache, precompute or cheapen it, or balance what "
+        "each rank reads.",
+        row.rank);
     local->push_back(std::move(f));
   }
 }

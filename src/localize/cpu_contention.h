@@ -148,6 +148,21 @@ void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::ve
 // rank's process runs the CUDA runtime's and NCCL's threads beside the loop, unmeasured here.
 void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local);
 
+// A rank on CPU training whose DataLoader worker processes ran on a CPU beyond its peers' workers
+// by a straggler's floor and as an outlier among them (CoresBeyondPeers), where the group's cores
+// are shared and busy (SharedBusyCores), and that no local finding names yet, is slowed by its
+// workers' own work: they keep up with its steps by taking the cores every rank's training threads
+// need, so all slow alike and nobody need wait for it. Costed at the share of the node's cores
+// they took beyond their peers' (at least the noise floor, `min_excess_beta`). An unseen 3-rank
+// character LSTM (no DDP, an IterableDataset in 2 persistent workers a rank) whose rank 2
+// tokenized each sample in a Python loop: every step 237 -> 360 ms; rank 2's workers 0.51 cores
+// against its peers' 0.003, its wait for them β 0.02, every training thread queued 0.5 s per second
+// on 2 cores 99 % busy: healthy before. On the 379 ranks with loader workers read of the 27- to
+// 29-series, workers ran at most 0.082 cores beyond their peers' (a loader_workers_slow rank's
+// sleeping workers). Run after ExcuseScheduledOut: the training threads' queueing is these
+// workers' doing, not the scheduler's lottery.
+void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local);
+
 // A rank its own CPU quota held back (its cgroup's or an ancestor's cpu.stat: throttled for the
 // noise floor and more above its peers) is slowed by its CPU limit: a local compute finding
 // costed at its own-work excess, even when a worse straggler hides it from the others' waits

@@ -202,6 +202,7 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
     std::vector<Finding> local = FindLocalProblems(group, expectations);
     BlameBusyThreadsOfItsProcess(group, expectations, &local);
     ExcuseScheduledOut(group, expectations, &local, &d.notes);
+    BlameBusyLoaderWorkers(group, expectations, &local);
     AddQuotaThrottled(group, expectations, &local);
     std::vector<Finding> links = FindDegradedLinks(group, expectations);
     bool straggler = std::any_of(local.begin(), local.end(),

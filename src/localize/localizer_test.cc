@@ -300,6 +300,49 @@ TEST(LocalizerTest, AThreadBesideTheLoopThatTakesSharedCoresIsNamedWithoutAStrag
                            [](const Finding& f) { return f.function == "(other threads of the training process)"; }));
 }
 
+// Four ranks alike on 2 busy cores, each with DataLoader worker processes that make its batches
+// in time (it waits β 0.03 of a step for them) on 0.01-0.02 cores, but rank 1's workers run
+// `rank1_workers` cores: per-sample work of their own (an unseen 3-rank LSTM's tokenizer: 0.51
+// cores against 0.003) that keeps up by taking the cores every rank trains on.
+LocalizeInput LoaderWorkersOnSharedCores(float rank1_workers, float host_busy = 0.97f) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w = Worker(r, 0.5, 0.03, 0.05, 0.42);
+    w.world_size = 4;
+    w.cpu = ThreadReadings(host_busy, 0.3f, 0.45f, 0.1f, 0.9f);
+    w.cpu->loader_cpu = r == 1 ? rank1_workers : 0.01f + 0.002f * static_cast<float>(r);
+    w.cpu->loader_run_delay = 0.1f;
+    w.cpu->loader_making = 0.05f;
+    w.cpu->loader_asleep = 0;
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+// Named at its loader, costing the share of the node's cores its workers took beyond their peers'
+// (0.49 of 2 cores: 0.245 of a step); workers within the straggler floor of their peers', or on
+// cores with room to spare, are no finding; nor are workers every rank runs alike.
+TEST(LocalizerTest, LoaderWorkersThatTakeSharedCoresAreNamedWithoutAStraggler) {
+  Diagnosis d = Localize(LoaderWorkersOnSharedCores(0.5f), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.scope, FindingScope::kLocal);
+  EXPECT_EQ(f.category, FindingCategory::kDataloader);
+  EXPECT_EQ(f.workers, std::vector<int>{1});
+  EXPECT_EQ(f.function, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  EXPECT_NEAR(f.impact_s_per_iter, (0.5 - 0.014) / 2 * 0.1, 1e-3);
+  EXPECT_NE(f.evidence.find("DataLoader worker processes ran on a CPU 0.50 cores against its peers' workers' 0.01"),
+            std::string::npos)
+      << f.evidence;
+  EXPECT_TRUE(Localize(LoaderWorkersOnSharedCores(0.05f), DefaultExpectations()).healthy());
+  Diagnosis spare = Localize(LoaderWorkersOnSharedCores(0.5f, 0.5f), DefaultExpectations());
+  EXPECT_TRUE(std::none_of(spare.findings.begin(), spare.findings.end(),
+                           [](const Finding& f) { return f.category == FindingCategory::kDataloader; }));
+  LocalizeInput alike = LoaderWorkersOnSharedCores(0.5f);
+  for (WorkerPattern& w : alike.workers) w.cpu->loader_cpu = 0.5f + 0.01f * static_cast<float>(w.rank);
+  EXPECT_TRUE(Localize(alike, DefaultExpectations()).healthy());
+}
+
 // A rank its CPU quota held back is named even when a worse straggler hides its cost (the others
 // wait for that one): rank 1 stalls in its loader, rank 3's cgroup throttled it 0.35 of the
 // window. Throttling on every rank alike (a pod-wide limit) names no one.

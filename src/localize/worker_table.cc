@@ -15,6 +15,10 @@ void WorkerTable::Add(const WorkerPattern& w) {
   row.dataloader_ops_per_iter = static_cast<float>(w.dataloader_ops_per_iter);
   row.compute_calls_per_iter = static_cast<float>(w.compute_calls_per_iter);
   row.cpu = w.cpu;
+  if (!w.loader_worker_frames.empty()) {
+    row.loader_worker_frame = names_.Intern(w.loader_worker_frames.front().location);
+    row.loader_worker_share = w.loader_worker_frames.front().share;
+  }
   row.functions_begin = static_cast<uint32_t>(functions_.size());
   for (const FunctionPattern& f : w.functions) {
     FunctionEntry e;

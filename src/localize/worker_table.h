@@ -55,6 +55,9 @@ struct WorkerRow {
   uint32_t iterations_begin = 0, iterations_count = 0;
   uint32_t collectives_begin = 0, collectives_count = 0;
   std::optional<CpuShare> cpu;  // who had the processor over the window, when read
+  // Its DataLoader workers' top frame over the window (WorkerPattern::loader_worker_frames).
+  StringId loader_worker_frame = Interner::kEmpty;
+  float loader_worker_share = 0;
 
   float beta(Category c) const { return category_beta[static_cast<size_t>(c)]; }
 };

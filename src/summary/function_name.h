@@ -29,6 +29,9 @@ inline constexpr std::string_view kUnattributedPython = "(python, unattributed)"
 // Not a function of the trace: a finding's name for the threads of a training process other than
 // the one that runs the step (localize/cpu_contention.h, BlameBusyThreadsOfItsProcess).
 inline constexpr std::string_view kOtherThreadsOfTheProcess = "(other threads of the training process)";
+// A finding's name for a rank's DataLoader worker processes where no loader op of its training
+// thread names them (localize/cpu_contention.h, BlameBusyLoaderWorkers).
+inline constexpr std::string_view kLoaderWorkerProcesses = "(DataLoader worker processes)";
 
 // The entry a pattern folds a category's tail of small functions into: "(other host)". It is
 // many functions, not one: never a finding's function, a lead, nor part of a role signature.

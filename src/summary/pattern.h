@@ -88,6 +88,10 @@ struct WorkerPattern {
   std::vector<FunctionPattern> functions;   // by β, descending; the tail folded into "(other ...)"
   std::vector<std::string> warnings;        // data-quality notes from reading and summarizing
   std::optional<CpuShare> cpu;              // absent without the sampler's "cpu" reading
+  // The DataLoader worker processes' hottest frames of the job's own code over the whole window
+  // (their stack samples; share: of their samples in the job's code), hottest first: what their
+  // CPU went to, where they keep up and the training thread seldom waits for them.
+  std::vector<HotFrame> loader_worker_frames;
 
   int iterations() const { return static_cast<int>(step_ids.size()); }
 };

@@ -125,6 +125,12 @@ void WriteWorker(const WorkerPattern& w, int version, StringTable* strings, Byte
       out->F32(w.cpu->loader_making);
     }
   }
+  if (version < 7) return;
+  out->Varint(w.loader_worker_frames.size());
+  for (const HotFrame& frame : w.loader_worker_frames) {
+    out->Varint(strings->Id(frame.location));
+    out->F32(frame.share);
+  }
 }
 
 // A call's duration as stored (median, lower quartile): 0, "not measured", for anything that is
@@ -209,6 +215,7 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
   for (std::string& warning : w->warnings) assign(&warning, in->Varint());
   for (FunctionPattern& f : w->functions) f.hot_frames.clear();
   w->cpu.reset();
+  w->loader_worker_frames.clear();
   if (version < 2) return in->ok();
   uint64_t located = in->Varint();
   if (!in->ok() || located > functions) return false;
@@ -243,6 +250,14 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
       }
     }
     w->cpu = cpu;
+  }
+  if (version < 7) return in->ok();
+  uint64_t frames = in->Varint();
+  if (!in->ok() || frames > 16) return false;
+  w->loader_worker_frames.resize(frames);
+  for (HotFrame& frame : w->loader_worker_frames) {
+    assign(&frame.location, in->Varint());
+    frame.share = in->F32();
   }
   return in->ok();
 }

@@ -58,6 +58,7 @@ WorkerPattern MakeWorker(int rank) {
                    .throttled = 0.0625f,
                    .main_cpu = 0.375f,
                    .main_run_delay = 0.25f};
+  w.loader_worker_frames = {{"data.py:30(tokenize)", 0.625F}};
   return w;
 }
 
@@ -101,6 +102,9 @@ TEST(PatternFileTest, RoundTripsEveryField) {
   EXPECT_FLOAT_EQ(w.cpu->main_run_delay, 0.25f);
   EXPECT_FLOAT_EQ(w.cpu->loader_asleep, 1.5f);
   EXPECT_FLOAT_EQ(w.cpu->loader_making, 1.75f);
+  ASSERT_EQ(w.loader_worker_frames.size(), 1u);
+  EXPECT_EQ(w.loader_worker_frames[0].location, "data.py:30(tokenize)");
+  EXPECT_FLOAT_EQ(w.loader_worker_frames[0].share, 0.625F);
 }
 
 // An older version's file, as that version's writer left it (what it lacks is left out).
@@ -110,6 +114,18 @@ std::string OlderVersionFile(const WorkerPattern& w, char version) {
   std::string file = writer.Finish();
   EXPECT_EQ(file[7], version);
   return file;
+}
+
+TEST(PatternFileTest, ReadsVersionSixFilesWithoutTheLoaderWorkersFrames) {
+  TempDir dir;
+  std::string path = dir.Write("v6.pattern", OlderVersionFile(MakeWorker(6), '\x06'));
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_EQ(read->size(), 1u);
+  const WorkerPattern& w = (*read)[0];
+  ASSERT_TRUE(w.cpu.has_value());
+  EXPECT_FLOAT_EQ(w.cpu->loader_making, 1.75f);
+  EXPECT_TRUE(w.loader_worker_frames.empty());
 }
 
 TEST(PatternFileTest, ReadsVersionFiveFilesWithoutTheLoaderWorkersSleep) {
@@ -223,7 +239,7 @@ TEST(PatternFileTest, NewerVersionIsOneLineNamingTheFile) {
   ASSERT_FALSE(read.ok());
   std::string message = read.status().message();
   EXPECT_EQ(message, path +
-                         ": pattern format version 7 is not supported (this eroica reads 1 to 6; "
+                         ": pattern format version 8 is not supported (this eroica reads 1 to 7; "
                          "a newer eroica wrote it)");
   newer[7] = static_cast<char>(200);
   read = ReadPatternFile(dir.Write("v200.pattern", newer));

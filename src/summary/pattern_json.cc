@@ -76,6 +76,9 @@ nlohmann::json PatternToJson(const WorkerPattern& w) {
     if (w.cpu->loader_asleep >= 0) doc["cpu"]["loader_asleep"] = Round(w.cpu->loader_asleep, 4);
     if (w.cpu->loader_making >= 0) doc["cpu"]["loader_making"] = Round(w.cpu->loader_making, 4);
   }
+  for (const HotFrame& frame : w.loader_worker_frames) {
+    doc["loader_worker_frames"].push_back({{"location", frame.location}, {"share", Round(frame.share, 3)}});
+  }
   return doc;
 }
 

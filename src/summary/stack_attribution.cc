@@ -136,6 +136,28 @@ bool IsDataloader(Category category) { return category == Category::kDataloader;
 
 }  // namespace
 
+std::vector<HotFrame> HottestLoaderWorkerFrames(const StackSamples& samples, int64_t begin_ns, int64_t end_ns,
+                                                size_t max_frames) {
+  // One pseudo-function's tally (index 0): every worker's samples in the job's code, each one
+  // period. A worker waiting for its next indices sits in the standard library and counts for
+  // nothing; a late sample is a worker queued for a CPU, not one holding the GIL for others.
+  Tally tally;
+  int64_t period_ns = 0;
+  for (const StackSamples& worker : samples.loader_workers) {
+    std::vector<int64_t> user_frames = UserFrames(worker);
+    int64_t period = PeriodNs(worker);
+    period_ns = std::max(period_ns, period);
+    for (const StackSample& sample : worker.samples) {
+      int64_t frame = user_frames[sample.stack];
+      if (frame < 0 || sample.ts_ns < begin_ns || sample.ts_ns >= end_ns) continue;
+      const SampledFrame& f = worker.frames[static_cast<size_t>(frame)];
+      tally.sampled_ns[0] += period;
+      tally.frame_ns[0][fmt::format("{}:{}({})", f.file, f.line, f.function)] += period;
+    }
+  }
+  return HottestFrames(tally, 0, period_ns, max_frames);
+}
+
 std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(const StackSamples& samples,
                                                                           const CriticalPath& path,
                                                                           const FunctionTable& table,

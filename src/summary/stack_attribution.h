@@ -35,6 +35,12 @@ std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(const 
                                                                           const FunctionTable& table,
                                                                           size_t max_frames = 2);
 
+// The DataLoader worker processes' hottest user frames (at most `max_frames`) over
+// [begin_ns, end_ns), each sample standing for the period after it; a frame's share is of their
+// samples' time in the job's own code. Empty without worker samples.
+std::vector<HotFrame> HottestLoaderWorkerFrames(const StackSamples& samples, int64_t begin_ns, int64_t end_ns,
+                                                size_t max_frames = 2);
+
 // Code that is not the job's own: under one of `prefixes`, in an installed package, or not a
 // file ("<frozen ...>", "<string>").
 bool IsLibraryFrame(const SampledFrame& frame, const std::vector<std::string>& prefixes);

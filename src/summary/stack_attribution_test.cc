@@ -156,6 +156,39 @@ TEST(StackAttributionTest, SamplesAreMovedOntoTheTracesClockByTheStepAnchors) {
   EXPECT_FLOAT_EQ(gap->hot_frames[0].share, 1.0F);
 }
 
+// Where the workers' CPU went over the whole window, not only while the training thread waited for
+// them: their samples in the job's code, each one period; samples in the standard library (a
+// worker waiting for indices) and outside the window count for nothing.
+TEST(StackAttributionTest, TheLoaderWorkersHottestFramesOverTheWindow) {
+  StackSamples samples;
+  samples.hz = 1e6;  // 1 µs period
+  samples.library_prefixes = {"/usr/lib/python3.11/"};
+  for (int w = 0; w < 2; ++w) {
+    StackSamples worker;
+    worker.hz = 1e6;
+    worker.library_prefixes = samples.library_prefixes;
+    worker.frames = {{"/job/data.py", 30, "tokenize"},
+                     {"/job/data.py", 12, "__getitem__"},
+                     {"/usr/lib/python3.11/multiprocessing/queues.py", 113, "get"}};
+    worker.stacks = {{0, 1}, {1}, {2}};
+    // Six samples in the tokenizer, two at the item's other line, four waiting; one before the
+    // window and one after it, in the tokenizer.
+    for (int i = 0; i < 6; ++i) worker.samples.push_back({1000 + 10 * i, 0});
+    for (int i = 0; i < 2; ++i) worker.samples.push_back({2000 + 10 * i, 1});
+    for (int i = 0; i < 4; ++i) worker.samples.push_back({3000 + 10 * i, 2});
+    worker.samples.insert(worker.samples.begin(), {500, 0});
+    worker.samples.push_back({9000, 0});
+    samples.loader_workers.push_back(std::move(worker));
+  }
+  std::vector<HotFrame> hot = HottestLoaderWorkerFrames(samples, 900, 5000);
+  ASSERT_EQ(hot.size(), 2u);
+  EXPECT_EQ(hot[0].location, "/job/data.py:30(tokenize)");
+  EXPECT_FLOAT_EQ(hot[0].share, 0.75F);
+  EXPECT_EQ(hot[1].location, "/job/data.py:12(__getitem__)");
+  EXPECT_FLOAT_EQ(hot[1].share, 0.25F);
+  EXPECT_TRUE(HottestLoaderWorkerFrames(StackSamples{}, 0, 5000).empty());  // no workers
+}
+
 TEST(StackAttributionTest, OneLateSampleStandsForTheWholeCallThatDelayedIt) {
   // gc.collect() holds the GIL for the whole gap: the one sample after it covers it all.
   FunctionTable table;

@@ -52,6 +52,9 @@ FAULTS = [
     # training thread waits for the interpreter lock wherever it let it go (the optimizer's step,
     # DDP's forward), which is no line of its own; the process's other threads' CPU names them.
     ("busy_thread", 1, [], [], ("host", "local")),
+    # Rank 2's loader workers spend 1.5 ms of CPU on each sample: they keep up, taking the cores
+    # every rank's training thread needs; named by its workers' CPU beyond their peers' workers'.
+    ("loader_workers_busy", 2, [], [], ("dataloader", "local")),
 ]
 
 
