@@ -573,12 +573,12 @@ void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std
   }
   for (size_t k = 0; k < group.size(); ++k) {
     const WorkerRow& row = group.row(k);
-    if (named[k] || row.has_device || row.cpu->cpus <= 0 || HeldBackByQuota(row, e)) continue;
+    if (named[k] || workers[k] < 0 || row.has_device || row.cpu->cpus <= 0 || HeldBackByQuota(row, e)) continue;
     double peers = CoresBeyondPeers(group, workers, k, e);
     if (peers < 0) continue;
     double share = (workers[k] - peers) / row.cpu->cpus;
     if (share < e.min_excess_beta) continue;
-    // Named at its loader's op, whose hot frame the workers' stack samples give (LocateFindings).
+    // Named at its loader's op: the function its training thread takes their batches in.
     const FunctionEntry* loader = nullptr;
     for (const FunctionEntry& entry : group.functions(k)) {
       if (entry.category == Category::kDataloader && !IsFoldedTail(group.table->name(entry.name)) &&
@@ -596,8 +596,8 @@ void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std
     f.impact_s_per_iter = share * iteration_s;
     f.evidence = fmt::format(
         "rank {}: its DataLoader worker processes ran on a CPU {:.2f} cores against its peers' workers' {:.2f} "
-        "({:+.2f}), while it waited β {:.2f} of its step for them: they keep up by taking cores; no rank waits for "
-        "it, but {}, and they took {:.2f} of the node's {:.0f} cores from every rank's work",
+        "({:+.2f}), while it waited β {:.2f} of its step for them: they keep up by taking cores, and {}: they took "
+        "{:.2f} of the node's {:.0f} cores from every rank's work",
         row.rank, workers[k], peers, workers[k] - peers, row.beta(Category::kDataloader), shared, workers[k] - peers,
         row.cpu->cpus);
     // Where their CPU went: the workers' own top frame over the window, not the few moments the

@@ -338,6 +338,12 @@ TEST(LocalizerTest, LoaderWorkersThatTakeSharedCoresAreNamedWithoutAStraggler) {
   Diagnosis spare = Localize(LoaderWorkersOnSharedCores(0.5f, 0.5f), DefaultExpectations());
   EXPECT_TRUE(std::none_of(spare.findings.begin(), spare.findings.end(),
                            [](const Finding& f) { return f.category == FindingCategory::kDataloader; }));
+  // A rank without readings is left out (three of four read are enough).
+  LocalizeInput unread = LoaderWorkersOnSharedCores(0.5f);
+  unread.workers[3].cpu.reset();
+  Diagnosis without = Localize(unread, DefaultExpectations());
+  ASSERT_FALSE(without.healthy());
+  EXPECT_EQ(without.findings[0].workers, std::vector<int>{1});
   LocalizeInput alike = LoaderWorkersOnSharedCores(0.5f);
   for (WorkerPattern& w : alike.workers) w.cpu->loader_cpu = 0.5f + 0.01f * static_cast<float>(w.rank);
   EXPECT_TRUE(Localize(alike, DefaultExpectations()).healthy());
