@@ -64,6 +64,30 @@ Finding GlobalFinding(const PatternChange& c, const PatternDiff& diff, double sl
   return f;
 }
 
+// Time a training thread spent queued for a CPU after a collective (program_points.h): it grows
+// when the node's cores got busier, never with the job's code, so it is no cause of its own.
+bool QueuedForACpu(const PatternChange& c) { return IsResumePoint(c.function); }
+
+// What such queueing that grew on almost every worker says, or "": a healthy control run in CI
+// slowed 27.8 -> 53.3 ms a step while other tests took the cores, every rank's "(resuming after
+// barrier)" absent at the baseline and 41.3 ms a step then, which read as Python to move out of
+// the step.
+std::string QueueingNote(const PatternDiff& diff, double slowdown_ms, const BaselineOptions& options) {
+  double grown_ms = 0;
+  std::vector<int> ranks;
+  for (const PatternChange& c : diff.functions) {
+    if (!c.grew() || !QueuedForACpu(c) || !OnAlmostAll(c, options)) continue;
+    grown_ms += c.delta_ms_per_iter;
+    if (ranks.empty()) ranks = c.ranks;
+  }
+  if (grown_ms <= 0 || grown_ms < options.explains_share * slowdown_ms) return "";
+  return fmt::format(
+      "against the baseline: the training threads of {} wait {:+.1f} ms/iter longer for a CPU after their "
+      "collectives ({:.0f}% of the slowdown): the node's cores are busier than at the baseline (other processes, "
+      "more threads), not the job's code",
+      RanksText(ranks), grown_ms, 100 * std::min(1.0, grown_ms / slowdown_ms));
+}
+
 // A local finding's own function grew on its ranks since the baseline: say so, it confirms it.
 void ConfirmLocal(const PatternDiff& diff, Finding* local) {
   for (const PatternChange& c : diff.functions) {
@@ -87,6 +111,7 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
     if (f.scope == FindingScope::kLocal) ConfirmLocal(diff, &f);
   }
   if (slowdown_ms <= options.min_slowdown_share * diff.base.iteration_ms) return;
+  if (std::string note = QueueingNote(diff, slowdown_ms, options); !note.empty()) d->notes.push_back(note);
   // The functions are sorted own work first, largest change first: the first grown one on almost
   // every worker is the cause; the others' longer waits are its symptom. A function may also
   // stand for its category when that category grew on almost every worker and the function on
@@ -94,7 +119,7 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
   // function, when the category's growth alone explains the slowdown.
   const PatternChange* category_wide = nullptr;
   auto wide = [&](const PatternChange& c) {
-    if (!c.grew() || c.ranks.size() * 2 <= static_cast<size_t>(c.role_workers)) return false;
+    if (!c.grew() || QueuedForACpu(c) || c.ranks.size() * 2 <= static_cast<size_t>(c.role_workers)) return false;
     for (const PatternChange& total : diff.categories) {
       if (total.grew() && total.role == c.role && total.category == c.category && OnAlmostAll(total, options)) {
         category_wide = &total;
@@ -103,21 +128,29 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
     }
     return false;
   };
-  auto cause = std::find_if(diff.functions.begin(), diff.functions.end(),
-                            [&](const PatternChange& c) { return c.grew() && OnAlmostAll(c, options); });
+  auto cause = std::find_if(diff.functions.begin(), diff.functions.end(), [&](const PatternChange& c) {
+    return c.grew() && !QueuedForACpu(c) && OnAlmostAll(c, options);
+  });
   if (cause == diff.functions.end()) cause = std::find_if(diff.functions.begin(), diff.functions.end(), wide);
   if (cause == diff.functions.end()) {
     // No one function on most workers, but a category of own work grew on almost all of them by
     // enough to explain the slowdown: the same cost under different names (a Python program
     // point is named by the ops around it, which differ between ranks). Its largest grown
-    // function names it. Waiting (communication) is the others' symptom, never such a cause.
+    // function names it. Waiting (communication) is the others' symptom, never such a cause, nor
+    // is the time queued for a CPU in it.
     for (const PatternChange& total : diff.categories) {
+      double queued_ms = 0;
+      for (const PatternChange& c : diff.functions) {
+        if (c.grew() && QueuedForACpu(c) && c.role == total.role && c.category == total.category) {
+          queued_ms += c.delta_ms_per_iter;
+        }
+      }
       if (!total.grew() || total.category == Category::kCommunication || !OnAlmostAll(total, options) ||
-          total.delta_ms_per_iter < options.explains_share * slowdown_ms) {
+          total.delta_ms_per_iter - queued_ms < options.explains_share * slowdown_ms) {
         continue;
       }
       cause = std::find_if(diff.functions.begin(), diff.functions.end(), [&](const PatternChange& c) {
-        return c.grew() && c.role == total.role && c.category == total.category;
+        return c.grew() && !QueuedForACpu(c) && c.role == total.role && c.category == total.category;
       });
       if (cause != diff.functions.end()) {
         category_wide = &total;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "diff/diff_test_util.h"
 
 namespace eroica {
@@ -32,6 +34,32 @@ TEST(BaselineFindings, EveryRankSlowerIsAGlobalFindingOfWhatGrew) {
             std::string::npos)
       << f.evidence;
   EXPECT_NE(f.evidence.find("% of the 40."), std::string::npos) << f.evidence;
+}
+
+// Every rank's training thread queued 40 ms longer for a CPU after its collective than at the
+// baseline (other processes took the cores): no cause of the job's own, said in a note.
+TEST(BaselineFindings, TimeQueuedForACpuAfterCollectivesIsNoCauseOfItsOwn) {
+  std::vector<WorkerPattern> now;
+  for (int r = 0; r < 4; ++r) {
+    FunctionMs ms = Healthy();
+    ms.emplace_back("(resuming after barrier)", Category::kHost, 40);
+    ms.emplace_back("(python between a and b)", Category::kHost, r == 0 ? 2 : 0.5);
+    now.push_back(Worker(r, 4, ms));
+  }
+  std::vector<WorkerPattern> base;
+  for (int r = 0; r < 4; ++r) {
+    FunctionMs ms = Healthy();
+    ms.emplace_back("(python between a and b)", Category::kHost, 0.5);
+    base.push_back(Worker(r, 4, ms));
+  }
+  Diagnosis d;
+  ApplyBaseline(DiffPatterns(base, now), &d);
+  EXPECT_TRUE(d.findings.empty()) << d.findings[0].evidence;
+  bool said = std::any_of(d.notes.begin(), d.notes.end(), [](const std::string& n) {
+    return n.find("wait +40.") != std::string::npos &&
+           n.find("longer for a CPU after their collectives") != std::string::npos;
+  });
+  EXPECT_TRUE(said) << (d.notes.empty() ? "" : d.notes.back());
 }
 
 TEST(BaselineFindings, AFunctionOnMostRanksStandsForItsCategoryGrownOnAll) {
