@@ -97,9 +97,9 @@ struct CallSizes {
   // given more data keeps its model-sized work at its peers' speed by at least one. A 3-rank MLP
   // whose rank 0 had 3x the batch (2 loader workers a rank on 2 cores) had its model-sized median
   // calls 1.21x its peers' and their lower quartile 1.70x (AccumulateGrad's smallest calls, 12-23
-  // us, queued behind its own loader workers), its batch-sized ones 3.00x and 2.00x; on the 1,771
-  // ranks of the 27- to 29-series this fires on that rank and on no other (README, "the quartile
-  // against the model-sized work's nearer statistic").
+  // us), its batch-sized ones 3.00x and 2.00x; on the 1,771 ranks of the 27- to 29-series this
+  // fires on that rank and on no other; made after it, a 4-rank MLP given 2.5x the batch was named
+  // so too (README, "This stop", rule 1).
   bool MoreData(double ratio) const {
     if (!low_quartile.measured) return median.Larger(ratio);
     CallRatios quartile = low_quartile;
