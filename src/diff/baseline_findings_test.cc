@@ -39,19 +39,15 @@ TEST(BaselineFindings, EveryRankSlowerIsAGlobalFindingOfWhatGrew) {
 // Every rank's training thread queued 40 ms longer for a CPU after its collective than at the
 // baseline (other processes took the cores): no cause of the job's own, said in a note.
 TEST(BaselineFindings, TimeQueuedForACpuAfterCollectivesIsNoCauseOfItsOwn) {
-  std::vector<WorkerPattern> now;
-  for (int r = 0; r < 4; ++r) {
-    FunctionMs ms = Healthy();
-    ms.emplace_back("(resuming after barrier)", Category::kHost, 40);
-    ms.emplace_back("(python between a and b)", Category::kHost, r == 0 ? 2 : 0.5);
-    now.push_back(Worker(r, 4, ms));
-  }
-  std::vector<WorkerPattern> base;
-  for (int r = 0; r < 4; ++r) {
-    FunctionMs ms = Healthy();
-    ms.emplace_back("(python between a and b)", Category::kHost, 0.5);
-    base.push_back(Worker(r, 4, ms));
-  }
+  // (Rank 0's program point grew too: with the queueing counted in, the host time grown on every
+  // rank would have named it.)
+  std::vector<WorkerPattern> now = JobWith(4, [](int r) {
+    return FunctionMs{{"(resuming after barrier)", Category::kHost, 40},
+                      {"(python between a and b)", Category::kHost, r == 0 ? 2 : 0.5}};
+  });
+  std::vector<WorkerPattern> base = JobWith(4, [](int) {
+    return FunctionMs{{"(python between a and b)", Category::kHost, 0.5}};
+  });
   Diagnosis d;
   ApplyBaseline(DiffPatterns(base, now), &d);
   EXPECT_TRUE(d.findings.empty()) << d.findings[0].evidence;
@@ -64,12 +60,9 @@ TEST(BaselineFindings, TimeQueuedForACpuAfterCollectivesIsNoCauseOfItsOwn) {
 
 TEST(BaselineFindings, AFunctionOnMostRanksStandsForItsCategoryGrownOnAll) {
   // Every rank's host time grew 40 ms; on rank 3 the program point has another name.
-  std::vector<WorkerPattern> now;
-  for (int r = 0; r < 4; ++r) {
-    FunctionMs ms = Healthy();
-    ms.emplace_back(r == 3 ? "(python between b and c)" : "(python between a and b)", Category::kHost, 40);
-    now.push_back(Worker(r, 4, ms));
-  }
+  std::vector<WorkerPattern> now = JobWith(4, [](int r) {
+    return FunctionMs{{r == 3 ? "(python between b and c)" : "(python between a and b)", Category::kHost, 40}};
+  });
   Diagnosis d;
   ApplyBaseline(DiffPatterns(Job(4), now), &d);
   ASSERT_EQ(d.findings.size(), 1u);
@@ -111,12 +104,9 @@ TEST(BaselineFindings, ACategoryGrownOnAllThatExplainsTheSlowdownIsGlobalUnderAn
 // The peers' global host finding and the baseline's are one problem when both name a program
 // point, whatever ops the point was named by in each.
 TEST(BaselineFindings, AGlobalHostPointFromThePeersMergesWithTheBaselinesUnderAnotherName) {
-  std::vector<WorkerPattern> now;
-  for (int r = 0; r < 4; ++r) {
-    FunctionMs ms = Healthy();
-    ms.emplace_back("(python between a and b)", Category::kHost, 40);
-    now.push_back(Worker(r, 4, ms));
-  }
+  std::vector<WorkerPattern> now = JobWith(4, [](int) {
+    return FunctionMs{{"(python between a and b)", Category::kHost, 40}};
+  });
   Diagnosis d;
   Finding peers;
   peers.scope = FindingScope::kGlobal;

@@ -1,6 +1,7 @@
 // Small synthetic data-parallel jobs for the diff tests.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -42,10 +43,20 @@ inline FunctionMs Healthy() {
           {"(python)", Category::kHost, 10}};
 }
 
-inline std::vector<WorkerPattern> Job(int world_size) {
+// `world_size` healthy workers, each with the functions `extra(rank)` beside the healthy ones.
+inline std::vector<WorkerPattern> JobWith(int world_size, const std::function<FunctionMs(int)>& extra) {
   std::vector<WorkerPattern> job;
-  for (int r = 0; r < world_size; ++r) job.push_back(Worker(r, world_size, Healthy()));
+  job.reserve(static_cast<size_t>(world_size));
+  for (int r = 0; r < world_size; ++r) {
+    FunctionMs ms = Healthy();
+    for (auto& f : extra(r)) ms.push_back(std::move(f));
+    job.push_back(Worker(r, world_size, ms));
+  }
   return job;
+}
+
+inline std::vector<WorkerPattern> Job(int world_size) {
+  return JobWith(world_size, [](int) { return FunctionMs{}; });
 }
 
 }  // namespace eroica

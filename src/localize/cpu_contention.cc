@@ -180,6 +180,31 @@ double CoresBeyondPeers(const WorkerGroup& group, const std::vector<double>& cor
   return out ? center.median : -1.0;
 }
 
+// Per member: whether a local finding names it alone.
+std::vector<bool> NamedAlone(const WorkerGroup& group, const std::vector<Finding>& local) {
+  std::unordered_map<int, size_t> member_of = MembersByRank(group);
+  std::vector<bool> named(group.size(), false);
+  for (const Finding& f : local) {
+    if (f.scope != FindingScope::kLocal || f.workers.size() != 1) continue;
+    auto member = member_of.find(f.workers[0]);
+    if (member != member_of.end()) named[member->second] = true;
+  }
+  return named;
+}
+
+// Member k's function of `category` with the largest β, never a folded tail ("(other ...)": many
+// functions, not one), or nullptr.
+const FunctionEntry* LargestFunction(const WorkerGroup& group, size_t k, Category category) {
+  const FunctionEntry* top = nullptr;
+  for (const FunctionEntry& entry : group.functions(k)) {
+    if (entry.category == category && !IsFoldedTail(group.table->name(entry.name)) &&
+        (top == nullptr || entry.beta > top->beta)) {
+      top = &entry;
+    }
+  }
+  return top;
+}
+
 // The cores of `member`'s node that processes outside its job kept busy over the window: the
 // node's busy time less what the group's ranks on that node and their loader workers used
 // (cores); nullopt where the node or one of those ranks was not read.
@@ -430,11 +455,7 @@ void AddQuotaThrottled(const WorkerGroup& group, const Expectations& e, std::vec
     f.scope = FindingScope::kLocal;
     f.category = FindingCategory::kCompute;
     f.workers = {rank};
-    const FunctionEntry* top = nullptr;
-    for (const FunctionEntry& entry : group.functions(k)) {
-      if (entry.category == Category::kCompute && (top == nullptr || entry.beta > top->beta)) top = &entry;
-    }
-    if (top != nullptr) {
+    if (const FunctionEntry* top = LargestFunction(group, k, Category::kCompute); top != nullptr) {
       f.function = std::string(group.table->name(top->name));
       f.beta = top->beta;
     }
@@ -494,14 +515,12 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
     return CoresBeyondPeers(group, others, k, e);
   };
   std::unordered_map<int, size_t> member_of = MembersByRank(group);
-  std::vector<bool> named(group.size(), false);
+  std::vector<bool> named = NamedAlone(group, *local);
   for (Finding& f : *local) {
-    if (f.scope != FindingScope::kLocal || f.workers.size() != 1) continue;
+    if (f.scope != FindingScope::kLocal || f.workers.size() != 1 || !OwnWork(f.category)) continue;
     auto member = member_of.find(f.workers[0]);
     if (member == member_of.end()) continue;
     size_t k = member->second;
-    named[k] = true;
-    if (!OwnWork(f.category)) continue;
     double peers = outlier(k);
     // ... and by half the lateness to explain. Of the 113 other local findings on own work of the
     // 27- and 28-series' saved runs, one rank's other threads were such an outlier (a 3-rank GC
@@ -564,13 +583,7 @@ void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std
     ++read;
   }
   if (read < 3 || 2 * read <= group.size()) return;
-  std::unordered_map<int, size_t> member_of = MembersByRank(group);
-  std::vector<bool> named(group.size(), false);
-  for (const Finding& f : *local) {
-    if (f.scope != FindingScope::kLocal || f.workers.size() != 1) continue;
-    auto member = member_of.find(f.workers[0]);
-    if (member != member_of.end()) named[member->second] = true;
-  }
+  std::vector<bool> named = NamedAlone(group, *local);
   for (size_t k = 0; k < group.size(); ++k) {
     const WorkerRow& row = group.row(k);
     if (named[k] || workers[k] < 0 || row.has_device || row.cpu->cpus <= 0 || HeldBackByQuota(row, e)) continue;
@@ -579,13 +592,7 @@ void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std
     double share = (workers[k] - peers) / row.cpu->cpus;
     if (share < e.min_excess_beta) continue;
     // Named at its loader's op: the function its training thread takes their batches in.
-    const FunctionEntry* loader = nullptr;
-    for (const FunctionEntry& entry : group.functions(k)) {
-      if (entry.category == Category::kDataloader && !IsFoldedTail(group.table->name(entry.name)) &&
-          (loader == nullptr || entry.beta > loader->beta)) {
-        loader = &entry;
-      }
-    }
+    const FunctionEntry* loader = LargestFunction(group, k, Category::kDataloader);
     Finding f;
     f.scope = FindingScope::kLocal;
     f.category = FindingCategory::kDataloader;
