@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Dict, List, Optional
 
 PYTHON = sys.executable  # the interpreter that runs the testbed (Makefile: PYTHON) runs its jobs
 TRAIN_SCRIPT = Path(__file__).resolve().parent / "train.py"
+RANK_FORKER = Path(__file__).resolve().parent / "rank_forker.py"
 ONLINE_PACKAGE_PARENT = Path(__file__).resolve().parent.parent / "python"  # python/eroica
 # Online mode (the ranks run under `python -m eroica run`): its settings for the testbed's
 # short iterations. The degradation detector is kept out of the way (the testbed profiles on
@@ -439,6 +441,87 @@ def set_parent_death_signal():
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+class ForkedRank:
+    """A rank that rank_forker.py forked: the calls the Testbed makes of a rank's Popen (pid,
+    poll, wait, returncode), its exit reported by the forker, its parent."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.returncode = None
+        self._exited = threading.Event()
+
+    def poll(self):
+        return self.returncode
+
+    def wait(self, timeout=None):
+        if not self._exited.wait(timeout):
+            raise subprocess.TimeoutExpired(f"rank pid {self.pid}", timeout)
+        return self.returncode
+
+    def exited(self, code):
+        self.returncode = code
+        self._exited.set()
+
+
+class RankForker:
+    """One rank_forker.py per run: it imports torch once and forks the ranks (why: its
+    docstring). Used where a rank is the training script alone: not under `eroica run` (online
+    mode starts the ranks through its own launcher) and not inside network namespaces."""
+
+    def __init__(self, specs, forker_env, log_path):
+        self.log_path = Path(log_path)
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(
+                [PYTHON, str(RANK_FORKER)], env=forker_env, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True,
+                preexec_fn=set_parent_death_signal)
+        self.proc.stdin.write(json.dumps({"ranks": specs}) + "\n")
+        self.proc.stdin.close()
+        self.ranks: Dict[int, ForkedRank] = {}
+        for _ in specs:
+            line = self.proc.stdout.readline()
+            if not line:
+                self.proc.wait()
+                self.proc.stdout.close()
+                raise RankFailed(f"the rank forker exited ({self.proc.returncode}) before "
+                                 f"forking every rank: {self.last_log_line()}")
+            started = json.loads(line)
+            self.ranks[started["rank"]] = ForkedRank(started["pid"])
+        self._reader = threading.Thread(target=self._read_exits, daemon=True)
+        self._reader.start()
+
+    def _read_exits(self):
+        by_pid = {rank.pid: rank for rank in self.ranks.values()}
+        for line in self.proc.stdout:
+            try:
+                done = json.loads(line)
+                by_pid[done["pid"]].exited(done["code"])
+            except (ValueError, KeyError):
+                continue
+        # The forker is gone: its ranks died with it (their parent-death signal).
+        for rank in by_pid.values():
+            if rank.returncode is None:
+                rank.exited(-signal.SIGKILL)
+
+    def last_log_line(self):
+        try:
+            lines = [l for l in self.log_path.read_text().splitlines() if l.strip()]
+        except OSError:
+            return "(no log)"
+        return lines[-1] if lines else "(empty log)"
+
+    def close(self):
+        try:
+            self.proc.wait(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(timeout=KILL_GRACE_S)
+        if not self._reader.is_alive():
+            self.proc.stdout.close()
+        return []
+
+
 def all_done(states: Dict[int, dict]) -> bool:
     return bool(states) and all(s.get("phase") == "done" for s in states.values())
 
@@ -471,7 +554,8 @@ class Testbed:
         self.beat_dir = Path(tempfile.mkdtemp(prefix=f"{NAME_PREFIX}-beats-{self.tag}-",
                                               dir=BEAT_DIR_PARENT if os.path.isdir(BEAT_DIR_PARENT)
                                               else WORK_DIR_PARENT))
-        self.procs: Dict[int, subprocess.Popen] = {}
+        self.procs: Dict[int, subprocess.Popen] = {}  # or ForkedRank, with the same calls
+        self.forker = None
         self.log_files = {}
         self.applied_ranks = set()
         self.applied_external: Dict[int, dict] = {}  # rank -> what the launcher applied
@@ -504,8 +588,16 @@ class Testbed:
         config_path.write_text(json.dumps(self.config, indent=1))
         if self.network is not None:
             self.network.setup()
+        if self.forks_ranks():
+            self._fork_ranks(config_path)
+            return
         for rank in range(self.world_size):
             self._spawn(rank, config_path)
+
+    def forks_ranks(self):
+        """Config "start": "fork" (the default) where a rank is train.py alone, else "exec"."""
+        return (self.config.get("start", "fork") == "fork" and self.network is None
+                and not self.online)
 
     def _rank_env(self, rank):
         env = dict(os.environ)
@@ -542,6 +634,14 @@ class Testbed:
         self.procs[rank] = subprocess.Popen(
             argv, env=env, stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=set_parent_death_signal)
+
+    def _fork_ranks(self, config_path):
+        specs = [{"rank": rank, "env": self._rank_env(rank),
+                  "argv": [str(TRAIN_SCRIPT), "--config", str(config_path), "--rank", str(rank)],
+                  "log": str(self.work_dir / f"rank-{rank}.log")}
+                 for rank in range(self.world_size)]
+        self.forker = RankForker(specs, specs[0]["env"], self.work_dir / "rank-forker.log")
+        self.procs = dict(self.forker.ranks)
 
     def wait(self, no_progress_timeout_s, max_wall_s):
         """Poll until every rank exits; apply external faults on request; detect hangs."""
@@ -719,6 +819,7 @@ class Testbed:
         self.closed = True
         errors = []
         steps = [("processes", lambda: self.kill_ranks() or []),
+                 ("forker", lambda: self.forker.close() if self.forker else []),
                  ("agents", lambda: self.agents.kill() if self.agents else []),
                  ("cgroups", self.cgroups.remove_all),
                  ("network", lambda: self.network.teardown() if self.network else []),

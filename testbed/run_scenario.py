@@ -81,6 +81,10 @@ def parse_args(argv=None):
     parser.add_argument("--agent-bin", default=None, metavar="EROICA",
                         help="run `EROICA agent` for each rank (in its network namespace if any) "
                              "over the profiled window: DIR/metrics-rank-<r>.eroica-metrics")
+    parser.add_argument("--start", choices=("fork", "exec"), default="fork",
+                        help="fork: the ranks are forked from one interpreter that imported torch "
+                             "once (rank_forker.py; not with network namespaces or "
+                             "--online-eroica, which exec); exec: each rank starts its own")
     args = parser.parse_args(argv)
     validate_args(parser, args)
     return args
@@ -145,7 +149,7 @@ def build_config(args, out_dir):
             "onset_iter": args.onset_iter, "profile_start": args.profile_start,
             "profile_iters": args.profile_iters, "out_dir": str(out_dir),
             **args.settings, "stack_hz": args.stack_hz,
-            "master_port": launch.free_port(),
+            "master_port": launch.free_port(), "start": args.start,
             "online": ({"dir": str(Path(args.online_eroica).resolve()),
                         "bin": str(Path(args.eroica_bin).resolve()) if args.eroica_bin else ""}
                        if args.online_eroica else None),
