@@ -139,9 +139,13 @@ bool HasTrainingThread(const WorkerRow& row) {
 }
 
 // The training threads' readings of a group, with each one's peers' medians (one sort each).
+// With the process's other threads (gloo's, a sampler, a loader's hand-over): the time they were
+// queued, the cores they ran, and the whole process's queueing.
 struct TrainingThreads {
   std::vector<size_t> index;  // per member: its slot below, or SIZE_MAX without a reading
   std::vector<double> queued, slept, peers_queued, peers_slept;
+  std::vector<double> others_queued, others_cpu, process_queued;
+  std::vector<double> peers_others_queued, peers_others_cpu, peers_process_queued;
 };
 
 TrainingThreads ReadTrainingThreads(const WorkerGroup& group) {
@@ -149,12 +153,19 @@ TrainingThreads ReadTrainingThreads(const WorkerGroup& group) {
   t.index.assign(group.size(), SIZE_MAX);
   for (size_t k = 0; k < group.size(); ++k) {
     if (!HasTrainingThread(group.row(k))) continue;
+    const CpuShare& cpu = *group.row(k).cpu;
     t.index[k] = t.queued.size();
-    t.queued.push_back(group.row(k).cpu->main_run_delay);
+    t.queued.push_back(cpu.main_run_delay);
     t.slept.push_back(SleptOutsideCollectives(group.row(k)));
+    t.others_queued.push_back(std::max(0.0, static_cast<double>(cpu.run_delay) - cpu.main_run_delay));
+    t.others_cpu.push_back(std::max(0.0, static_cast<double>(cpu.process_cpu) - cpu.main_cpu));
+    t.process_queued.push_back(std::max(cpu.run_delay, cpu.main_run_delay));
   }
   t.peers_queued = MedianOfOthers(t.queued);
   t.peers_slept = MedianOfOthers(t.slept);
+  t.peers_others_queued = MedianOfOthers(t.others_queued);
+  t.peers_others_cpu = MedianOfOthers(t.others_cpu);
+  t.peers_process_queued = MedianOfOthers(t.process_queued);
   return t;
 }
 
@@ -239,27 +250,50 @@ std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, siz
   double queued = t.peers_queued[slot];
   double extra = t.queued[slot] - queued;
   double slept = t.slept[slot] - t.peers_slept[slot];
-  double explained = std::min(extra, excess);
-  double left = excess - explained;
   double floor = StragglerFloor(group, e);
   bool may_sleep = category == FindingCategory::kHost || category == FindingCategory::kDataloader;
-  if (HeldBackByQuota(mine, e) || extra <= 0 || (may_sleep && slept >= e.min_excess_beta) || left >= floor) {
+  // Sleep that is a hand-over to its own queued threads: the training thread waits on the
+  // interpreter lock a thread of its process holds (a sampler, a hook) and on the threads that
+  // complete its collectives; where those sat in the run queue beyond
+  // their peers' (and ran no more than theirs: busy threads are BlameBusyThreadsOfItsProcess's),
+  // it slept for the scheduler. val30 s5030, a healthy 4-rank transformer with 2 loader workers and
+  // 3 micro-batches (12 processes on 2 cores): rank 3 last at every collective, own work +0.25 of a
+  // step; its training thread queued +0.17, ran +0.04 and slept +0.12 beyond its peers', while its
+  // other threads queued +0.26 (0.70 s per second against 0.23-0.50) and ran +0.02 cores: named
+  // `local host` at "(resuming after allreduce)" with nothing wrong.
+  double others_extra = t.others_queued[slot] - t.peers_others_queued[slot];
+  bool others_idle = t.others_cpu[slot] - t.peers_others_cpu[slot] < floor;
+  // Host time only: a wait for loader workers is a hand-over from other processes, read as theirs
+  // (LoaderWorkersScheduledOut, BatchesWereReady).
+  bool hands_over = category == FindingCategory::kHost && others_idle;
+  double handover = hands_over ? std::clamp(std::min(slept, others_extra), 0.0, 1.0) : 0.0;
+  double explained = std::min(extra + handover, excess);
+  double left = excess - explained;
+  if (HeldBackByQuota(mine, e) || extra <= 0 || (may_sleep && slept - handover >= e.min_excess_beta) || left >= floor) {
     return "";
   }
-  // Who queued it: its own job where its peers queued as long, or where processes outside the job
-  // used fewer cores of its node than the time it queued beyond them (a second of theirs on a CPU
-  // keeps others off it a second at most). probe27's 3-rank transformer on 2 cores, every rank
-  // in a Python loop (s615): rank 1 queued 0.32 s per second against 0.11-0.12, the ranks used
-  // 1.69 of the node's 1.72 busy cores.
+  // Who queued it: its own job where its peers queued as long (its threads, where the hand-over
+  // counts), or where processes outside the job used fewer cores of its node than the time it
+  // queued beyond them (a second of theirs on a CPU keeps others off it a second at most).
+  // probe27's 3-rank transformer on 2 cores, every rank in a Python loop (s615): rank 1 queued
+  // 0.32 s per second against 0.11-0.12, the ranks used 1.69 of the node's 1.72 busy cores.
+  double peers_queued = handover > 0 ? t.peers_process_queued[slot] : queued;
   std::optional<double> outside = CoresBusyOutsideTheJob(group, member);
-  bool own_job = queued >= explained || (outside && *outside < explained);
+  bool own_job = peers_queued >= explained || (outside && *outside < explained);
   if (!own_job) return "";
   std::string whose =
-      queued >= explained
-          ? fmt::format("where each of theirs queued {:.2f} too", queued)
+      peers_queued >= explained
+          ? fmt::format("where each of theirs queued {:.2f} too", peers_queued)
           : fmt::format("while processes outside the job kept only {:.2f} of its node's cores busy", *outside);
-  std::string asleep = may_sleep ? fmt::format("it slept no longer outside collectives ({:+.2f})", slept)
-                                 : std::string("its excess is in its ops, which run or queue");
+  std::string asleep =
+      !may_sleep ? std::string("its excess is in its ops, which run or queue")
+      : handover > 0
+          ? fmt::format(
+                "it slept {:+.2f} outside collectives while its process's other threads, no busier than theirs "
+                "({:+.2f} cores), were queued {:+.2f} s per second (the lock and the collectives' completions it waits "
+                "on)",
+                slept, t.others_cpu[slot] - t.peers_others_cpu[slot], others_extra)
+          : fmt::format("it slept no longer outside collectives ({:+.2f})", slept);
   return fmt::format(
       "rank {}'s own work was {:.2f} of a step above its peers', but its training thread was queued for a CPU {:.2f} "
       "of the window longer than theirs, {}, {}, and no CPU quota held it ({:.2f}); what the queueing leaves ({:.2f}) "

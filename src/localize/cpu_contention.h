@@ -113,7 +113,10 @@ std::vector<std::optional<double>> LoaderSleptBeyondPeers(const WorkerGroup& gro
 // too or processes outside the job kept fewer of its node's cores busy than that (the job itself
 // has more runnable threads than cores: which rank loses the lottery moves between windows;
 // another process can keep a thread off a core at most as long as it runs), which slept no longer than theirs outside
-// collectives (a rank on slow storage queues more too, at every wake-up, but mostly it sleeps), and whose CPU quota did
+// collectives (a rank on slow storage queues more too, at every wake-up, but mostly it sleeps) beyond, for host time,
+// what its process's other threads, no busier than its peers', were queued beyond theirs (the interpreter lock and the
+// collectives' completions it waits on are held by threads the scheduler kept off a core: that sleep is queueing too),
+// and whose CPU quota did
 // not hold it back (throttled for less than the noise floor, `min_excess_beta`: a quota's throttling queues every
 // runnable thread at once, so any material throttling is the rank's own limit), is not slow by its own work. So is a
 // rank waiting for its DataLoader workers whose workers were queued for a CPU longer than its peers' workers by as

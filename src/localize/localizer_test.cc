@@ -264,6 +264,72 @@ TEST(LocalizerTest, ARankTheSchedulerQueuedOnANodeTheJobOversubscribesIsNoStragg
   }
 }
 
+// A healthy 4-rank transformer, 2 loader workers and 3 micro-batches a rank (12 processes on 2
+// cores; val30 s5030: its per-iteration shares, all-reduce calls, host points and CPU readings).
+// Rank 3 arrives last at every collective, its own work 0.25 of a step above its peers': its
+// training thread queued +0.17, ran +0.04 and slept +0.12 beyond theirs, while its process's
+// other threads were queued +0.26 s per second (1.09 in all, against 0.40-0.74) and ran no more.
+// `rank3_process_queued` and `rank3_others` replace its process's queueing and its other threads'
+// cores.
+LocalizeInput QueuedHandOverRun(float rank3_process_queued = 1.0908f, float rank3_others = 0.052f) {
+  const float it[4][5][5] = {{{0.375f, 0, 0.385f, 0.114f, 0.125f},
+                              {0.327f, 0, 0.523f, 0.04f, 0.11f},
+                              {0.292f, 0, 0.632f, 0.046f, 0.03f},
+                              {0.457f, 0, 0.332f, 0.143f, 0.068f},
+                              {0.41f, 0, 0.367f, 0.128f, 0.096f}},
+                             {{0.594f, 0, 0.274f, 0.032f, 0.101f},
+                              {0.51f, 0, 0.388f, 0.06f, 0.042f},
+                              {0.625f, 0, 0.283f, 0.032f, 0.059f},
+                              {0.321f, 0, 0.578f, 0.05f, 0.051f},
+                              {0.608f, 0, 0.192f, 0.066f, 0.135f}},
+                             {{0.711f, 0, 0.11f, 0.085f, 0.095f},
+                              {0.41f, 0, 0.198f, 0.34f, 0.052f},
+                              {0.511f, 0, 0.348f, 0.06f, 0.082f},
+                              {0.291f, 0, 0.536f, 0.126f, 0.047f},
+                              {0.27f, 0, 0.612f, 0.052f, 0.066f}},
+                             {{0.378f, 0, 0.053f, 0.152f, 0.417f},
+                              {0.365f, 0, 0.068f, 0.285f, 0.282f},
+                              {0.579f, 0, 0.193f, 0.181f, 0.046f},
+                              {0.28f, 0, 0.055f, 0.37f, 0.295f},
+                              {0.558f, 0, 0.049f, 0.169f, 0.224f}}};
+  const float allreduce_us[4][5] = {{79787, 148067, 141475, 60570, 64377},
+                                    {57885, 100829, 70173, 103438, 39867},
+                                    {22790, 52453, 91172, 86854, 104642},
+                                    {12633, 19881, 37360, 12480, 6738}};
+  const double iteration_s[] = {0.2139, 0.2169, 0.2127, 0.2139};
+  const float main_cpu[] = {0.3256f, 0.3467f, 0.3323f, 0.3664f}, main_queued[] = {0.1703f, 0.3016f, 0.22f, 0.3892f};
+  const float others[] = {0.0388f, 0.0383f, 0.0455f, rank3_others};
+  const float process_queued[] = {0.4004f, 0.7394f, 0.7216f, rank3_process_queued};
+  const char* top_host[] = {"Optimizer.step#SGD.step", "(python between Optimizer.step#SGD.step and aten::zeros)",
+                            "DistributedDataParallel.forward", "(resuming after allreduce, before aten::as_strided)"};
+  const double top_host_beta[] = {0.0197, 0.0159, 0.0133, 0.068};
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], it[r], top_host_beta[r]);
+    AddHostPoint(&w, top_host[r], top_host_beta[r]);
+    AddAllreduces(&w, allreduce_us[r]);
+    w.cpu = ThreadReadings(0.9245f, main_cpu[r], main_queued[r], others[r], process_queued[r]);
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+// Its extra sleep was the hand-over to those queued threads (the interpreter lock, the
+// collectives' completions): the scheduler's, with its own queueing; the old reading named it
+// `local host` at its resume point. Kept: the same rank whose other threads were queued only as
+// long as its peers' (the sleep is its own), or ran 0.2 cores beyond theirs (busy, not queued).
+TEST(LocalizerTest, SleepWhileItsOwnThreadsWereQueuedIsTheSchedulers) {
+  Diagnosis lottery = Localize(QueuedHandOverRun(), DefaultExpectations());
+  ExpectHealthyWithNote(lottery, "were queued +0.26 s per second");
+  for (Diagnosis kept : {Localize(QueuedHandOverRun(0.3892f + 0.44f), DefaultExpectations()),
+                         Localize(QueuedHandOverRun(1.0908f, 0.25f), DefaultExpectations())}) {
+    ASSERT_FALSE(kept.healthy());
+    EXPECT_EQ(kept.findings[0].scope, FindingScope::kLocal);
+    EXPECT_EQ(kept.findings[0].category, FindingCategory::kHost);
+    EXPECT_EQ(kept.findings[0].workers, std::vector<int>{3});
+  }
+}
+
 // Four ranks alike on 2 busy cores (every process queued 0.9 s per second), each training thread
 // on a CPU 0.3 of the window, each process's other threads 0.1, but rank 1's `rank1_others`: a
 // thread beside its loop that takes the cores every rank runs on, so nobody waits for it.
