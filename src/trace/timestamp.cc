@@ -9,7 +9,7 @@ namespace {
 
 constexpr int64_t kMaxMicros = std::numeric_limits<int64_t>::max() / 1000 - 1;
 
-inline bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+inline bool IsJsonWhitespace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 std::string_view TrimNumber(std::string_view text) {
   size_t end = text.size();
@@ -85,8 +85,8 @@ std::optional<int64_t> ParseInteger(std::string_view text) {
     digits = digits * 10 + static_cast<unsigned>(text[pos] - '0');
     ++pos;
   }
-  if (pos > first_digit && (pos == size || (pos - first_digit < 18 && IsSpace(text[pos])))) {
-    while (pos < size && IsSpace(text[pos])) ++pos;
+  if (pos > first_digit && (pos == size || (pos - first_digit < 18 && IsJsonWhitespace(text[pos])))) {
+    while (pos < size && IsJsonWhitespace(text[pos])) ++pos;
     if (pos == size) return negative ? -static_cast<int64_t>(digits) : static_cast<int64_t>(digits);
   }
   text = TrimNumber(text);
