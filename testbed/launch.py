@@ -9,6 +9,7 @@ cgroups, then namespaces, then files) and is safe to call twice.
 import ctypes
 import json
 import os
+import queue
 import re
 import shutil
 import signal
@@ -468,7 +469,7 @@ class RankForker:
     docstring). Used where a rank is the training script alone: not under `eroica run` (online
     mode starts the ranks through its own launcher) and not inside network namespaces."""
 
-    def __init__(self, specs, forker_env, log_path):
+    def __init__(self, specs, forker_env, log_path, timeout_s=STARTUP_TIMEOUT_S):
         self.log_path = Path(log_path)
         with open(self.log_path, "w") as log:
             self.proc = subprocess.Popen(
@@ -477,31 +478,42 @@ class RankForker:
                 preexec_fn=set_parent_death_signal)
         self.proc.stdin.write(json.dumps({"ranks": specs}) + "\n")
         self.proc.stdin.close()
+        self._by_pid: Dict[int, ForkedRank] = {}
+        self._started = queue.Queue()  # (rank, ForkedRank) per forked rank, then None at its end
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         self.ranks: Dict[int, ForkedRank] = {}
-        for _ in specs:
-            line = self.proc.stdout.readline()
-            if not line:
-                self.proc.wait()
-                self.proc.stdout.close()
+        deadline = time.monotonic() + timeout_s
+        while len(self.ranks) < len(specs):
+            try:
+                started = self._started.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self.close()
+                raise RankFailed(f"the rank forker forked no rank within {timeout_s:.0f} s: "
+                                 f"{self.last_log_line()}")
+            if started is None:
+                self.close()
                 raise RankFailed(f"the rank forker exited ({self.proc.returncode}) before "
                                  f"forking every rank: {self.last_log_line()}")
-            started = json.loads(line)
-            self.ranks[started["rank"]] = ForkedRank(started["pid"])
-        self._reader = threading.Thread(target=self._read_exits, daemon=True)
-        self._reader.start()
+            self.ranks[started[0]] = started[1]
 
-    def _read_exits(self):
-        by_pid = {rank.pid: rank for rank in self.ranks.values()}
+    def _read(self):
+        """The forker's lines, in order: each rank's pid, then each exit."""
         for line in self.proc.stdout:
             try:
-                done = json.loads(line)
-                by_pid[done["pid"]].exited(done["code"])
-            except (ValueError, KeyError):
+                said = json.loads(line)
+                if "rank" in said:
+                    rank = self._by_pid[said["pid"]] = ForkedRank(said["pid"])
+                    self._started.put((said["rank"], rank))
+                else:
+                    self._by_pid[said["pid"]].exited(said["code"])
+            except (ValueError, KeyError, TypeError):
                 continue
         # The forker is gone: its ranks died with it (their parent-death signal).
-        for rank in by_pid.values():
+        for rank in self._by_pid.values():
             if rank.returncode is None:
                 rank.exited(-signal.SIGKILL)
+        self._started.put(None)
 
     def last_log_line(self):
         try:

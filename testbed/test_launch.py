@@ -74,6 +74,18 @@ class RankForkerTest(unittest.TestCase):
             self.assertIn("a planted torch", str(failed.exception))
             self.assertLess(time.monotonic() - started, 60)
 
+    def test_a_forker_that_hangs_is_a_rank_failure_after_its_timeout(self):
+        with tempfile.TemporaryDirectory() as folder:
+            env = rank_env(0, 0, 1)
+            env["PYTHONPATH"] = folder
+            (Path(folder) / "torch.py").write_text("import time\ntime.sleep(600)\n")
+            started = time.monotonic()
+            with self.assertRaises(launch.RankFailed) as failed:
+                launch.RankForker([spec(folder, 0, Path(folder) / "c.json", 1)], env,
+                                  Path(folder) / "forker.log", timeout_s=2)
+            self.assertIn("forked no rank within 2 s", str(failed.exception))
+            self.assertLess(time.monotonic() - started, 10)
+
 
 if __name__ == "__main__":
     unittest.main()
