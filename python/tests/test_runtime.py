@@ -263,6 +263,46 @@ def test_a_session_that_captured_faster_steps_than_before_holds_the_job_to_the_p
         t.join(30)
 
 
+def test_iterations_slowed_by_this_ranks_own_finishing_work_are_not_measured(tmp_path):
+    """While a window's export, summary and exchange run beside training (a finisher thread),
+    the steps they slow are no slowdown of the job; once they are done, a slowdown is."""
+    import threading
+
+    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=2, EROICA_WINDOW=3, EROICA_THRESHOLD=1.3)
+    asked = []
+    rt._request_session = lambda iteration, reason, *_: reason == "degradation" and asked.append(iteration)
+    release = threading.Event()
+    finisher = threading.Thread(target=release.wait, daemon=True)
+    finisher.start()
+    rt._finishers.append((finisher, None))
+    now = 1_000_000
+    rt._boundary(now)
+    for ms in [10] * 8:
+        now += int(ms * 1e6)
+        rt._boundary(now)
+    # (The finisher was already running: nothing was measured, so the detector has no pace yet.)
+    release.set()
+    finisher.join(10)
+    for ms in [10] * 8:
+        now += int(ms * 1e6)
+        rt._boundary(now)
+    assert rt.detector.best_mean_s == pytest.approx(0.010) and not asked
+    release.clear()
+    finisher = threading.Thread(target=release.wait, daemon=True)
+    finisher.start()
+    rt._finishers.append((finisher, None))
+    for ms in [40] * 8:  # the export's steps: 4x slower, unmeasured
+        now += int(ms * 1e6)
+        rt._boundary(now)
+    assert not asked
+    release.set()
+    finisher.join(10)
+    for ms in [40] * 8:  # the same pace with nothing of ours running: a slowdown
+        now += int(ms * 1e6)
+        rt._boundary(now)
+    assert asked
+
+
 def _baselines_requested(rt):
     asked = []
     rt._request_session = lambda iteration, reason, *_: asked.append((iteration, reason))
