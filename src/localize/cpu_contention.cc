@@ -146,6 +146,7 @@ struct TrainingThreads {
   std::vector<double> queued, slept, peers_queued, peers_slept;
   std::vector<double> others_queued, others_cpu, process_queued;
   std::vector<double> peers_others_queued, peers_others_cpu, peers_process_queued;
+  bool processes_read = true;  // every member's process reading (a running process used a CPU)
 };
 
 TrainingThreads ReadTrainingThreads(const WorkerGroup& group) {
@@ -160,6 +161,7 @@ TrainingThreads ReadTrainingThreads(const WorkerGroup& group) {
     t.others_queued.push_back(std::max(0.0, static_cast<double>(cpu.run_delay) - cpu.main_run_delay));
     t.others_cpu.push_back(std::max(0.0, static_cast<double>(cpu.process_cpu) - cpu.main_cpu));
     t.process_queued.push_back(std::max(cpu.run_delay, cpu.main_run_delay));
+    if (cpu.process_cpu <= 0) t.processes_read = false;
   }
   t.peers_queued = MedianOfOthers(t.queued);
   t.peers_slept = MedianOfOthers(t.slept);
@@ -265,7 +267,7 @@ std::string ScheduledOut(const WorkerGroup& group, const TrainingThreads& t, siz
   bool others_idle = t.others_cpu[slot] - t.peers_others_cpu[slot] < floor;
   // Host time only: a wait for loader workers is a hand-over from other processes, read as theirs
   // (LoaderWorkersScheduledOut, BatchesWereReady).
-  bool hands_over = category == FindingCategory::kHost && others_idle;
+  bool hands_over = category == FindingCategory::kHost && others_idle && t.processes_read;
   double handover = hands_over ? std::clamp(std::min(slept, others_extra), 0.0, 1.0) : 0.0;
   double explained = std::min(extra + handover, excess);
   double left = excess - explained;

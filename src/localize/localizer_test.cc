@@ -317,12 +317,17 @@ LocalizeInput QueuedHandOverRun(float rank3_process_queued = 1.0908f, float rank
 // Its extra sleep was the hand-over to those queued threads (the interpreter lock, the
 // collectives' completions): the scheduler's, with its own queueing; the old reading named it
 // `local host` at its resume point. Kept: the same rank whose other threads were queued only as
-// long as its peers' (the sleep is its own), or ran 0.2 cores beyond theirs (busy, not queued).
+// long as its peers' (the sleep is its own), or ran 0.2 cores beyond theirs (busy, not queued),
+// or where a peer's process was not read (its training thread alone: 0 cores for the process).
 TEST(LocalizerTest, SleepWhileItsOwnThreadsWereQueuedIsTheSchedulers) {
   Diagnosis lottery = Localize(QueuedHandOverRun(), DefaultExpectations());
   ExpectHealthyWithNote(lottery, "were queued +0.26 s per second");
-  for (Diagnosis kept : {Localize(QueuedHandOverRun(0.3892f + 0.44f), DefaultExpectations()),
-                         Localize(QueuedHandOverRun(1.0908f, 0.25f), DefaultExpectations())}) {
+  LocalizeInput unread = QueuedHandOverRun();
+  unread.workers[1].cpu->process_cpu = 0;
+  unread.workers[1].cpu->run_delay = 0;
+  for (Diagnosis kept :
+       {Localize(QueuedHandOverRun(0.3892f + 0.44f), DefaultExpectations()),
+        Localize(QueuedHandOverRun(1.0908f, 0.25f), DefaultExpectations()), Localize(unread, DefaultExpectations())}) {
     ASSERT_FALSE(kept.healthy());
     EXPECT_EQ(kept.findings[0].scope, FindingScope::kLocal);
     EXPECT_EQ(kept.findings[0].category, FindingCategory::kHost);
