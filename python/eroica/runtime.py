@@ -37,6 +37,9 @@ _STORE_RETRY_S = 5.0
 # An automatic baseline waits for iteration times to stop falling at most this many detector
 # windows past its earliest iteration.
 _BASELINE_SETTLE_WINDOWS = 1
+# A window's finishing work keeps the detector from measuring for at most this long: its tasks
+# are bounded (exports, the collect timeout), and one that is not must not blind the detector.
+_FINISHING_MAX_S = 120.0
 
 
 class Runtime:
@@ -99,6 +102,7 @@ class Runtime:
         self._stopping = False
         self._shut_down = False
         self._finishers: List[Any] = []  # (thread, Finisher) of background tasks
+        self._last_spawn_s = 0.0  # monotonic time the latest of them started
 
     # ---- hook listener API (training thread) ---------------------------------------------
 
@@ -226,6 +230,8 @@ class Runtime:
         diagnosed, past the baseline's 2 x 5 unmeasured iterations: every one of five such jobs
         then started a 'degradation' session of its own doing ~15 iterations after its baseline,
         whose cool-down hid the fault injected later."""
+        if not self._finishers or time.monotonic() - self._last_spawn_s > _FINISHING_MAX_S:
+            return False
         return any(thread.is_alive() for thread, _ in self._finishers)
 
     def _baseline_due(self, finished: int) -> bool:
@@ -382,6 +388,7 @@ class Runtime:
         bounded exit)."""
         self._finishers = [(t, f) for t, f in self._finishers if t.is_alive()]
         self._finishers.append((finish.spawn(target, *args), target.__self__))
+        self._last_spawn_s = time.monotonic()
 
     # ---- monitor thread --------------------------------------------------------------------
 

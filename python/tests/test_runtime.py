@@ -2,6 +2,7 @@
 
 import gc
 import json
+import time
 
 import pytest
 import torch
@@ -175,7 +176,6 @@ def test_store_probe_at_exit_is_bounded():
     """A rank other than 0 gathers at exit only when the job store is gone: it failed, or
     one read does not come back within the probe's time."""
     import threading
-    import time
 
     from eroica import trigger
 
@@ -275,6 +275,7 @@ def test_iterations_slowed_by_this_ranks_own_finishing_work_are_not_measured(tmp
     finisher = threading.Thread(target=release.wait, daemon=True)
     finisher.start()
     rt._finishers.append((finisher, None))
+    rt._last_spawn_s = time.monotonic()
     now = 1_000_000
     rt._boundary(now)
     for ms in [10] * 8:
@@ -291,6 +292,7 @@ def test_iterations_slowed_by_this_ranks_own_finishing_work_are_not_measured(tmp
     finisher = threading.Thread(target=release.wait, daemon=True)
     finisher.start()
     rt._finishers.append((finisher, None))
+    rt._last_spawn_s = time.monotonic()
     for ms in [40] * 8:  # the export's steps: 4x slower, unmeasured
         now += int(ms * 1e6)
         rt._boundary(now)
@@ -301,6 +303,10 @@ def test_iterations_slowed_by_this_ranks_own_finishing_work_are_not_measured(tmp
         now += int(ms * 1e6)
         rt._boundary(now)
     assert asked
+    # A finishing task that outlives its bound (hung on a store, say) no longer blinds it.
+    rt._last_spawn_s = time.monotonic() - 121
+    assert not rt._finishing()
+    release.set()
 
 
 def _baselines_requested(rt):
