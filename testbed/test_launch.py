@@ -60,32 +60,29 @@ class RankForkerTest(unittest.TestCase):
             self.assertEqual(rank.wait(timeout=30), -signal.SIGKILL)
             forker.close()
 
-    def test_a_forker_that_cannot_start_is_a_rank_failure_naming_its_last_line(self):
+    def planted_torch_failure(self, code, **forker_args):
+        """The RankFailed a forker raises whose `import torch` runs `code` (a torch.py first
+        on its path), and the seconds it took."""
         with tempfile.TemporaryDirectory() as folder:
             env = rank_env(0, 0, 1)
             env["PYTHONPATH"] = folder
-            # A torch that cannot be imported, first on the path: the forker's import fails.
-            (Path(folder) / "torch.py").write_text("raise ImportError('a planted torch')\n")
+            (Path(folder) / "torch.py").write_text(code)
             started = time.monotonic()
             with self.assertRaises(launch.RankFailed) as failed:
                 launch.RankForker([spec(folder, 0, Path(folder) / "c.json", 1)], env,
-                                  Path(folder) / "forker.log")
-            self.assertIn("before forking every rank", str(failed.exception))
-            self.assertIn("a planted torch", str(failed.exception))
-            self.assertLess(time.monotonic() - started, 60)
+                                  Path(folder) / "forker.log", **forker_args)
+            return str(failed.exception), time.monotonic() - started
+
+    def test_a_forker_that_cannot_start_is_a_rank_failure_naming_its_last_line(self):
+        said, took_s = self.planted_torch_failure("raise ImportError('a planted torch')\n")
+        self.assertIn("before forking every rank", said)
+        self.assertIn("a planted torch", said)
+        self.assertLess(took_s, 60)
 
     def test_a_forker_that_hangs_is_a_rank_failure_after_its_timeout(self):
-        with tempfile.TemporaryDirectory() as folder:
-            env = rank_env(0, 0, 1)
-            env["PYTHONPATH"] = folder
-            (Path(folder) / "torch.py").write_text("import time\ntime.sleep(600)\n")
-            started = time.monotonic()
-            with self.assertRaises(launch.RankFailed) as failed:
-                launch.RankForker([spec(folder, 0, Path(folder) / "c.json", 1)], env,
-                                  Path(folder) / "forker.log", timeout_s=2)
-            self.assertIn("forked no rank within 2 s", str(failed.exception))
-            self.assertLess(time.monotonic() - started, 10)
-
+        said, took_s = self.planted_torch_failure("import time\ntime.sleep(600)\n", timeout_s=2)
+        self.assertIn("forked no rank within 2 s", said)
+        self.assertLess(took_s, 10)
 
 if __name__ == "__main__":
     unittest.main()
