@@ -64,9 +64,6 @@ class Runtime:
         self._batches_without_step = 0
         self._iterator_id = 0  # the DataLoader iterator the loop is drawing from
         self._epoch_break = False  # the running iteration spans the end of a loop
-        # Iterations before this id are not fed to the detector: the baseline's profiled
-        # window and its export, which are slower by our own doing and no slowdown of the job.
-        self._unmeasured_until = -1
         self._pacer_id = 0
         self._pacer_ref = None
         self._pending: List[Dict[str, Any]] = []  # accepted sessions, by target iteration
@@ -200,7 +197,7 @@ class Runtime:
             finished_s = elapsed_ns * 1e-9
             if self._epoch_break:
                 self._epoch_break = False
-            elif finished < self._unmeasured_until or self._finishing():
+            elif self._slowed_by_eroica():
                 pass
             else:
                 degradation = self.detector.add(finished_s)
@@ -222,14 +219,19 @@ class Runtime:
             self._request_session(finished, "baseline", self.detector.best_mean_s,
                                   self._mean_iteration_s())
 
-    def _finishing(self) -> bool:
-        """Whether this rank's work after a window (the trace's export, its summary, the
-        exchange, rank 0's diagnosis) is still running: iterations it slows are no slowdown of
-        the job. A 4-rank ViT on 2 cores under `eroica run` ran 250 ms steps, 1.04 s while its
-        baseline's trace was exported and 0.44-0.66 s for five more while it was summarized and
-        diagnosed, past the baseline's 2 x 5 unmeasured iterations: every one of five such jobs
-        then started a 'degradation' session of its own doing ~15 iterations after its baseline,
-        whose cool-down hid the fault injected later."""
+    def _slowed_by_eroica(self) -> bool:
+        """Whether the iteration that just ended ran beside our own work: a profiled window,
+        or this rank's work after one (the trace's export, its summary, the exchange, rank 0's
+        diagnosis). Such iterations are slower by our doing and no slowdown of the job; the
+        detector measures none of them (a session's cool-down and the baseline alike). A
+        4-rank ViT on 2 cores under `eroica run` ran 250 ms steps, 1.04 s while its baseline's
+        trace was exported and 0.44-0.66 s for five more while it was summarized and
+        diagnosed; counted from the window's start, 2 x 5 iterations had been left out, and
+        every one of five such jobs then started a 'degradation' session of its own doing ~15
+        iterations after its baseline, whose cool-down hid the fault injected later. The work
+        after a window blinds the detector for _FINISHING_MAX_S at most."""
+        if self.capture is not None:
+            return True
         if not self._finishers or time.monotonic() - self._last_spawn_s > _FINISHING_MAX_S:
             return False
         return any(thread.is_alive() for thread, _ in self._finishers)
@@ -315,9 +317,6 @@ class Runtime:
             return
         self.capture = cap
         self._pace_before_capture = self.detector.current_pace()
-        if session.get("reason") == "baseline":
-            n = int(session.get("capture_iters", 0))
-            self._unmeasured_until = iteration + 2 * n
 
     def _capture_boundary(self, iteration: int, finished_s: float) -> None:
         cap = self.capture

@@ -305,7 +305,7 @@ def test_iterations_slowed_by_this_ranks_own_finishing_work_are_not_measured(tmp
     assert asked
     # A finishing task that outlives its bound (hung on a store, say) no longer blinds it.
     rt._last_spawn_s = time.monotonic() - 121
-    assert not rt._finishing()
+    assert not rt._slowed_by_eroica()
     release.set()
 
 
