@@ -436,7 +436,8 @@ def parse_external_request(text):
 
 
 def set_parent_death_signal():
-    """Runs in the child before exec: die with the launcher, even if it is SIGKILLed."""
+    """Runs in a child (before exec, or in a rank the forker made): die with its parent (the
+    launcher, the rank forker), even if that is SIGKILLed."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     PR_SET_PDEATHSIG = 1
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

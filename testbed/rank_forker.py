@@ -14,23 +14,16 @@ each one exits (C: its exit status, or minus the signal that ended it). The fork
 every rank has.
 """
 
-import ctypes
 import gc
 import json
 import os
-import signal
 import sys
 import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train  # noqa: E402  (imports torch, faults and the samplers: what every rank needs)
-
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent():
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+from launch import set_parent_death_signal  # noqa: E402
 
 
 def run_rank(spec):
@@ -38,7 +31,7 @@ def run_rank(spec):
     code = 1
     try:
         os.setsid()
-        die_with_parent()
+        set_parent_death_signal()  # the forker's death ends the rank
         log = os.open(spec["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
