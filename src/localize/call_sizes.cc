@@ -47,22 +47,28 @@ bool ScalesWithTheModel(std::string_view name, HostKind host_kind) {
 
 namespace {
 
+// What the batch-sized ops cost each member per step, beside its calls' ratios.
+struct BatchTime {
+  std::vector<double> extra_share;   // CallSizes::extra_share
+  std::vector<double> share_beyond;  // CallSizes::batch_share_beyond
+};
+
 // Each member's batch- and model-sized calls against the median of the others', by one statistic
-// of the calls (`field`), for every member at once; `extra_share` gets what the larger batch-sized
-// calls add to the step where asked.
-std::vector<CallRatios> CompareCalls(const WorkerGroup& group, float FunctionEntry::*field,
-                                     std::vector<double>* extra_share) {
+// of the calls (`field`), for every member at once; `time` gets what the batch-sized ops cost
+// where asked.
+std::vector<CallRatios> CompareCalls(const WorkerGroup& group, float FunctionEntry::*field, BatchTime* time) {
   size_t n = group.size();
   std::vector<CallRatios> out(n);
   // Functions every member ran, with each member's call and β: a function missing on some member
   // (not kept in its pattern) or without the statistic is left out rather than guessed.
   struct Column {
+    Size kind;
     std::vector<double> size, beta;
   };
   std::map<std::pair<StringId, Category>, Column> columns;
   for (const FunctionEntry& f : group.functions(0)) {
-    if (SizeOf(group, f) != Size::kNone)
-      columns[{f.name, f.category}] = {std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
+    if (Size kind = SizeOf(group, f); kind != Size::kNone)
+      columns[{f.name, f.category}] = {kind, std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
   }
   for (size_t k = 0; k < n; ++k) {
     for (const FunctionEntry& f : group.functions(k)) {
@@ -82,6 +88,18 @@ std::vector<CallRatios> CompareCalls(const WorkerGroup& group, float FunctionEnt
   std::map<std::pair<StringId, Category>, Peers> peers;
   for (const auto& [key, column] : columns) peers[key] = {MedianOfOthers(column.size), MedianOfOthers(column.beta)};
   double median_iteration_s = std::max(MedianIterationS(group), 1e-12);
+  if (time != nullptr) {
+    // The same ops on every member, each member's step scaled to the group's median one.
+    std::vector<double> batch_time(n, 0.0);
+    for (const auto& [key, column] : columns) {
+      if (column.kind != Size::kBatch) continue;
+      for (size_t k = 0; k < n; ++k) batch_time[k] += column.beta[k] * group.row(k).iteration_s / median_iteration_s;
+    }
+    std::vector<double> peers_time = MedianOfOthers(batch_time);
+    time->share_beyond.resize(n);
+    for (size_t k = 0; k < n; ++k) time->share_beyond[k] = batch_time[k] - peers_time[k];
+    time->extra_share.assign(n, 0.0);
+  }
   for (size_t k = 0; k < n; ++k) {
     // Each op's ratio, weighted by the critical-path share it holds on the peers, and the
     // weighted median of each kind: an op whose calls mostly hold something other than work (an
@@ -104,8 +122,8 @@ std::vector<CallRatios> CompareCalls(const WorkerGroup& group, float FunctionEnt
     c.batch_ratio = WeightedMedianRatio(batch);
     c.model_ratio = WeightedMedianRatio(model);
     c.measured = c.batch_ratio > 0 && c.model_ratio > 0;
-    if (extra_share != nullptr && c.batch_ratio > 1) {
-      (*extra_share)[k] = batch_beta * (1 - 1 / c.batch_ratio) * group.row(k).iteration_s / median_iteration_s;
+    if (time != nullptr && c.batch_ratio > 1) {
+      time->extra_share[k] = batch_beta * (1 - 1 / c.batch_ratio) * group.row(k).iteration_s / median_iteration_s;
     }
   }
   // The largest and the second largest, so each member's "largest of the others" is one look.
@@ -130,11 +148,12 @@ std::vector<CallSizes> CompareCallSizes(const WorkerGroup& group) {
   for (size_t k = 0; k < n; ++k) {
     if (group.row(k).has_device) return {};
   }
-  std::vector<double> extra(n, 0.0);
-  std::vector<CallRatios> medians = CompareCalls(group, &FunctionEntry::median_duration_us, &extra);
+  BatchTime time;
+  std::vector<CallRatios> medians = CompareCalls(group, &FunctionEntry::median_duration_us, &time);
   std::vector<CallRatios> quartiles = CompareCalls(group, &FunctionEntry::low_quartile_duration_us, nullptr);
   std::vector<CallRatios> means = CompareCalls(group, &FunctionEntry::mean_duration_us, nullptr);
-  for (size_t k = 0; k < n; ++k) out[k] = {medians[k], quartiles[k], means[k], extra[k]};
+  for (size_t k = 0; k < n; ++k)
+    out[k] = {medians[k], quartiles[k], means[k], time.extra_share[k], time.share_beyond[k]};
   return out;
 }
 

@@ -72,6 +72,15 @@ struct CallSizes {
   // / batch_ratio of it), in shares of the group's median iteration: what the extra data costs it
   // per step.
   double extra_share = 0;
+  // Its batch-sized ops' summed critical-path share (the ops every member ran, each member's step
+  // scaled to the group's median step) less the median of the others'. More data is more time in
+  // those ops in sum, not only in their typical call. On the 1,942 ranks of the 27- and 29- to
+  // 31-series' saved runs, the 40 ranks given more data whose median calls alone were shifted as
+  // MoreData asks (1.3x their peers' and their own model-sized calls, compute calls not up) held
+  // 0.09-0.45 of a step more there (median 0.26); of the 16 healthy ranks shifted so, 6 held no
+  // more (-0.03 to 0.00: their peers' calls shorter at the median and as long in sum, a
+  // distribution's shape, not work), val31b's two false alarms among them.
+  double batch_share_beyond = 0;
 
   bool measured() const { return median.measured; }
   // More data makes every call of a batch-sized op larger: its median and its lower quartile
@@ -101,6 +110,7 @@ struct CallSizes {
   // fires on that rank and on no other; made after it, a 4-rank MLP given 2.5x the batch was named
   // so too (README, "This stop", rule 1).
   bool MoreData(double ratio) const {
+    if (batch_share_beyond <= 0) return false;
     if (!low_quartile.measured) return median.Larger(ratio);
     CallRatios quartile = low_quartile;
     quartile.model_ratio = std::min(low_quartile.model_ratio, median.model_ratio);

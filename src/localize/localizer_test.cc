@@ -1661,6 +1661,13 @@ TEST(LocalizerTest, LongerSequencesShowInTheMedianCallsWhenNothingElseStandsOut)
   EXPECT_TRUE(Localize(noisy, DefaultExpectations()).healthy());
   // Every call larger alike, the model-sized ones too: a slower processor, not more data.
   EXPECT_TRUE(Localize(CallSizesRun(1.8, 1.7), DefaultExpectations()).healthy());
+  // Its typical calls 2x its peers' but its batch-sized ops holding no more of its step in sum
+  // than theirs: their calls are shorter at the median and as long in all, a distribution's shape,
+  // not more work (val31b's healthy s7100: rank 2's median calls 1.71x, its batch-sized ops 0.01
+  // of a step under its peers').
+  LocalizeInput same_sum = CallSizesRun(2.0, 1.05);
+  same_sum.workers[1].functions[0].beta = same_sum.workers[0].functions[0].beta - 0.005f;
+  EXPECT_TRUE(Localize(same_sum, DefaultExpectations()).healthy());
   // Spare cores: extra work that nobody waits for cost the job nothing.
   EXPECT_TRUE(Localize(CallSizesRun(2.0, 1.05, 0.5f), DefaultExpectations()).healthy());
   // Cores 87 % busy with every process queued 0.9 s per second are shared and busy (a clean-clone
