@@ -423,14 +423,15 @@ class BusyThread(NoFault):
 
 
 class Imbalance(NoFault):
-    """The rank is given `batch_factor` times the batch of its peers."""
+    """The rank is given `batch_factor` times the batch of its peers (rounded to whole samples:
+    a fractional factor is that many samples, not its integer part)."""
 
     name = "imbalance"
     category = "imbalance"
 
     def batch_size(self, base_batch_size, on=None):
         if self.is_on(on):
-            return base_batch_size * int(self.params.get("batch_factor", 3))
+            return max(1, int(round(base_batch_size * float(self.params.get("batch_factor", 3)))))
         return base_batch_size
 
 

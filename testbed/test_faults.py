@@ -76,6 +76,9 @@ class WorkerHooks(unittest.TestCase):
         self.assertEqual(fault.batch_size(32, on=False), 32)
         self.assertEqual(faults.NoFault().batch_size(32), 32)
         self.assertEqual(fault.seq_len(16, on=True), 16)
+        # A fractional factor is that many samples (1.8x and 2.5x had been 1x and 2x).
+        self.assertEqual(faults.make_fault("imbalance", {"batch_factor": 1.8}).batch_size(32, on=True), 58)
+        self.assertEqual(faults.make_fault("imbalance", {"batch_factor": 2.5}).batch_size(32, on=True), 80)
 
     def test_longer_sequences_keep_the_batch(self):
         fault = faults.make_fault("imbalance_seq")
