@@ -17,6 +17,7 @@ task is abandoned with one line saying where the data is and how to diagnose it.
 """
 
 import enum
+import json
 import os
 import socket
 import subprocess
@@ -229,6 +230,15 @@ def collect_and_diagnose(cfg: Config, session_dir: str, world_size: int, kind: R
         note = "%d of %d rank files missing after %.0f s: %s" % (
             len(missing), len(paths), cfg.collect_timeout_s,
             ", ".join(os.path.basename(p) for p in missing[:4]))
+    if kind is RankFile.META:
+        why = _missed_by_every_rank(session_dir, world_size)
+        if why:
+            # Nothing was profiled: `eroica diagnose` would only fail on an empty folder.
+            line = ("no window captured for %s: every rank missed it (%s); its detection is "
+                    "kept in session.json — session: %s"
+                    % (os.path.basename(session_dir), why, session_dir))
+            log.info(line)
+            return line
     if os.path.exists(os.path.join(session_dir, "capture.start")):
         agent_link.wait_for_metrics(session_dir, cfg.agent_wait_s)
     reason, job_id = diagnose.session_reason_and_job(session_dir)
@@ -242,6 +252,28 @@ def collect_and_diagnose(cfg: Config, session_dir: str, world_size: int, kind: R
         return line
     return diagnose.run(session_dir, cfg.bin, cfg.diagnose_timeout_s, note,
                         baseline=bundle if os.path.isfile(bundle) else "")
+
+
+_MAX_META_BYTES = 1 << 20  # a rank's meta is a few hundred bytes
+
+
+def _missed_by_every_rank(session_dir: str, world_size: int) -> str:
+    """Why, when every rank's meta file says it missed the window (the job ended before its
+    target iteration, another profiler was active, ...); "" when any rank took part, or a
+    meta is missing or unreadable (then the folder is diagnosed as it is)."""
+    reasons: List[str] = []
+    for rank in range(world_size):
+        try:
+            doc = json.loads(safe_fs.read_small(RankFile.META.path(session_dir, rank),
+                                                _MAX_META_BYTES).decode("utf-8"))
+        except (OSError, ValueError):
+            return ""
+        why = doc.get("missed") if isinstance(doc, dict) else None
+        if not isinstance(why, str) or not why:
+            return ""
+        if why not in reasons:
+            reasons.append(why)
+    return "; ".join(reasons[:3]) + ("; ..." if len(reasons) > 3 else "")
 
 
 def wait_at_exit(tasks: List[Tuple[threading.Thread, Finisher]], deadline_s: float) -> None:

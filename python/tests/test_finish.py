@@ -79,3 +79,22 @@ def test_the_exit_hurries_a_scale_out_gather_before_its_deadline(tmp_path):
     assert fin.hurry.is_set() and not thread.is_alive()
     assert 0.9 <= waited_s <= 1.5, waited_s
     assert fin.hurry_grace_s < 0.2  # 1 s left, 1 s kept for writing
+
+
+def test_a_session_every_rank_missed_is_said_so_and_not_diagnosed(tmp_path, capsys, fake_diagnose):
+    # The job ended before the session's target iteration: a window nobody profiled is one
+    # line that says why, not a "diagnose failed" on an empty folder.
+    cfg = config.load({"EROICA_BIN": fake_diagnose, "EROICA_COLLECT_TIMEOUT_S": "5"})
+    session_dir = str(tmp_path / SESSION["session_id"])
+    for rank in (1, 0):  # rank 0 gathers: it comes last
+        fin = finish.Finisher(cfg, rank, 2, None)
+        fin.missed(SESSION, session_dir, "the job ended at iteration 48", {})
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no window captured for job-s1-it50: every rank missed it " \
+        "(the job ended at iteration 48)" in err, err
+    assert not os.path.exists(os.path.join(session_dir, "fake-diagnose-json.json"))
+    # One rank took part: the folder is diagnosed as before.
+    with open(os.path.join(session_dir, "rank-1.meta.json"), "w") as f:
+        json.dump({"rank": 1, "iteration_ids": [50]}, f)
+    line = finish.collect_and_diagnose(cfg, session_dir, 2, finish.RankFile.META, time.time())
+    assert "report:" in line, line
