@@ -3154,5 +3154,60 @@ TEST(LocalizerTest, AnUnbelievableWorldSizeIsCutWithAWarning) {
   EXPECT_TRUE(warned);
   EXPECT_TRUE(rank_warned);
 }
+// An unseen 4-rank GPT with ZeroRedundancyOptimizer on one host's 2 cores whose rank 2 had
+// sequences twice as long (per-iteration shares and readings copied from its patterns): its ops
+// 0.21 of a step above its peers' while they waited for it, its median calls no larger than theirs
+// (calls of ~10 ms meet the scheduler's time slices on every rank). Its training thread ran on a
+// CPU 0.62 of the window against 0.30-0.39, with as many calls: more work in each, more data.
+// `rank2_cpu` is its training thread's time on a CPU.
+LocalizeInput LongerSequencesOnTheSameProcessors(float rank2_cpu) {
+  const float it[4][5][5] = {{{0.798f, 0, 0.171f, 0, 0.031f},
+                              {0.556f, 0, 0.426f, 0, 0.018f},
+                              {0.817f, 0, 0.157f, 0, 0.026f},
+                              {0.620f, 0, 0.350f, 0, 0.030f},
+                              {0.624f, 0, 0.358f, 0, 0.018f}},
+                             {{0.685f, 0, 0.282f, 0, 0.033f},
+                              {0.795f, 0, 0.178f, 0, 0.027f},
+                              {0.513f, 0, 0.454f, 0, 0.033f},
+                              {0.587f, 0, 0.395f, 0, 0.018f},
+                              {0.647f, 0, 0.344f, 0, 0.009f}},
+                             {{0.898f, 0, 0.081f, 0, 0.020f},
+                              {0.934f, 0, 0.053f, 0, 0.013f},
+                              {0.935f, 0, 0.040f, 0, 0.025f},
+                              {0.923f, 0, 0.066f, 0, 0.011f},
+                              {0.929f, 0, 0.056f, 0, 0.014f}},
+                             {{0.782f, 0, 0.194f, 0, 0.024f},
+                              {0.733f, 0, 0.240f, 0, 0.028f},
+                              {0.844f, 0, 0.131f, 0, 0.025f},
+                              {0.604f, 0, 0.378f, 0, 0.017f},
+                              {0.784f, 0, 0.203f, 0, 0.013f}}};
+  const float main_cpu[] = {0.3396f, 0.2983f, rank2_cpu, 0.3935f};
+  const float main_queued[] = {0.3718f, 0.3733f, 0.3302f, 0.3834f};
+  const float run_delay[] = {0.4885f, 0.4821f, 0.4449f, 0.5225f};
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w = WorkerOfIterations(r, 4, 0.4684, it[r]);
+    w.host = "vm";
+    w.compute_calls_per_iter = r < 2 ? 5074 : 5146;
+    w.cpu = ThreadReadings(0.915f, main_cpu[r], main_queued[r], 0.04f, run_delay[r]);
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, ARankThatRanItsOpsLongerOnItsPeersProcessorsDidMoreWork) {
+  Diagnosis d = Localize(LongerSequencesOnTheSameProcessors(0.6176f), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kImbalance) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{2});
+  EXPECT_NE(d.findings[0].evidence.find("each call did more work"), std::string::npos) << d.findings[0].evidence;
+  // Its thread on a CPU as long as its busiest peer's, or beyond it by less than its own excess:
+  // the same processors, the node's contention moving between ranks; a note.
+  ExpectHealthyWithNote(Localize(LongerSequencesOnTheSameProcessors(0.40f), DefaultExpectations()),
+                        "the same processors are not slower for one rank");
+  ExpectHealthyWithNote(Localize(LongerSequencesOnTheSameProcessors(0.52f), DefaultExpectations()),
+                        "the same processors are not slower for one rank");
+}
+
 }  // namespace
 }  // namespace eroica
