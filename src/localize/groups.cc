@@ -23,7 +23,17 @@ constexpr double kSameRoleOverlap = 0.5;
 struct RoleSignature {
   std::vector<StringId> operations;                      // sorted, unique
   std::vector<std::pair<StringId, double>> collectives;  // (name, calls per iteration), sorted
+  // Which way its point-to-point traffic mostly runs: +1 it sends more than it receives, -1 the
+  // reverse, 0 balanced or none. Pipeline stages: the first sends activations and receives their
+  // gradients back, the last the reverse, and each of those issues the other's collectives by name
+  // (a 2-stage pipeline's stages overlapped by 0.67 of their calls); data-parallel peers issue none,
+  // or the same.
+  int p2p_direction = 0;
 };
+
+// Collective names whose calls say which way the data moves (summary/function_name.h:
+// CanonicalCollective of gloo:send, gloo:recv).
+constexpr std::string_view kSend = "send", kReceive = "recv";
 
 RoleSignature SignatureOf(const WorkerTable& table, size_t worker) {
   RoleSignature s;
@@ -37,12 +47,17 @@ RoleSignature SignatureOf(const WorkerTable& table, size_t worker) {
   for (const CollectiveEntry& c : table.collectives(worker)) calls.push_back(c.name);
   std::sort(calls.begin(), calls.end());
   double iterations = std::max(table.row(worker).iterations, 1);
+  size_t sends = 0, receives = 0;
   for (size_t i = 0; i < calls.size();) {
     size_t j = i;
     while (j < calls.size() && calls[j] == calls[i]) ++j;
     s.collectives.emplace_back(calls[i], static_cast<double>(j - i) / iterations);
+    std::string_view name = table.name(calls[i]);
+    if (name == kSend) sends = j - i;
+    if (name == kReceive) receives = j - i;
     i = j;
   }
+  s.p2p_direction = sends > receives ? 1 : sends < receives ? -1 : 0;
   return s;
 }
 
@@ -83,7 +98,7 @@ double CollectiveOverlap(const std::vector<std::pair<StringId, double>>& a,
 }
 
 bool SameRole(const RoleSignature& a, const RoleSignature& b) {
-  return Containment(a.operations, b.operations) >= kSameRoleOverlap &&
+  return a.p2p_direction == b.p2p_direction && Containment(a.operations, b.operations) >= kSameRoleOverlap &&
          CollectiveOverlap(a.collectives, b.collectives) >= kSameRoleOverlap;
 }
 
