@@ -23,12 +23,12 @@ constexpr double kSameRoleOverlap = 0.5;
 struct RoleSignature {
   std::vector<StringId> operations;                      // sorted, unique
   std::vector<std::pair<StringId, double>> collectives;  // (name, calls per iteration), sorted
-  // Which way its point-to-point traffic mostly runs: +1 it sends more than it receives, -1 the
-  // reverse, 0 balanced or none. Pipeline stages: the first sends activations and receives their
-  // gradients back, the last the reverse, and each of those issues the other's collectives by name
-  // (a 2-stage pipeline's stages overlapped by 0.67 of their calls); data-parallel peers issue none,
-  // or the same.
-  int p2p_direction = 0;
+  // Its point-to-point calls in issue order (true: a send, false: a receive). Ranks at one pipeline
+  // position issue them in one order: the first stage sends its activations before it receives their
+  // gradients, a later stage receives before it sends; by name (and often by count) each stage
+  // issues the other's calls (a 2-stage pipeline's stages had 0.67 of their calls in common).
+  // Data-parallel peers issue none, or the same in the same order.
+  std::vector<bool> p2p_sends;
 };
 
 // Collective names whose calls say which way the data moves (summary/function_name.h:
@@ -47,17 +47,16 @@ RoleSignature SignatureOf(const WorkerTable& table, size_t worker) {
   for (const CollectiveEntry& c : table.collectives(worker)) calls.push_back(c.name);
   std::sort(calls.begin(), calls.end());
   double iterations = std::max(table.row(worker).iterations, 1);
-  size_t sends = 0, receives = 0;
   for (size_t i = 0; i < calls.size();) {
     size_t j = i;
     while (j < calls.size() && calls[j] == calls[i]) ++j;
     s.collectives.emplace_back(calls[i], static_cast<double>(j - i) / iterations);
-    std::string_view name = table.name(calls[i]);
-    if (name == kSend) sends = j - i;
-    if (name == kReceive) receives = j - i;
     i = j;
   }
-  s.p2p_direction = sends > receives ? 1 : sends < receives ? -1 : 0;
+  for (const CollectiveEntry& c : table.collectives(worker)) {
+    std::string_view name = table.name(c.name);
+    if (name == kSend || name == kReceive) s.p2p_sends.push_back(name == kSend);
+  }
   return s;
 }
 
@@ -97,8 +96,15 @@ double CollectiveOverlap(const std::vector<std::pair<StringId, double>>& a,
   return low / high;
 }
 
+// One order of sends and receives, as far as both windows go (a window can close early).
+bool SamePointToPointOrder(const std::vector<bool>& a, const std::vector<bool>& b) {
+  size_t n = std::min(a.size(), b.size());
+  return std::equal(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n), b.begin());
+}
+
 bool SameRole(const RoleSignature& a, const RoleSignature& b) {
-  return a.p2p_direction == b.p2p_direction && Containment(a.operations, b.operations) >= kSameRoleOverlap &&
+  return SamePointToPointOrder(a.p2p_sends, b.p2p_sends) &&
+         Containment(a.operations, b.operations) >= kSameRoleOverlap &&
          CollectiveOverlap(a.collectives, b.collectives) >= kSameRoleOverlap;
 }
 

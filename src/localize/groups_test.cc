@@ -101,18 +101,17 @@ TEST(GroupsTest, DisjointOperationsAreDifferentRoles) {
 
 // A 2-stage pipeline, 2 data-parallel replicas (an unseen 4-rank job: ranks 0 and 1 hold stage 0,
 // 2 and 3 stage 1, 2 micro-batches a step): per step each stage all-reduces its gradients 8 times;
-// stage 0 sends its activations and labels (8 sends) and receives their gradients (4 receives),
-// stage 1 the reverse. By name the stages issue each other's calls (they overlap by 0.67): the way
-// their point-to-point traffic runs tells the stages apart.
-TEST(GroupsTest, PipelineStagesWhosePointToPointTrafficRunsOppositeWaysAreDifferentRoles) {
-  auto stage = [](int rank, int sends, int receives) {
+// stage 0 sends its activations and labels (4 sends) and then receives their gradients (2
+// receives), stage 1 the reverse. By name the stages issue each other's calls (they overlap by
+// 0.67): the order of their sends and receives tells the stages apart.
+TEST(GroupsTest, PipelineStagesThatSendAndReceiveInOppositeOrderAreDifferentRoles) {
+  auto stage = [](int rank, std::string_view order) {
     WorkerPattern w = Worker(rank, 0.04);
     w.collectives.assign(8, {"allreduce", 1000});
-    for (int i = 0; i < sends; ++i) w.collectives.push_back({"send", 1500});
-    for (int i = 0; i < receives; ++i) w.collectives.push_back({"recv", 1700});
+    for (char c : order) w.collectives.push_back({c == 's' ? "send" : "recv", 1500});
     return w;
   };
-  std::vector<WorkerPattern> workers = {stage(0, 8, 4), stage(1, 8, 4), stage(2, 4, 8), stage(3, 4, 8)};
+  std::vector<WorkerPattern> workers = {stage(0, "ssssrr"), stage(1, "ssssrr"), stage(2, "rrrrss"), stage(3, "rrrrss")};
   WorkerTable table;
   std::vector<WorkerGroup> groups = Groups(workers, &table);
   ASSERT_EQ(groups.size(), 2u);
@@ -120,10 +119,15 @@ TEST(GroupsTest, PipelineStagesWhosePointToPointTrafficRunsOppositeWaysAreDiffer
   EXPECT_EQ(groups[0].row(0).rank, 0);
   EXPECT_EQ(groups[0].row(1).rank, 1);
   EXPECT_EQ(groups[1].row(0).rank, 2);
-  // Data-parallel peers that exchange as much both ways (or nothing) stay one group.
-  workers = {stage(0, 6, 6), stage(1, 6, 6), stage(2, 6, 6), stage(3, 6, 6)};
+  // As many sends as receives on every rank (activations forward, gradients back, one each per
+  // micro-batch): the order still tells the first stage from the last.
+  workers = {stage(0, "srsr"), stage(1, "srsr"), stage(2, "rsrs"), stage(3, "rsrs")};
   WorkerTable balanced;
-  EXPECT_EQ(Groups(workers, &balanced).size(), 1u);
+  EXPECT_EQ(Groups(workers, &balanced).size(), 2u);
+  // A rank whose window closed after fewer calls, in the same order, stays with its peer.
+  workers = {stage(0, "ssssrr"), stage(1, "ssss"), stage(2, "rrrrss"), stage(3, "rrrrss")};
+  WorkerTable short_window;
+  EXPECT_EQ(Groups(workers, &short_window).size(), 2u);
 }
 
 }  // namespace
