@@ -1,6 +1,8 @@
 #include "localize/groups.h"
 
 #include <algorithm>
+#include <string_view>
+#include <vector>
 
 #include "base/robust_stats.h"
 #include "summary/function_name.h"
