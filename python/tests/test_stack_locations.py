@@ -80,3 +80,29 @@ def test_a_loaders_slow_worker_processes_are_named_by_their_line(tmp_path):
     first = report["findings"][0]
     assert (first["category"], first["workers"]) == ("dataloader", [1]), report["findings"]
     assert first["location"].startswith("%s:%d(" % (HOT, marked_line(HOT, "# GETITEM-LINE"))), first
+
+
+PIPELINE = os.path.join(WORKLOADS, "pipeline_train.py")
+
+
+@needs_bin
+def test_a_pipelines_stages_are_compared_within_themselves(tmp_path):
+    """A real 2-stage x 2-replica pipeline: the stages issue each other's calls by name (sends,
+    receives, all-reduces), and only the order of their sends and receives tells them apart.
+    Rank 0's slow loader is named against rank 1, its stage's other replica, at its line."""
+    env = clean_env(EROICA_DIR=tmp_path, EROICA_TRIGGER_AT=15, EROICA_POLL_S=0.1,
+                    EROICA_MARGIN=5, EROICA_CAPTURE_ITERS=8, EROICA_BIN=REAL_BIN)
+    done = eroica_run([TORCH_PYTHON, PIPELINE, "iters=45", "slow_rank=0", "load_s=0.02",
+                       "port=%d" % free_port()], env, timeout_s=120)
+    assert done.returncode == 0, done.stderr
+    sessions = [d for d in glob.glob(os.path.join(str(tmp_path), "*"))
+                if os.path.isdir(d) and os.path.basename(d) != "procs"]
+    assert len(sessions) == 1, (sessions, done.stderr)
+    report = json.load(open(os.path.join(sessions[0], "report.json")))
+    text = open(os.path.join(sessions[0], "report.txt")).read()
+    assert "2 groups of like roles (sizes 2, 2)" in text, text
+    first = report["findings"][0]
+    assert first["scope"] == "local" and first["workers"] == [0], text
+    assert first["category"] in ("host", "dataloader"), text
+    where = "%s:%d(" % (PIPELINE, marked_line(PIPELINE, "# LOAD-LINE"))
+    assert first["location"].startswith(where), (where, text)
