@@ -44,7 +44,8 @@ def train(rank, opts):
     if stage == 0:
         net = torch.nn.Sequential(torch.nn.Linear(64, hidden), torch.nn.ReLU())
     else:
-        net = torch.nn.Sequential(torch.nn.Linear(hidden, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 10))
+        net = torch.nn.Sequential(torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
+                                  torch.nn.Linear(hidden, 10))
     opt = torch.optim.SGD(net.parameters(), lr=0.01)
     generator = torch.Generator().manual_seed(rank)
     for _ in range(opts["iters"]):
