@@ -128,8 +128,13 @@ def test_a_worker_busy_in_python_is_sampled_in_its_own_code(patched):
     assert len(docs) == 1
     doc = docs[0]
     innermost = [doc["frames"][doc["stacks"][sample[1]][0]] for sample in doc["samples"]]
-    busy = [f for f in innermost if f[0] == __file__ and f[1] == marked_line("# BUSY-LINE")]
-    assert len(busy) > 0.5 * len(innermost), innermost[:5]
+    # Of the samples in the sample's own code: a worker whose batches wait for a slow consumer
+    # (this process on a loaded machine) idles in the standard library's select, which says
+    # nothing about where its work is sampled (a clean clone beside a compiler: 64 of 145 samples
+    # at the loop, the rest mostly idle).
+    in_getitem = [f for f in innermost if f[0] == __file__]
+    busy = [f for f in in_getitem if f[1] == marked_line("# BUSY-LINE")]
+    assert len(in_getitem) >= 10 and len(busy) > 0.5 * len(in_getitem), innermost[:5]
     del batches
 
 
