@@ -13,16 +13,14 @@ import os
 import sys
 import time
 
+import ranks
+
 
 def parse(argv):
-    opts = {"world": 2, "iters": 200, "pace_s": 0.01, "out": "/tmp/eroica-workload",
-            "slow_rank": -1, "slow_from": -1, "slow_s": 0.03, "hang_rank": -1, "hang_at": -1,
-            "all_slow_from": -1, "all_slow_s": 0.03,
-            "toggle_block": 0, "port": 29511, "hidden": 256}
-    for arg in argv:
-        key, _, value = arg.partition("=")
-        opts[key] = type(opts[key])(value) if key in opts else value
-    return opts
+    return ranks.knobs(argv, {"world": 2, "iters": 200, "pace_s": 0.01,
+                              "out": "/tmp/eroica-workload", "slow_rank": -1, "slow_from": -1,
+                              "slow_s": 0.03, "hang_rank": -1, "hang_at": -1, "all_slow_from": -1,
+                              "all_slow_s": 0.03, "toggle_block": 0, "port": 29511, "hidden": 256})
 
 
 class Collate:
@@ -123,12 +121,8 @@ def toggle_hooks(on):
 
 
 def main():
-    import torch.multiprocessing as mp
-
     opts = parse(sys.argv[1:])
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ["MASTER_PORT"] = str(opts["port"])
-    mp.spawn(train, args=(opts,), nprocs=opts["world"], join=True)
+    ranks.spawn(train, opts, opts["world"])
 
 
 if __name__ == "__main__":

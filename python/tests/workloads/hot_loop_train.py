@@ -8,18 +8,15 @@ Knobs (key=value): world=2 iters=60 hot_rank=1 hot_s=0.03 gc=0 port=29512 worker
 """
 
 import gc
-import os
 import sys
 import time
 
+import ranks
+
 
 def parse(argv):
-    opts = {"world": 2, "iters": 60, "hot_rank": 1, "hot_s": 0.03, "gc": 0, "port": 29512,
-            "workers": 0, "getitem_s": 0.0}
-    for arg in argv:
-        key, _, value = arg.partition("=")
-        opts[key] = type(opts[key])(value)
-    return opts
+    return ranks.knobs(argv, {"world": 2, "iters": 60, "hot_rank": 1, "hot_s": 0.03, "gc": 0,
+                              "port": 29512, "workers": 0, "getitem_s": 0.0})
 
 
 def hot_loop(seconds):
@@ -81,12 +78,8 @@ def train(rank, opts):
 
 
 def main():
-    import torch.multiprocessing as mp
-
     opts = parse(sys.argv[1:])
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ["MASTER_PORT"] = str(opts["port"])
-    mp.spawn(train, args=(opts,), nprocs=opts["world"], join=True)
+    ranks.spawn(train, opts, opts["world"])
 
 
 if __name__ == "__main__":

@@ -8,17 +8,14 @@ Knobs (key=value): iters=80 slow_rank=0 load_s=0.02 port=29512
   stage 0, which the other stage waits for through the point-to-point calls.
 """
 
-import os
 import sys
 import time
 
+import ranks
+
 
 def parse(argv):
-    opts = {"iters": 80, "slow_rank": 0, "load_s": 0.02, "port": 29512}
-    for arg in argv:
-        key, _, value = arg.partition("=")
-        opts[key] = type(opts[key])(value)
-    return opts
+    return ranks.knobs(argv, {"iters": 80, "slow_rank": 0, "load_s": 0.02, "port": 29512})
 
 
 def load(rank, opts, generator):
@@ -80,12 +77,7 @@ def train(rank, opts):
 
 
 def main():
-    import torch.multiprocessing as mp
-
-    opts = parse(sys.argv[1:])
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ["MASTER_PORT"] = str(opts["port"])
-    mp.spawn(train, args=(opts,), nprocs=4, join=True)
+    ranks.spawn(train, parse(sys.argv[1:]), 4)
 
 
 if __name__ == "__main__":
