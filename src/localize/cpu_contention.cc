@@ -406,35 +406,6 @@ std::optional<double> SharesPeersProcessors(const WorkerGroup& group, size_t mem
   return peers_median;
 }
 
-std::string ExtraWorkOnTheSameProcessors(const WorkerGroup& group, size_t member, double excess,
-                                         const Expectations& e) {
-  std::optional<double> peers_median = SharesPeersProcessors(group, member, e);
-  if (!peers_median || excess <= 0 || group.size() < 3) return "";
-  // Its peers' times on a CPU: two at least, whose spread is the contention that moves between
-  // ranks.
-  std::vector<double> peers;
-  for (size_t k = 0; k < group.size(); ++k) {
-    if (k != member && HasTrainingThread(group.row(k))) peers.push_back(group.row(k).cpu->main_cpu);
-  }
-  if (peers.size() < 2) return "";
-  auto [lowest, highest] = std::minmax_element(peers.begin(), peers.end());
-  double mine_cpu = group.row(member).cpu->main_cpu;
-  double beyond = mine_cpu - *peers_median;
-  if (beyond < excess || mine_cpu - *highest <= *highest - *lowest) return "";
-  const WorkerRow& mine = group.row(member);
-  std::vector<double> calls;
-  for (size_t k = 0; k < group.size(); ++k) calls.push_back(group.row(k).compute_calls_per_iter);
-  double peers_calls = MedianOfOthers(calls)[member];
-  return fmt::format(
-      "on the processors its peers use (host {}, no CPU quota holding it: {:.2f}) its training thread ran on a CPU "
-      "{:.2f} of the window against their {:.2f} (+{:.2f}: at least its own work's excess of {:.2f} of a step, and "
-      "further beyond the busiest peer than they are apart) with {:.0f} compute calls a step against their {:.0f}: "
-      "each call did more work, more "
-      "data per step (longer sequences, larger samples) than its peers'",
-      group.table->name(mine.host), mine.cpu->throttled, mine_cpu, *peers_median, beyond, excess,
-      mine.compute_calls_per_iter, peers_calls);
-}
-
 std::vector<std::optional<double>> SleptBeyondPeers(const WorkerGroup& group) {
   std::vector<std::optional<double>> out(group.size());
   TrainingThreads t = ReadTrainingThreads(group);

@@ -94,17 +94,6 @@ std::string CpuExplainsDataloader(const WorkerGroup& group, double level);
 // ranks, ranks without readings. Returns the peers' median time on a CPU, or nullopt.
 std::optional<double> SharesPeersProcessors(const WorkerGroup& group, size_t member, const Expectations& e);
 
-// Evidence that `member`, a straggler in its own ops by `excess` (a share of a step), did more work
-// in them than its peers; "" when not. On the processors its peers use (SharesPeersProcessors) an
-// op's CPU time is its work: where its training thread ran on a CPU beyond its peers' by at least
-// its excess, and further beyond the busiest peer's than the peers are apart (two peers at least:
-// their spread is the contention that moves between ranks), its calls did that much more work (more data per step), not
-// the same work slower. An unseen 4-rank GPT with ZeroRedundancyOptimizer whose rank 2 had sequences twice as long: its
-// ops 0.21 of a step above its peers' (they waited 0.23 of a step for it at every collective), its thread on a CPU 0.62
-// of the window against 0.30-0.39; its median calls no larger than theirs (calls of ~10 ms meet the scheduler's time
-// slices on every rank), so the call sizes could not tell.
-std::string ExtraWorkOnTheSameProcessors(const WorkerGroup& group, size_t member, double excess, const Expectations& e);
-
 // Per member: how much longer its training thread slept outside the collectives than its
 // peers' (median), as a share of the window: on no CPU, not queued for one, and not in a
 // collective the trace shows it exposed to. The scheduler queues a thread, it does not put it to

@@ -459,13 +459,7 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
     f.category = FindingCategory::kImbalance;
     f.evidence += "; it is given more work: " + work.evidence;
   } else if (x.category == Category::kCompute) {
-    std::string own_cpu = ExtraWorkOnTheSameProcessors(group, x.member, x.excess, e);
-    if (!own_cpu.empty()) {
-      f.category = FindingCategory::kImbalance;
-      f.evidence += "; it is given more work: " + own_cpu;
-    } else {
-      f.evidence += "; same work as its peers, done slower" + work.slower;
-    }
+    f.evidence += "; same work as its peers, done slower" + work.slower;
   }
   if (group.size() == 2) f.evidence += " (only 2 workers: compared with each other)";
   f.action = AdviceFor(f.category, f.scope, w.rank);
