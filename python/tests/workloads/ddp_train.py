@@ -13,14 +13,18 @@ import os
 import sys
 import time
 
-import ranks
 
-
+# Its own knob parser and rank start, not ranks.py's: the wheel's test copies this file alone into
+# a venv and runs it away from the source tree (packaging/tests/test_wheel.py).
 def parse(argv):
-    return ranks.knobs(argv, {"world": 2, "iters": 200, "pace_s": 0.01,
-                              "out": "/tmp/eroica-workload", "slow_rank": -1, "slow_from": -1,
-                              "slow_s": 0.03, "hang_rank": -1, "hang_at": -1, "all_slow_from": -1,
-                              "all_slow_s": 0.03, "toggle_block": 0, "port": 29511, "hidden": 256})
+    opts = {"world": 2, "iters": 200, "pace_s": 0.01, "out": "/tmp/eroica-workload",
+            "slow_rank": -1, "slow_from": -1, "slow_s": 0.03, "hang_rank": -1, "hang_at": -1,
+            "all_slow_from": -1, "all_slow_s": 0.03,
+            "toggle_block": 0, "port": 29511, "hidden": 256}
+    for arg in argv:
+        key, _, value = arg.partition("=")
+        opts[key] = type(opts[key])(value) if key in opts else value
+    return opts
 
 
 class Collate:
@@ -121,8 +125,12 @@ def toggle_hooks(on):
 
 
 def main():
+    import torch.multiprocessing as mp
+
     opts = parse(sys.argv[1:])
-    ranks.spawn(train, opts, opts["world"])
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ["MASTER_PORT"] = str(opts["port"])
+    mp.spawn(train, args=(opts,), nprocs=opts["world"], join=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """What the test workloads that start their own ranks share: key=value knobs, and one process per
-rank (torch.multiprocessing.spawn) meeting at 127.0.0.1:<port>."""
+rank (torch.multiprocessing.spawn) meeting at 127.0.0.1:<port>. (ddp_train.py keeps its own:
+it is also run alone, away from this folder.)"""
 
 import os
 
