@@ -223,13 +223,13 @@ TEST(StackAttributionTest, TheSamplersOwnWaitForACpuIsNoOnesCode) {
   auto hot = AttributeStackSamples(samples, path, table);
   ASSERT_EQ(hot[loop].size(), 1u);
   EXPECT_EQ(hot[loop][0].location, "/job/train.py:10(loop)");
-  EXPECT_FLOAT_EQ(hot[loop][0].share, 30.0F / 35.0F);  // the late sample keeps 5 µs of the loop
-  EXPECT_EQ(hot.count(after), 0u);                     // 10 µs of it seen: one period
-  // Without the sampler's wait, the late sample took the 20 µs of the loop after its last sample
-  // and the whole of the next point for the forward's line.
+  EXPECT_FLOAT_EQ(hot[loop][0].share, 1.0F);  // the late sample was taken after the loop
+  EXPECT_EQ(hot.count(after), 0u);            // 10 µs of it seen: one period
+  // Without the sampler's wait, the late sample took the whole of the next point for the
+  // forward's line (and 20 µs of the loop, but it was taken after the loop had ended).
   for (StackSample& sample : samples.samples) sample.sampler_queued_ns = -1;
   hot = AttributeStackSamples(samples, path, table);
-  EXPECT_FLOAT_EQ(hot[loop][0].share, 0.6F);
+  EXPECT_FLOAT_EQ(hot[loop][0].share, 1.0F);
   ASSERT_EQ(hot[after].size(), 1u);
   EXPECT_EQ(hot[after][0].location, "/job/train.py:20(forward)");
 }
@@ -333,6 +333,76 @@ TEST(StackAttributionTest, TheLoadersTimeGoesToItsWorkerProcessesUserFrames) {
   auto idle_hot = AttributeStackSamples(idle, CriticalPath::FromSpans(path), table);
   ASSERT_EQ(idle_hot.count(loader), 1u);
   EXPECT_EQ(idle_hot[loader][0].location, "/job/train.py:40(train)");
+}
+
+// A sample taken after a span ended shows the code after it: a Python loop that kept the GIL
+// from the sampler until the forward's first line. Where samples were taken inside a function's
+// spans, only they name its line.
+TEST(StackAttributionTest, OnlySamplesTakenInAPointsSpansNameItsLine) {
+  FunctionTable table;
+  uint32_t loop = table.Intern(Category::kHost, HostKind::kPython, "(python between a and b)");
+  uint32_t op = table.Intern(Category::kCompute, HostKind::kNone, "aten::mm");
+  StackSamples samples;
+  samples.hz = 1e5;  // 10 µs period
+  samples.frames = {{"/job/train.py", 10, "loop"}, {"/job/train.py", 20, "forward"}};
+  samples.stacks = {{0}, {1}};
+  // Three 100 µs steps: the loop [0, 40) µs, then the forward's op. One on-time sample in the
+  // loop, then none until 5 µs into the forward, which stands for the loop's last 30 µs.
+  SpanList path;
+  for (int64_t t = 0; t < 300'000; t += 100'000) {
+    path.push_back({t, t + 40'000, loop});
+    path.push_back({t + 40'000, t + 100'000, op});
+    samples.samples.push_back({t + 5'000, 0U});
+    samples.samples.push_back({t + 45'000, 1U});
+  }
+  auto hot = AttributeStackSamples(samples, CriticalPath::FromSpans(path), table);
+  ASSERT_EQ(hot.count(loop), 1u);
+  ASSERT_EQ(hot[loop].size(), 1u);
+  EXPECT_EQ(hot[loop][0].location, "/job/train.py:10(loop)");
+  EXPECT_FLOAT_EQ(hot[loop][0].share, 1.0F);  // was 0.25, the forward's line 0.75
+}
+
+// Workers that prefetch make their batches while the training thread computes; it may then wait
+// for the hand-over alone (in library code), the workers idle. The loader's time is still their
+// code's: their hottest frames over the window name it. Where the training thread ran the job's
+// own code in the loader (a sampler of its own), that code names it.
+TEST(StackAttributionTest, AWaitForPrefetchingWorkersIsTheirCodesTime) {
+  FunctionTable table;
+  uint32_t loader = table.Intern(Category::kDataloader, HostKind::kNone,
+                                 "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__");
+  uint32_t op = table.Intern(Category::kCompute, HostKind::kNone, "aten::mm");
+  // Three 100 µs steps: the loader [0, 40) µs, then the op; a training sample every 10 µs.
+  auto training = [&](const SampledFrame& waiting_in) {
+    StackSamples samples;
+    samples.hz = 1e5;
+    samples.library_prefixes = {"/usr/lib/python3.11/"};
+    samples.frames = {waiting_in, {"/job/train.py", 40, "train"}, {"/job/train.py", 44, "train"}};
+    samples.stacks = {{0, 1}, {2}};
+    for (int64_t t = 5'000; t < 300'000; t += 10'000) samples.samples.push_back({t, t % 100'000 < 40'000 ? 0U : 1U});
+    StackSamples worker;
+    worker.hz = 1e5;
+    worker.library_prefixes = {"/usr/lib/python3.11/"};
+    worker.frames = {{"/job/data.py", 21, "decode"}, {"/usr/lib/python3.11/selectors.py", 415, "select"}};
+    worker.stacks = {{0}, {1}};
+    // Busy while the training thread computes, idle while it waits.
+    for (int64_t t = 5'000; t < 300'000; t += 10'000) worker.samples.push_back({t, t % 100'000 < 40'000 ? 1U : 0U});
+    samples.loader_workers.push_back(worker);
+    return samples;
+  };
+  SpanList spans;
+  for (int64_t t = 0; t < 300'000; t += 100'000) {
+    spans.push_back({t, t + 40'000, loader});
+    spans.push_back({t + 40'000, t + 100'000, op});
+  }
+  CriticalPath path = CriticalPath::FromSpans(spans);
+  auto hot =
+      AttributeStackSamples(training({"/usr/lib/python3.11/multiprocessing/connection.py", 378, "_recv"}), path, table);
+  ASSERT_EQ(hot.count(loader), 1u);
+  EXPECT_EQ(hot[loader][0].location, "/job/data.py:21(decode)");
+  EXPECT_FLOAT_EQ(hot[loader][0].share, 1.0F);
+  auto own = AttributeStackSamples(training({"/job/sampler.py", 9, "__iter__"}), path, table);
+  ASSERT_EQ(own.count(loader), 1u);
+  EXPECT_EQ(own[loader][0].location, "/job/sampler.py:9(__iter__)");
 }
 
 TEST(StackAttributionTest, LoaderWorkersAreReadFromTheFileOnTheTrainingThreadsClock) {
