@@ -127,8 +127,9 @@ void TallySamples(const StackSamples& samples, const CriticalPath& path, const F
   }
 }
 
-// The function's hottest frames of `tally` (each with kMinHotFramePeriods of its time), or none.
-std::vector<HotFrame> HottestFrames(const Tally& tally, uint32_t function, int64_t period_ns, size_t max_frames) {
+// The function's hottest frames of `tally` (each with `min_periods` of its time), or none.
+std::vector<HotFrame> HottestFrames(const Tally& tally, uint32_t function, int64_t period_ns, size_t max_frames,
+                                    double min_periods = kMinHotFramePeriods) {
   std::vector<HotFrame> out;
   auto frames = tally.frame_ns.find(function);
   auto total = tally.sampled_ns.find(function);
@@ -141,7 +142,7 @@ std::vector<HotFrame> HottestFrames(const Tally& tally, uint32_t function, int64
   for (const auto& [ns, location] : ranked) {
     float share = static_cast<float>(static_cast<double>(ns) / static_cast<double>(total->second));
     if (out.size() >= max_frames || share < kMinHotFrameShare ||
-        static_cast<double>(ns) < kMinHotFramePeriods * static_cast<double>(period_ns)) {
+        static_cast<double>(ns) < min_periods * static_cast<double>(period_ns)) {
       break;
     }
     out.push_back({*location, share});
@@ -160,7 +161,7 @@ std::vector<HotFrame> HottestSeenFrames(const Tallies& tallies, uint32_t functio
                                         size_t max_frames) {
   auto inside = tallies.inside.sampled_ns.find(function);
   if (inside != tallies.inside.sampled_ns.end() && inside->second > 0) {
-    return HottestFrames(tallies.inside, function, period_ns, max_frames);
+    return HottestFrames(tallies.inside, function, period_ns, max_frames, kMinSeenFramePeriods);
   }
   return HottestFrames(tallies.around, function, period_ns, max_frames);
 }

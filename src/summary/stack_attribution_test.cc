@@ -213,20 +213,22 @@ TEST(StackAttributionTest, TheSamplersOwnWaitForACpuIsNoOnesCode) {
   FunctionTable table;
   uint32_t loop = table.Intern(Category::kHost, HostKind::kPython, "(python between a and b)");
   uint32_t after = table.Intern(Category::kHost, HostKind::kPython, "(python between b and c)");
-  CriticalPath path = CriticalPath::FromSpans({{0, 50'000, loop}, {50'000, 100'000, after}});
+  uint32_t op = table.Intern(Category::kCompute, HostKind::kNone, "aten::mm");
+  CriticalPath path = CriticalPath::FromSpans({{0, 50'000, loop}, {50'000, 80'000, after}, {80'000, 100'000, op}});
   StackSamples samples;
   samples.hz = 1e5;  // 10 µs period
   samples.frames = {{"/job/train.py", 10, "loop"}, {"/job/train.py", 20, "forward"}};
   samples.stacks = {{0}, {1}};
-  // Three on-time samples in the loop; the fourth 55 µs late, 50 of them queued for a CPU.
+  // Three on-time samples in the loop; the fourth 55 µs late, in the op, 50 µs of it queued for
+  // a CPU: no sample was taken in `after`, which only the late one can stand for.
   samples.samples = {{5'000, 0, 0}, {15'000, 0, 0}, {25'000, 0, 0}, {90'000, 1, 50'000}};
   auto hot = AttributeStackSamples(samples, path, table);
   ASSERT_EQ(hot[loop].size(), 1u);
   EXPECT_EQ(hot[loop][0].location, "/job/train.py:10(loop)");
   EXPECT_FLOAT_EQ(hot[loop][0].share, 1.0F);  // the late sample was taken after the loop
-  EXPECT_EQ(hot.count(after), 0u);            // 10 µs of it seen: one period
-  // Without the sampler's wait, the late sample took the whole of the next point for the
-  // forward's line (and 20 µs of the loop, but it was taken after the loop had ended).
+  EXPECT_EQ(hot.count(after), 0u);            // all of it in the sampler's wait
+  // Without the sampler's wait, the late sample took the whole of `after` (3 periods) for the
+  // forward's line.
   for (StackSample& sample : samples.samples) sample.sampler_queued_ns = -1;
   hot = AttributeStackSamples(samples, path, table);
   EXPECT_FLOAT_EQ(hot[loop][0].share, 1.0F);
@@ -360,6 +362,12 @@ TEST(StackAttributionTest, OnlySamplesTakenInAPointsSpansNameItsLine) {
   ASSERT_EQ(hot[loop].size(), 1u);
   EXPECT_EQ(hot[loop][0].location, "/job/train.py:10(loop)");
   EXPECT_FLOAT_EQ(hot[loop][0].share, 1.0F);  // was 0.25, the forward's line 0.75
+  // One step: the one sample in the loop (one period of its time) names it.
+  samples.samples.resize(2);
+  path.resize(2);
+  hot = AttributeStackSamples(samples, CriticalPath::FromSpans(path), table);
+  ASSERT_EQ(hot.count(loop), 1u);
+  EXPECT_EQ(hot[loop][0].location, "/job/train.py:10(loop)");
 }
 
 // Workers that prefetch make their batches while the training thread computes; it may then wait
