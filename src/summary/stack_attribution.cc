@@ -152,18 +152,17 @@ std::vector<HotFrame> HottestFrames(const Tally& tally, uint32_t function, int64
 
 bool IsDataloader(Category category) { return category == Category::kDataloader; }
 
-// The function's hottest frames from the samples taken while it ran, where any was: a sample
-// taken after a span ended shows the code after it (a Python loop that kept the GIL from the
-// sampler until the forward's first line: val32's light global Python, 7.7 ms a step, named the
-// forward's line on 2 of its 3 ranks). Only a function no sample was taken in, whose spans a
-// sample just after stands for (a C call that held the GIL throughout), is named from those.
+// The function's hottest frames from the samples taken while it ran, where they name any: a
+// sample taken after a span ended shows the code after it (a Python loop that kept the GIL from
+// the sampler until the forward's first line: val32's light global Python, 7.7 ms a step, named
+// the forward's line on 2 of its 3 ranks). Else from the samples around its spans: a C call that
+// held the GIL throughout, which a sample just after stands for, or a Python loop that issues an
+// op per element, whose gaps between the ops are too short to be sampled in (an LSTM job's
+// per-row gradient norms, each gap a few µs, were named only so).
 std::vector<HotFrame> HottestSeenFrames(const Tallies& tallies, uint32_t function, int64_t period_ns,
                                         size_t max_frames) {
-  auto inside = tallies.inside.sampled_ns.find(function);
-  if (inside != tallies.inside.sampled_ns.end() && inside->second > 0) {
-    return HottestFrames(tallies.inside, function, period_ns, max_frames, kMinSeenFramePeriods);
-  }
-  return HottestFrames(tallies.around, function, period_ns, max_frames);
+  std::vector<HotFrame> seen = HottestFrames(tallies.inside, function, period_ns, max_frames, kMinSeenFramePeriods);
+  return seen.empty() ? HottestFrames(tallies.around, function, period_ns, max_frames) : seen;
 }
 
 // Whether the training thread spent most of the function's sampled time in library code: in a
