@@ -2,8 +2,8 @@
 // Each stack sample stands for the interval since the one before it (a C call that holds the
 // GIL, such as gc.collect(), delays the next sample to its end): the overlap of that interval
 // with the function's critical-path spans goes to the sample's innermost frame of the job's own
-// code, skipping the standard library, installed packages, torch and eroica. Where samples were
-// taken during a function's spans, only those name its line (one taken after shows the code after
+// code, skipping the standard library, installed packages, torch and eroica. Where the samples
+// taken during a function's spans name a line, only they do (one taken after shows the code after
 // it). A dataloader function's time goes to the DataLoader worker processes' user frames at the
 // same moments when they ran any (the training thread only waits for them there), else, where
 // the training thread only waited in library code, to the workers' hottest frames over the
