@@ -144,6 +144,20 @@ std::vector<WorkerGroup> GroupWorkers(const WorkerTable& table) {
   return out;
 }
 
+bool ExchangesPointToPoint(const WorkerGroup& group) {
+  if (group.size() == 0) return false;
+  for (uint32_t member : group.members) {
+    bool sends = false, receives = false;
+    for (const CollectiveEntry& c : group.table->collectives(member)) {
+      std::string_view name = group.table->name(c.name);
+      sends = sends || name == kSend;
+      receives = receives || name == kReceive;
+    }
+    if (!sends || !receives) return false;
+  }
+  return true;
+}
+
 double MedianIterationS(const WorkerGroup& group) {
   std::vector<double> times;
   times.reserve(group.size());

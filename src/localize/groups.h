@@ -22,6 +22,9 @@ struct WorkerGroup {
 // the operations they call and their collectives (names and counts), never their timings.
 std::vector<WorkerGroup> GroupWorkers(const WorkerTable& table);
 
+// Whether every member of the group sends and receives point-to-point (a pipeline stage).
+bool ExchangesPointToPoint(const WorkerGroup& group);
+
 // Views over a group, indexed like `members`.
 double MedianIterationS(const WorkerGroup& group);
 std::vector<double> CategoryBetas(const WorkerGroup& group, Category category);

@@ -12,6 +12,7 @@
 #include "localize/groups.h"
 #include "localize/link_analysis.h"
 #include "localize/local_analysis.h"
+#include "localize/stage_waits.h"
 
 namespace eroica {
 namespace {
@@ -194,6 +195,8 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
                     "compared only with itself",
                     groups.size(), fmt::join(sizes, ", ")));
   }
+  std::vector<GroupFindings> by_group;
+  by_group.reserve(groups.size());
   for (const WorkerGroup& group : groups) {
     if (group.size() < 2) {
       d.notes.push_back(
@@ -214,8 +217,12 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
       local.insert(local.end(), links.begin(), links.end());
     }
     FoldLocalIntoGlobal(group, expectations, &local, &global);
-    d.findings.insert(d.findings.end(), local.begin(), local.end());
-    d.findings.insert(d.findings.end(), global.begin(), global.end());
+    by_group.push_back({&group, std::move(local), std::move(global)});
+  }
+  FoldWaitsForAnotherStage(&by_group);
+  for (GroupFindings& g : by_group) {
+    d.findings.insert(d.findings.end(), g.local.begin(), g.local.end());
+    d.findings.insert(d.findings.end(), g.global.begin(), g.global.end());
   }
   LocateFindings(table, &d.findings);
   std::stable_sort(d.findings.begin(), d.findings.end(), MoreUrgent);
