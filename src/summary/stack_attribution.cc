@@ -196,7 +196,12 @@ std::vector<HotFrame> HottestLoaderWorkerFrames(const StackSamples& samples, int
       tally.frame_ns[0][fmt::format("{}:{}({})", f.file, f.line, f.function)] += period;
     }
   }
-  return HottestFrames(tally, 0, period_ns, max_frames);
+  // Each sample is what a worker ran at that moment, one period each, with no span whose edges
+  // a neighbour's time could fill: one period names a line, as for the samples taken inside a
+  // span. Short windows give a worker few samples: a global pure-Python augmentation in the
+  // workers of an unseen 4-rank job (8 steps of ~20 ms, 4-13 samples a worker) and a recommender
+  // job's per-sample transform on one rank were named at the training loop's line with three.
+  return HottestFrames(tally, 0, period_ns, max_frames, kMinSeenFramePeriods);
 }
 
 std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(const StackSamples& samples,

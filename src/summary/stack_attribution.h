@@ -30,12 +30,14 @@ inline constexpr float kMinHotFrameShare = 0.1F;
 // point's time 1.8 periods at the forward's line after the loop and none in it. From one or two
 // samples' time a line is named no better than its neighbour.
 inline constexpr double kMinHotFramePeriods = 3;
-// A line seen by samples taken during the function's spans needs one period of their time: no
+// A line seen by samples taken during the function's spans, or by the loader workers' samples
+// over the window (each what a worker ran at that moment), needs one period of their time: no
 // neighbour's edge is in it (the samples around a span are left out where any was taken inside),
 // and a short loop that kept the GIL from the sampler is caught in it once or twice a window
 // (val32's light global Python, 7.7 ms in each 100 ms step at 150 Hz: 1-2 samples a rank). Over
 // the saved runs this named 6 more lines right (five light global Python loops, one checkpoint)
-// and none wrong.
+// and none wrong; for the workers, none changed there, and two unseen jobs' worker transforms were
+// named at their line instead of the training loop's.
 inline constexpr double kMinSeenFramePeriods = 1;
 
 // Function index -> its hottest user frames (at most `max_frames`), for the host and

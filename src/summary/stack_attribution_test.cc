@@ -187,6 +187,14 @@ TEST(StackAttributionTest, TheLoaderWorkersHottestFramesOverTheWindow) {
   EXPECT_EQ(hot[1].location, "/job/data.py:12(__getitem__)");
   EXPECT_FLOAT_EQ(hot[1].share, 0.25F);
   EXPECT_TRUE(HottestLoaderWorkerFrames(StackSamples{}, 0, 5000).empty());  // no workers
+  // A short window: one sample in the job's code names its line (a sample is what the worker
+  // ran then, no neighbour's time in it).
+  StackSamples one = samples;
+  one.loader_workers.resize(1);
+  one.loader_workers[0].samples = {{1000, 0}, {1010, 2}, {1020, 2}};
+  hot = HottestLoaderWorkerFrames(one, 900, 5000);
+  ASSERT_EQ(hot.size(), 1u);
+  EXPECT_EQ(hot[0].location, "/job/data.py:30(tokenize)");
 }
 
 TEST(StackAttributionTest, OneLateSampleStandsForTheWholeCallThatDelayedIt) {
