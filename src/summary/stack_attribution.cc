@@ -223,7 +223,7 @@ std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(const 
   // Workers that prefetch make batches while the training thread computes, and it may then wait
   // for the hand-over itself (each tensor's file descriptor fetched from the worker: 20 ms on
   // val32's 5-rank job with 30 ms collate stalls, the workers idle meanwhile). Their code is
-  // still what the loader's time comes from: where the training thread's samples only wait in
+  // still what the loader's time comes from: where the training thread's samples mostly wait in
   // library code, the workers' hottest frames over the window name it.
   std::vector<HotFrame> workers_overall =
       HottestLoaderWorkerFrames(samples, path.start_ns(), path.end_ns(), max_frames);
