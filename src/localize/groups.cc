@@ -37,6 +37,16 @@ struct RoleSignature {
 // CanonicalCollective of gloo:send, gloo:recv).
 constexpr std::string_view kSend = "send", kReceive = "recv";
 
+// The worker's point-to-point calls in issue order (true: a send).
+std::vector<bool> PointToPointOrder(const WorkerTable& table, size_t worker) {
+  std::vector<bool> sends;
+  for (const CollectiveEntry& c : table.collectives(worker)) {
+    std::string_view name = table.name(c.name);
+    if (name == kSend || name == kReceive) sends.push_back(name == kSend);
+  }
+  return sends;
+}
+
 RoleSignature SignatureOf(const WorkerTable& table, size_t worker) {
   RoleSignature s;
   for (const FunctionEntry& f : table.functions(worker)) {
@@ -55,10 +65,7 @@ RoleSignature SignatureOf(const WorkerTable& table, size_t worker) {
     s.collectives.emplace_back(calls[i], static_cast<double>(j - i) / iterations);
     i = j;
   }
-  for (const CollectiveEntry& c : table.collectives(worker)) {
-    std::string_view name = table.name(c.name);
-    if (name == kSend || name == kReceive) s.p2p_sends.push_back(name == kSend);
-  }
+  s.p2p_sends = PointToPointOrder(table, worker);
   return s;
 }
 
@@ -146,16 +153,10 @@ std::vector<WorkerGroup> GroupWorkers(const WorkerTable& table) {
 
 bool ExchangesPointToPoint(const WorkerGroup& group) {
   if (group.size() == 0) return false;
-  for (uint32_t member : group.members) {
-    bool sends = false, receives = false;
-    for (const CollectiveEntry& c : group.table->collectives(member)) {
-      std::string_view name = group.table->name(c.name);
-      sends = sends || name == kSend;
-      receives = receives || name == kReceive;
-    }
-    if (!sends || !receives) return false;
-  }
-  return true;
+  return std::all_of(group.members.begin(), group.members.end(), [&](uint32_t member) {
+    std::vector<bool> order = PointToPointOrder(*group.table, member);
+    return std::count(order.begin(), order.end(), true) > 0 && std::count(order.begin(), order.end(), false) > 0;
+  });
 }
 
 double MedianIterationS(const WorkerGroup& group) {

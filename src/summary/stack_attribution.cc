@@ -113,12 +113,12 @@ void TallySamples(const StackSamples& samples, const CriticalPath& path, const F
       overlap -= std::max<int64_t>(0, std::min(unknown_end, span.end_ns) - std::max(unknown_begin, span.start_ns));
       if (overlap <= 0 || !counted(table.all()[span.function].category)) continue;
       int64_t frame = user_frames[sample.stack];
-      bool inside = span.start_ns <= sample.ts_ns && sample.ts_ns <= span.end_ns;
-      for (Tally* tally : {&tallies->around, inside ? &tallies->inside : nullptr}) {
-        if (tally == nullptr) continue;
+      auto add = [&](Tally* tally) {
         tally->sampled_ns[span.function] += overlap;
         if (frame >= 0) tally->frame_ns[span.function][locations[static_cast<size_t>(frame)]] += overlap;
-      }
+      };
+      add(&tallies->around);
+      if (span.start_ns <= sample.ts_ns && sample.ts_ns <= span.end_ns) add(&tallies->inside);
       const std::vector<uint32_t>& stack = samples.stacks[sample.stack];
       if (stack.empty() || static_cast<int64_t>(stack.front()) != frame) {
         tallies->library_ns[span.function] += overlap;
@@ -154,11 +154,11 @@ bool IsDataloader(Category category) { return category == Category::kDataloader;
 
 // The function's hottest frames from the samples taken while it ran, where they name any: a
 // sample taken after a span ended shows the code after it (a Python loop that kept the GIL from
-// the sampler until the forward's first line: val32's light global Python, 7.7 ms a step, named
-// the forward's line on 2 of its 3 ranks). Else from the samples around its spans: a C call that
-// held the GIL throughout, which a sample just after stands for, or a Python loop that issues an
-// op per element, whose gaps between the ops are too short to be sampled in (an LSTM job's
-// per-row gradient norms, each gap a few µs, were named only so).
+// the sampler until the forward's first line: val32's light global Python, 7.7 ms a step, had
+// the forward's line named on 1 of its 3 ranks and no line on the others). Else from the samples around its spans: a C
+// call that held the GIL throughout, which a sample just after stands for, or a Python loop that issues an op per
+// element, whose gaps between the ops are too short to be sampled in (an LSTM job's per-row gradient norms, each gap a
+// few µs, were named only so).
 std::vector<HotFrame> HottestSeenFrames(const Tallies& tallies, uint32_t function, int64_t period_ns,
                                         size_t max_frames) {
   std::vector<HotFrame> seen = HottestFrames(tallies.inside, function, period_ns, max_frames, kMinSeenFramePeriods);

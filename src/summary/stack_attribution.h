@@ -33,8 +33,8 @@ inline constexpr double kMinHotFramePeriods = 3;
 // A line seen by samples taken during the function's spans, or by the loader workers' samples
 // over the window (each what a worker ran at that moment), needs one period of their time: no
 // neighbour's edge is in it (the samples around a span are left out where any was taken inside),
-// and a short loop that kept the GIL from the sampler is caught in it once or twice a window
-// (val32's light global Python, 7.7 ms in each 100 ms step at 150 Hz: 1-2 samples a rank). Over
+// and a short loop that kept the GIL from the sampler is caught in it a few times a window
+// (val32's light global Python, 7.7 ms in each 100 ms step at 150 Hz: 2-3 samples a rank). Over
 // the saved runs this named 6 more lines right (five light global Python loops, one checkpoint)
 // and none wrong; for the workers, none changed there, and two unseen jobs' worker transforms were
 // named at their line instead of the training loop's.

@@ -11,6 +11,7 @@ namespace eroica {
 namespace {
 
 constexpr std::string_view kLoader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+constexpr std::string_view kWorkerLoader = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
 constexpr std::string_view kGap =
     "(python between enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ and aten::mm)";
 constexpr int64_t kStepZeroUnixNs = 1'700'000'000'000'000'000;
@@ -303,8 +304,7 @@ TEST(StackAttributionTest, ALineNeedsThreeSamplesTime) {
 // an idle worker (in library code only) names nothing.
 TEST(StackAttributionTest, TheLoadersTimeGoesToItsWorkerProcessesUserFrames) {
   FunctionTable table;
-  uint32_t loader = table.Intern(Category::kDataloader, HostKind::kNone,
-                                 "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__");
+  uint32_t loader = table.Intern(Category::kDataloader, HostKind::kNone, std::string(kWorkerLoader));
   uint32_t gap = table.Intern(Category::kHost, HostKind::kPython, "(python between a and b)");
   SpanList path = {{0, 80'000, loader}, {80'000, 130'000, gap}};
   StackSamples samples;
@@ -384,8 +384,7 @@ TEST(StackAttributionTest, OnlySamplesTakenInAPointsSpansNameItsLine) {
 // own code in the loader (a sampler of its own), that code names it.
 TEST(StackAttributionTest, AWaitForPrefetchingWorkersIsTheirCodesTime) {
   FunctionTable table;
-  uint32_t loader = table.Intern(Category::kDataloader, HostKind::kNone,
-                                 "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__");
+  uint32_t loader = table.Intern(Category::kDataloader, HostKind::kNone, std::string(kWorkerLoader));
   uint32_t op = table.Intern(Category::kCompute, HostKind::kNone, "aten::mm");
   // Three 100 µs steps: the loader [0, 40) µs, then the op; a training sample every 10 µs.
   auto training = [&](const SampledFrame& waiting_in) {
