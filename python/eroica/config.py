@@ -52,10 +52,14 @@ class Config:
     # iteration `baseline_at` (-1: after the detector's warm-up and first window, once iteration
     # times stop falling, at most one window later; never after a slowdown was seen), kept as
     # <dir>/<job>.baseline.pattern; later sessions are also diagnosed against it. A new one only
-    # on the user's word: `eroica.rebaseline()` or `python -m eroica rebaseline`.
+    # on the user's word: `eroica.rebaseline()` or `python -m eroica rebaseline`. As many
+    # iterations as a session's window: the baseline is diagnosed like a session, and with 2-3
+    # iterations the localizer can only ask whether a rank led every one of them, which a node's
+    # passing noise satisfies (a healthy 4-rank conv job on 2 cores: 1 of 11 three-step baselines
+    # named a rank whose convolutions ran 1.8x its peers' for those 3 steps only).
     baseline: bool = True
     baseline_at: int = -1
-    baseline_iters: int = 3
+    baseline_iters: int = 5
     # Where sessions go and how they are diagnosed.
     dir: str = "/tmp/eroica"
     bin: str = ""

@@ -70,6 +70,7 @@ def test_every_rank_slower_is_a_global_finding_against_the_baseline(tmp_path):
     assert first["category"] == "host", first
     assert "against the baseline" in first["evidence"], first
     assert first.get("location", "").startswith(DDP + ":"), first  # the added sleep's line
+    assert first["evidence"].count("Python stack samples put") == 1, first  # merged, not said twice
     print("finding: %s %s: %s\n%s" % (first["scope"], first["category"], first["function"],
                                       first["evidence"]))
 

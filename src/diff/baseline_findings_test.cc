@@ -36,6 +36,35 @@ TEST(BaselineFindings, EveryRankSlowerIsAGlobalFindingOfWhatGrew) {
   EXPECT_NE(f.evidence.find("% of the 40."), std::string::npos) << f.evidence;
 }
 
+// Every rank calls an op more often, each call shorter (an evaluation pass added on every rank:
+// its small batches' convolutions): more work, said so, not "slow compute".
+TEST(BaselineFindings, MoreCallsEachNoSlowerAreMoreWorkNotSlowerWork) {
+  std::vector<WorkerPattern> now = Job(4);
+  for (WorkerPattern& w : now) {
+    double total_ms = w.iteration_s * 1e3 + 40;
+    w.iteration_s = total_ms / 1e3;
+    for (FunctionPattern& f : w.functions) {
+      f.beta = f.beta * (total_ms - 40) / total_ms;
+      if (f.name == "aten::mm") {
+        f.beta += 40 / total_ms;
+        f.calls_per_iter = 100;  // 100 ms in 100 calls: 1 ms each, 6 ms at the baseline
+        f.mean_duration_us = f.beta * total_ms * 1e3 / 100;
+      }
+    }
+  }
+  Diagnosis d;
+  ApplyBaseline(DiffPatterns(Job(4), now), &d);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.function, "aten::mm");
+  EXPECT_NE(f.evidence.find("every rank's aten::mm runs 100.0 calls per iteration, 10.0 at the baseline"),
+            std::string::npos)
+      << f.evidence;
+  EXPECT_NE(f.action.find("calls aten::mm 10.0x as often per iteration as at the baseline, each call no slower"),
+            std::string::npos)
+      << f.action;
+}
+
 // Every rank's training thread queued 40 ms longer for a CPU after its collective than at the
 // baseline (other processes took the cores): no cause of the job's own, said in a note.
 TEST(BaselineFindings, TimeQueuedForACpuAfterCollectivesIsNoCauseOfItsOwn) {
@@ -114,9 +143,12 @@ TEST(BaselineFindings, AGlobalHostPointFromThePeersMergesWithTheBaselinesUnderAn
   peers.function = "(python between c and d)";
   peers.workers = {0, 1, 2, 3};
   peers.evidence = "on 4 of 4 workers it is the largest host cost";
+  peers.location = "train.py:88(train)";
   d.findings.push_back(peers);
   ApplyBaseline(DiffPatterns(Job(4), now), &d);
   ASSERT_EQ(d.findings.size(), 1u);
+  // Located once (its evidence names the line), so no later pass locates it again.
+  EXPECT_EQ(d.findings[0].location, "train.py:88(train)");
   EXPECT_NE(d.findings[0].evidence.find("against the baseline"), std::string::npos) << d.findings[0].evidence;
   EXPECT_NE(d.findings[0].evidence.find("largest host cost"), std::string::npos) << d.findings[0].evidence;
   // A different function of the same category that is no program point stays apart.
