@@ -1,5 +1,5 @@
-"""Real 2-rank gloo jobs under `eroica run`: one rank runs pure Python (or gc.collect()) at a
-known line every iteration, and the diagnosis names that file:line from the window's stack
+"""Real 2-rank gloo jobs under `eroica run`: one rank runs pure Python (or gc.collect(), or an
+evaluation's forward passes) at a known line every iteration, and the diagnosis names that file:line from the window's stack
 samples (CPU-only torch records no Python frames of its own): in report.json, the text
 report, the HTML report and `eroica prompt`."""
 
@@ -26,7 +26,9 @@ def marked_line(path, mark):
 
 @needs_bin
 @pytest.mark.parametrize("knobs,mark", [("gc=0 hot_s=0.04", "# HOT-LINE"),
-                                        ("gc=1", "# GC-LINE")])
+                                        ("gc=1", "# GC-LINE"),
+                                        # The model's own ops, from a line its peer never ran.
+                                        ("eval_s=0.04", "# EVAL-LINE")])
 def test_host_time_on_one_rank_is_named_by_file_and_line(tmp_path, knobs, mark):
     env = clean_env(EROICA_DIR=tmp_path, EROICA_TRIGGER_AT=15, EROICA_POLL_S=0.1,
                     EROICA_MARGIN=5, EROICA_CAPTURE_ITERS=8, EROICA_BIN=REAL_BIN)

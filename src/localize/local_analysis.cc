@@ -14,6 +14,7 @@
 #include "localize/function_leads.h"
 #include "localize/host_gaps.h"
 #include "localize/iteration_evidence.h"
+#include "localize/own_code_line.h"
 #include "localize/work_signals.h"
 #include "summary/function_name.h"
 
@@ -442,6 +443,18 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
   // bytes and shapes are exact.
   bool timed = work.source != WorkSource::kExact;
   std::string own_calls = ExtraCallsOfItsOwnCode(group, x.member, e.imbalance_ratio, work.more_work);
+  // Ops its peers also run, called from a line they never ran: an evaluation pass on one rank
+  // calls the model's forward ops, so its calls look like more data (own_code_line.h).
+  std::optional<OwnCodeLine> own_line;
+  if (x.category == Category::kCompute) own_line = LineOnlyItRuns(group, x.member, x.excess);
+  if (own_line) {
+    f.location = std::string(group.table->name(own_line->location));
+    std::string line_evidence = fmt::format(
+        "its stack samples put {:.0f}% of its window under {}, a line the samples of {} of its {} sampled peers never "
+        "reached: the extra work is its own code's",
+        100 * own_line->share, f.location, own_line->peers_without, own_line->peers_sampled);
+    own_calls = own_calls.empty() ? line_evidence : own_calls + "; " + line_evidence;
+  }
   if (!own_calls.empty() && (x.category == Category::kCompute || x.category == Category::kHost)) {
     // Its code's: the ops it calls and the Python between them. Named at its busiest host point,
     // whose stack samples give the line (a GRU's rank 0 logging its parameters element by element:

@@ -1,5 +1,6 @@
 #include "localize/localizer.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -2838,6 +2839,44 @@ TEST(LocalizerTest, ManyMoreCallsWithThePeersItemsAreARanksOwnCode) {
   Diagnosis longer = Localize(OwnCodeCallingOps(214, 2.86), DefaultExpectations());
   ASSERT_FALSE(longer.healthy());
   EXPECT_EQ(longer.findings[0].category, FindingCategory::kImbalance) << longer.findings[0].evidence;
+}
+
+// An evaluation pass on one rank calls the model's forward ops, the very ops its peers spend their
+// time in (an unseen 4-rank conv job whose rank 0 ran 200 ms of forwards every 4th step: its
+// convolutions called 37x its peers' a step, named `imbalance`, the extra calls read as more
+// data). Its stack samples tell: about half of its window sat under the evaluation's lines, which
+// its peers' samples never reached, while the model's lines are on every rank's.
+TEST(LocalizerTest, ExtraCallsFromALineItsPeersNeverRanAreItsOwnCode) {
+  auto run = [](bool peers_run_it, size_t peer_lines, float share) {
+    LocalizeInput input = OwnCodeCallingOps(214, 2.86);  // more calls of its peers' ops
+    for (WorkerPattern& w : input.workers) {
+      w.code_lines = {{"/job/train.py:94(<module>)", 1.0F, 0}, {"/job/model.py:47(forward)", 0.5F, 2}};
+      if (w.rank == 0 || peers_run_it) {
+        w.code_lines.push_back({"/job/train.py:75(main)", share, 1});
+        w.code_lines.push_back({"/job/train.py:86(run_eval)", share, 2});
+      }
+      for (size_t i = 0; w.rank != 0 && w.code_lines.size() < peer_lines; ++i) {
+        w.code_lines.push_back({fmt::format("/job/train.py:{}(main)", 100 + i), 0.01F, 1});
+      }
+    }
+    return Localize(input, DefaultExpectations());
+  };
+  Diagnosis d = run(false, 0, 0.5F);
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kHost) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{0});
+  EXPECT_EQ(d.findings[0].location, "/job/train.py:86(run_eval)");  // the deeper of its two lines
+  EXPECT_NE(d.findings[0].evidence.find("its stack samples put 50% of its window under /job/train.py:86(run_eval), a "
+                                        "line the samples of 3 of its 3 sampled peers never reached"),
+            std::string::npos)
+      << d.findings[0].evidence;
+  // Its peers ran that code too, or their lists were full (the line may sit below their last), or
+  // it holds less than half of the rank's excess: more calls of its peers' ops, as before.
+  for (Diagnosis other : {run(true, 0, 0.5F), run(false, kMaxCodeLines, 0.5F), run(false, 0, 0.2F)}) {
+    ASSERT_FALSE(other.healthy());
+    EXPECT_EQ(other.findings[0].category, FindingCategory::kImbalance) << other.findings[0].evidence;
+    EXPECT_TRUE(other.findings[0].location.empty()) << other.findings[0].location;
+  }
 }
 
 // With DataLoader worker processes the training process's loader ops count batches, not items

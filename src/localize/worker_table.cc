@@ -47,6 +47,10 @@ void WorkerTable::Add(const WorkerPattern& w) {
   row.collectives_begin = static_cast<uint32_t>(collectives_.size());
   for (const CollectiveCall& c : w.collectives) collectives_.push_back({names_.Intern(c.name), c.duration_us});
   row.collectives_count = static_cast<uint32_t>(w.collectives.size());
+  row.code_lines_begin = static_cast<uint32_t>(code_lines_.size());
+  for (const CodeFrame& line : w.code_lines)
+    code_lines_.push_back({names_.Intern(line.location), line.share, line.depth});
+  row.code_lines_count = static_cast<uint32_t>(w.code_lines.size());
   rows_.push_back(row);
 }
 

@@ -35,6 +35,13 @@ struct FunctionEntry {
   bool has_mu() const { return !std::isnan(mu); }
 };
 
+// A line of the job's code on the training thread's samples (CodeFrame).
+struct CodeLineEntry {
+  StringId location = 0;
+  float share = 0;
+  uint32_t depth = 0;
+};
+
 struct CollectiveEntry {
   StringId name = 0;
   float duration_us = 0;
@@ -54,6 +61,7 @@ struct WorkerRow {
   uint32_t functions_begin = 0, functions_count = 0;
   uint32_t iterations_begin = 0, iterations_count = 0;
   uint32_t collectives_begin = 0, collectives_count = 0;
+  uint32_t code_lines_begin = 0, code_lines_count = 0;
   std::optional<CpuShare> cpu;  // who had the processor over the window, when read
   // Its DataLoader workers' top frame over the window (WorkerPattern::loader_worker_frames).
   StringId loader_worker_frame = Interner::kEmpty;
@@ -78,6 +86,10 @@ class WorkerTable {
   std::span<const CollectiveEntry> collectives(size_t i) const {
     return {collectives_.data() + rows_[i].collectives_begin, rows_[i].collectives_count};
   }
+  // The training thread's sampled lines (WorkerPattern::code_lines), most time first.
+  std::span<const CodeLineEntry> code_lines(size_t i) const {
+    return {code_lines_.data() + rows_[i].code_lines_begin, rows_[i].code_lines_count};
+  }
   std::string_view name(StringId id) const { return names_.Get(id); }
   // The worker's entry for a function, or nullptr.
   const FunctionEntry* Find(size_t worker, StringId name, Category category) const;
@@ -88,6 +100,7 @@ class WorkerTable {
   std::vector<FunctionEntry> functions_;
   std::vector<std::array<float, kCategoryCount>> iteration_betas_;
   std::vector<CollectiveEntry> collectives_;
+  std::vector<CodeLineEntry> code_lines_;
 };
 
 }  // namespace eroica

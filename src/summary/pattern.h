@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,6 +18,22 @@ namespace eroica {
 struct HotFrame {
   std::string location;  // "path/file.py:57(function)"
   float share = 0;       // of the function's sampled critical-path time
+};
+
+// A line of the job's own code on the training thread's sampled stacks, wherever on them (a
+// caller's line as well as the innermost one): the share of the window's sampled time whose stacks
+// held it, and its depth (the fewest frames of the job's code outside it on those stacks).
+// The most a pattern keeps, and the least share of the window's sampled time a kept line holds:
+// a training loop's stacks hold a few dozen lines of the job's code, and 1 % of a 5-step window
+// of 100 ms steps sampled at 150 Hz is under one sample. A line missing from a list that is not
+// full was not sampled there, or about once.
+inline constexpr size_t kMaxCodeLines = 24;
+inline constexpr float kMinCodeLineShare = 0.01F;
+
+struct CodeFrame {
+  std::string location;  // "path/file.py:57(function)"
+  float share = 0;
+  uint32_t depth = 0;
 };
 
 struct FunctionPattern {
@@ -92,6 +109,10 @@ struct WorkerPattern {
   // (their stack samples; share: of their samples in the job's code), hottest first: what their
   // CPU went to, where they keep up and the training thread seldom waits for them.
   std::vector<HotFrame> loader_worker_frames;
+  // The training thread's lines of the job's own code that held the most of the window's sampled
+  // time (stack_attribution.h TrainingThreadLines), most first: a line a rank ran that its peers
+  // never did names the code behind its extra work (localize/own_code_line.h).
+  std::vector<CodeFrame> code_lines;
 
   int iterations() const { return static_cast<int>(step_ids.size()); }
 };

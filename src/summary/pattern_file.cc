@@ -43,6 +43,8 @@ namespace {
 
 constexpr uint32_t kMaxBlockBytes = 1u << 30;
 constexpr uint64_t kMaxPatternFileBytes = uint64_t{1} << 40;
+// Deeper than Python's recursion limit allows by far: a corrupt depth, not a stack.
+constexpr uint64_t kMaxStackDepth = 1u << 16;
 
 // A count read from the file is believed only when the bytes left could hold that many
 // elements of at least min_bytes each (and it is below a sane maximum): nothing is allocated
@@ -131,6 +133,13 @@ void WriteWorker(const WorkerPattern& w, int version, StringTable* strings, Byte
     out->Varint(strings->Id(frame.location));
     out->F32(frame.share);
   }
+  if (version < 8) return;
+  out->Varint(w.code_lines.size());
+  for (const CodeFrame& line : w.code_lines) {
+    out->Varint(strings->Id(line.location));
+    out->F32(line.share);
+    out->Varint(line.depth);
+  }
 }
 
 // A call's duration as stored (median, lower quartile): 0, "not measured", for anything that is
@@ -216,6 +225,7 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
   for (FunctionPattern& f : w->functions) f.hot_frames.clear();
   w->cpu.reset();
   w->loader_worker_frames.clear();
+  w->code_lines.clear();
   if (version < 2) return in->ok();
   uint64_t located = in->Varint();
   if (!in->ok() || located > functions) return false;
@@ -258,6 +268,18 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
   for (HotFrame& frame : w->loader_worker_frames) {
     assign(&frame.location, in->Varint());
     frame.share = in->F32();
+  }
+  if (version < 8) return in->ok();
+  uint64_t lines = in->Varint();
+  if (!in->ok() || lines > kMaxCodeLines) return false;
+  w->code_lines.resize(lines);
+  for (CodeFrame& line : w->code_lines) {
+    assign(&line.location, in->Varint());
+    float share = in->F32();
+    line.share = std::isfinite(share) ? std::clamp(share, 0.0f, 1.0f) : 0.0f;
+    uint64_t depth = in->Varint();
+    if (depth > kMaxStackDepth) return false;
+    line.depth = static_cast<uint32_t>(depth);
   }
   return in->ok();
 }

@@ -59,6 +59,7 @@ WorkerPattern MakeWorker(int rank) {
                    .main_cpu = 0.375f,
                    .main_run_delay = 0.25f};
   w.loader_worker_frames = {{"data.py:30(tokenize)", 0.625F}};
+  w.code_lines = {{"train.py:90(<module>)", 1.0F, 0}, {"train.py:75(main)", 0.5F, 1}};
   return w;
 }
 
@@ -105,6 +106,10 @@ TEST(PatternFileTest, RoundTripsEveryField) {
   ASSERT_EQ(w.loader_worker_frames.size(), 1u);
   EXPECT_EQ(w.loader_worker_frames[0].location, "data.py:30(tokenize)");
   EXPECT_FLOAT_EQ(w.loader_worker_frames[0].share, 0.625F);
+  ASSERT_EQ(w.code_lines.size(), 2u);
+  EXPECT_EQ(w.code_lines[1].location, "train.py:75(main)");
+  EXPECT_FLOAT_EQ(w.code_lines[1].share, 0.5F);
+  EXPECT_EQ(w.code_lines[1].depth, 1u);
 }
 
 // An older version's file, as that version's writer left it (what it lacks is left out).
@@ -114,6 +119,17 @@ std::string OlderVersionFile(const WorkerPattern& w, char version) {
   std::string file = writer.Finish();
   EXPECT_EQ(file[7], version);
   return file;
+}
+
+TEST(PatternFileTest, ReadsVersionSevenFilesWithoutTheCodeLines) {
+  TempDir dir;
+  std::string path = dir.Write("v7.pattern", OlderVersionFile(MakeWorker(7), '\x07'));
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_EQ(read->size(), 1u);
+  const WorkerPattern& w = (*read)[0];
+  ASSERT_EQ(w.loader_worker_frames.size(), 1u);
+  EXPECT_TRUE(w.code_lines.empty());
 }
 
 TEST(PatternFileTest, ReadsVersionSixFilesWithoutTheLoaderWorkersFrames) {
@@ -239,7 +255,7 @@ TEST(PatternFileTest, NewerVersionIsOneLineNamingTheFile) {
   ASSERT_FALSE(read.ok());
   std::string message = read.status().message();
   EXPECT_EQ(message, path +
-                         ": pattern format version 8 is not supported (this eroica reads 1 to 7; "
+                         ": pattern format version 9 is not supported (this eroica reads 1 to 8; "
                          "a newer eroica wrote it)");
   newer[7] = static_cast<char>(200);
   read = ReadPatternFile(dir.Write("v200.pattern", newer));

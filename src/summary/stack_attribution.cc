@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -202,6 +203,52 @@ std::vector<HotFrame> HottestLoaderWorkerFrames(const StackSamples& samples, int
   // workers of an unseen 4-rank job (8 steps of ~20 ms, 4-13 samples a worker) and a recommender
   // job's per-sample transform on one rank were named at the training loop's line with three.
   return HottestFrames(tally, 0, period_ns, max_frames, kMinSeenFramePeriods);
+}
+
+std::vector<CodeFrame> TrainingThreadLines(const StackSamples& samples, int64_t begin_ns, int64_t end_ns,
+                                           size_t max_lines) {
+  struct Line {
+    int64_t ns = 0;
+    uint32_t depth = UINT32_MAX;
+  };
+  std::map<std::string, Line> lines;
+  int64_t total_ns = 0;
+  std::optional<int64_t> previous_ns;  // the window's first sample stands for one period
+  std::vector<std::string> seen;       // one sample's lines, each counted once (recursion)
+  for (const StackSample& sample : samples.samples) {
+    if (sample.ts_ns < begin_ns || sample.ts_ns >= end_ns) continue;
+    int64_t ns =
+        previous_ns ? std::clamp<int64_t>(sample.ts_ns - *previous_ns, 0, kMaxSampleIntervalNs) : PeriodNs(samples);
+    previous_ns = sample.ts_ns;
+    total_ns += ns;
+    const std::vector<uint32_t>& stack = samples.stacks[sample.stack];
+    seen.clear();
+    uint32_t depth = 0;  // the job's frames outside this one: the stack is innermost first
+    for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
+      const SampledFrame& f = samples.frames[*frame];
+      if (IsLibraryFrame(f, samples.library_prefixes)) continue;
+      std::string location = fmt::format("{}:{}({})", f.file, f.line, f.function);
+      if (std::find(seen.begin(), seen.end(), location) == seen.end()) {
+        Line& line = lines[location];
+        line.ns += ns;
+        line.depth = std::min(line.depth, depth);
+        seen.push_back(std::move(location));
+      }
+      ++depth;
+    }
+  }
+  std::vector<CodeFrame> out;
+  if (total_ns <= 0) return out;
+  for (const auto& [location, line] : lines) {
+    if (static_cast<double>(line.ns) < kMinCodeLineShare * static_cast<double>(total_ns)) continue;
+    out.push_back(
+        {location, static_cast<float>(static_cast<double>(line.ns) / static_cast<double>(total_ns)), line.depth});
+  }
+  std::sort(out.begin(), out.end(), [](const CodeFrame& a, const CodeFrame& b) {
+    return a.share != b.share ? a.share > b.share : a.location < b.location;
+  });
+  if (out.size() > max_lines) out.resize(max_lines);
+  return out;
 }
 
 std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(const StackSamples& samples,

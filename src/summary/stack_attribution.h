@@ -53,6 +53,14 @@ std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(const 
 std::vector<HotFrame> HottestLoaderWorkerFrames(const StackSamples& samples, int64_t begin_ns, int64_t end_ns,
                                                 size_t max_frames = 2);
 
+// The training thread's lines of the job's own code that held the most of [begin_ns, end_ns)'s
+// sampled time (at most `max_lines`), each counted once per sample wherever on the stack it sat:
+// an evaluation pass shows as its call's line on every sample taken inside it, under the model's
+// own lines that training runs too. Each sample stands for the time since the one before (a call
+// that kept the GIL from the sampler delays the next sample to its end), at most two seconds.
+std::vector<CodeFrame> TrainingThreadLines(const StackSamples& samples, int64_t begin_ns, int64_t end_ns,
+                                           size_t max_lines = kMaxCodeLines);
+
 // Code that is not the job's own: under one of `prefixes`, in an installed package, or not a
 // file ("<frozen ...>", "<string>").
 bool IsLibraryFrame(const SampledFrame& frame, const std::vector<std::string>& prefixes);

@@ -3,7 +3,10 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "summary/summary_test_util.h"
 
@@ -196,6 +199,49 @@ TEST(StackAttributionTest, TheLoaderWorkersHottestFramesOverTheWindow) {
   hot = HottestLoaderWorkerFrames(one, 900, 5000);
   ASSERT_EQ(hot.size(), 1u);
   EXPECT_EQ(hot[0].location, "/job/data.py:30(tokenize)");
+}
+
+TEST(StackAttributionTest, TheTrainingThreadsLinesCountWhereverOnTheStack) {
+  StackSamples samples;
+  samples.hz = 1e8;  // 10 ns period
+  samples.library_prefixes = {"/usr/lib/python3/dist-packages/torch/"};
+  samples.frames = {
+      {"/job/train.py", 90, "<module>"}, {"/job/train.py", 60, "main"},  // the training step's line
+      {"/job/train.py", 75, "main"},                                     // an evaluation's call
+      {"/job/model.py", 20, "forward"},  {"/usr/lib/python3/dist-packages/torch/nn/modules/conv.py", 313, "forward"},
+      {"/job/train.py", 86, "run_eval"}, {"/job/rec.py", 5, "walk"}};
+  // Innermost first: training's forward, the evaluation's forward (the same model line under the
+  // evaluation's two lines), and a recursion that repeats a line on one stack.
+  samples.stacks = {{4, 3, 1, 0}, {4, 3, 5, 2, 0}, {6, 6, 1, 0}};
+  // Every 10 ns: 4 samples of training, 4 of the evaluation; one late sample after a 40 ns gap
+  // (a call that kept the GIL) stands for all of it; one outside the window.
+  for (int i = 0; i < 4; ++i) samples.samples.push_back({1000 + 10 * i, 0});
+  for (int i = 0; i < 4; ++i) samples.samples.push_back({1040 + 10 * i, 1});
+  samples.samples.push_back({1110, 2});
+  samples.samples.push_back({5000, 0});
+  std::vector<CodeFrame> lines = TrainingThreadLines(samples, 1000, 2000);
+  // Time: training 10 (the first sample: one period) + 3 x 10, the evaluation 4 x 10, the late
+  // one 40: 120 ns in all.
+  auto find = [&](std::string_view location) {
+    auto it = std::find_if(lines.begin(), lines.end(), [&](const CodeFrame& l) { return l.location == location; });
+    return it == lines.end() ? nullptr : &*it;
+  };
+  ASSERT_NE(find("/job/train.py:90(<module>)"), nullptr);
+  EXPECT_FLOAT_EQ(find("/job/train.py:90(<module>)")->share, 1.0F);
+  EXPECT_EQ(find("/job/train.py:90(<module>)")->depth, 0u);
+  EXPECT_NEAR(find("/job/model.py:20(forward)")->share, 2.0 / 3, 1e-6);  // in training and in the evaluation
+  EXPECT_EQ(find("/job/model.py:20(forward)")->depth, 2u);               // its fewest frames outside
+  EXPECT_NEAR(find("/job/train.py:75(main)")->share, 1.0 / 3, 1e-6);
+  EXPECT_NEAR(find("/job/train.py:86(run_eval)")->share, 1.0 / 3, 1e-6);
+  EXPECT_EQ(find("/job/train.py:86(run_eval)")->depth, 2u);
+  EXPECT_NEAR(find("/job/rec.py:5(walk)")->share, 1.0 / 3, 1e-6);  // counted once on its stack
+  EXPECT_EQ(find("/usr/lib/python3/dist-packages/torch/nn/modules/conv.py:313(forward)"), nullptr);
+  EXPECT_EQ(lines.front().location, "/job/train.py:90(<module>)");  // most time first
+  // At most `max_lines`, the most sampled kept.
+  lines = TrainingThreadLines(samples, 1000, 2000, 1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].location, "/job/train.py:90(<module>)");
+  EXPECT_TRUE(TrainingThreadLines(StackSamples{}, 0, 5000).empty());
 }
 
 TEST(StackAttributionTest, OneLateSampleStandsForTheWholeCallThatDelayedIt) {

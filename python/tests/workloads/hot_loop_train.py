@@ -1,8 +1,11 @@
 """A small DDP job (gloo, CPU) where one rank runs pure Python at a known line every iteration.
 
-Knobs (key=value): world=2 iters=60 hot_rank=1 hot_s=0.03 gc=0 port=29512 workers=0 getitem_s=0
+Knobs (key=value): world=2 iters=60 hot_rank=1 hot_s=0.03 gc=0 eval_s=0 port=29512 workers=0
+getitem_s=0
   hot_rank spins in `hot_loop` (the HOT-LINE below) for hot_s per iteration; gc=1 makes it
-  call gc.collect() there instead, over a heap of many small objects. workers > 0: the batches
+  call gc.collect() there instead, over a heap of many small objects; eval_s > 0 makes it run
+  the model's forward without gradients for that long instead (the EVAL-LINE: an evaluation
+  pass on one rank, whose ops are the ones training calls). workers > 0: the batches
   come from a DataLoader with that many worker processes, whose samples each cost getitem_s
   of waiting on hot_rank (the GETITEM-LINE: a slow read in the workers).
 """
@@ -15,7 +18,7 @@ import ranks
 
 
 def parse(argv):
-    return ranks.knobs(argv, {"world": 2, "iters": 60, "hot_rank": 1, "hot_s": 0.03, "gc": 0,
+    return ranks.knobs(argv, {"world": 2, "iters": 60, "hot_rank": 1, "hot_s": 0.03, "gc": 0, "eval_s": 0.0,
                               "port": 29512, "workers": 0, "getitem_s": 0.0})
 
 
@@ -45,6 +48,13 @@ class Samples:
         return torch.randn(64)
 
 
+def evaluate(model, seconds, torch):
+    end = time.perf_counter() + seconds
+    with torch.no_grad():
+        while time.perf_counter() < end:
+            model(torch.randn(64, 64))  # EVAL-LINE
+
+
 def train(rank, opts):
     import torch
     import torch.distributed as dist
@@ -68,6 +78,8 @@ def train(rank, opts):
         if rank == opts["hot_rank"]:
             if opts["gc"]:
                 gc.collect()  # GC-LINE
+            elif opts["eval_s"]:
+                evaluate(model.module, opts["eval_s"], torch)
             else:
                 hot_loop(opts["hot_s"])
         opt.step()

@@ -1,0 +1,51 @@
+#include "localize/own_code_line.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "summary/pattern.h"
+
+namespace eroica {
+namespace {
+
+// Peers asked at most: a majority of an even sample of a large group is its majority, and each
+// peer costs lines² comparisons.
+constexpr size_t kMaxPeersAsked = 128;
+
+}  // namespace
+
+std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspect, double excess) {
+  const WorkerTable& table = *group.table;
+  std::vector<OwnCodeLine> lines;
+  std::vector<uint32_t> depths;
+  for (const CodeLineEntry& line : table.code_lines(group.members[suspect])) {
+    if (line.share >= excess / 2) {
+      lines.push_back({line.location, line.share, 0, 0});
+      depths.push_back(line.depth);
+    }
+  }
+  if (lines.empty()) return std::nullopt;
+  size_t stride = std::max<size_t>(1, group.size() / kMaxPeersAsked);
+  for (size_t k = 0; k < group.size(); k += stride) {
+    std::span<const CodeLineEntry> theirs = table.code_lines(group.members[k]);
+    if (k == suspect || theirs.empty()) continue;
+    for (OwnCodeLine& line : lines) {
+      ++line.peers_sampled;
+      // A line missing from a full list may still have been sampled there, below its last line.
+      bool listed = std::any_of(theirs.begin(), theirs.end(),
+                                [&](const CodeLineEntry& other) { return other.location == line.location; });
+      if (!listed && theirs.size() < kMaxCodeLines) ++line.peers_without;
+    }
+  }
+  std::optional<size_t> best;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].peers_sampled == 0 || 2 * lines[i].peers_without <= lines[i].peers_sampled) continue;
+    if (!best || depths[i] > depths[*best] || (depths[i] == depths[*best] && lines[i].share > lines[*best].share)) {
+      best = i;
+    }
+  }
+  if (!best) return std::nullopt;
+  return lines[*best];
+}
+
+}  // namespace eroica
