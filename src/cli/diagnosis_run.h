@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "cli/diagnose_inputs.h"
 #include "diff/baseline_findings.h"
+#include "diff/new_code_lines.h"
 #include "localize/finding_location.h"
 #include "localize/localizer.h"
 #include "localize/worker_table.h"
@@ -69,6 +70,9 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
     for (const WorkerPattern& worker : run->input.workers) table.Add(worker);
     LocateFindings(table, &run->diagnosis.findings);
   }
+  // What the window's own samples do not place (compute grown everywhere) may be code the
+  // baseline never ran.
+  LocateByNewCodeLines(base->workers, run->input.workers, &run->diagnosis.findings);
   return diff;
 }
 
