@@ -172,6 +172,20 @@ bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, const 
          OthersWaitFor(group, index) >= e.min_excess_beta;
 }
 
+// The scheduler's noise runs the code every rank runs, longer or shorter; it does not make one
+// rank run code its peers never do. So own work above its peers by the floor, while the others
+// wait for it, most of it under a line of the job's code that its peers' stack samples never
+// reached (own_code_line.h), is that code's at any spread: however rarely it runs. An unseen
+// 6-rank conv job whose rank 0 ran 300 ms of evaluation every 8th step had it in one step of
+// its 5-step window (that step 0.47 s, the others 0.14-0.20): its own work summed over the window
+// stood 3.0 spreads above its peers', the others waiting 0.28 of a step for it, 26 % of its
+// window under the evaluation's line.
+bool RunsCodeOfItsOwn(const WorkerGroup& group, size_t iterations, size_t k, double excess, const Expectations& e) {
+  double floor = iterations >= 4 ? e.small_group_min_excess_beta : e.fallback_excess_beta;
+  return iterations >= 2 && excess >= floor && OthersWaitFor(group, k) >= e.min_excess_beta &&
+         LineOnlyItRuns(group, k, excess).has_value();
+}
+
 // Code is at one program point in every step; the scheduler's noise moves between points and
 // steps. So host time above the iteration's median by the floor in every iteration of the window
 // (WindowExcess::SmallestExcess), whose whole excess over the window one recurring Python point or
@@ -331,6 +345,9 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
                                  RobustZ(own[k], own_center, e.min_scale_beta), last, e);
     bool any_category = false;
     for (size_t c = 0; c < kOwnCount; ++c) any_category = any_category || outlier[c][k];
+    if (!own_outlier && !any_category) {
+      own_outlier = RunsCodeOfItsOwn(group, own_leaders.iterations(), k, own[k] - PeerCenter(own, own_center, k), e);
+    }
     if (!own_outlier && !any_category) continue;
     Excess best = LargestCategoryExcess(by_category, k, e, any_category ? &outlier : nullptr);
     PreferWhereMostOfItsExcessIs(by_category, k, own[k] - PeerCenter(own, own_center, k), e, &best);

@@ -2879,6 +2879,66 @@ TEST(LocalizerTest, ExtraCallsFromALineItsPeersNeverRanAreItsOwnCode) {
   }
 }
 
+// The same unseen conv job at 6 ranks, rank 0's evaluation (300 ms) every 8th step: one step of
+// the 5-step window held it (the window's per-step shares: compute, memory, communication,
+// loader, host). Its own work summed over the window stood 3.0 spreads above its peers', short of
+// the 5; the others waited 0.28 of a step for it, 26 % of its window under the evaluation's line.
+TEST(LocalizerTest, CodeOnlyOneRankRunsIsItsCodesHoweverRarelyItRuns) {
+  const std::vector<std::vector<std::array<float, kCategoryCount>>> steps = {{{0.68f, 0, 0.27f, 0.01f, 0.04f},
+                                                                              {0.81f, 0, 0.08f, 0.08f, 0.04f},
+                                                                              {0.60f, 0, 0.17f, 0.07f, 0.15f},
+                                                                              {0.46f, 0, 0.31f, 0.06f, 0.17f},
+                                                                              {0.77f, 0, 0.14f, 0.00f, 0.08f}},
+                                                                             {{0.61f, 0, 0.27f, 0.09f, 0.04f},
+                                                                              {0.63f, 0, 0.27f, 0.04f, 0.06f},
+                                                                              {0.70f, 0, 0.13f, 0.16f, 0.02f},
+                                                                              {0.62f, 0, 0.22f, 0.07f, 0.08f},
+                                                                              {0.27f, 0, 0.64f, 0.03f, 0.06f}},
+                                                                             {{0.73f, 0, 0.07f, 0.03f, 0.18f},
+                                                                              {0.66f, 0, 0.21f, 0.05f, 0.08f},
+                                                                              {0.72f, 0, 0.19f, 0.04f, 0.05f},
+                                                                              {0.68f, 0, 0.23f, 0.03f, 0.05f},
+                                                                              {0.27f, 0, 0.69f, 0.01f, 0.03f}},
+                                                                             {{0.63f, 0, 0.27f, 0.04f, 0.06f},
+                                                                              {0.73f, 0, 0.06f, 0.05f, 0.16f},
+                                                                              {0.55f, 0, 0.34f, 0.05f, 0.05f},
+                                                                              {0.43f, 0, 0.41f, 0.12f, 0.04f},
+                                                                              {0.21f, 0, 0.72f, 0.02f, 0.05f}},
+                                                                             {{0.59f, 0, 0.31f, 0.02f, 0.08f},
+                                                                              {0.80f, 0, 0.11f, 0.04f, 0.05f},
+                                                                              {0.70f, 0, 0.17f, 0.05f, 0.08f},
+                                                                              {0.36f, 0, 0.42f, 0.10f, 0.12f},
+                                                                              {0.14f, 0, 0.81f, 0.03f, 0.02f}},
+                                                                             {{0.55f, 0, 0.30f, 0.04f, 0.11f},
+                                                                              {0.64f, 0, 0.17f, 0.05f, 0.13f},
+                                                                              {0.58f, 0, 0.27f, 0.07f, 0.08f},
+                                                                              {0.75f, 0, 0.14f, 0.07f, 0.04f},
+                                                                              {0.11f, 0, 0.84f, 0.03f, 0.02f}}};
+  auto run = [&](bool own_line, bool peers_too) {
+    LocalizeInput input;
+    for (int r = 0; r < 6; ++r) {
+      WorkerPattern w = WorkerOfIterations(r, 6, 0.227, steps[static_cast<size_t>(r)]);
+      w.code_lines = {{"/job/train.py:94(<module>)", 1.0F, 0},
+                      {"/job/train.py:64(main)", 0.6F, 1},
+                      {"/job/model.py:47(forward)", 0.5F, 2}};
+      if (own_line && (r == 0 || peers_too)) {
+        w.code_lines.push_back({"/job/train.py:73(main)", 0.26F, 1});
+        w.code_lines.push_back({"/job/train.py:87(run_eval)", 0.26F, 2});
+      }
+      input.workers.push_back(w);
+    }
+    return Localize(input, DefaultExpectations());
+  };
+  Diagnosis d = run(true, false);
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{0});
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
+  EXPECT_EQ(d.findings[0].location, "/job/train.py:87(run_eval)") << d.findings[0].evidence;
+  // Without such a line, or with every rank running it, the one step is the noise it looks like.
+  EXPECT_TRUE(run(false, false).healthy()) << run(false, false).findings[0].evidence;
+  EXPECT_TRUE(run(true, true).healthy()) << run(true, true).findings[0].evidence;
+}
+
 // With DataLoader worker processes the training process's loader ops count batches, not items
 // (val29's 4-rank transformer given twice the batch with 2 workers a rank: 20 loader ops a step
 // on every rank, its compute calls 1.8x, the ops its peers spend their time in 1.00x as often,
