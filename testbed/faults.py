@@ -484,6 +484,38 @@ class SyncCheckpoint(NoFault):
         self.path.with_name(self.path.name + ".tmp").unlink(missing_ok=True)
 
 
+class EvalPass(NoFault):
+    """Every `every` steps, after its optimizer step, the rank runs the model's forward on the step's
+    last inputs without gradients for `eval_ms` (an evaluation pass or a metric on one rank, as
+    jobs do on rank 0): the very ops training calls, from a line its peers never run."""
+
+    name = "eval_pass"
+    category = "host"
+    sites = ("evaluation",)
+
+    def __init__(self, params=None, rank=0, work_dir=None):
+        super().__init__(params, rank, work_dir)
+        self.every = max(1, int(self.params.get("every", 4)))
+        self.eval_ms = float(self.params.get("eval_ms", 150))
+        self.passes = 0
+
+    def after_step(self, iteration, training_state):
+        if not self.active or iteration % self.every:
+            return
+        import torch  # here only: the launcher and the unit tests import this module without torch
+        model, inputs = training_state.model, training_state.last_inputs
+        deadline = time.perf_counter() + self.eval_ms / 1e3
+        model.eval()
+        with torch.no_grad():
+            while time.perf_counter() < deadline:
+                model(*inputs)  # site:evaluation
+                self.passes += 1
+        model.train()
+
+    def report(self):
+        return {"eval_passes": self.passes} if self.passes else {}
+
+
 def save_checkpoint(state, path: Path, fsync: bool) -> int:
     import torch  # here only: the launcher and the unit tests import this module without torch
     tmp = path.with_name(path.name + ".tmp")
@@ -609,6 +641,8 @@ SCENARIOS = {s.name: s for s in [
     Scenario("imbalance_seq", LongerSequences, "1", {"seq_factor": 2},
              settings={"model": "transformer"}),
     Scenario("checkpoint_sync", SyncCheckpoint, "1", {"fsync": 1}),
+    # One rank evaluates every 4th step for about a step's time: its code, however rarely it runs.
+    Scenario("eval_pass", EvalPass, "1", {"every": 4, "eval_ms": 150}),
     Scenario("net_throttle", NetThrottle, "1", {"rate_mbit": 400}),
     # Every rank's link throttled: a slow network, which every rank pays in every collective.
     Scenario("net_throttle_global", NetThrottle, "all", {"rate_mbit": 400}),

@@ -152,6 +152,7 @@ VALIDATION_FAULTS = {
     "hang": [(SIX_MLP, ()), (FOUR_TRANSFORMER_WORKERS, ())],
     "busy_thread": [(SIX_MLP, ("burst_ms=15", "period_ms=20")), (FOUR_TRANSFORMER_WORKERS, ())],
     "loader_workers_busy": [(SIX_MLP_WORKERS, ("getitem_cpu_ms=1",)), (FOUR_TRANSFORMER_WORKERS_ACCUM, ())],
+    "eval_pass": [(SIX_MLP, ("every=3", "eval_ms=100")), (FOUR_TRANSFORMER_WORKERS, ())],
 }
 VALIDATION_HEALTHY = [(SIX_MLP, 100), (SIX_MLP, 101), (FOUR_TRANSFORMER_WORKERS_ACCUM, 102),
                       (FOUR_TRANSFORMER_WORKERS_ACCUM, 103), ({"ranks": 6, "model": "transformer"}, 104),
@@ -202,6 +203,7 @@ PROBE_ROWS = [
     # Added last, so that the rows above keep their seeds.
     ("busy_thread", (FIVE_MLP_WORKERS, ()), (THREE_TRANSFORMER, ("burst_ms=15", "period_ms=20"))),
     ("loader_workers_busy", (FIVE_MLP_WORKERS, ("getitem_cpu_ms=1.2",)), (THREE_TRANSFORMER_WORKERS_ACCUM, ())),
+    ("eval_pass", (FIVE_MLP_WORKERS, ("every=5", "eval_ms=200")), (THREE_TRANSFORMER, ("every=2", "eval_ms=80"))),
 ]
 
 
@@ -259,6 +261,8 @@ EDGE_ROWS = [
     ("busy_thread", EIGHT_MLP, ()),  # added last: the rows above keep their seeds
     ("loader_workers_busy", TWO_MLP_WORKERS, ("getitem_cpu_ms=2",)),
     ("loader_workers_busy", EIGHT_MLP_WORKERS, ()),
+    ("eval_pass", TWO_MLP, ("every=3", "eval_ms=60")),
+    ("eval_pass", EIGHT_TRANSFORMER, ()),
 ]
 
 
@@ -295,6 +299,7 @@ CNN_ROWS = [
     ("two_faults", (FOUR_CNN, ("stall_ms=120", "share=0.5")), (SIX_CNN, ("stall_ms=100", "share=0.45"))),
     ("busy_thread", (FOUR_CNN, ()), (SIX_CNN, ("burst_ms=15", "period_ms=20"))),  # added last
     ("loader_workers_busy", (FOUR_CNN_WORKERS, ()), (THREE_CNN_WORKERS, ("getitem_cpu_ms=1",))),
+    ("eval_pass", (SIX_CNN, ()), (FOUR_CNN_WORKERS, ("every=6", "eval_ms=250"))),
 ]
 
 

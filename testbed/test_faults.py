@@ -163,11 +163,39 @@ class WorkerHooks(unittest.TestCase):
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
+    def test_eval_pass_runs_the_models_forward_every_few_steps(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("no torch in this interpreter")
+        calls = []
+
+        class Model(torch.nn.Module):
+            def forward(self, dense, tokens):
+                calls.append(self.training)
+                return dense.sum() + tokens.sum()
+
+        class State:
+            model = Model()
+            last_inputs = (torch.ones(2, 3), torch.ones(2, 4))
+
+        fault = faults.make_fault("eval_pass", {"every": 3, "eval_ms": 5})
+        fault.after_step(0, State())  # not active yet
+        self.assertEqual(calls, [])
+        fault.activate()
+        fault.after_step(4, State())  # not its step
+        self.assertEqual(calls, [])
+        fault.after_step(6, State())
+        self.assertGreater(len(calls), 0)
+        self.assertFalse(any(calls))  # in eval mode
+        self.assertTrue(State.model.training)  # and back to training
+        self.assertEqual(fault.report(), {"eval_passes": len(calls)})
+
     def test_sites_name_the_lines_that_spend_the_time(self):
         text = Path(faults.__file__).read_text().splitlines()
         expect = {"checkpoint_sync": "torch.save(", "gc_storm": "gc.collect()", "dataloader_stall": "time.sleep(",
                   "loader_workers_slow": "time.sleep(", "python_hot_loop": "(i * i) % 7",
-                  "slow_storage": "os.preadv(", "busy_thread": "json.dumps("}
+                  "slow_storage": "os.preadv(", "busy_thread": "json.dumps(", "eval_pass": "model(*inputs)"}
         for name, code in expect.items():
             lines = [n for lines in faults.site_lines(faults.SCENARIOS[name].sites).values() for n in lines]
             self.assertTrue(lines, name)

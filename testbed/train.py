@@ -378,6 +378,21 @@ class WindowStacks:
             self.sampler = None
 
 
+class TrainingState:
+    """What a fault may use after a step (faults.py after_step): called, the state a checkpoint
+    saves; `model`, the model without its DDP wrapper, and `last_inputs`, the step's last
+    (dense, tokens), for an evaluation pass."""
+
+    def __init__(self, model, optimizer):
+        self._ddp = model
+        self._optimizer = optimizer
+        self.model = model.module
+        self.last_inputs = None
+
+    def __call__(self):
+        return {"model": self._ddp.state_dict(), "optimizer": self._optimizer.state_dict()}
+
+
 def train(config, rank):
     torch.set_num_threads(1)
     # The transformer's locally accumulated gradients left subnormal floats on one rank, whose
@@ -410,8 +425,7 @@ def train(config, rank):
     progress = Progress(config["work_dir"], rank, config.get("beat_dir"))
     progress.beat(-1, "ready")
 
-    def training_state():
-        return {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
+    training_state = TrainingState(model, optimizer)
 
     profile_start = config["profile_start"]
     profile_last = profile_start + config["profile_iters"] - 1
@@ -456,6 +470,7 @@ def train(config, rank):
                 progress.beat(iteration, "data", started_monotonic_s)
                 data_started_s = time.perf_counter()
                 dense, tokens, labels = next(batches)
+                training_state.last_inputs = (dense, tokens)
                 data_s[-1] += time.perf_counter() - data_started_s
                 progress.beat(iteration, "forward", started_monotonic_s)
                 if micro == 0:

@@ -108,7 +108,7 @@ struct CallSizes {
   // calls 1.21x its peers' and their lower quartile 1.70x (AccumulateGrad's smallest calls, 12-23
   // us), its batch-sized ones 3.00x and 2.00x; on the 1,771 ranks of the 27- to 29-series this
   // fires on that rank and on no other; made after it, a 4-rank MLP given 2.5x the batch was named
-  // so too (README, "This stop", rule 1).
+  // so too (docs/ACCURACY-HISTORY.md, the 30-series, rule 1).
   bool MoreData(double ratio) const {
     if (batch_share_beyond <= 0) return false;
     if (!low_quartile.measured) return median.Larger(ratio);
