@@ -15,6 +15,7 @@ constexpr size_t kMaxPeersAsked = 128;
 }  // namespace
 
 std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspect, double excess) {
+  if (excess <= 0) return std::nullopt;  // no extra work to place
   const WorkerTable& table = *group.table;
   std::vector<OwnCodeLine> lines;
   std::vector<uint32_t> depths;

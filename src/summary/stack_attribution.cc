@@ -217,8 +217,14 @@ std::vector<CodeFrame> TrainingThreadLines(const StackSamples& samples, int64_t 
   std::vector<std::string> seen;       // one sample's lines, each counted once (recursion)
   for (const StackSample& sample : samples.samples) {
     if (sample.ts_ns < begin_ns || sample.ts_ns >= end_ns) continue;
-    int64_t ns =
-        previous_ns ? std::clamp<int64_t>(sample.ts_ns - *previous_ns, 0, kMaxSampleIntervalNs) : PeriodNs(samples);
+    // As in TallySamples: lateness the sampler spent queued for a CPU is time no sample saw.
+    int64_t ns = PeriodNs(samples);
+    if (previous_ns) {
+      int64_t gap = sample.ts_ns - *previous_ns;
+      int64_t late = std::max<int64_t>(gap - ns, 0);
+      int64_t unseen = sample.sampler_queued_ns > 0 ? std::min(sample.sampler_queued_ns, late) : 0;
+      ns = std::clamp<int64_t>(gap - unseen, 0, kMaxSampleIntervalNs);
+    }
     previous_ns = sample.ts_ns;
     total_ns += ns;
     const std::vector<uint32_t>& stack = samples.stacks[sample.stack];

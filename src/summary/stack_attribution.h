@@ -57,7 +57,8 @@ std::vector<HotFrame> HottestLoaderWorkerFrames(const StackSamples& samples, int
 // sampled time (at most `max_lines`), each counted once per sample wherever on the stack it sat:
 // an evaluation pass shows as its call's line on every sample taken inside it, under the model's
 // own lines that training runs too. Each sample stands for the time since the one before (a call
-// that kept the GIL from the sampler delays the next sample to its end), at most two seconds.
+// that kept the GIL from the sampler delays the next sample to its end), less the sampler's own
+// wait for a CPU in it, at most two seconds.
 std::vector<CodeFrame> TrainingThreadLines(const StackSamples& samples, int64_t begin_ns, int64_t end_ns,
                                            size_t max_lines = kMaxCodeLines);
 

@@ -242,6 +242,12 @@ TEST(StackAttributionTest, TheTrainingThreadsLinesCountWhereverOnTheStack) {
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].location, "/job/train.py:90(<module>)");
   EXPECT_TRUE(TrainingThreadLines(StackSamples{}, 0, 5000).empty());
+  // The late sample's sampler was itself queued for 30 of its 40 ns: it stands for 10, so the
+  // recursion's line holds 10 of 90.
+  samples.samples[8].sampler_queued_ns = 30;
+  lines = TrainingThreadLines(samples, 1000, 2000);
+  ASSERT_NE(find("/job/rec.py:5(walk)"), nullptr);
+  EXPECT_NEAR(find("/job/rec.py:5(walk)")->share, 10.0 / 90, 1e-6);
 }
 
 TEST(StackAttributionTest, OneLateSampleStandsForTheWholeCallThatDelayedIt) {
