@@ -180,9 +180,12 @@ bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, const 
 // its 5-step window (that step 0.47 s, the others 0.14-0.20): its own work summed over the window
 // stood 3.0 spreads above its peers', the others waiting 0.28 of a step for it, 26 % of its
 // window under the evaluation's line.
-bool RunsCodeOfItsOwn(const WorkerGroup& group, size_t iterations, size_t k, double excess, const Expectations& e) {
+// `others_wait`: what the others spend in collectives beyond member k (OthersWaitFor), for every
+// member at once: asked of every member above the floor, one at a time it is O(n²).
+bool RunsCodeOfItsOwn(const WorkerGroup& group, size_t iterations, size_t k, double excess, double others_wait,
+                      const Expectations& e) {
   double floor = iterations >= 4 ? e.small_group_min_excess_beta : e.fallback_excess_beta;
-  return iterations >= 2 && excess >= floor && OthersWaitFor(group, k) >= e.min_excess_beta &&
+  return iterations >= 2 && excess >= floor && others_wait >= e.min_excess_beta &&
          LineOnlyItRuns(group, k, excess).has_value();
 }
 
@@ -339,6 +342,8 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   std::vector<double> own = OwnShares(group, std::nullopt);
   RobustCenter own_center = MedianAndMad(own);
   IterationLeaders own_leaders(group, std::nullopt);
+  std::vector<double> comm = CategoryBetas(group, Category::kCommunication);
+  std::vector<double> others_comm = MedianOfOthers(comm);
   std::vector<Excess> out;
   for (size_t k = 0; k < n; ++k) {
     bool own_outlier = IsOutlier(group, own_leaders, own_window, k, own[k] - own_center.median,
@@ -346,7 +351,8 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
     bool any_category = false;
     for (size_t c = 0; c < kOwnCount; ++c) any_category = any_category || outlier[c][k];
     if (!own_outlier && !any_category) {
-      own_outlier = RunsCodeOfItsOwn(group, own_leaders.iterations(), k, own[k] - PeerCenter(own, own_center, k), e);
+      own_outlier = RunsCodeOfItsOwn(group, own_leaders.iterations(), k, own[k] - PeerCenter(own, own_center, k),
+                                     others_comm[k] - comm[k], e);
     }
     if (!own_outlier && !any_category) continue;
     Excess best = LargestCategoryExcess(by_category, k, e, any_category ? &outlier : nullptr);
