@@ -157,6 +157,26 @@ std::vector<int> RanksOfGlobalCost(const WorkerGroup& group, Category category, 
   return ranks;
 }
 
+// Whether every member's DataLoader workers' sleep in their own work was read (CpuShare).
+bool LoaderSleepRead(const WorkerGroup& group) {
+  return std::all_of(group.members.begin(), group.members.end(), [&](uint32_t member) {
+    const std::optional<CpuShare>& cpu = group.table->row(member).cpu;
+    return cpu && cpu->loader_asleep >= 0;
+  });
+}
+
+// A loader slow by itself is slow where its workers sleep in their own work (a read, a stall);
+// the scheduler queues a worker, it does not put it to sleep. Where that was read on every rank
+// and only a minority's workers slept so, the input pipeline is slow on those ranks, however long
+// the others also waited for batches: their cost is local (local_analysis.cc). val34f's 2-rank
+// MLP with a 70 ms collate stall in rank 1's 2 workers (seed 8214): its workers asleep 1.91 s per
+// second, rank 0's 0.00; loader waits 0.38 and 0.12 of the step, both over the 0.10 box, so their
+// median (of two, the mean) made it `global dataloader`.
+bool LoaderSlowOnAMinority(const WorkerGroup& group, const Expectations& e) {
+  size_t asleep = LoaderAsleepRanks(group, e).size();
+  return asleep > 0 && !MostWorkers(asleep, group.size(), e) && LoaderSleepRead(group);
+}
+
 std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectations& e, bool has_device,
                                       double unavoidable, CpuExplanations* cpu) {
   std::vector<Finding> out;
@@ -171,6 +191,7 @@ std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectatio
       if (e.CategoryDistance(category, betas[k], has_device) > 0) over.push_back(group.row(k).rank);
     }
     if (!MostWorkers(over.size(), n, e)) continue;
+    if (category == Category::kDataloader && LoaderSlowOnAMinority(group, e)) continue;
     double level = category == Category::kCommunication ? unavoidable : MedianInPlace(betas);
     if (level - *high < e.min_excess_beta || cpu->Explain(category, level)) continue;
     auto [function, function_beta] = TopFunctionOf(group, category);

@@ -1239,6 +1239,59 @@ LocalizeInput SlowStorageRun(float rank0_asleep) {
   return input;
 }
 
+// val34f's 2-rank MLP (seed 8214) with a 70 ms collate stall in rank 1's 2 loader workers: its
+// workers asleep in their work 1.91 s per second, rank 0's 0.00; rank 1's loader waits in every
+// other step (prefetching), both ranks' loader shares over the 0.10 box (0.38 and 0.12).
+// `rank0_asleep`: rank 0's workers' sleep (-1: not read).
+LocalizeInput StallOnOneOfTwo(float rank0_asleep) {
+  const std::vector<std::vector<std::array<float, kCategoryCount>>> steps = {{{0.192f, 0, 0.461f, 0.217f, 0.130f},
+                                                                              {0.454f, 0, 0.431f, 0.075f, 0.041f},
+                                                                              {0.266f, 0, 0.619f, 0.068f, 0.047f},
+                                                                              {0.374f, 0, 0.439f, 0.107f, 0.080f},
+                                                                              {0.212f, 0, 0.570f, 0.082f, 0.136f}},
+                                                                             {{0.198f, 0, 0.130f, 0.562f, 0.110f},
+                                                                              {0.276f, 0, 0.556f, 0.059f, 0.109f},
+                                                                              {0.304f, 0, 0.205f, 0.437f, 0.054f},
+                                                                              {0.443f, 0, 0.394f, 0.063f, 0.100f},
+                                                                              {0.218f, 0, 0.102f, 0.584f, 0.095f}}};
+  const float allreduce_us[2][5] = {{24033, 19982, 23320, 11134, 27073}, {6853, 20053, 10022, 11263, 4126}};
+  LocalizeInput input;
+  for (int r = 0; r < 2; ++r) {
+    WorkerPattern w = WorkerOfIterations(r, 2, r == 0 ? 0.0391 : 0.0387, steps[static_cast<size_t>(r)]);
+    w.functions[1].name = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+    AddAllreduces(&w, allreduce_us[r]);
+    w.cpu = CpuShare{.cpus = 2,
+                     .host_busy = 0.711f,
+                     .process_cpu = r == 0 ? 0.552f : 0.561f,
+                     .run_delay = r == 0 ? 0.317f : 0.335f,
+                     .loader_cpu = r == 0 ? 0.024f : 0.050f,
+                     .loader_run_delay = r == 0 ? 0.009f : 0.039f,
+                     .loader_asleep = r == 0 ? rank0_asleep : 1.911f,
+                     .loader_making = r == 0 ? 0.0f : 2.0f,
+                     .throttled = 0,
+                     .main_cpu = r == 0 ? 0.371f : 0.354f,
+                     .main_run_delay = r == 0 ? 0.100f : 0.059f};
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+TEST(LocalizerTest, ALoaderWhoseWorkersAloneSleptInTheirWorkIsNotAGlobalCost) {
+  Diagnosis d = Localize(StallOnOneOfTwo(0.0f), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kDataloader) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+  // Both ranks' workers asleep in their work: the input pipeline is slow everywhere.
+  Diagnosis both = Localize(StallOnOneOfTwo(1.5f), DefaultExpectations());
+  ASSERT_FALSE(both.healthy());
+  EXPECT_EQ(both.findings[0].scope, FindingScope::kGlobal) << both.findings[0].evidence;
+  // Rank 0's sleep not read: the boxes decide, as before.
+  Diagnosis unread = Localize(StallOnOneOfTwo(-1.0f), DefaultExpectations());
+  ASSERT_FALSE(unread.healthy());
+  EXPECT_EQ(unread.findings[0].scope, FindingScope::kGlobal) << unread.findings[0].evidence;
+}
+
 TEST(LocalizerTest, ARanksLoaderWorkersAsleepInTheirWorkBeyondTheirPeersAreItsLoader) {
   Diagnosis d = Localize(SlowStorageRun(0.1055f), DefaultExpectations());
   ASSERT_FALSE(d.healthy());
