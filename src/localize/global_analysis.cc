@@ -132,13 +132,25 @@ class CpuExplanations {
 
 // `unavoidable`: UnavoidableCommunication(group), the communication category's level.
 // The ranks whose DataLoader workers slept in their own work making batches by the noise floor
-// or more (loader_work.h): the input pipeline is slow on them, whichever of them stalled longest
-// this window (prefetching ranks stall in turns).
+// or more (loader_work.h), and at least half as long as the most asleep rank's: the input
+// pipeline is slow on them, whichever of them stalled longest this window (prefetching ranks stall
+// in turns). A stall every rank's workers have makes each sleep about as long, since they make
+// batches at the job's common pace (val34's, val34f's and val34g's eight global stalls and slow
+// workers: every rank within 0.8x of the most asleep); a healthy rank's workers beside one
+// rank's stall sleep a trace on a loaded node (val34g's 2- and 3-rank stalls, seeds 8300-8301:
+// 0.04 and 0.03 s per second against the stalled rank's 1.97 and 1.09, which had made them
+// `global dataloader`).
 std::vector<int> LoaderAsleepRanks(const WorkerGroup& group, const Expectations& e) {
+  float most = 0;
+  for (size_t k = 0; k < group.size(); ++k) {
+    const std::optional<CpuShare>& cpu = group.row(k).cpu;
+    if (cpu) most = std::max(most, cpu->loader_asleep);
+  }
+  double floor = std::max<double>(e.min_excess_beta, 0.5 * most);
   std::vector<int> ranks;
   for (size_t k = 0; k < group.size(); ++k) {
     const std::optional<CpuShare>& cpu = group.row(k).cpu;
-    if (cpu && cpu->loader_asleep >= e.min_excess_beta) ranks.push_back(group.row(k).rank);
+    if (cpu && cpu->loader_asleep >= floor) ranks.push_back(group.row(k).rank);
   }
   return ranks;
 }
