@@ -1,7 +1,7 @@
 """Real 2-rank gloo jobs under `eroica run`: one rank runs pure Python (or gc.collect(), or an
-evaluation's forward passes) at a known line every iteration, and the diagnosis names that file:line from the window's stack
-samples (CPU-only torch records no Python frames of its own): in report.json, the text
-report, the HTML report and `eroica prompt`."""
+evaluation's forward passes) at a known line every iteration, and the diagnosis names that
+file:line from the window's stack samples (CPU-only torch records no Python frames of its own):
+in report.json, the text report, the HTML report and `eroica prompt`."""
 
 import glob
 import json

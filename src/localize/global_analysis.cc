@@ -135,8 +135,8 @@ class CpuExplanations {
 // or more (loader_work.h), and at least half as long as the most asleep rank's: the input
 // pipeline is slow on them, whichever of them stalled longest this window (prefetching ranks stall
 // in turns). A stall every rank's workers have makes each sleep about as long, since they make
-// batches at the job's common pace (val34's, val34f's and val34g's eight global stalls and slow
-// workers: every rank within 0.8x of the most asleep); a healthy rank's workers beside one
+// batches at the job's common pace (val34's, val34f's and val34g's seven global stalls and slow
+// workers with worker processes: every rank at 0.8x of the most asleep or more); a healthy rank's workers beside one
 // rank's stall sleep a trace on a loaded node (val34g's 2- and 3-rank stalls, seeds 8300-8301:
 // 0.04 and 0.03 s per second against the stalled rank's 1.97 and 1.09, which had made them
 // `global dataloader`).

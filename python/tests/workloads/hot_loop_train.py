@@ -18,8 +18,8 @@ import ranks
 
 
 def parse(argv):
-    return ranks.knobs(argv, {"world": 2, "iters": 60, "hot_rank": 1, "hot_s": 0.03, "gc": 0, "eval_s": 0.0,
-                              "port": 29512, "workers": 0, "getitem_s": 0.0})
+    return ranks.knobs(argv, {"world": 2, "iters": 60, "hot_rank": 1, "hot_s": 0.03, "gc": 0,
+                              "eval_s": 0.0, "port": 29512, "workers": 0, "getitem_s": 0.0})
 
 
 def hot_loop(seconds):
