@@ -55,7 +55,7 @@ class Config:
     # on the user's word: `eroica.rebaseline()` or `python -m eroica rebaseline`. As many
     # iterations as a session's window: the baseline is diagnosed like a session, and with 2-3
     # iterations the localizer can only ask whether a rank led every one of them, which a node's
-    # passing noise satisfies (a healthy 4-rank conv job on 2 cores: 1 of 11 three-step baselines
+    # passing noise satisfies (a healthy 4-rank conv job on 2 cores: 1 of 10 three-step baselines
     # named a rank whose convolutions ran 1.8x its peers' for those 3 steps only).
     baseline: bool = True
     baseline_at: int = -1

@@ -18,12 +18,8 @@ std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspe
   if (excess <= 0) return std::nullopt;  // no extra work to place
   const WorkerTable& table = *group.table;
   std::vector<OwnCodeLine> lines;
-  std::vector<uint32_t> depths;
   for (const CodeLineEntry& line : table.code_lines(group.members[suspect])) {
-    if (line.share >= excess / 2) {
-      lines.push_back({line.location, line.share, 0, 0});
-      depths.push_back(line.depth);
-    }
+    if (line.share >= excess / 2) lines.push_back({line.location, line.share, line.depth});
   }
   if (lines.empty()) return std::nullopt;
   size_t stride = std::max<size_t>(1, group.size() / kMaxPeersAsked);
@@ -38,15 +34,12 @@ std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspe
       if (!listed && theirs.size() < kMaxCodeLines) ++line.peers_without;
     }
   }
-  std::optional<size_t> best;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].peers_sampled == 0 || 2 * lines[i].peers_without <= lines[i].peers_sampled) continue;
-    if (!best || depths[i] > depths[*best] || (depths[i] == depths[*best] && lines[i].share > lines[*best].share)) {
-      best = i;
-    }
+  std::optional<OwnCodeLine> best;
+  for (const OwnCodeLine& line : lines) {
+    if (line.peers_sampled == 0 || 2 * line.peers_without <= line.peers_sampled) continue;
+    if (!best || line.depth > best->depth || (line.depth == best->depth && line.share > best->share)) best = line;
   }
-  if (!best) return std::nullopt;
-  return lines[*best];
+  return best;
 }
 
 }  // namespace eroica

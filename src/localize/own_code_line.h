@@ -6,6 +6,7 @@
 // every rank runs.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 
 #include "base/interner.h"
@@ -16,6 +17,7 @@ namespace eroica {
 struct OwnCodeLine {
   StringId location = Interner::kEmpty;  // "path/file.py:57(function)"
   double share = 0;                      // of the suspect's sampled window
+  uint32_t depth = 0;                    // the job's frames outside it (CodeFrame::depth)
   size_t peers_without = 0;              // peers whose samples never reached the line
   size_t peers_sampled = 0;              // peers with stack samples at all
 };

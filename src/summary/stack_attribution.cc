@@ -37,6 +37,21 @@ std::vector<int64_t> UserFrames(const StackSamples& samples) {
 
 }  // namespace
 
+namespace {
+
+// Each frame's "file:line(function)", or "" where it is library code: formatted once per frame,
+// not once per sample that holds it.
+std::vector<std::string> UserFrameLocations(const StackSamples& samples) {
+  std::vector<std::string> out(samples.frames.size());
+  for (size_t k = 0; k < samples.frames.size(); ++k) {
+    const SampledFrame& f = samples.frames[k];
+    if (!IsLibraryFrame(f, samples.library_prefixes)) out[k] = fmt::format("{}:{}({})", f.file, f.line, f.function);
+  }
+  return out;
+}
+
+}  // namespace
+
 bool IsLibraryFrame(const SampledFrame& frame, const std::vector<std::string>& prefixes) {
   const std::string& file = frame.file;
   if (file.empty() || file.front() == '<') return true;
@@ -79,11 +94,7 @@ void TallySamples(const StackSamples& samples, const CriticalPath& path, const F
                   bool (*counted)(Category), Tallies* tallies) {
   if (samples.samples.empty()) return;
   std::vector<int64_t> user_frames = UserFrames(samples);
-  std::vector<std::string> locations(samples.frames.size());
-  for (size_t k = 0; k < samples.frames.size(); ++k) {
-    const SampledFrame& f = samples.frames[k];
-    locations[k] = fmt::format("{}:{}({})", f.file, f.line, f.function);
-  }
+  std::vector<std::string> locations = UserFrameLocations(samples);
   int64_t period_ns = PeriodNs(samples);
   const std::vector<StackSample>& taken = samples.samples;
   // Where the period after sample i hands over to sample i + 1.
@@ -187,14 +198,14 @@ std::vector<HotFrame> HottestLoaderWorkerFrames(const StackSamples& samples, int
   int64_t period_ns = 0;
   for (const StackSamples& worker : samples.loader_workers) {
     std::vector<int64_t> user_frames = UserFrames(worker);
+    std::vector<std::string> locations = UserFrameLocations(worker);
     int64_t period = PeriodNs(worker);
     period_ns = std::max(period_ns, period);
     for (const StackSample& sample : worker.samples) {
       int64_t frame = user_frames[sample.stack];
       if (frame < 0 || sample.ts_ns < begin_ns || sample.ts_ns >= end_ns) continue;
-      const SampledFrame& f = worker.frames[static_cast<size_t>(frame)];
       tally.sampled_ns[0] += period;
-      tally.frame_ns[0][fmt::format("{}:{}({})", f.file, f.line, f.function)] += period;
+      tally.frame_ns[0][locations[static_cast<size_t>(frame)]] += period;
     }
   }
   // Each sample is what a worker ran at that moment, one period each, with no span whose edges
@@ -212,9 +223,10 @@ std::vector<CodeFrame> TrainingThreadLines(const StackSamples& samples, int64_t 
     uint32_t depth = UINT32_MAX;
   };
   std::map<std::string, Line> lines;
+  std::vector<std::string> locations = UserFrameLocations(samples);
   int64_t total_ns = 0;
-  std::optional<int64_t> previous_ns;  // the window's first sample stands for one period
-  std::vector<std::string> seen;       // one sample's lines, each counted once (recursion)
+  std::optional<int64_t> previous_ns;    // the window's first sample stands for one period
+  std::vector<const std::string*> seen;  // one sample's lines, each counted once (recursion)
   for (const StackSample& sample : samples.samples) {
     if (sample.ts_ns < begin_ns || sample.ts_ns >= end_ns) continue;
     // As in TallySamples: lateness the sampler spent queued for a CPU is time no sample saw.
@@ -231,14 +243,13 @@ std::vector<CodeFrame> TrainingThreadLines(const StackSamples& samples, int64_t 
     seen.clear();
     uint32_t depth = 0;  // the job's frames outside this one: the stack is innermost first
     for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
-      const SampledFrame& f = samples.frames[*frame];
-      if (IsLibraryFrame(f, samples.library_prefixes)) continue;
-      std::string location = fmt::format("{}:{}({})", f.file, f.line, f.function);
-      if (std::find(seen.begin(), seen.end(), location) == seen.end()) {
+      const std::string& location = locations[*frame];
+      if (location.empty()) continue;  // library code
+      if (std::none_of(seen.begin(), seen.end(), [&](const std::string* s) { return *s == location; })) {
         Line& line = lines[location];
         line.ns += ns;
         line.depth = std::min(line.depth, depth);
-        seen.push_back(std::move(location));
+        seen.push_back(&location);
       }
       ++depth;
     }
