@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "base/robust_stats.h"
+#include "localize/own_code_line.h"
 
 namespace eroica {
 namespace {
@@ -55,7 +56,11 @@ void LocateByNewCodeLines(const std::vector<WorkerPattern>& base, const std::vec
       if (b->second->code_lines.size() >= kMaxCodeLines || !SameCode(*b->second, *n->second)) continue;
       double share_of_iteration = f.impact_s_per_iter / n->second->iteration_s;
       for (const CodeFrame& line : n->second->code_lines) {
-        if (line.share < share_of_iteration / 2 || Listed(*b->second, line.location)) continue;
+        if (line.share < share_of_iteration / 2 || Listed(*b->second, line.location) ||
+            !MissingLineMeansNeverRan(line.share * n->second->code_line_periods, n->second->code_line_periods,
+                                      b->second->code_line_periods)) {
+          continue;
+        }
         NewLine& entry = lines[line.location];
         entry.depth = entry.ranks_new == 0 ? line.depth : std::min(entry.depth, line.depth);
         ++entry.ranks_new;

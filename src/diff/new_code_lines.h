@@ -14,7 +14,8 @@ namespace eroica {
 
 // For each global finding without a location: the line that holds at least half of the finding's
 // share of the iteration on a majority of its ranks sampled at both times, and that the
-// baseline's lists of those ranks' lines (WorkerPattern::code_lines, not full) lack; of several,
+// baseline's lists of those ranks' lines (WorkerPattern::code_lines, not full) lack, with too
+// many of its samples now for chance (MissingLineMeansNeverRan); of several,
 // the deepest, nearest the work. Sets `location` and says so in the evidence and the advice.
 void LocateByNewCodeLines(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
                           std::vector<Finding>* findings);

@@ -9,13 +9,15 @@ namespace eroica {
 namespace {
 
 // `n` ranks at 0.1 s a step sampled over the training loop's lines; `extra` adds a line (and its
-// caller's) holding `share` of each rank's window.
-std::vector<WorkerPattern> Job(int n, float share = 0, bool extra = false) {
+// caller's) holding `share` of each rank's window; `periods`: the sampling periods a window's
+// samples span (5 steps at 150 Hz: 75).
+std::vector<WorkerPattern> Job(int n, float share = 0, bool extra = false, float periods = 75) {
   std::vector<WorkerPattern> job;
   for (int r = 0; r < n; ++r) {
     WorkerPattern w;
     w.rank = r;
     w.iteration_s = 0.1;
+    w.code_line_periods = periods;
     w.code_lines = {{"/job/train.py:94(<module>)", 1.0F, 0},
                     {"/job/train.py:64(main)", 0.6F, 1},
                     {"/job/model.py:47(forward)", 0.5F, 2}};
@@ -58,6 +60,11 @@ TEST(NewCodeLines, NoLocationWhereTheLineIsOldSmallOrTheCodeMoved) {
   // The baseline ran it too.
   std::vector<Finding> findings = {GlobalCompute(0.03)};
   LocateByNewCodeLines(Job(4, 0.1F, true), Job(4, 0.4F, true), &findings);
+  EXPECT_TRUE(findings[0].location.empty());
+  // Too few samples now for the baseline's to have missed it by chance only (5 periods a window, 2
+  // at the line: a baseline that ran it as long misses it with chance 1/4).
+  findings = {GlobalCompute(0.03)};
+  LocateByNewCodeLines(Job(4, 0, false, 5), Job(4, 0.4F, true, 5), &findings);
   EXPECT_TRUE(findings[0].location.empty());
   // It holds less than half of the finding's share of the step (0.3 of it: 0.1 < 0.15).
   findings = {GlobalCompute(0.03)};

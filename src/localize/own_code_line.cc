@@ -1,6 +1,7 @@
 #include "localize/own_code_line.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "summary/pattern.h"
@@ -14,6 +15,12 @@ constexpr size_t kMaxPeersAsked = 128;
 
 }  // namespace
 
+bool MissingLineMeansNeverRan(double line_periods, double sampled_periods, double other_periods) {
+  if (!(line_periods > 0 && sampled_periods > 0 && other_periods > 0)) return false;
+  double chance_each = sampled_periods / (sampled_periods + other_periods);
+  return line_periods * std::log(chance_each) <= std::log(kChanceLineMissed);
+}
+
 std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspect, double excess) {
   if (excess <= 0) return std::nullopt;  // no extra work to place
   const WorkerTable& table = *group.table;
@@ -23,15 +30,20 @@ std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspe
   }
   if (lines.empty()) return std::nullopt;
   size_t stride = std::max<size_t>(1, group.size() / kMaxPeersAsked);
+  const double periods = table.row(group.members[suspect]).code_line_periods;
   for (size_t k = 0; k < group.size(); k += stride) {
     std::span<const CodeLineEntry> theirs = table.code_lines(group.members[k]);
     if (k == suspect || theirs.empty()) continue;
+    const double their_periods = table.row(group.members[k]).code_line_periods;
     for (OwnCodeLine& line : lines) {
       ++line.peers_sampled;
       // A line missing from a full list may still have been sampled there, below its last line.
       bool listed = std::any_of(theirs.begin(), theirs.end(),
                                 [&](const CodeLineEntry& other) { return other.location == line.location; });
-      if (!listed && theirs.size() < kMaxCodeLines) ++line.peers_without;
+      if (!listed && theirs.size() < kMaxCodeLines &&
+          MissingLineMeansNeverRan(line.share * periods, periods, their_periods)) {
+        ++line.peers_without;
+      }
     }
   }
   std::optional<OwnCodeLine> best;

@@ -6,6 +6,7 @@
 // every rank runs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -22,10 +23,20 @@ struct OwnCodeLine {
   size_t peers_sampled = 0;              // peers with stack samples at all
 };
 
+// Whether a window without a line says its worker never ran it, where another worker's samples
+// put `line_periods` sampling periods there (share x WorkerPattern::code_line_periods) out of
+// `sampled_periods`, and the window without it spans `other_periods`. Had both run the line alike,
+// each of its periods fell in the sampled window with chance sampled/(sampled + other), all of
+// them by chance at most kChanceLineMissed: one sample, or two (a rank descheduled inside its
+// data loading on a busy machine), never tells. False where either count is unknown (0).
+inline constexpr double kChanceLineMissed = 0.01;
+bool MissingLineMeansNeverRan(double line_periods, double sampled_periods, double other_periods);
+
 // The line of member `suspect`'s training thread that holds at least half of its own-work
 // `excess` (shares of an iteration) and that a majority of its sampled peers never ran (not on
-// their lists of lines, which were not full: WorkerPattern::code_lines); of several, the deepest,
-// nearest the work. None without samples on the suspect and on at least one peer.
+// their lists of lines, which were not full: WorkerPattern::code_lines, with too many of the
+// suspect's samples there for chance: MissingLineMeansNeverRan); of several, the deepest, nearest
+// the work. None without samples on the suspect and on at least one peer.
 std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspect, double excess);
 
 }  // namespace eroica

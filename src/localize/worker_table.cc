@@ -51,6 +51,7 @@ void WorkerTable::Add(const WorkerPattern& w) {
   for (const CodeFrame& line : w.code_lines)
     code_lines_.push_back({names_.Intern(line.location), line.share, line.depth});
   row.code_lines_count = static_cast<uint32_t>(w.code_lines.size());
+  row.code_line_periods = w.code_line_periods;
   rows_.push_back(row);
 }
 

@@ -62,6 +62,7 @@ struct WorkerRow {
   uint32_t iterations_begin = 0, iterations_count = 0;
   uint32_t collectives_begin = 0, collectives_count = 0;
   uint32_t code_lines_begin = 0, code_lines_count = 0;
+  float code_line_periods = 0;  // WorkerPattern::code_line_periods
   std::optional<CpuShare> cpu;  // who had the processor over the window, when read
   // Its DataLoader workers' top frame over the window (WorkerPattern::loader_worker_frames).
   StringId loader_worker_frame = Interner::kEmpty;

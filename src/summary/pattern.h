@@ -113,6 +113,10 @@ struct WorkerPattern {
   // time (stack_attribution.h TrainingThreadLines), most first: a line a rank ran that its peers
   // never did names the code behind its extra work (localize/own_code_line.h).
   std::vector<CodeFrame> code_lines;
+  // How many sampling periods those samples' time spans (0: unknown, patterns before version 9):
+  // a line's share of it is how often a sampler could have seen the line, the count that says
+  // whether a peer's samples missing it means the peer never ran it or only chance.
+  float code_line_periods = 0;
 
   int iterations() const { return static_cast<int>(step_ids.size()); }
 };

@@ -140,6 +140,8 @@ void WriteWorker(const WorkerPattern& w, int version, StringTable* strings, Byte
     out->F32(line.share);
     out->Varint(line.depth);
   }
+  if (version < 9) return;
+  out->F32(w.code_line_periods);
 }
 
 // A call's duration as stored (median, lower quartile): 0, "not measured", for anything that is
@@ -226,6 +228,7 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
   w->cpu.reset();
   w->loader_worker_frames.clear();
   w->code_lines.clear();
+  w->code_line_periods = 0;
   if (version < 2) return in->ok();
   uint64_t located = in->Varint();
   if (!in->ok() || located > functions) return false;
@@ -281,6 +284,9 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
     if (depth > kMaxStackDepth) return false;
     line.depth = static_cast<uint32_t>(depth);
   }
+  if (version < 9) return in->ok();
+  float periods = in->F32();
+  w->code_line_periods = std::isfinite(periods) && periods > 0 ? periods : 0.0F;
   return in->ok();
 }
 

@@ -1,8 +1,8 @@
 // The pattern file: one worker's pattern (`eroica summarize -o x.pattern`) or a bundle of many
 // (one file per node or per job: a million small files is itself a bottleneck).
 //
-// Format, version 8 (all integers little-endian):
-//   file    := "EROICAP\x08" block*
+// Format, version 9 (all integers little-endian):
+//   file    := "EROICAP\x09" block*
 //   block   := u32 compressed_bytes, u32 raw_bytes, u32 worker_count, zstd(payload)
 //   payload := strings worker*            (a block's workers share one string table)
 //   strings := varint n, (varint len, bytes)*
@@ -20,7 +20,8 @@
 //                           loader_run_delay, throttled, main_cpu, main_run_delay,
 //                           loader_asleep, loader_making (these five negative: unknown)],
 //              varint n_loader_frames, (varint location_str, f32 share)*,
-//              varint n_code_lines, (varint location_str, f32 share, varint depth)*
+//              varint n_code_lines, (varint location_str, f32 share, varint depth)*,
+//              f32 code_line_periods
 //   function:= varint name_str, u8 category, u8 host_kind, f32 beta,
 //              u8 has_mu_sigma, [f32 mu, f32 sigma], f32 calls_per_iter,
 //              f32 mean_duration_us, f32 median_duration_us, f32 low_quartile_duration_us,
@@ -29,7 +30,8 @@
 // one version after a single magic are one bundle: the online scale-out path gathers the ranks'
 // files so (`patterns.pattern`, python/eroica/central.py, which checks that each file's blocks
 // fill it exactly before appending them).
-// Version 7 is version 8 without the training thread's code lines, version 6 version 7 without
+// Version 8 is version 9 without the code lines' sampling periods, version 7 version 8 without
+// the training thread's code lines, version 6 version 7 without
 // the loader workers' frames, version 5 version 6 without
 // loader_asleep and loader_making, version 4 version 5 without the lower quartile call,
 // version 3 version 4 without the median call, version 2 version 3 without the CPU share, version 1 version 2 without
@@ -47,7 +49,7 @@
 
 namespace eroica {
 
-inline constexpr std::string_view kPatternMagic = "EROICAP\x08";
+inline constexpr std::string_view kPatternMagic = "EROICAP\x09";
 inline constexpr char kOldestReadablePatternVersion = 1;
 // A pattern holds kCategoryCount shares per worker and iteration, and host kinds below
 // kHostKindCount: changing either changes the format, so the magic's version byte changes too.

@@ -60,6 +60,7 @@ WorkerPattern MakeWorker(int rank) {
                    .main_run_delay = 0.25f};
   w.loader_worker_frames = {{"data.py:30(tokenize)", 0.625F}};
   w.code_lines = {{"train.py:90(<module>)", 1.0F, 0}, {"train.py:75(main)", 0.5F, 1}};
+  w.code_line_periods = 37.5F;
   return w;
 }
 
@@ -110,6 +111,7 @@ TEST(PatternFileTest, RoundTripsEveryField) {
   EXPECT_EQ(w.code_lines[1].location, "train.py:75(main)");
   EXPECT_FLOAT_EQ(w.code_lines[1].share, 0.5F);
   EXPECT_EQ(w.code_lines[1].depth, 1u);
+  EXPECT_FLOAT_EQ(w.code_line_periods, 37.5F);
 }
 
 // An older version's file, as that version's writer left it (what it lacks is left out).
@@ -119,6 +121,17 @@ std::string OlderVersionFile(const WorkerPattern& w, char version) {
   std::string file = writer.Finish();
   EXPECT_EQ(file[7], version);
   return file;
+}
+
+TEST(PatternFileTest, ReadsVersionEightFilesWithoutTheLinesSamplingPeriods) {
+  TempDir dir;
+  std::string path = dir.Write("v8.pattern", OlderVersionFile(MakeWorker(8), '\x08'));
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_EQ(read->size(), 1u);
+  const WorkerPattern& w = (*read)[0];
+  ASSERT_EQ(w.code_lines.size(), 2u);
+  EXPECT_EQ(w.code_line_periods, 0.0F);  // unknown
 }
 
 TEST(PatternFileTest, ReadsVersionSevenFilesWithoutTheCodeLines) {
@@ -255,7 +268,7 @@ TEST(PatternFileTest, NewerVersionIsOneLineNamingTheFile) {
   ASSERT_FALSE(read.ok());
   std::string message = read.status().message();
   EXPECT_EQ(message, path +
-                         ": pattern format version 9 is not supported (this eroica reads 1 to 8; "
+                         ": pattern format version 10 is not supported (this eroica reads 1 to 9; "
                          "a newer eroica wrote it)");
   newer[7] = static_cast<char>(200);
   read = ReadPatternFile(dir.Write("v200.pattern", newer));
@@ -271,10 +284,10 @@ TEST(PatternFileTest, DamageIsAnErrorNotACrash) {
   EXPECT_FALSE(ReadPatternFile(dir.Write("cut.pattern", bytes.substr(0, bytes.size() - 5))).ok());
   EXPECT_FALSE(ReadPatternFile(dir.Write("magic.pattern", "NOTAPATTERNFILE")).ok());
   std::string future = bytes;
-  future[7] = 9;
-  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(dir.Write("v9.pattern", future));
+  future[7] = 10;
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(dir.Write("v10.pattern", future));
   ASSERT_FALSE(read.ok());
-  EXPECT_NE(read.status().message().find("version 9"), std::string::npos);
+  EXPECT_NE(read.status().message().find("version 10"), std::string::npos);
   for (size_t i = 8; i < bytes.size(); i += 3) {
     std::string flipped = bytes;
     flipped[i] = static_cast<char>(flipped[i] ^ 0x5a);

@@ -82,6 +82,7 @@ nlohmann::json PatternToJson(const WorkerPattern& w) {
   for (const CodeFrame& line : w.code_lines) {
     doc["code_lines"].push_back({{"location", line.location}, {"share", Round(line.share, 3)}, {"depth", line.depth}});
   }
+  if (w.code_line_periods > 0) doc["code_line_periods"] = Round(w.code_line_periods, 1);
   return doc;
 }
 

@@ -216,8 +216,7 @@ std::vector<HotFrame> HottestLoaderWorkerFrames(const StackSamples& samples, int
   return HottestFrames(tally, 0, period_ns, max_frames, kMinSeenFramePeriods);
 }
 
-std::vector<CodeFrame> TrainingThreadLines(const StackSamples& samples, int64_t begin_ns, int64_t end_ns,
-                                           size_t max_lines) {
+TrainingLines TrainingThreadLines(const StackSamples& samples, int64_t begin_ns, int64_t end_ns, size_t max_lines) {
   struct Line {
     int64_t ns = 0;
     uint32_t depth = UINT32_MAX;
@@ -254,17 +253,18 @@ std::vector<CodeFrame> TrainingThreadLines(const StackSamples& samples, int64_t 
       ++depth;
     }
   }
-  std::vector<CodeFrame> out;
+  TrainingLines out;
   if (total_ns <= 0) return out;
+  out.periods = static_cast<float>(static_cast<double>(total_ns) / static_cast<double>(PeriodNs(samples)));
   for (const auto& [location, line] : lines) {
     if (static_cast<double>(line.ns) < kMinCodeLineShare * static_cast<double>(total_ns)) continue;
-    out.push_back(
+    out.lines.push_back(
         {location, static_cast<float>(static_cast<double>(line.ns) / static_cast<double>(total_ns)), line.depth});
   }
-  std::sort(out.begin(), out.end(), [](const CodeFrame& a, const CodeFrame& b) {
+  std::sort(out.lines.begin(), out.lines.end(), [](const CodeFrame& a, const CodeFrame& b) {
     return a.share != b.share ? a.share > b.share : a.location < b.location;
   });
-  if (out.size() > max_lines) out.resize(max_lines);
+  if (out.lines.size() > max_lines) out.lines.resize(max_lines);
   return out;
 }
 

@@ -58,9 +58,14 @@ std::vector<HotFrame> HottestLoaderWorkerFrames(const StackSamples& samples, int
 // an evaluation pass shows as its call's line on every sample taken inside it, under the model's
 // own lines that training runs too. Each sample stands for the time since the one before (a call
 // that kept the GIL from the sampler delays the next sample to its end), less the sampler's own
-// wait for a CPU in it, at most two seconds.
-std::vector<CodeFrame> TrainingThreadLines(const StackSamples& samples, int64_t begin_ns, int64_t end_ns,
-                                           size_t max_lines = kMaxCodeLines);
+// wait for a CPU in it, at most two seconds. `periods`: the time all the window's samples stand
+// for, in sampling periods (WorkerPattern::code_line_periods).
+struct TrainingLines {
+  std::vector<CodeFrame> lines;
+  float periods = 0;
+};
+TrainingLines TrainingThreadLines(const StackSamples& samples, int64_t begin_ns, int64_t end_ns,
+                                  size_t max_lines = kMaxCodeLines);
 
 // Code that is not the job's own: under one of `prefixes`, in an installed package, or not a
 // file ("<frozen ...>", "<string>").

@@ -219,9 +219,11 @@ TEST(StackAttributionTest, TheTrainingThreadsLinesCountWhereverOnTheStack) {
   for (int i = 0; i < 4; ++i) samples.samples.push_back({1040 + 10 * i, 1});
   samples.samples.push_back({1110, 2});
   samples.samples.push_back({5000, 0});
-  std::vector<CodeFrame> lines = TrainingThreadLines(samples, 1000, 2000);
+  TrainingLines sampled = TrainingThreadLines(samples, 1000, 2000);
+  std::vector<CodeFrame>& lines = sampled.lines;
   // Time: training 10 (the first sample: one period) + 3 x 10, the evaluation 4 x 10, the late
-  // one 40: 120 ns in all.
+  // one 40: 120 ns in all, 12 sampling periods.
+  EXPECT_FLOAT_EQ(sampled.periods, 12.0F);
   auto find = [&](std::string_view location) {
     auto it = std::find_if(lines.begin(), lines.end(), [&](const CodeFrame& l) { return l.location == location; });
     return it == lines.end() ? nullptr : &*it;
@@ -238,14 +240,16 @@ TEST(StackAttributionTest, TheTrainingThreadsLinesCountWhereverOnTheStack) {
   EXPECT_EQ(find("/usr/lib/python3/dist-packages/torch/nn/modules/conv.py:313(forward)"), nullptr);
   EXPECT_EQ(lines.front().location, "/job/train.py:90(<module>)");  // most time first
   // At most `max_lines`, the most sampled kept.
-  lines = TrainingThreadLines(samples, 1000, 2000, 1);
+  lines = TrainingThreadLines(samples, 1000, 2000, 1).lines;
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].location, "/job/train.py:90(<module>)");
-  EXPECT_TRUE(TrainingThreadLines(StackSamples{}, 0, 5000).empty());
+  EXPECT_TRUE(TrainingThreadLines(StackSamples{}, 0, 5000).lines.empty());
+  EXPECT_EQ(TrainingThreadLines(StackSamples{}, 0, 5000).periods, 0.0F);
   // The late sample's sampler was itself queued for 30 of its 40 ns: it stands for 10, so the
   // recursion's line holds 10 of 90.
   samples.samples[8].sampler_queued_ns = 30;
-  lines = TrainingThreadLines(samples, 1000, 2000);
+  sampled = TrainingThreadLines(samples, 1000, 2000);
+  EXPECT_FLOAT_EQ(sampled.periods, 9.0F);
   ASSERT_NE(find("/job/rec.py:5(walk)"), nullptr);
   EXPECT_NEAR(find("/job/rec.py:5(walk)")->share, 10.0 / 90, 1e-6);
 }
