@@ -25,4 +25,9 @@ namespace eroica {
 // window, or without a median call (pattern format 3 and older), count as their code's.
 std::vector<double> HostGapShares(const WorkerGroup& group);
 
+// The part of host point `f`'s β that its usual call explains (β x median / mean), on a worker
+// whose window holds `iterations` steps; all of β where the median cannot tell (the same points
+// as above are left out: fewer than 3 calls, reached more than once a step, no median call).
+double UsualCallShare(const FunctionEntry& f, int iterations);
+
 }  // namespace eroica
