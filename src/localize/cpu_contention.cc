@@ -436,6 +436,20 @@ std::vector<std::optional<double>> LoaderSleptBeyondPeers(const WorkerGroup& gro
   return out;
 }
 
+std::vector<std::optional<double>> OnCpuBeyondPeers(const WorkerGroup& group) {
+  std::vector<std::optional<double>> out(group.size());
+  std::vector<size_t> read;
+  std::vector<double> on_cpu;
+  for (size_t k = 0; k < group.size(); ++k) {
+    const std::optional<CpuShare>& cpu = group.row(k).cpu;
+    if (cpu && cpu->main_cpu >= 0) on_cpu.push_back(cpu->main_cpu), read.push_back(k);
+  }
+  if (2 * read.size() <= group.size()) return out;  // most ranks read: a median of a few says little
+  std::vector<double> peers = MedianOfOthers(on_cpu);
+  for (size_t i = 0; i < read.size(); ++i) out[read[i]] = on_cpu[i] - peers[i];
+  return out;
+}
+
 void AddQuotaThrottled(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local) {
   size_t n = group.size();
   if (n < 2) return;

@@ -107,6 +107,12 @@ std::vector<std::optional<double>> SleptBeyondPeers(const WorkerGroup& group);
 // nullopt where the member or most of its peers have no such reading.
 std::vector<std::optional<double>> LoaderSleptBeyondPeers(const WorkerGroup& group);
 
+// Per member: how much longer its training thread ran on a CPU than its peers' (median; share of
+// the window). The scheduler's noise gives a rank less processor, never more than its share: a
+// rank that ran longer did more work. nullopt where the member has no reading or where most
+// members have none.
+std::vector<std::optional<double>> OnCpuBeyondPeers(const WorkerGroup& group);
+
 // Local findings on own work (compute, host, data loader, memory) whose excess the node's
 // scheduler explains become notes. A rank whose training thread was queued for a CPU longer
 // than its peers' by at least its own-work excess, where its peers' queued at least that long

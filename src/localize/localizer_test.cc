@@ -2323,7 +2323,9 @@ TEST(LocalizerTest, LateArrivalAloneOverManyIterationsIsNoise) {
 // per second) than for rank 1; its training thread slept 0.18 of the window longer than theirs.
 // `moving`: rank 1's excess moves between its loader and its Python from one iteration to the
 // next, as the scheduler's noise does. `asleep` false: rank 1's training thread was queued for a
-// CPU through that time instead, as the scheduler's noise would have it.
+// CPU through that time instead, as the scheduler's noise would have it, and so ran on one no
+// longer than its peers' median (0.207 of the window, queued the 0.083 more that it had run on
+// one when asleep).
 LocalizeInput SlowDiskRun(bool moving, bool asleep = true) {
   const float it[6][5][5] = {{{0.116f, 0, 0.794f, 0.018f, 0.072f},
                               {0.669f, 0, 0.278f, 0.019f, 0.034f},
@@ -2356,8 +2358,8 @@ LocalizeInput SlowDiskRun(bool moving, bool asleep = true) {
                               {0.245f, 0, 0.570f, 0.140f, 0.045f},
                               {0.207f, 0, 0.752f, 0.017f, 0.023f}}};
   const double iteration_s[] = {0.074, 0.072, 0.075, 0.072, 0.070, 0.077};
-  const float main_cpu[] = {0.207f, 0.290f, 0.203f, 0.234f, 0.223f, 0.184f};
-  const float main_queued[] = {0.249f, asleep ? 0.149f : 0.330f, 0.307f, 0.411f, 0.217f, 0.207f};
+  const float main_cpu[] = {0.207f, asleep ? 0.290f : 0.207f, 0.203f, 0.234f, 0.223f, 0.184f};
+  const float main_queued[] = {0.249f, asleep ? 0.149f : 0.413f, 0.307f, 0.411f, 0.217f, 0.207f};
   LocalizeInput input;
   for (int r = 0; r < 6; ++r) {
     std::vector<std::array<float, kCategoryCount>> per_iteration;
@@ -2395,6 +2397,72 @@ TEST(LocalizerTest, ARankAsleepInItsOwnWorkNeedsOnlyThatTheOthersWaitForIt) {
   EXPECT_EQ(asleep.findings[0].workers, std::vector<int>{1});
   Diagnosis queued = Localize(SlowDiskRun(false, false), DefaultExpectations());
   for (const Finding& f : queued.findings) EXPECT_NE(f.scope, FindingScope::kLocal) << f.evidence;
+}
+
+// An unseen 4-rank text job on 2 cores (an EmbeddingBag model fed by an in-process
+// IterableDataset) whose rank 1 normalized each sentence 150 more times in its tokenizer, as
+// summarized (categories compute, memory, communication, dataloader, host). Its loader held
+// 0.16-0.49 of every step against its peers' 0.01-0.10, but its tokenizing took the cores its
+// peers computed on: their ops ran slower instead of waiting (others waited 0.09 of a step for it
+// and 0.07 for rank 0). Its training thread ran on a CPU 0.51 of the window, its peers' 0.18-0.40.
+// `more_cpu` false: rank 1 ran on a CPU as long as its peers' median and was queued for one the
+// 0.13 longer instead, as a rank the scheduler slowed would; `busy`: the node's cores busy 93 % of
+// the window (else 60 %).
+LocalizeInput TokenizerRun(bool more_cpu, bool busy) {
+  const float it[4][5][5] = {{{0.40f, 0, 0.47f, 0.08f, 0.06f},
+                              {0.77f, 0, 0.18f, 0.02f, 0.02f},
+                              {0.77f, 0, 0.18f, 0.02f, 0.03f},
+                              {0.61f, 0, 0.37f, 0.02f, 0.01f},
+                              {0.72f, 0, 0.26f, 0.01f, 0.01f}},
+                             {{0.31f, 0, 0.20f, 0.45f, 0.03f},
+                              {0.25f, 0, 0.24f, 0.49f, 0.02f},
+                              {0.52f, 0, 0.31f, 0.16f, 0.02f},
+                              {0.66f, 0, 0.13f, 0.20f, 0.01f},
+                              {0.64f, 0, 0.13f, 0.21f, 0.02f}},
+                             {{0.43f, 0, 0.47f, 0.08f, 0.02f},
+                              {0.77f, 0, 0.19f, 0.02f, 0.02f},
+                              {0.80f, 0, 0.16f, 0.02f, 0.02f},
+                              {0.63f, 0, 0.31f, 0.02f, 0.04f},
+                              {0.81f, 0, 0.15f, 0.02f, 0.01f}},
+                             {{0.46f, 0, 0.47f, 0.04f, 0.03f},
+                              {0.48f, 0, 0.34f, 0.10f, 0.07f},
+                              {0.29f, 0, 0.61f, 0.08f, 0.03f},
+                              {0.23f, 0, 0.75f, 0.02f, 0.01f},
+                              {0.22f, 0, 0.70f, 0.05f, 0.03f}}};
+  const double iteration_s[] = {0.1848, 0.1798, 0.1821, 0.1514};
+  const float main_cpu[] = {0.381f, more_cpu ? 0.511f : 0.381f, 0.401f, 0.180f};
+  const float main_queued[] = {0.342f, more_cpu ? 0.285f : 0.415f, 0.359f, 0.205f};
+  const float process_queued[] = {0.577f, 0.517f, 0.553f, 0.396f};
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    std::vector<std::array<float, kCategoryCount>> per_iteration;
+    for (size_t i = 0; i < 5; ++i) per_iteration.push_back(IterationBetas(it[r][i]));
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], per_iteration);
+    w.cpu = ThreadReadings(busy ? 0.93f : 0.60f, main_cpu[r], main_queued[r], 0.08f, process_queued[r]);
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+// The scheduler gives a rank less processor, never more: a rank whose loader stands out in every
+// step and whose training thread ran on a CPU longer than its peers' did that work itself, and on
+// cores the ranks share it slows them in their own ops, so they need not wait for it.
+TEST(LocalizerTest, ARankThatTookMoreProcessorForItsExcessOnSharedCoresNeedNotBeWaitedFor) {
+  Diagnosis d = Localize(TokenizerRun(true, true), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kDataloader);
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+  EXPECT_NE(d.findings[0].evidence.find("its training thread ran on a CPU 0.13 of the window longer than theirs: its "
+                                        "own work, not the scheduler's"),
+            std::string::npos)
+      << d.findings[0].evidence;
+  // On a CPU no longer than its peers, or on cores not shared, the others must wait for it more
+  // than for a peer the scheduler slowed, as before.
+  for (const Diagnosis& other : {Localize(TokenizerRun(false, true), DefaultExpectations()),
+                                 Localize(TokenizerRun(true, false), DefaultExpectations())}) {
+    for (const Finding& f : other.findings) EXPECT_NE(f.scope, FindingScope::kLocal) << f.evidence;
+  }
 }
 
 // A 4-rank transformer on 2 cores whose rank 3 saved a checkpoint every step without fsync
