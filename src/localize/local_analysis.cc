@@ -49,6 +49,10 @@ struct Excess {
   // Its training thread ran on a CPU longer than its peers' by the floor: by how much, and whose
   // work that was (evidence).
   std::string longer_on_cpu;
+  // Compute or host time, most of it under a line of the job's code that its peers' samples never
+  // reached (own_code_line.h): its code's, whether the others then wait for it or, on shared
+  // cores, slow down in their own ops.
+  std::optional<OwnCodeLine> own_code;
 };
 
 // Each worker's time in `category` (nullopt: all its own work) per iteration, as a share of the
@@ -454,6 +458,14 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
         "; its peers do not wait for it at the collectives, but the time sits at one program point far above "
         "every peer's: its code, which on shared cores slows them in their own ops instead";
   }
+  if (x.own_code && OthersWaitFor(group, x.member) < e.min_excess_beta) {
+    f.evidence += fmt::format(
+        "; its peers hardly wait for it at the collectives, but {:.0f}% of its window sits under {}, a line the "
+        "samples of {} of its {} sampled peers never reached: its code, which on shared cores slows them in their own "
+        "ops instead",
+        100 * x.own_code->share, group.table->name(x.own_code->location), x.own_code->peers_without,
+        x.own_code->peers_sampled);
+  }
   WorkComparison work = CompareWork(group, x.member, e, sizes.empty() ? nullptr : &sizes[x.member]);
   // Timings say "more data" only about slower ops: a rank whose own loader workers or Python
   // take its CPU also runs its ops slower, and its excess is still its loader's or Python's
@@ -730,10 +742,25 @@ void KeepThoseTheOthersWaitFor(const WorkerGroup& group, const Expectations& e, 
   // unseen 4-rank text job whose rank 1 normalized each sentence 150 more times in its in-process
   // loader: its loader 0.25 of each step against 0.02-0.05 (in every step), its thread on a CPU
   // 0.13 of the window longer, the others waiting 0.09 of a step for it and 0.07 for a peer.
+  // Nor where most of its excess sits under a line of the job's code its peers never ran: the
+  // scheduler stretches the code every rank runs, it does not make one rank run code of its own
+  // (RunsCodeOfItsOwn). An unseen 4-rank text job whose rank 3's forward hook walked its layer's
+  // activations in Python: its host time 0.26 of each step against 0.03-0.04, 0.29 of its window
+  // under the hook's line, the others waiting for it not at all (its peers' ops ran slower on the
+  // 2 cores instead, and it ran on a CPU no longer than they did).
+  // Not for the loader: a line where a rank waits for its input is reached by its peers too, but
+  // too briefly for their samples (a 5-rank run whose rank 1's loader workers were slow: its
+  // training loop's line).
+  for (Excess& x : *excesses) {
+    if (x.at_one_point || !x.shared_cores.empty()) continue;
+    if (x.category == Category::kCompute || x.category == Category::kHost) {
+      x.own_code = LineOnlyItRuns(group, x.member, x.excess);
+    }
+  }
   std::vector<std::optional<double>> on_cpu_beyond;
   std::string shared;
   for (Excess& x : *excesses) {
-    if (x.at_one_point || !x.shared_cores.empty()) continue;
+    if (x.at_one_point || !x.shared_cores.empty() || x.own_code) continue;
     if (on_cpu_beyond.empty()) {
       on_cpu_beyond = OnCpuBeyondPeers(group);
       shared = SharedBusyCores(group);
@@ -747,7 +774,7 @@ void KeepThoseTheOthersWaitFor(const WorkerGroup& group, const Expectations& e, 
         *beyond);
   }
   std::erase_if(*excesses, [&](const Excess& x) {
-    if (x.at_one_point || !x.shared_cores.empty()) return false;
+    if (x.at_one_point || !x.shared_cores.empty() || x.own_code) return false;
     // The rank the scheduler slowed moves from step to step, and the others wait for whoever it
     // was. A rank whose loader or Python time was spent asleep, longer than its peers' sleep by
     // the noise floor, was not slowed by the scheduler: the sleep is its own (a slow disk, a

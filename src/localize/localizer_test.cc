@@ -2465,6 +2465,82 @@ TEST(LocalizerTest, ARankThatTookMoreProcessorForItsExcessOnSharedCoresNeedNotBe
   }
 }
 
+// The same text job whose rank 3's forward hook walked its layer's activations in Python 40 times
+// a forward (the step 86 -> 104 ms), as summarized. Its host time 0.16-0.43 of every step against
+// its peers' 0.01-0.16, but inside the DDP forward's range, not at a Python point, and its own work
+// in all no higher than theirs: its peers' ops ran slower on the 2 cores instead of waiting (they
+// waited for it not at all), and its thread ran on a CPU no longer than theirs (0.35 of the window
+// against 0.32-0.35). 29 % of its window sat under the hook's line, 17 % under its generator's,
+// which its peers' samples never reached. `own_line` false: no such line; `peers_too`: every rank
+// ran the hook.
+LocalizeInput ForwardHookRun(bool own_line, bool peers_too) {
+  const float it[4][5][5] = {{{0.42f, 0, 0.52f, 0.04f, 0.02f},
+                              {0.45f, 0, 0.52f, 0.01f, 0.02f},
+                              {0.78f, 0, 0.15f, 0.04f, 0.02f},
+                              {0.41f, 0, 0.53f, 0.04f, 0.02f},
+                              {0.73f, 0, 0.19f, 0.01f, 0.07f}},
+                             {{0.45f, 0, 0.24f, 0.16f, 0.16f},
+                              {0.59f, 0, 0.33f, 0.05f, 0.03f},
+                              {0.80f, 0, 0.16f, 0.02f, 0.02f},
+                              {0.45f, 0, 0.36f, 0.15f, 0.04f},
+                              {0.72f, 0, 0.24f, 0.02f, 0.02f}},
+                             {{0.54f, 0, 0.26f, 0.16f, 0.03f},
+                              {0.51f, 0, 0.41f, 0.04f, 0.04f},
+                              {0.60f, 0, 0.36f, 0.03f, 0.01f},
+                              {0.43f, 0, 0.44f, 0.06f, 0.07f},
+                              {0.77f, 0, 0.17f, 0.04f, 0.01f}},
+                             {{0.35f, 0, 0.23f, 0.05f, 0.37f},
+                              {0.28f, 0, 0.53f, 0.02f, 0.16f},
+                              {0.30f, 0, 0.24f, 0.04f, 0.42f},
+                              {0.30f, 0, 0.36f, 0.06f, 0.27f},
+                              {0.34f, 0, 0.19f, 0.04f, 0.43f}}};
+  const double iteration_s[] = {0.1725, 0.1782, 0.1778, 0.1444};
+  const float main_cpu[] = {0.317f, 0.333f, 0.352f, 0.354f};
+  const float main_queued[] = {0.320f, 0.408f, 0.336f, 0.321f};
+  const float process_queued[] = {0.638f, 0.997f, 0.698f, 0.626f};
+  const float periods[] = {115.8f, 112.3f, 112.8f, 93.0f};
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], it[r]);
+    for (FunctionPattern& f : w.functions) {
+      if (f.category == Category::kHost) f.name = "DistributedDataParallel.forward", f.host_kind = HostKind::kNone;
+    }
+    w.cpu = ThreadReadings(0.97f, main_cpu[r], main_queued[r], 0.11f, process_queued[r]);
+    w.code_line_periods = periods[r];
+    w.code_lines = {{"/job/train.py:98(<module>)", 1.0F, 0},
+                    {"/job/train.py:91(main)", 0.45F, 1},
+                    {"/job/train.py:92(main)", 0.43F, 1},
+                    {"/job/model.py:64(forward)", 0.07F, 3}};
+    if (own_line && (r == 3 || peers_too)) {
+      w.code_lines.push_back({"/job/model.py:70(activation_stats)", 0.29F, 4});
+      w.code_lines.push_back({"/job/model.py:70(<genexpr>)", 0.17F, 5});
+    }
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+// The scheduler stretches the code every rank runs; it does not make one rank run code its peers
+// never do. Host time that stands out in every step, most of it under such a line, is the rank's
+// code whether its peers wait for it or, on the cores they share, run slower in their own ops.
+TEST(LocalizerTest, HostTimeUnderALineItsPeersNeverRanNeedNotBeWaitedFor) {
+  Diagnosis d = Localize(ForwardHookRun(true, false), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kHost);
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{3});
+  EXPECT_NE(d.findings[0].evidence.find("its peers hardly wait for it at the collectives, but 17% of its window sits "
+                                        "under /job/model.py:70(<genexpr>), a line the samples of 3 of its 3 sampled "
+                                        "peers never reached"),
+            std::string::npos)
+      << d.findings[0].evidence;
+  // Without such a line, or with every rank running it, the others must wait for it.
+  for (const Diagnosis& other : {Localize(ForwardHookRun(false, false), DefaultExpectations()),
+                                 Localize(ForwardHookRun(true, true), DefaultExpectations())}) {
+    for (const Finding& f : other.findings) EXPECT_NE(f.scope, FindingScope::kLocal) << f.evidence;
+  }
+}
+
 // A 4-rank transformer on 2 cores whose rank 3 saved a checkpoint every step without fsync
 // (testbed checkpoint_sync, per-iteration shares as summarized; categories compute, memory,
 // communication, dataloader, host). Rank 3's host time was 0.23-0.31 of every step, 0.197 at the
