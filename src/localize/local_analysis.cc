@@ -459,12 +459,17 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
         "every peer's: its code, which on shared cores slows them in their own ops instead";
   }
   if (x.own_code && OthersWaitFor(group, x.member) < e.min_excess_beta) {
-    f.evidence += fmt::format(
-        "; its peers hardly wait for it at the collectives, but {:.0f}% of its window sits under {}, a line the "
-        "samples of {} of its {} sampled peers never reached: its code, which on shared cores slows them in their own "
-        "ops instead",
-        100 * x.own_code->share, group.table->name(x.own_code->location), x.own_code->peers_without,
-        x.own_code->peers_sampled);
+    // Compute says which line below (the finding is named at it); host time keeps its frames.
+    f.evidence += x.category == Category::kCompute
+                      ? std::string(
+                            "; its peers hardly wait for it at the collectives, but its extra work is code "
+                            "they never ran (below), which on shared cores slows them in their own ops instead")
+                      : fmt::format(
+                            "; its peers hardly wait for it at the collectives, but {:.0f}% of its window sits under "
+                            "{}, a line the samples of {} of its {} sampled peers never reached: its code, which on "
+                            "shared cores slows them in their own ops instead",
+                            100 * x.own_code->share, group.table->name(x.own_code->location), x.own_code->peers_without,
+                            x.own_code->peers_sampled);
   }
   WorkComparison work = CompareWork(group, x.member, e, sizes.empty() ? nullptr : &sizes[x.member]);
   // Timings say "more data" only about slower ops: a rank whose own loader workers or Python
