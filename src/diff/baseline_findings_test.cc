@@ -36,6 +36,33 @@ TEST(BaselineFindings, EveryRankSlowerIsAGlobalFindingOfWhatGrew) {
   EXPECT_NE(f.evidence.find("% of the 40."), std::string::npos) << f.evidence;
 }
 
+// Every rank's all-reduce 3x as long as at the baseline: the network, unless this window's
+// collectives were found waiting for descheduled peers (a healthy control run in CI while other
+// tests took the cores: every rank's allreduce 3.74 -> 12.59 ms a call).
+TEST(BaselineFindings, CollectivesGrownWhileTheyWaitedForACpuAreNoNetworkFinding) {
+  auto run = [](bool waited_for_cpu) {
+    std::vector<WorkerPattern> now;
+    for (int r = 0; r < 4; ++r) {
+      FunctionMs ms = Healthy();
+      std::get<2>(ms[2]) = 60;  // gloo:all_reduce, 20 ms at the baseline
+      now.push_back(Worker(r, 4, ms));
+    }
+    Diagnosis d;
+    d.collectives_waited_for_cpu = waited_for_cpu;
+    ApplyBaseline(DiffPatterns(Job(4), now), &d);
+    return d;
+  };
+  Diagnosis network = run(false);
+  ASSERT_EQ(network.findings.size(), 1u);
+  EXPECT_EQ(network.findings[0].category, FindingCategory::kCommunication);
+  Diagnosis busy = run(true);
+  EXPECT_TRUE(busy.healthy()) << busy.findings[0].evidence;
+  EXPECT_TRUE(std::any_of(busy.notes.begin(), busy.notes.end(), [](const std::string& note) {
+    return note.find("waited for descheduled peers (above): the node's cores are busier than at the baseline") !=
+           std::string::npos;
+  }));
+}
+
 // Every rank calls an op more often, each call shorter (an evaluation pass added on every rank:
 // its small batches' convolutions): more work, said so, not "slow compute".
 TEST(BaselineFindings, MoreCallsEachNoSlowerAreMoreWorkNotSlowerWork) {

@@ -30,6 +30,10 @@ struct Diagnosis {
   std::vector<Finding> findings;  // most impactful first
   std::vector<std::string> warnings;
   std::vector<std::string> notes;  // context that is not a problem (e.g. groups compared)
+  // The nodes' CPUs explained a group's collective waits (cpu_contention.h CpuExplainsCommunication:
+  // the ranks waited for descheduled peers), so a collective that grew since the baseline on every
+  // rank is that too, not the network (diff/baseline_findings.h).
+  bool collectives_waited_for_cpu = false;
 
   bool healthy() const { return findings.empty(); }
 };

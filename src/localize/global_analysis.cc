@@ -124,6 +124,12 @@ class CpuExplanations {
     return !it->second.empty();
   }
 
+  // Whether `category`'s wait was asked about and explained.
+  bool Explained(Category category) const {
+    auto it = why_.find(category);
+    return it != why_.end() && !it->second.empty();
+  }
+
  private:
   const WorkerGroup& group_;
   bool cpu_training_;
@@ -500,7 +506,7 @@ std::optional<Finding> LoaderAsleepEverywhere(const WorkerGroup& group, const Ex
 }  // namespace
 
 std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectations& e, bool straggler_found,
-                                        std::vector<std::string>* notes) {
+                                        std::vector<std::string>* notes, bool* collectives_waited_for_cpu) {
   if (group.size() == 0) return {};
   std::vector<std::string> ignored;
   bool has_device = group.row(0).has_device;
@@ -520,6 +526,9 @@ std::vector<Finding> FindGlobalProblems(const WorkerGroup& group, const Expectat
       std::any_of(out.begin(), out.end(), [](const Finding& g) { return g.category == FindingCategory::kHost; });
   if (!host_covered) {
     if (std::optional<Finding> point = ConsistentHostPoint(group, e)) out.push_back(std::move(*point));
+  }
+  if (collectives_waited_for_cpu != nullptr && cpu.Explained(Category::kCommunication)) {
+    *collectives_waited_for_cpu = true;
   }
   return out;
 }

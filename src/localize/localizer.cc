@@ -210,7 +210,8 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
     std::vector<Finding> links = FindDegradedLinks(group, expectations);
     bool straggler = std::any_of(local.begin(), local.end(),
                                  [](const Finding& f) { return f.category != FindingCategory::kCommunication; });
-    std::vector<Finding> global = FindGlobalProblems(group, expectations, straggler, &d.notes);
+    std::vector<Finding> global =
+        FindGlobalProblems(group, expectations, straggler, &d.notes, &d.collectives_waited_for_cpu);
     // A degraded link explains the group's slow collectives: not a global network problem.
     if (!links.empty()) {
       std::erase_if(global, [](const Finding& g) { return g.category == FindingCategory::kCommunication; });

@@ -927,6 +927,7 @@ LocalizeInput CommunicationOnNodes(std::optional<float> host_busy) {
 TEST(LocalizerTest, CollectivesOnNodesWithNoIdleCoreWaitedForTheCpuNotTheNetwork) {
   Diagnosis saturated = Localize(CommunicationOnNodes(0.99f), DefaultExpectations());
   ExpectHealthyWithNote(saturated, "not for the network");
+  EXPECT_TRUE(saturated.collectives_waited_for_cpu);  // for the baseline's comparison (diff/)
   // Links that moved almost nothing (over the link box's μ) on the same saturated nodes: the same
   // wait, so the same one note, not a second copy from the link rule.
   LocalizeInput idle_links = CommunicationOnNodes(0.99f);
@@ -943,6 +944,7 @@ TEST(LocalizerTest, CollectivesOnNodesWithNoIdleCoreWaitedForTheCpuNotTheNetwork
   for (std::optional<float> busy : {std::optional<float>(0.45f), std::optional<float>()}) {
     Diagnosis d = Localize(CommunicationOnNodes(busy), DefaultExpectations());
     ASSERT_FALSE(d.healthy());
+    EXPECT_FALSE(d.collectives_waited_for_cpu);
     EXPECT_EQ(d.findings[0].category, FindingCategory::kCommunication);
     EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
   }
