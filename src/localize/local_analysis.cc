@@ -486,7 +486,7 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
   // Ops its peers also run, called from a line they never ran: an evaluation pass on one rank
   // calls the model's forward ops, so its calls look like more data (own_code_line.h).
   std::optional<OwnCodeLine> own_line;
-  if (x.category == Category::kCompute) own_line = LineOnlyItRuns(group, x.member, x.excess);
+  if (x.category == Category::kCompute) own_line = x.own_code ? x.own_code : LineOnlyItRuns(group, x.member, x.excess);
   if (own_line) {
     f.location = std::string(group.table->name(own_line->location));
     std::string line_evidence = fmt::format(
@@ -600,14 +600,9 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
   // 99% busy): 3,406 compute calls a step against 1,900, its own work 0.38 of a step against
   // its peers' 0.38-0.48, its training thread on a CPU 0.23 of the window against 0.13-0.16.
   std::vector<std::optional<double>> on_cpu_beyond = OnCpuBeyondPeers(group);
-  std::vector<double> cpu_beyond(n, 0.0);
-  std::vector<bool> cpu_read(n, false);
-  for (size_t k = 0; k < n; ++k) {
-    cpu_beyond[k] = on_cpu_beyond[k].value_or(0.0);
-    cpu_read[k] = on_cpu_beyond[k].has_value();
-  }
   for (size_t k = 0; k < n; ++k) {
     const WorkerRow& w = group.row(k);
+    const double cpu_beyond = on_cpu_beyond[k].value_or(0.0);
     double peer_items = PeerCenter(items, {.median = median_items}, k);
     double peer_calls = PeerCenter(calls, {.median = median_calls}, k);
     // Where a loader counts items, more compute calls with the peers' count of items are more data
@@ -625,13 +620,13 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
     // floor. The 21 ranks given longer sequences of the 21- to 24-series ran 0.10-0.56 of the
     // window longer; a healthy 8-rank run's rank the calls named (edge25 s805), -0.002, and two
     // other ranks they named without counts 0.019 and 0.022.
-    if (larger_calls && !counted && cpu_read[k] && cpu_beyond[k] < e.min_excess_beta) larger_calls = false;
+    if (larger_calls && !counted && on_cpu_beyond[k] && cpu_beyond < e.min_excess_beta) larger_calls = false;
     if (!counted && !larger_calls) continue;
     double excess = own[k] - PeerCenter(own, own_center, k);
     auto listed = std::find_if(excesses->begin(), excesses->end(), [&](const Excess& x) { return x.member == k; });
     // Counts alone need some own-work excess (checked first: comparing work costs a pass over
     // the group, and noisy counts can touch many ranks of a large one).
-    if (!larger_calls && listed == excesses->end() && excess <= 0 && cpu_beyond[k] < e.min_excess_beta) continue;
+    if (!larger_calls && listed == excesses->end() && excess <= 0 && cpu_beyond < e.min_excess_beta) continue;
     WorkComparison work = CompareWork(group, k, e, sizes.empty() ? nullptr : &sizes[k]);
     if (!work.more_work) continue;
     std::string shared = work.source == WorkSource::kMeanTimings ? "" : SharedBusyCores(group);
@@ -642,11 +637,11 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
     // cores then not called shared): 1.78x the calls, its own work 0.028 above its peers', its
     // thread on a CPU 0.12 longer, the others waiting 0.11 of a step more than it did.
     std::string longer_on_cpu;
-    if (counted && cpu_beyond[k] >= e.min_excess_beta) {
-      excess = std::max(excess, cpu_beyond[k]);
+    if (counted && cpu_beyond >= e.min_excess_beta) {
+      excess = std::max(excess, cpu_beyond);
       longer_on_cpu = fmt::format(
           "its training thread ran on a CPU {:.2f} of the window longer than theirs, the work of its extra calls",
-          cpu_beyond[k]);
+          cpu_beyond);
     }
     // Larger calls on busy shared cores: the scheduler spreads the rank's extra work over every
     // rank, so its own work need not stand out; what its extra data costs is its larger calls'
@@ -750,7 +745,7 @@ void KeepThoseTheOthersWaitFor(const WorkerGroup& group, const Expectations& e, 
   // Nor where most of its excess sits under a line of the job's code its peers never ran: the
   // scheduler stretches the code every rank runs, it does not make one rank run code of its own
   // (RunsCodeOfItsOwn). An unseen 4-rank text job whose rank 3's forward hook walked its layer's
-  // activations in Python: its host time 0.26 of each step against 0.03-0.04, 0.29 of its window
+  // activations in Python: its host time 0.26 of each step against 0.026-0.043, 0.29 of its window
   // under the hook's line, the others waiting for it not at all (its peers' ops ran slower on the
   // 2 cores instead, and it ran on a CPU no longer than they did).
   // Not for the loader: a line where a rank waits for its input is reached by its peers too, but

@@ -3182,9 +3182,10 @@ TEST(LocalizerTest, CodeOnlyOneRankRunsIsItsCodesHoweverRarelyItRuns) {
   EXPECT_TRUE(run(false, false).healthy()) << run(false, false).findings[0].evidence;
   EXPECT_TRUE(run(true, true).healthy()) << run(true, true).findings[0].evidence;
   // Nor where the line's share is one or two samples: a healthy 4-rank CI run named rank 3 so, 4 %
-  // of its window (about 1.5 of 37 periods) under its dataset's __getitem__, a line every rank
-  // runs, that its peers' samples happened to miss on a busy machine. Here 6 periods a window, 1.6
-  // at the line: a peer that ran it as long misses it with chance 0.33.
+  // of its window under its dataset's __getitem__ (that job's windows span 34-57 sampling periods
+  // here: 1.4-2.3 at the line), a line every rank runs, that its peers' samples happened to miss on
+  // a busy machine. Here 6 periods a window, 1.6 at the line: a peer that ran it as long misses it
+  // with chance 0.33.
   EXPECT_TRUE(run(true, false, 6).healthy()) << run(true, false, 6).findings[0].evidence;
 }
 

@@ -35,10 +35,6 @@ std::vector<int64_t> UserFrames(const StackSamples& samples) {
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 // Each frame's "file:line(function)", or "" where it is library code: formatted once per frame,
 // not once per sample that holds it.
 std::vector<std::string> UserFrameLocations(const StackSamples& samples) {
