@@ -36,7 +36,8 @@ ONLINE_ENV = {"EROICA_HANG_MIN_S": "3", "EROICA_HANG_FACTOR": "5", "EROICA_POLL_
 ONLINE_REPORT_WAIT_S = 60.0
 NAME_PREFIX = "eroica"
 WORK_DIR_PARENT = "/var/tmp"  # on disk, not tmpfs: the slow-storage file needs O_DIRECT
-# The ranks' heartbeats, replaced a few times per iteration: in memory, so that the harness's
+# The ranks' heartbeats, replaced a few times per iteration, and their per-iteration times,
+# appended once per iteration: in memory, so that the harness's
 # own file writes never stall the training they watch (on disk, a rename waited up to 100 ms
 # behind other writers' journal flushes, on the critical path of the rank that waited).
 BEAT_DIR_PARENT = "/dev/shm"
@@ -790,7 +791,7 @@ class Testbed:
         from the ranks' `iters-r<r>.txt` lines `ID SECONDS [START]`."""
         times, starts = {}, {}
         for rank in range(self.world_size):
-            times[rank], starts[rank] = parse_iteration_lines(self.work_dir / f"iters-r{rank}.txt")
+            times[rank], starts[rank] = parse_iteration_lines(self.beat_dir / f"iters-r{rank}.txt")
         return times, starts
 
     def last_log_line(self, rank):

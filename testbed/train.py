@@ -13,8 +13,7 @@ written by the launcher) names the scenario, the faulty ranks and the schedule. 
   stack sampled over the same window (python/eroica/stack_sampler.py, as `eroica run` does) to
   OUT/rank-<r>.stacks.json, from which diagnose names a finding's code location,
 - reports progress in BEATS/heartbeat-r<r>.json (iteration id and phase; config "beat_dir", in
-  memory, else WORK) and appends its
-  per-iteration wall times to WORK/iters-r<r>.txt,
+  memory, else WORK) and appends its per-iteration wall times to BEATS/iters-r<r>.txt,
 - turns its fault on at the onset iteration (faults.py); faults applied from outside the process
   (a CPU quota, a link throttle) go through a handshake with the launcher so that the onset is exact;
   the data faults are on for the batches of the onset iteration on, as the batch sampler numbers
@@ -214,11 +213,15 @@ def make_model(name):
 
 
 class Progress:
-    """Heartbeat (iteration id + phase, replaced atomically) and per-iteration wall times."""
+    """Heartbeat (iteration id + phase, replaced atomically) and per-iteration wall times, both
+    written every step by the training thread, so both in memory (`beat_dir`) where there is one:
+    an append to a file on disk can wait behind other writers (a compile beside the run), on the
+    critical path of the rank that waits."""
 
     def __init__(self, work_dir, rank, beat_dir=None):
-        self.heartbeat_path = Path(beat_dir or work_dir) / f"heartbeat-r{rank}.json"
-        self.times_file = open(Path(work_dir) / f"iters-r{rank}.txt", "a", buffering=1)
+        folder = Path(beat_dir or work_dir)
+        self.heartbeat_path = folder / f"heartbeat-r{rank}.json"
+        self.times_file = open(folder / f"iters-r{rank}.txt", "a", buffering=1)
         self.pid = os.getpid()
 
     def beat(self, iteration, phase, started_monotonic_s=None):

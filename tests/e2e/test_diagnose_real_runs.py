@@ -86,13 +86,13 @@ def test_first_finding_names_the_fault(scenario, rank, params, settings, expecte
     first = d["findings"][0]
     assert (first["category"], first["scope"]) == expected, f"{first['evidence']}\n{shown(run)}"
     if scenario == "busy_thread":  # not the training thread's line where it waited
-        assert first["function"] == "(other threads of the training process)", first
+        assert first["function"] == "(other threads of the training process)", f"{first}\n{shown(run)}"
         assert not first.get("location"), first
     if scenario == "loader_workers_slow":  # located in the worker processes, not at next()
         sites = truth["locations"][0]
         assert any(f"{sites['file']}:{line}(" in first.get("location", "") for line in sites["lines"]), first
     if expected[1] == "local":
-        assert first["workers"] == truth["ranks"], first
+        assert first["workers"] == truth["ranks"], f"{first}\n{shown(run)}"
         # What it costs the job: the others wait for it, or, on cores the ranks share busy, its
         # extra work slows every rank in its own ops (a clean-clone CI run's imbalance_seq: the
         # right rank and category, its peers hardly waiting for it).
