@@ -25,7 +25,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import capture as capture_mod
 from . import agent_link, finish, hang, hooks, log, safe_fs, trigger
 from .config import Config
-from .detector import DegradationDetector, HangDetector, captured_pace, held_pace, still_speeding_up
+from .detector import (DegradationDetector, HangDetector, captured_pace, held_pace, ran_faster_since,
+                       still_speeding_up)
 
 _perf_ns = time.perf_counter_ns
 
@@ -40,6 +41,9 @@ _BASELINE_SETTLE_WINDOWS = 1
 # A window's finishing work keeps the detector from measuring for at most this long: its tasks
 # are bounded (exports, the collect timeout), and one that is not must not blind the detector.
 _FINISHING_MAX_S = 120.0
+# A job that runs faster than before its baseline gets a new one (ran_faster_since), at most this
+# many times: each costs a window, and a job whose pace keeps falling has no best to keep.
+_FASTER_BASELINES_MAX = 2
 
 
 class Runtime:
@@ -77,6 +81,10 @@ class Runtime:
         if cfg.baseline:
             self._baseline_at = cfg.baseline_at if cfg.baseline_at >= 0 else cfg.warmup + cfg.window
         self._rebaseline_token: Optional[Tuple[int, int]] = None  # the request file last acted on
+        # The detector's pace just before the kept baseline's window, while a faster pace since
+        # may still call for a new baseline; and how many times one did.
+        self._pace_before_baseline: Optional[Tuple[float, float]] = None
+        self._faster_baselines = 0
         self._started_unix_ns = time.time_ns()
         # Cross-thread: the monitor appends, the training thread pops (deque ops are atomic).
         self._mail: collections.deque = collections.deque()
@@ -204,6 +212,8 @@ class Runtime:
                 if degradation is not None:
                     self._request_session(finished, "degradation", degradation.best_mean_s,
                                           degradation.current_mean_s)
+                else:
+                    self._check_faster_than_baseline(finished)
         if self._mail and not self._read_mail(finished + 1):
             return  # disabled
         if self.capture is not None:
@@ -235,6 +245,25 @@ class Runtime:
         if not self._finishers or time.monotonic() - self._last_spawn_s > _FINISHING_MAX_S:
             return False
         return any(thread.is_alive() for thread, _ in self._finishers)
+
+    def _check_faster_than_baseline(self, finished: int) -> None:
+        """The job's best window now runs faster than before its baseline: the baseline is no
+        longer how it runs at its best, so a new one is due (after times settle, as any)."""
+        before, best = self._pace_before_baseline, self.detector.best_pace()
+        if before is None or best is None or self._baseline_at >= 0:
+            return
+        if not ran_faster_since(before, best, self.cfg.threshold, self.cfg.noise_sigmas):
+            return
+        self._pace_before_baseline = None
+        if self._faster_baselines >= _FASTER_BASELINES_MAX:
+            return
+        self._faster_baselines += 1
+        # Every rank sees the job's pace and asks; one line says why (the store keeps one session).
+        say = log.info if self.rank == 0 else log.debug
+        say("iterations run at %.1f ms against %.1f ms before the baseline: a new baseline"
+            % (best[0] * 1e3, before[0] * 1e3))
+        self._baseline_at = finished + 1
+        self._baseline_settles = True
 
     def _baseline_due(self, finished: int) -> bool:
         if self._baseline_at < 0 or finished < self._baseline_at:
@@ -285,6 +314,7 @@ class Runtime:
                 self._baseline_at = -1
             else:
                 self._baseline_at = -1  # another rank's request won: this one is not due again
+                self._pace_before_baseline = None  # the next baseline's window sets it
             if payload["target_iteration"] < next_iteration:
                 self._write_missed(payload, "seen at iteration %d" % next_iteration)
                 continue
@@ -329,6 +359,8 @@ class Runtime:
             done = True
         if done:
             self.capture = None
+            if cap.session.get("reason") == "baseline" and not cap.error:
+                self._pace_before_baseline = self._pace_before_capture
             if cap.session.get("reason") != "baseline":  # cool-down ends with a new baseline
                 captured = None if cap.error else captured_pace(cap.iteration_times_s,
                                                                 self.detector.window)

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from eroica.detector import DegradationDetector, HangDetector, captured_pace, held_pace
+from eroica.detector import DegradationDetector, HangDetector, captured_pace, held_pace, ran_faster_since
 
 
 def feed(detector, series):
@@ -183,3 +183,21 @@ def test_the_held_pace_is_the_slower_of_the_captured_and_the_one_before():
     assert held_pace(None, (0.030, 0.002)) == (0.030, 0.002)
     assert held_pace(None, None) is None
     assert DegradationDetector(window=5, warmup=0).current_pace() is None
+
+
+def test_a_job_is_faster_than_before_its_baseline_only_by_the_rule_turned_around():
+    # 200 ms before the baseline, 80 ms now (the text job after its first window): faster.
+    assert ran_faster_since((0.200, 0.004), (0.080, 0.002), 1.05, 10.0)
+    # 4 % faster: under the threshold.
+    assert not ran_faster_since((0.104, 0.0001), (0.100, 0.0001), 1.05, 10.0)
+    # 20 % faster but within 10 standard errors of the noisier window.
+    assert not ran_faster_since((0.120, 0.003), (0.100, 0.001), 1.05, 10.0)
+    assert ran_faster_since((0.120, 0.0019), (0.100, 0.001), 1.05, 10.0)
+    # The best window is never slower than the window before it was the best.
+    assert not ran_faster_since((0.100, 0.001), (0.100, 0.001), 1.05, 10.0)
+    d = DegradationDetector(window=5, warmup=0)
+    assert d.best_pace() is None
+    for t in [0.1, 0.12] * 3:
+        d.add(t)
+    mean, sem = d.best_pace()
+    assert mean == pytest.approx(0.11, rel=0.1) and sem > 0

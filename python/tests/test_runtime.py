@@ -222,13 +222,16 @@ def test_the_baseline_window_leaves_the_detector_watching(tmp_path):
         t.join(30)
 
 
-def _feed(rt, durations_ms):
-    """Iteration boundaries at the given spacing, on the training thread, without a clock."""
-    now = 1_000_000
-    rt._boundary(now)
+def _feed(rt, durations_ms, now=None):
+    """Iteration boundaries at the given spacing, on the training thread, without a clock; from
+    `now` (what the last feed returned) on, or a fresh start. Returns the last boundary's time."""
+    if now is None:
+        now = 1_000_000
+        rt._boundary(now)
     for ms in durations_ms:
         now += int(ms * 1e6)
         rt._boundary(now)
+    return now
 
 
 def test_after_a_session_the_detector_starts_from_the_pace_it_captured(tmp_path):
@@ -344,6 +347,38 @@ def test_a_baseline_won_by_another_rank_or_overtaken_by_a_slowdown_is_not_asked_
                                      "capture_iters": 2, "capture_max_s": 20.0}))
         _feed(rt, [100] * 30)
         assert asked == [], reason
+
+
+def _run_baseline_then(tmp_path, before_ms, after_ms):
+    """A baseline session captured at iteration 12 of a job at `before_ms`, then `after_ms`:
+    the baselines it asked for afterwards."""
+    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=2, EROICA_WINDOW=6, EROICA_BASELINE=0)
+    rt._mail.append(("session", {"session_id": "s-base-%d" % after_ms[0], "reason": "baseline",
+                                 "target_iteration": 12, "capture_iters": 2, "capture_max_s": 20.0}))
+    asked = _baselines_requested(rt)
+    now = _feed(rt, before_ms)
+    assert rt.capture is None and rt._pace_before_baseline is not None
+    for t, _ in rt._finishers:  # steps beside the window's export are not measured
+        t.join(30)
+    return rt, asked, _feed(rt, after_ms, now)
+
+
+def test_a_job_faster_than_before_its_baseline_gets_a_new_one(tmp_path):
+    """The text job that ran 2.5x faster after eroica's first window (detector.py
+    ran_faster_since): a new baseline once its new pace settles; none where the pace held."""
+    noisy = [200 + (4 if i % 2 else -4) for i in range(16)]
+    rt, asked, _ = _run_baseline_then(tmp_path, noisy, [80 + (2 if i % 2 else -2) for i in range(40)])
+    assert [reason for _, reason in asked] == ["baseline"], asked
+    assert asked[0][0] >= 16 + 6, asked  # a full window of the new pace first
+    assert rt._faster_baselines == 1
+    rt, asked, _ = _run_baseline_then(tmp_path, noisy, [196 + (4 if i % 2 else -4) for i in range(40)])
+    assert asked == [] and rt._faster_baselines == 0
+    # Bounded: a job that keeps speeding up does not take a window at every step.
+    rt, asked, now = _run_baseline_then(tmp_path, noisy, [80] * 20)
+    for pace in (40, 20, 10):
+        rt._pace_before_baseline = (pace * 2e-3, 0.0)  # as a further baseline's window would set
+        now = _feed(rt, [pace] * 20, now)
+    assert len(asked) == 2 and rt._faster_baselines == 2, asked
 
 
 def test_a_rebaseline_request_takes_a_new_baseline_after_warm_up(tmp_path):
