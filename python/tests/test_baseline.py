@@ -92,3 +92,22 @@ def test_healthy_control_has_a_baseline_and_no_finding(tmp_path):
         # host"); the comparison with the baseline adds none.
         against = [f for f in report["findings"] if "against the baseline" in f["evidence"]]
         assert against == [], (doc["reason"], report["findings"])
+
+
+@pytest.mark.skipif(not os.access(EROICA_BIN, os.X_OK), reason="needs the built eroica binary")
+def test_a_job_that_got_faster_since_its_baseline_gets_a_new_one(tmp_path):
+    """Every rank sleeps 40 ms a step until iteration 90, then runs at its own pace: the first
+    baseline is of the slow job; once the faster pace fills a detector window, a second baseline
+    replaces it (runtime.py _check_faster_than_baseline), and only one."""
+    done, sessions = run_job(tmp_path, "all_slow_until=90", "all_slow_s=0.04")
+    baselines = sorted(doc["target_iteration"] for doc in sessions.values() if doc["reason"] == "baseline")
+    assert len(baselines) == 2, (sessions, done.stderr[-3000:])
+    assert baselines[0] < 90 < baselines[1], baselines
+    assert "before the baseline: a new baseline" in done.stderr, done.stderr[-3000:]
+    assert done.stderr.count("baseline of %d ranks kept" % WORLD) == 2, done.stderr[-3000:]
+    # The bundle is the second baseline's: its window ran at the faster pace.
+    second = [d for d, doc in sessions.items() if doc["reason"] == "baseline" and doc["target_iteration"] > 90]
+    window = json.load(open(os.path.join(second[0], "rank-0.meta.json")))["iteration_times_s"]
+    assert statistics.median(window) < 0.04, window
+    assert (tmp_path / "bjob.baseline.pattern").stat().st_mtime >= os.path.getmtime(
+        os.path.join(second[0], "session.json")), sessions

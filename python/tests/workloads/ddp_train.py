@@ -5,6 +5,8 @@ Each rank is a torch.multiprocessing spawn child. Knobs (command line, key=value
   slow_rank=-1 slow_from=-1 slow_s=0.03   the rank sleeps slow_s in its collate from then on
   hang_rank=-1 hang_at=-1                 the rank blocks forever in its collate there
   all_slow_from=-1 all_slow_s=0.03        every rank sleeps all_slow_s in its step from then on
+  all_slow_until=-1                       every rank sleeps all_slow_s in its step until then (a job
+                                          that speeds up)
   toggle_block=0                          idle-cost mode: alternate hooks off/on every N iters
 """
 
@@ -19,7 +21,7 @@ import time
 def parse(argv):
     opts = {"world": 2, "iters": 200, "pace_s": 0.01, "out": "/tmp/eroica-workload",
             "slow_rank": -1, "slow_from": -1, "slow_s": 0.03, "hang_rank": -1, "hang_at": -1,
-            "all_slow_from": -1, "all_slow_s": 0.03,
+            "all_slow_from": -1, "all_slow_s": 0.03, "all_slow_until": -1,
             "toggle_block": 0, "port": 29511, "hidden": 256}
     for arg in argv:
         key, _, value = arg.partition("=")
@@ -85,6 +87,8 @@ def train(rank, opts):
         if 0 <= opts["all_slow_from"] <= i:
             if i == opts["all_slow_from"] and rank == 0:
                 mark(opts, "all_slow_started", {"iteration": i, "unix_ns": time.time_ns()})
+            time.sleep(opts["all_slow_s"])
+        elif i < opts["all_slow_until"]:
             time.sleep(opts["all_slow_s"])
         opt.step()
         time.sleep(opts["pace_s"])
