@@ -61,13 +61,20 @@ std::string CpuExplainsCommunication(const WorkerGroup& group, double level) {
     }
   }
   std::optional<GroupCpu> cpu = ReadGroupCpu(group);
-  if (!cpu || cpu->idle_share >= 0.5 * level || cpu->run_delay < level) return "";
+  if (!cpu || cpu->idle_share >= 0.5 * level) return "";
+  const WorkerRow* most_queued = nullptr;
+  for (size_t k = 0; k < group.size(); ++k) {
+    const WorkerRow& row = group.row(k);
+    if (row.cpu && (most_queued == nullptr || row.cpu->run_delay > most_queued->cpu->run_delay)) most_queued = &row;
+  }
+  if (most_queued == nullptr || most_queued->cpu->run_delay < level) return "";
   return fmt::format(
       "collectives took β {:.2f} of each step even on the least-waiting rank, but the nodes' cores were busy "
-      "{:.0f}% of the window (a slow network would have left them idle about as long) and each training process "
-      "had threads queued for a CPU {:.2f} s per second, longer than it waited: the ranks waited for descheduled "
-      "peers, not for the network (more runnable threads than cores)",
-      level, 100.0 * (1.0 - cpu->idle_share), cpu->run_delay);
+      "{:.0f}% of the window (a slow network would have left them idle about as long) and rank {}'s training "
+      "process had threads queued for a CPU {:.2f} s per second (the median rank's {:.2f}), longer than that: a "
+      "rank waits at a collective for its slowest peer, so the ranks waited for descheduled peers, not for the "
+      "network (more runnable threads than cores)",
+      level, 100.0 * (1.0 - cpu->idle_share), most_queued->rank, most_queued->cpu->run_delay, cpu->run_delay);
 }
 
 std::string SharedBusyCores(const WorkerGroup& group) {

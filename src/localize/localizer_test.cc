@@ -950,6 +950,26 @@ TEST(LocalizerTest, CollectivesOnNodesWithNoIdleCoreWaitedForTheCpuNotTheNetwork
   }
 }
 
+// A rank waits at a collective for its slowest peer: one rank queued longer than the least-waiting
+// rank waited accounts for the wait, however little the median rank was queued (a 4-rank
+// transformer whose rank 1's loader workers took the cores: its process queued 1.29 s per second,
+// its peers 0.25-0.43). Busy cores on which no process was queued that long stay the network's.
+TEST(LocalizerTest, OneRankQueuedLongerThanTheWaitIsWhatTheCollectivesWaitedFor) {
+  for (float most : {1.29f, 0.30f}) {
+    LocalizeInput input = CommunicationOnNodes(0.96f);
+    for (WorkerPattern& w : input.workers) w.cpu->run_delay = w.rank == 1 ? most : 0.25f + 0.03f * w.rank;
+    Diagnosis d = Localize(input, DefaultExpectations());
+    if (most > 1) {
+      ExpectHealthyWithNote(d, "rank 1's training process had threads queued for a CPU 1.29 s per second");
+      EXPECT_TRUE(d.collectives_waited_for_cpu);
+    } else {
+      ASSERT_FALSE(d.healthy());
+      EXPECT_EQ(d.findings[0].category, FindingCategory::kCommunication);
+      EXPECT_FALSE(d.collectives_waited_for_cpu);
+    }
+  }
+}
+
 // Every rank waits 0.16 of each step for its DataLoader workers. Workers queued for a CPU longer
 // than that (0.25 s per second) were starved by the node, not slow: a note, no finding. Workers
 // that ran when they wanted to (a slow transform, storage) are the loader's own cost, and so is
