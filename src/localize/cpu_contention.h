@@ -52,14 +52,14 @@ std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group);
 // for the whole wait; the median rank need not have been. Measured on the tuning split (4 ranks on
 // 2 cores, readings over the traced steps only): throttled links queued 0.16-0.25 of their wait
 // (median rank) with 0.65-0.70 of the cores idle; healthy runs 0.95-3.5 of theirs, with 0.05-0.16
-// idle. Three net_throttle_global runs of stop 49: the most-queued rank 0.21-0.23 s per second
-// against waits of 0.74-0.77, 0.59-0.60 of the cores idle. Two runs had named the network by the
-// median rank: a 4-rank transformer whose rank 1's loader workers took the cores (its process
-// queued 1.29 s per second, its peers 0.25-0.43, waits 0.43, cores 96 % busy), and a healthy
-// 3-rank transformer beside another job (1.12 against 0.34-0.35, waits 0.47, 98 % busy). Nor is it the network where a
-// rank's CPU quota held it back for at least `level` of the window: its collective threads stall
-// with it, so even it seems to wait (cnn17's 4-rank quota run: throttled 0.65, collectives 0.51
-// of each step on every rank).
+// idle. Three 4-rank MLPs with every link throttled: the most-queued rank 0.21-0.23 s per second
+// against waits of 0.74-0.77, 0.59-0.60 of the cores idle. The median rank would have named the
+// network for a 4-rank transformer whose rank 1's loader workers took the cores (its process
+// queued 1.29 s per second, its peers 0.25-0.43, waits 0.43, cores 96 % busy) and for a healthy
+// 3-rank transformer beside another job (1.12 against 0.34-0.35, waits 0.47, 98 % busy).
+// Nor is it the network where a rank's CPU quota held it back for at least `level` of the window:
+// its collective threads stall with it, so even it seems to wait (cnn17's 4-rank quota run:
+// throttled 0.65, collectives 0.51 of each step on every rank).
 std::string CpuExplainsCommunication(const WorkerGroup& group, double level);
 
 // Whether the group's ranks share busy cores, as evidence text ("" when the readings do not say
