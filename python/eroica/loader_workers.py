@@ -46,6 +46,7 @@ _PAGE = struct.Struct("<8sQQqdIi")  # magic, seq, generation, until_unix_ns, hz,
 _MAGIC = b"EROICALW"
 _PAGE_BYTES = 64
 _CONTROL = "control"
+_WORKER_SWITCH_INTERVAL_S = 0.0002  # the GIL switch interval while a worker samples its window
 
 _original_worker_loop = None  # torch's, once patched in this process
 _control: Optional["Control"] = None
@@ -212,10 +213,14 @@ class _Watcher:
                                              root_code=_worker_main.__code__)
         period_s = 1.0 / hz
         cpu_start = cpu_share.snapshot(self.native_id)
-        # A per-sample transform in pure Python shorter than the default 5 ms switch interval
-        # never gives the GIL up before its end: its time would go to the torch call after it
-        # (a 1.5 ms loop per sample: 1 of 38 samples in it at 5 ms, most at 1 ms).
-        sampler.shorten_switch_interval()
+        # A per-sample transform in pure Python shorter than the switch interval never gives the
+        # GIL up before its end: its time goes to the first torch call after it, which lets the
+        # GIL go at once (a 1.5 ms loop per sample: 1 of 38 samples in it at 5 ms, most at 1 ms).
+        # A loop of 1.4-1.6 ms before a few torch calls still had most samples on those calls at
+        # 1 ms (two runs of 5 and 6 ranks: a line of the sample's torch calls named, not the loop):
+        # a sample asked for in the loop's last millisecond waits for its end. The worker's only
+        # other Python thread is this watcher, so a shorter interval costs a switch per sample.
+        sampler.shorten_switch_interval(_WORKER_SWITCH_INTERVAL_S)
         try:
             while time.time_ns() < until_unix_ns:
                 state = self._read()

@@ -104,6 +104,7 @@ class StackSampler:
         self._thread: Optional[threading.Thread] = None
         self._cpu_start: Optional[Dict[str, Any]] = None
         self._switch_interval_restore: Optional[float] = None
+        self._switch_interval_set = _WINDOW_SWITCH_INTERVAL_S
         # A collection shorter than this delays a sample too little to move its time elsewhere.
         self._min_gc_ns = int(self.period_s * 1e9 / 4)
         self._gc_started: Optional[Tuple[int, Any]] = None  # (unix ns, frame that triggered it)
@@ -136,7 +137,7 @@ class StackSampler:
         """Training thread: ProfilerStep#iteration opens now (anchors the trace's clock)."""
         self.step_start_unix_ns[str(iteration)] = self._clock()
 
-    def shorten_switch_interval(self) -> None:
+    def shorten_switch_interval(self, interval_s: float = _WINDOW_SWITCH_INTERVAL_S) -> None:
         """For the window only (restore_switch_interval ends it): a sample needs the GIL."""
         # A thread running pure Python (a loop in the step) gives it up only every switch
         # interval (5 ms by default), by which time an 8 ms loop may be over: the sample then
@@ -144,8 +145,9 @@ class StackSampler:
         # is shortened so a sample waits at most about a millisecond.
         try:
             interval = sys.getswitchinterval()
-            if interval > _WINDOW_SWITCH_INTERVAL_S:
-                sys.setswitchinterval(_WINDOW_SWITCH_INTERVAL_S)
+            if interval > interval_s:
+                sys.setswitchinterval(interval_s)
+                self._switch_interval_set = interval_s
                 self._switch_interval_restore = interval
         except Exception:
             pass
@@ -153,7 +155,7 @@ class StackSampler:
     def restore_switch_interval(self) -> None:
         restore, self._switch_interval_restore = self._switch_interval_restore, None
         try:  # unless someone else changed it meanwhile
-            if restore is not None and sys.getswitchinterval() == _WINDOW_SWITCH_INTERVAL_S:
+            if restore is not None and sys.getswitchinterval() == self._switch_interval_set:
                 sys.setswitchinterval(restore)
         except Exception:
             pass
