@@ -336,6 +336,32 @@ TEST(LocalizerTest, SleepWhileItsOwnThreadsWereQueuedIsTheSchedulers) {
   }
 }
 
+// The same run where rank 3's samples put `share` of its window under a line of the job's code (a
+// checkpoint's save) that its peers' samples never reached, in windows of 100 sampling periods
+// each. The scheduler does not make one rank run code of its own: half its window there stands
+// however it queued. A share no larger than it queued beyond its peers (+0.17) is a line every
+// rank passes quickly, where the scheduler held it; the same line in every rank's samples is
+// no code of its own at all.
+LocalizeInput HandOverRunWithALine(float share, bool peers_too) {
+  LocalizeInput input = QueuedHandOverRun();
+  for (WorkerPattern& w : input.workers) {
+    w.code_line_periods = 100;
+    w.code_lines = {{"/job/train.py:98(<module>)", 1.0F, 0}, {"/job/train.py:91(main)", 0.45F, 1}};
+    if (w.rank == 3 || peers_too) w.code_lines.push_back({"/job/train.py:120(save_checkpoint)", share, 1});
+  }
+  return input;
+}
+
+TEST(LocalizerTest, HostTimeUnderALineItsPeersNeverRanIsNoHandOverToQueuedThreads) {
+  Diagnosis own = Localize(HandOverRunWithALine(0.5f, false), DefaultExpectations());
+  ASSERT_FALSE(own.healthy());
+  EXPECT_EQ(own.findings[0].category, FindingCategory::kHost);
+  EXPECT_EQ(own.findings[0].workers, std::vector<int>{3});
+  for (LocalizeInput scheduled : {HandOverRunWithALine(0.18f, false), HandOverRunWithALine(0.5f, true)}) {
+    ExpectHealthyWithNote(Localize(scheduled, DefaultExpectations()), "were queued +0.26 s per second");
+  }
+}
+
 // Four ranks alike on 2 busy cores (every process queued 0.9 s per second), each training thread
 // on a CPU 0.3 of the window, each process's other threads 0.1, but rank 1's `rank1_others`: a
 // thread beside its loop that takes the cores every rank runs on, so nobody waits for it.
