@@ -357,7 +357,7 @@ TEST(LocalizerTest, HostTimeUnderALineItsPeersNeverRanIsNoHandOverToQueuedThread
   ASSERT_FALSE(own.healthy());
   EXPECT_EQ(own.findings[0].category, FindingCategory::kHost);
   EXPECT_EQ(own.findings[0].workers, std::vector<int>{3});
-  for (LocalizeInput scheduled : {HandOverRunWithALine(0.18f, false), HandOverRunWithALine(0.5f, true)}) {
+  for (const LocalizeInput& scheduled : {HandOverRunWithALine(0.18f, false), HandOverRunWithALine(0.5f, true)}) {
     ExpectHealthyWithNote(Localize(scheduled, DefaultExpectations()), "were queued +0.26 s per second");
   }
 }
