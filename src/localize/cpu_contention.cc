@@ -682,30 +682,6 @@ void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std
   }
 }
 
-namespace {
-
-// The scheduler stretches the code every rank runs; it does not make one rank run code of its own.
-// Host or compute excess that sits under a line its peers' samples never reached (LineOnlyItRuns;
-// not the loader, whose waiting line its peers pass too briefly to be sampled) is that code's
-// however long the rank queued, where the line holds more of its window than its thread queued
-// beyond its peers' by the floor: a line every rank passes quickly can still hold a rank's samples
-// while the scheduler keeps it there. A 6-rank CNN on 2 cores whose rank 1 saved a checkpoint with
-// fsync every step: own work +0.26 of a step, its thread queued +0.14 and slept +0.09 beyond its
-// peers' while its other threads queued +0.19 (read as a hand-over to them), 0.23 of its window
-// under the save's line; a 3-rank MLP whose rank 1 ran an evaluation every step: 0.24 of its
-// window under the evaluation's line, queued +0.08. A healthy 4-rank CNN's rank 3 had 0.09 of its
-// window at `optimizer.zero_grad()`, which its peers passed unsampled, and had queued +0.09.
-bool RunsItsOwnCodeBeyondItsQueueing(const WorkerGroup& group, const TrainingThreads& t, size_t member,
-                                     FindingCategory category, double excess, const Expectations& e) {
-  if (category != FindingCategory::kHost && category != FindingCategory::kCompute) return false;
-  size_t slot = t.index[member];
-  if (slot == SIZE_MAX) return false;
-  std::optional<OwnCodeLine> line = LineOnlyItRuns(group, member, excess);
-  return line && line->share - (t.queued[slot] - t.peers_queued[slot]) >= e.min_excess_beta;
-}
-
-}  // namespace
-
 void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local,
                         std::vector<std::string>* notes) {
   double iteration_s = MedianIterationS(group);
@@ -719,7 +695,14 @@ void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::ve
     auto it = member_of.find(f.workers[0]);
     if (it == member_of.end()) return false;
     double excess = f.impact_s_per_iter / iteration_s;
-    if (RunsItsOwnCodeBeyondItsQueueing(group, threads, it->second, f.category, excess, e)) return false;
+    // The scheduler stretches the code every rank runs; it does not make one rank run code of its
+    // own: host or compute excess under a line only it ran (beyond its queueing) is that code's,
+    // however it queued and slept (as KeepThoseTheOthersWaitFor keeps it; not the loader, whose
+    // waiting line its peers pass too briefly to be sampled). A 6-rank CNN on 2 cores whose rank 1
+    // saved a checkpoint with fsync every step had its thread's +0.09 sleep read as a hand-over to
+    // its process's other threads, queued +0.19.
+    bool own_work = f.category == FindingCategory::kHost || f.category == FindingCategory::kCompute;
+    if (own_work && LineOnlyItRuns(group, it->second, excess, e.min_excess_beta)) return false;
     std::string why = ScheduledOut(group, threads, it->second, f.category, excess, e);
     if (why.empty() && f.category == FindingCategory::kDataloader) {
       why = LoaderWorkersScheduledOut(group, it->second, excess, e);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "base/robust_stats.h"
 #include "summary/pattern.h"
 
 namespace eroica {
@@ -13,6 +14,21 @@ namespace {
 // peer costs lines² comparisons.
 constexpr size_t kMaxPeersAsked = 128;
 
+// How much longer member `suspect`'s training thread was queued for a CPU than its peers' median
+// (share of the window); 0 where it or no peer was read.
+double QueuedBeyondPeers(const WorkerGroup& group, size_t suspect) {
+  auto queued = [&](size_t k) {
+    const std::optional<CpuShare>& cpu = group.row(k).cpu;
+    return cpu ? static_cast<double>(cpu->main_run_delay) : -1.0;
+  };
+  if (queued(suspect) < 0) return 0;
+  std::vector<double> peers;
+  for (size_t k = 0; k < group.size(); ++k) {
+    if (k != suspect && queued(k) >= 0) peers.push_back(queued(k));
+  }
+  return peers.empty() ? 0 : std::max(0.0, queued(suspect) - MedianInPlace(peers));
+}
+
 }  // namespace
 
 bool MissingLineMeansNeverRan(double line_periods, double sampled_periods, double other_periods) {
@@ -21,12 +37,14 @@ bool MissingLineMeansNeverRan(double line_periods, double sampled_periods, doubl
   return line_periods * std::log(chance_each) <= std::log(kChanceLineMissed);
 }
 
-std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspect, double excess) {
+std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspect, double excess, double floor) {
   if (excess <= 0) return std::nullopt;  // no extra work to place
   const WorkerTable& table = *group.table;
+  const double queued = QueuedBeyondPeers(group, suspect);
   std::vector<OwnCodeLine> lines;
   for (const CodeLineEntry& line : table.code_lines(group.members[suspect])) {
-    if (line.share >= excess / 2) lines.push_back({line.location, line.share, line.depth});
+    if (line.share >= excess / 2 && line.share - queued >= floor)
+      lines.push_back({line.location, line.share, line.depth});
   }
   if (lines.empty()) return std::nullopt;
   size_t stride = std::max<size_t>(1, group.size() / kMaxPeersAsked);

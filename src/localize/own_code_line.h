@@ -37,6 +37,12 @@ bool MissingLineMeansNeverRan(double line_periods, double sampled_periods, doubl
 // their lists of lines, which were not full: WorkerPattern::code_lines, with too many of the
 // suspect's samples there for chance: MissingLineMeansNeverRan); of several, the deepest, nearest
 // the work. None without samples on the suspect and on at least one peer.
-std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspect, double excess);
+// The line must also hold more of its window than its training thread was queued for a CPU beyond
+// its peers' median, by `floor`: a line every rank passes quickly can still hold a rank's samples
+// while the scheduler keeps it there, no longer than it queued it. A healthy 4-rank CNN's rank 3
+// had 0.09 of its window at `optimizer.zero_grad()`, which its peers passed unsampled, and had
+// queued +0.09; a 6-rank CNN's rank 1 saving a checkpoint with fsync had 0.23 under the save,
+// queued +0.14; a 3-rank MLP's rank 1 running an evaluation every step 0.24, queued +0.08.
+std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspect, double excess, double floor);
 
 }  // namespace eroica
