@@ -25,6 +25,9 @@ class Config:
     # The excess must also exceed this many standard errors of the baseline window, so that
     # iteration-time noise alone cannot trigger a session.
     noise_sigmas: float = 10.0
+    # Or, where that guard hides a slowdown: the training thread's CPU time per iteration rose
+    # above its best by this share of the best iteration (detector.py); 0: off.
+    cpu_threshold: float = 0.10
     # One iteration counts at most this many times the best mean (checkpoint pauses); 0: off.
     outlier_clip: float = 2.0
     # Hang: the current iteration has run >= hang_factor x mean iteration and >= hang_min_s.
@@ -145,7 +148,7 @@ def _validate(values: Dict[str, Any]) -> Dict[str, Any]:
         if name in values and values[name] <= 0:
             log.info("ignoring %s=%r: must be > 0" % (name, values[name]))
             del values[name]
-    for name in ("warmup", "margin", "hang_min_s", "noise_sigmas", "max_sessions",
+    for name in ("warmup", "margin", "hang_min_s", "noise_sigmas", "cpu_threshold", "max_sessions",
                  "outlier_clip", "exit_wait_s", "collect_timeout_s", "agent_wait_s", "stack_hz",
                  "stack_max_samples", "local_keep_sessions", "local_keep_mb"):
         if name in values and values[name] < 0:

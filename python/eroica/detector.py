@@ -4,6 +4,8 @@ Degradation (the paper's rule): the mean of the last `window` iterations exceeds
 times the best such mean seen after `warmup` iterations. One extra guard: the excess must also
 exceed `noise_sigmas` standard errors of the best window, because the minimum of many noisy
 window means sits below the true mean and a noisy series would otherwise trigger on noise.
+Where the guard hides a slowdown in a noisy series, the training thread's CPU time per iteration
+can still show it (DegradationDetector's docstring).
 
 Isolated outliers: a sample above `clip` times the best mean counts as `clip` times the best
 mean. A checkpoint save or an evaluation pause inside the loop makes one huge "iteration";
@@ -37,15 +39,98 @@ class Degradation:
     sample_index: int  # index of the sample (since the last rebaseline) that fired
     best_mean_s: float
     current_mean_s: float
+    # Set when the training thread's CPU time per iteration fired it (see DegradationDetector).
+    best_cpu_s: Optional[float] = None
+    current_cpu_s: Optional[float] = None
 
     @property
     def ratio(self) -> float:
         return self.current_mean_s / self.best_mean_s if self.best_mean_s > 0 else math.inf
 
+    @property
+    def by_cpu(self) -> bool:
+        return self.current_cpu_s is not None
+
+
+class _Windows:
+    """One series: its last `window` samples with running sums, and the best (lowest) full
+    window's mean with that window's standard error."""
+
+    def __init__(self, window: int, pace: Optional[Tuple[float, float]] = None):
+        self.window = window
+        self.samples = collections.deque()
+        self.sum_s = 0.0
+        self.sum_sq = 0.0
+        self.until_resum = _RESUM_EVERY
+        self.best_mean_s: Optional[float] = pace[0] if pace else None
+        self.best_sem_s = pace[1] if pace else 0.0
+
+    def add(self, sample_s: float, cap: Optional[float]) -> Tuple[Optional[float], bool]:
+        """Adds a sample (at most `cap`; None: no cap); returns the window's mean once the
+        window is full (else None), and whether that mean is the new best."""
+        best = self.best_mean_s
+        if cap is not None and sample_s > cap:
+            sample_s = cap
+        samples = self.samples
+        samples.append(sample_s)
+        self.sum_s += sample_s
+        self.sum_sq += sample_s * sample_s
+        n = len(samples)
+        if n > self.window:
+            old = samples.popleft()
+            self.sum_s -= old
+            self.sum_sq -= old * old
+            n -= 1
+            self.until_resum -= 1
+            if self.until_resum <= 0:
+                self.sum_s = math.fsum(samples)
+                self.sum_sq = math.fsum(x * x for x in samples)
+                self.until_resum = _RESUM_EVERY
+        elif n < self.window:
+            return None, False
+        mean_s = self.sum_s / n
+        if best is None or mean_s < best:
+            self.best_mean_s = mean_s
+            self.best_sem_s = self.sem(mean_s)
+            return mean_s, True
+        return mean_s, False
+
+    def sem(self, mean_s: float) -> float:
+        n = len(self.samples)
+        variance = max(0.0, (self.sum_sq - self.sum_s * mean_s) / (n - 1))
+        return math.sqrt(variance / n)
+
 
 class DegradationDetector:
+    """The paper's rule on iteration times, with a noise guard; and, where the caller gives the
+    training thread's CPU time and page faults per iteration (`add`), a second reading of it.
+
+    On CPU training sharing busy cores a healthy job's 50-iteration means wander 13-20 % above
+    their best over a few hundred iterations (the machine's load moves; 8.5-8.9 standard errors
+    at most in 6 healthy 3-6-rank testbed runs of 350 iterations), so the noise guard hides
+    slowdowns of that size, and no estimate of the noise can tell them apart by time alone. The
+    training thread's own CPU time per iteration moves less with the machine's load (it counts
+    no waiting): above its best window by at most 3 % of a step in 10 such healthy testbed runs
+    and 5.6 % in 5 healthy runs of an unseen text job, while Python loops, GC or a heavier
+    tokenizer of 12 % of a step on one or every rank raised it 17-34 % of a step (a forward
+    hook's loop in the text job: 20 %). So a job is also slower where its iterations run
+    `threshold` above their best (no time guard) and the thread's CPU time per iteration runs
+    above its own best by `cpu_threshold` of a step (twice the time's 5 %: the CPU time wanders
+    too) and by `noise_sigmas` standard errors of its best window: the job got slower, and its
+    own work says by how much. Waiting (a stall, a slower peer) adds no CPU time and still needs
+    the time rule; extra work that overlaps waiting, leaving the step's time unchanged, is no
+    slowdown.
+
+    Unless the thread's page faults per iteration rose with it: then the CPU time is the
+    kernel's and the memory's, not more of the thread's code. In the text job (4 ranks on 2
+    cores) ranks took ~9,300 minor faults an iteration for a while (glibc handing its 12.8 MB
+    temporaries out as fresh pages), their threads at 130-190 ms of CPU time an iteration (60-80
+    ms of it in the kernel) against 30-40 ms without them; one rank going into that state after
+    eroica's first window set off a session on a healthy run. The hook's loop added 17 ms an
+    iteration and no faults. Left to the time rule."""
+
     def __init__(self, window: int = 50, threshold: float = 1.05, warmup: int = 20,
-                 noise_sigmas: float = 10.0, clip: float = 2.0):
+                 noise_sigmas: float = 10.0, clip: float = 2.0, cpu_threshold: float = 0.10):
         if window < 2:
             raise ValueError("window must be >= 2")
         self.window = window
@@ -53,19 +138,18 @@ class DegradationDetector:
         self.warmup = warmup
         self.noise_sigmas = noise_sigmas
         self.clip = clip  # 0: off
+        self.cpu_threshold = cpu_threshold  # 0: off
         self.rebaseline()
 
     def rebaseline(self, pace: Optional[Tuple[float, float]] = None) -> None:
         """Forgets the baseline and re-arms; the next `warmup` samples are ignored. `pace`
         (mean, standard error; `captured_pace`) is where the new baseline starts: the windows
-        that follow are held to it, and the best of them replaces it only when faster."""
+        that follow are held to it, and the best of them replaces it only when faster. The CPU
+        time's best starts afresh (a profiled window's CPU time is no pace of the job's)."""
         self._skip = self.warmup
-        self._samples = collections.deque()
-        self._sum_s = 0.0
-        self._sum_sq = 0.0
-        self._until_resum = _RESUM_EVERY
-        self._best_mean_s: Optional[float] = pace[0] if pace else None
-        self._best_sem_s = pace[1] if pace else 0.0  # standard error of the mean of the best window
+        self._time = _Windows(self.window, pace)
+        self._cpu = _Windows(self.window)
+        self._faults = _Windows(self.window)
         self._armed = True
         self._seen = 0
 
@@ -79,67 +163,65 @@ class DegradationDetector:
 
     @property
     def best_mean_s(self) -> Optional[float]:
-        return self._best_mean_s
+        return self._time.best_mean_s
 
     @property
     def current_mean_s(self) -> Optional[float]:
-        n = len(self._samples)
-        return self._sum_s / n if n else None
+        n = len(self._time.samples)
+        return self._time.sum_s / n if n else None
 
     def best_pace(self) -> Optional[Tuple[float, float]]:
         """The best window's mean and its standard error (as `rebaseline` takes a pace)."""
-        return (self._best_mean_s, self._best_sem_s) if self._best_mean_s is not None else None
+        t = self._time
+        return (t.best_mean_s, t.best_sem_s) if t.best_mean_s is not None else None
 
     def current_pace(self) -> Optional[Tuple[float, float]]:
         """The mean of the samples in the window now and its standard error (as `rebaseline`
         takes a pace); None under 3 samples."""
-        n = len(self._samples)
+        n = len(self._time.samples)
         if n < 3:
             return None
-        mean_s = self._sum_s / n
-        variance = max(0.0, (self._sum_sq - self._sum_s * mean_s) / (n - 1))
-        return mean_s, math.sqrt(variance / n)
+        mean_s = self._time.sum_s / n
+        return mean_s, self._time.sem(mean_s)
 
-    def add(self, iteration_s: float) -> Optional[Degradation]:
-        """Adds one iteration time; returns a Degradation the moment the rule first holds."""
+    def add(self, iteration_s: float, cpu_s: Optional[float] = None,
+            page_faults: Optional[int] = None) -> Optional[Degradation]:
+        """Adds one iteration's time, and the training thread's CPU time and page faults in it
+        where measured (both or neither; for every iteration or for none); returns a
+        Degradation the moment a rule first holds."""
         self._seen += 1
         if self._skip > 0:
             self._skip -= 1
             return None
-        best = self._best_mean_s
-        if best is not None and self.clip and iteration_s > self.clip * best:
-            iteration_s = self.clip * best
-        samples = self._samples
-        samples.append(iteration_s)
-        self._sum_s += iteration_s
-        self._sum_sq += iteration_s * iteration_s
-        n = len(samples)
-        if n > self.window:
-            old = samples.popleft()
-            self._sum_s -= old
-            self._sum_sq -= old * old
-            n -= 1
-            self._until_resum -= 1
-            if self._until_resum <= 0:
-                self._resum()
-        elif n < self.window:
+        # One iteration weighs at most `clip` best iterations, its CPU time too: a step's worth
+        # is the unit of both rules (a thread whose CPU time is a small share of its step may
+        # well more than double it by a slowdown).
+        best = self._time.best_mean_s
+        cap = self.clip * best if self.clip and best is not None else None
+        mean_s, new_best = self._time.add(iteration_s, cap)
+        cpu_mean_s = faults_mean = None
+        if cpu_s is not None and page_faults is not None:
+            cpu_mean_s = self._cpu.add(cpu_s, cap)[0]
+            faults_mean = self._faults.add(float(page_faults), None)[0]
+        if mean_s is None or new_best or not self._armed:
             return None
-        mean_s = self._sum_s / n
-        if best is None or mean_s < best:
-            self._best_mean_s = mean_s
-            variance = max(0.0, (self._sum_sq - self._sum_s * mean_s) / (n - 1))
-            self._best_sem_s = math.sqrt(variance / n)
+        best = self._time.best_mean_s
+        if mean_s <= self.threshold * best:
             return None
-        if (self._armed and mean_s > self.threshold * best
-                and mean_s - best > self.noise_sigmas * self._best_sem_s):
+        if mean_s - best > self.noise_sigmas * self._time.best_sem_s:
             self._armed = False
             return Degradation(self._seen - 1, best, mean_s)
+        cpu, faults = self._cpu, self._faults
+        if not self.cpu_threshold or cpu_mean_s is None or cpu.best_mean_s is None or faults_mean is None:
+            return None
+        # More faults than the fewest a window had, beyond its noise and one an iteration.
+        if faults_mean > faults.best_mean_s + self.noise_sigmas * faults.best_sem_s + 1.0:
+            return None
+        excess_s = cpu_mean_s - cpu.best_mean_s
+        if excess_s > self.cpu_threshold * best and excess_s > self.noise_sigmas * cpu.best_sem_s:
+            self._armed = False
+            return Degradation(self._seen - 1, best, mean_s, cpu.best_mean_s, cpu_mean_s)
         return None
-
-    def _resum(self) -> None:
-        self._sum_s = math.fsum(self._samples)
-        self._sum_sq = math.fsum(x * x for x in self._samples)
-        self._until_resum = _RESUM_EVERY
 
 
 def captured_pace(times_s, window: int) -> Optional[Tuple[float, float]]:

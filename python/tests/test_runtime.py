@@ -318,6 +318,41 @@ def _baselines_requested(rt):
     return asked
 
 
+def test_the_training_threads_own_work_reaches_the_detector_and_the_session(tmp_path, monkeypatch):
+    """Iteration times too noisy for the time rule (±30 %); from iteration 120 the thread does
+    12 ms more work a step, which its CPU time shows (detector.py): a degradation session asked
+    for, carrying both CPU paces. With the same work the whole time, none."""
+    import random
+    from eroica import runtime as runtime_mod
+
+    def run(extra_cpu_ms):
+        rng = random.Random(5)
+        cpu = {"s": 0.0, "per_step": []}
+
+        def fake_thread_cpu():  # one call per boundary: advances by the next step's CPU time
+            steps = cpu["per_step"]
+            cpu["s"] += (steps.pop(0) if steps else 0) * 1e-3
+            return 1, cpu["s"], 0  # no page faults
+        monkeypatch.setattr(runtime_mod, "_thread_cpu", fake_thread_cpu)
+        rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_BASELINE=0)
+        asked = []
+        rt._request_session = lambda iteration, reason, best, current, d=None: asked.append((iteration, d))
+        times = [100 * max(0.3, rng.gauss(1.0, 0.3)) + (12 if i >= 120 else 0) for i in range(300)]
+        cpu["per_step"] = [0] + [33 * rng.gauss(1.0, 0.02) + (extra_cpu_ms if i >= 120 else 0)
+                                 for i in range(300)]
+        _feed(rt, times)
+        return asked
+
+    asked = run(12)
+    assert len(asked) == 1 and asked[0][0] >= 120, asked
+    assert asked[0][1].by_cpu and asked[0][1].current_cpu_s > asked[0][1].best_cpu_s
+    assert run(0) == []
+    rt = quiet_runtime(EROICA_DIR=tmp_path)
+    rt._request_session(130, "degradation", 0.1, 0.112, asked[0][1])
+    assert rt._detection["best_cpu_s"] == asked[0][1].best_cpu_s  # the session says why
+    assert rt._detection["current_cpu_s"] == asked[0][1].current_cpu_s
+
+
 def test_the_automatic_baseline_waits_until_iteration_times_stop_falling(tmp_path):
     # Warm-up that outlasts the detector's: 12 iterations from 130 ms down to 100 ms, then flat.
     falling = [130 - 2.5 * i for i in range(12)]

@@ -111,3 +111,36 @@ def test_a_pipelines_stages_are_compared_within_themselves(tmp_path):
     assert first["location"].startswith(where), (where, text)
     assert not [f for f in report["findings"] if f["category"] == "communication"], text
     assert "the pipeline stage of ranks 2,3 waits for it too" in first["evidence"], text
+
+
+@needs_bin
+def test_own_work_that_noisy_iteration_times_hide_is_detected_by_its_cpu_time(tmp_path):
+    """Every rank sleeps a random 0-60 ms a step (iteration times of 5-65 ms that cost no CPU
+    time); from iteration 80 rank 1 also runs 15 ms of Python. The time rule's noise guard (10
+    standard errors of a 20-iteration window: ~39 ms here) hides that; the training thread's
+    CPU time (1 ms a step before) does not (detector.py): a session comes by itself, 5
+    iterations after the onset here, says it was the CPU time, and names the line. The same job
+    without the loop gets no session. (The sleep is named too: every rank spends half its step
+    at that line.)"""
+    def run(folder, hot_from):
+        env = clean_env(EROICA_DIR=folder, EROICA_POLL_S=0.1, EROICA_MARGIN=5, EROICA_WINDOW=20,
+                        EROICA_WARMUP=10, EROICA_BASELINE=0, EROICA_CAPTURE_ITERS=8,
+                        EROICA_BIN=REAL_BIN)
+        done = eroica_run([TORCH_PYTHON, HOT, "world=2", "iters=150", "hot_rank=1", "hot_s=0.015",
+                           "hot_from=%d" % hot_from, "jitter_s=0.06", "port=%d" % free_port()],
+                          env, timeout_s=120)
+        assert done.returncode == 0, done.stderr
+        return done, [d for d in glob.glob(os.path.join(str(folder), "*"))
+                      if os.path.isdir(d) and os.path.basename(d) != "procs"]
+
+    done, sessions = run(tmp_path / "hot", 80)
+    assert len(sessions) == 1, (sessions, done.stderr)
+    session = json.load(open(os.path.join(sessions[0], "session.json")))
+    assert session["reason"] == "degradation" and session["detected_iteration"] >= 80, session
+    assert session["current_cpu_s"] - session["best_cpu_s"] > 0.1 * session["best_mean_s"], session
+    report = json.load(open(os.path.join(sessions[0], "report.json")))
+    where = "%s:%d(" % (HOT, marked_line(HOT, "# HOT-LINE"))
+    assert any(f["location"].startswith(where) and 1 in f["workers"] for f in report["findings"]), \
+        (report["findings"], done.stderr)
+    done, sessions = run(tmp_path / "healthy", 10 ** 6)
+    assert sessions == [], (sessions, done.stderr)

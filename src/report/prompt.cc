@@ -129,6 +129,10 @@ std::string RunSection(const Diagnosis& d, const LocalizeInput& input, const Ses
       out += fmt::format(" (mean iteration {} against a best of {})", FormatDuration(s.current_mean_s),
                          FormatDuration(s.best_mean_s));
     }
+    if (s.best_cpu_s > 0 && s.current_cpu_s > 0) {
+      out += fmt::format("; its training thread's own CPU time per iteration {} against a best of {}",
+                         FormatDuration(s.current_cpu_s), FormatDuration(s.best_cpu_s));
+    }
     out += "\n";
   }
   if (!input.stacks.empty()) {

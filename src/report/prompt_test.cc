@@ -77,6 +77,10 @@ TEST(PromptTest, HangNamesTheLineShowsTheSourceAndAsksForAPatch) {
   session.has_session = true;
   session.reason = "hang";
   session.ranks.push_back({0, "node-a", "2.3.0", "3.11.2", {}, {}, "", ""});
+  session.best_mean_s = 0.1;
+  session.current_mean_s = 0.112;
+  session.best_cpu_s = 0.033;
+  session.current_cpu_s = 0.045;
   std::string prompt = RenderPrompt(d, input, session, {{dir.path()}, 5, 5});
 
   EXPECT_NE(prompt.find("# Fix a hang"), std::string::npos);
@@ -87,6 +91,9 @@ TEST(PromptTest, HangNamesTheLineShowsTheSourceAndAsksForAPatch) {
   EXPECT_NE(prompt.find("propose a patch that removes the blocking"), std::string::npos);
   EXPECT_NE(prompt.find("PyTorch: 2.3.0"), std::string::npos);
   EXPECT_NE(prompt.find("World size: 3"), std::string::npos);
+  EXPECT_NE(prompt.find("its training thread's own CPU time per iteration 45.0 ms against a best of 33.0 ms"),
+            std::string::npos)
+      << prompt;
   // Library frames are named by package, never quoted, never with this machine's paths.
   EXPECT_NE(prompt.find("`python3.11/runpy.py:198`"), std::string::npos);
   EXPECT_EQ(prompt.find("/usr/lib"), std::string::npos);

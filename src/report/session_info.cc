@@ -56,6 +56,8 @@ void ParseSessionJson(const std::string& text, SessionInfo* info) {
   info->world_size = JsonSmallIntOr(j, {"world_size"}, 0);
   info->best_mean_s = JsonNumberOr(j, {"best_mean_s", "baseline_mean_s"}, 0);
   info->current_mean_s = JsonNumberOr(j, {"current_mean_s", "mean_iteration_s"}, 0);
+  info->best_cpu_s = JsonNumberOr(j, {"best_cpu_s"}, 0);
+  info->current_cpu_s = JsonNumberOr(j, {"current_cpu_s"}, 0);
   info->threshold = JsonNumberOr(j, {"threshold"}, 0);
   info->iteration_times_s = JsonNumbers(JsonField(j, {"iteration_times_s", "iteration_times", "times_s"}));
   info->iteration_times_first_id = JsonIntOr(j, {"iteration_times_first_id", "first_id"}, 0);

@@ -35,6 +35,10 @@ struct SessionInfo {
   int world_size = 0;
   double best_mean_s = 0;  // the detector's baseline, when given
   double current_mean_s = 0;
+  // The detecting rank's training-thread CPU time per iteration, its best window and now, when
+  // that (not the iteration time alone) showed the slowdown (python/eroica/detector.py).
+  double best_cpu_s = 0;
+  double current_cpu_s = 0;
   double threshold = 0;
   // The detecting rank's recent iteration times; element i is iteration first_id + i.
   std::vector<double> iteration_times_s;

@@ -1,8 +1,10 @@
 """A small DDP job (gloo, CPU) where one rank runs pure Python at a known line every iteration.
 
 Knobs (key=value): world=2 iters=60 hot_rank=1 hot_s=0.03 gc=0 eval_s=0 port=29512 workers=0
-getitem_s=0
-  hot_rank spins in `hot_loop` (the HOT-LINE below) for hot_s per iteration; gc=1 makes it
+getitem_s=0 hot_from=0 jitter_s=0
+  hot_rank spins in `hot_loop` (the HOT-LINE below) for hot_s per iteration from iteration
+  hot_from on; jitter_s > 0 makes every rank sleep a random 0..jitter_s a step (noisy
+  iteration times that cost no CPU time, as on busy shared cores); gc=1 makes it
   call gc.collect() there instead, over a heap of many small objects; eval_s > 0 makes it run
   the model's forward without gradients for that long instead (the EVAL-LINE: an evaluation
   pass on one rank, whose ops are the ones training calls). workers > 0: the batches
@@ -11,6 +13,7 @@ getitem_s=0
 """
 
 import gc
+import random
 import sys
 import time
 
@@ -19,7 +22,8 @@ import ranks
 
 def parse(argv):
     return ranks.knobs(argv, {"world": 2, "iters": 60, "hot_rank": 1, "hot_s": 0.03, "gc": 0,
-                              "eval_s": 0.0, "port": 29512, "workers": 0, "getitem_s": 0.0})
+                              "eval_s": 0.0, "port": 29512, "workers": 0, "getitem_s": 0.0,
+                              "hot_from": 0, "jitter_s": 0.0})
 
 
 def hot_loop(seconds):
@@ -71,11 +75,12 @@ def train(rank, opts):
         getitem_s = opts["getitem_s"] if rank == opts["hot_rank"] else 0.0
         batches = iter(torch.utils.data.DataLoader(Samples(16 * opts["iters"], getitem_s), batch_size=16,
                                                    num_workers=opts["workers"]))
-    for _ in range(opts["iters"]):
+    jitter = random.Random(rank)
+    for iteration in range(opts["iters"]):
         x = next(batches) if batches is not None else torch.randn(16, 64)
         opt.zero_grad()
         model(x).sum().backward()
-        if rank == opts["hot_rank"]:
+        if rank == opts["hot_rank"] and iteration >= opts["hot_from"]:
             if opts["gc"]:
                 gc.collect()  # GC-LINE
             elif opts["eval_s"]:
@@ -83,7 +88,7 @@ def train(rank, opts):
             else:
                 hot_loop(opts["hot_s"])
         opt.step()
-        time.sleep(0.005)
+        time.sleep(0.005 + jitter.uniform(0.0, opts["jitter_s"]))
     del heap
     dist.barrier()
     dist.destroy_process_group()
