@@ -27,7 +27,7 @@ class Config:
     noise_sigmas: float = 10.0
     # Or, where that guard hides a slowdown: the training thread's CPU time per iteration rose
     # above its best by this share of the best iteration (detector.py); 0: off.
-    cpu_threshold: float = 0.10
+    cpu_threshold: float = 0.15
     # One iteration counts at most this many times the best mean (checkpoint pauses); 0: off.
     outlier_clip: float = 2.0
     # Hang: the current iteration has run >= hang_factor x mean iteration and >= hang_min_s.

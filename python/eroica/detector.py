@@ -54,10 +54,15 @@ class Degradation:
 
 class _Windows:
     """One series: its last `window` samples with running sums, and the best (lowest) full
-    window's mean with that window's standard error."""
+    window's mean with that window's standard error; with `median_every`, also the lowest median
+    of the full windows seen every that many samples (a median costs a sort of the window)."""
 
-    def __init__(self, window: int, pace: Optional[Tuple[float, float]] = None):
+    def __init__(self, window: int, pace: Optional[Tuple[float, float]] = None,
+                 median_every: int = 0):
         self.window = window
+        self.median_every = median_every
+        self.until_median = 0
+        self.best_median_s: Optional[float] = None
         self.samples = collections.deque()
         self.sum_s = 0.0
         self.sum_sq = 0.0
@@ -88,12 +93,22 @@ class _Windows:
                 self.until_resum = _RESUM_EVERY
         elif n < self.window:
             return None, False
+        if self.median_every:
+            self.until_median -= 1
+            if self.until_median <= 0:
+                self.until_median = self.median_every
+                median_s = self.median()
+                if self.best_median_s is None or median_s < self.best_median_s:
+                    self.best_median_s = median_s
         mean_s = self.sum_s / n
         if best is None or mean_s < best:
             self.best_mean_s = mean_s
             self.best_sem_s = self.sem(mean_s)
             return mean_s, True
         return mean_s, False
+
+    def median(self) -> float:
+        return statistics.median(self.samples)
 
     def sem(self, mean_s: float) -> float:
         n = len(self.samples)
@@ -109,17 +124,21 @@ class DegradationDetector:
     their best over a few hundred iterations (the machine's load moves; 8.5-8.9 standard errors
     at most in 6 healthy 3-6-rank testbed runs of 350 iterations), so the noise guard hides
     slowdowns of that size, and no estimate of the noise can tell them apart by time alone. The
-    training thread's own CPU time per iteration moves less with the machine's load (it counts
-    no waiting): above its best window by at most 3 % of a step in 10 such healthy testbed runs
-    and 5.6 % in 5 healthy runs of an unseen text job, while Python loops, GC or a heavier
-    tokenizer of 12 % of a step on one or every rank raised it 17-34 % of a step (a forward
-    hook's loop in the text job: 20 %). So a job is also slower where its iterations run
-    `threshold` above their best (no time guard) and the thread's CPU time per iteration runs
-    above its own best by `cpu_threshold` of a step (twice the time's 5 %: the CPU time wanders
-    too) and by `noise_sigmas` standard errors of its best window: the job got slower, and its
-    own work says by how much. Waiting (a stall, a slower peer) adds no CPU time and still needs
-    the time rule; extra work that overlaps waiting, leaving the step's time unchanged, is no
-    slowdown.
+    training thread's own CPU time per iteration counts no waiting, and work the code does in
+    every iteration raises it in every iteration: the window's mean and its median alike. On
+    this 2-core VM, in 10 long healthy testbed runs (and a faulty run's healthy stretch) the
+    smaller of the two rose at most 10 % of a step above its best window (a transformer's: the
+    CPU time per step of a thread that shares a core moves with what shares it), the mean alone
+    up to 12 % (a CNN with loader workers: 25 ms more on every other step for a while);
+    faults of the thread's own work raised both 10-18 % of a step (light Python on every rank),
+    15-17 % (a busy Python thread beside it, an evaluation pass) and 64-175 % (hot loops, GC
+    storms), an unseen text job's forward hook about 20 %. So a job is also slower where its iterations run `threshold` above their
+    best (no time guard) and the thread's CPU time per iteration, its window's mean and its
+    median, run above their best windows' by `cpu_threshold` of a step (0.15: half again the
+    healthy 10 %), the mean also by `noise_sigmas` standard errors: the job got slower, and its
+    own work says by how much. Waiting (a stall, a slower peer) adds no CPU time and still
+    needs the time rule; extra work that overlaps waiting, leaving the step's time unchanged,
+    is no slowdown. The median is taken every fifth of a window (a sort of the window).
 
     Unless the thread's page faults per iteration rose with it: then the CPU time is the
     kernel's and the memory's, not more of the thread's code. In the text job (4 ranks on 2
@@ -130,7 +149,7 @@ class DegradationDetector:
     iteration and no faults. Left to the time rule."""
 
     def __init__(self, window: int = 50, threshold: float = 1.05, warmup: int = 20,
-                 noise_sigmas: float = 10.0, clip: float = 2.0, cpu_threshold: float = 0.10):
+                 noise_sigmas: float = 10.0, clip: float = 2.0, cpu_threshold: float = 0.15):
         if window < 2:
             raise ValueError("window must be >= 2")
         self.window = window
@@ -148,7 +167,7 @@ class DegradationDetector:
         time's best starts afresh (a profiled window's CPU time is no pace of the job's)."""
         self._skip = self.warmup
         self._time = _Windows(self.window, pace)
-        self._cpu = _Windows(self.window)
+        self._cpu = _Windows(self.window, median_every=max(1, self.window // 5))
         self._faults = _Windows(self.window)
         self._armed = True
         self._seen = 0
@@ -217,11 +236,16 @@ class DegradationDetector:
         # More faults than the fewest a window had, beyond its noise and one an iteration.
         if faults_mean > faults.best_mean_s + self.noise_sigmas * faults.best_sem_s + 1.0:
             return None
-        excess_s = cpu_mean_s - cpu.best_mean_s
-        if excess_s > self.cpu_threshold * best and excess_s > self.noise_sigmas * cpu.best_sem_s:
-            self._armed = False
-            return Degradation(self._seen - 1, best, mean_s, cpu.best_mean_s, cpu_mean_s)
-        return None
+        excess_s, bar_s = cpu_mean_s - cpu.best_mean_s, self.cpu_threshold * best
+        if excess_s <= bar_s or excess_s <= self.noise_sigmas * cpu.best_sem_s:
+            return None
+        # And in the window's typical iteration, not in a few: work the code does every
+        # iteration moves the median as much as the mean, bursts (a collection now and then,
+        # a worker's batch handed over) move the mean only.
+        if cpu.best_median_s is None or cpu.median() - cpu.best_median_s <= bar_s:
+            return None
+        self._armed = False
+        return Degradation(self._seen - 1, best, mean_s, cpu.best_mean_s, cpu_mean_s)
 
 
 def captured_pace(times_s, window: int) -> Optional[Tuple[float, float]]:

@@ -217,16 +217,16 @@ def noisy(rng, mean, spread, n):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_more_own_work_is_a_slowdown_where_noisy_times_hide_it(seed):
     # A step of 100 ms with 30 % noise, a third of it the training thread's CPU time (2 % noise);
-    # from iteration 300 it runs 12 ms more Python a step: 12 % of a step, below the noise guard.
+    # from iteration 300 it runs 20 ms more Python a step: 20 % of a step, below the noise guard.
     rng = random.Random(seed)
-    times = noisy(rng, 0.100, 0.3, 300) + noisy(rng, 0.112, 0.3, 300)
-    cpus = noisy(rng, 0.033, 0.02, 300) + noisy(rng, 0.045, 0.02, 300)
+    times = noisy(rng, 0.100, 0.3, 300) + noisy(rng, 0.120, 0.3, 300)
+    cpus = noisy(rng, 0.033, 0.02, 300) + noisy(rng, 0.053, 0.02, 300)
     assert feed(DegradationDetector(), times) == []  # by time alone, hidden
     fired = feed_with_cpu(DegradationDetector(), times, cpus)
     assert len(fired) == 1 and fired[0][0] >= 300
     index, degradation = fired[0]
     assert degradation.by_cpu
-    assert degradation.current_cpu_s - degradation.best_cpu_s > 0.10 * degradation.best_mean_s
+    assert degradation.current_cpu_s - degradation.best_cpu_s > 0.15 * degradation.best_mean_s
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -282,3 +282,18 @@ def test_a_thread_whose_cpu_time_more_than_doubles_is_not_clipped_out_of_the_rul
     cpus = noisy(rng, 0.001, 0.1, 200) + noisy(rng, 0.006, 0.1, 200)
     fired = feed_with_cpu(DegradationDetector(window=20, warmup=10), times, cpus)
     assert len(fired) == 1 and fired[0][1].by_cpu and fired[0][0] >= 200, fired
+
+
+def test_cpu_time_in_bursts_moves_the_mean_not_the_typical_iteration():
+    # A healthy 4-rank CNN with loader workers: its thread's CPU time of 11 ms a step rose by
+    # 25 ms on every other step for a while (a 50 ms step; 15 such steps lift a window's mean
+    # 15 % of a step above its best). Work the code does every iteration moves the median too.
+    rng = random.Random(9)
+    times = noisy(rng, 0.050, 0.3, 600)
+    base = noisy(rng, 0.011, 0.05, 600)
+    bursts = [c + (0.025 if 200 <= i < 230 and i % 2 == 0 else 0.0) for i, c in enumerate(base)]
+    assert feed_with_cpu(DegradationDetector(cpu_threshold=0.1), times, bursts) == []
+    times = times[:200] + [t + 0.006 for t in times[200:]]
+    steady = [c + (0.012 if i >= 200 else 0.0) for i, c in enumerate(base)]
+    fired = feed_with_cpu(DegradationDetector(cpu_threshold=0.1), times, steady)
+    assert len(fired) == 1 and fired[0][1].by_cpu, fired

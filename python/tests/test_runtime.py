@@ -320,7 +320,7 @@ def _baselines_requested(rt):
 
 def test_the_training_threads_own_work_reaches_the_detector_and_the_session(tmp_path, monkeypatch):
     """Iteration times too noisy for the time rule (±30 %); from iteration 120 the thread does
-    12 ms more work a step, which its CPU time shows (detector.py): a degradation session asked
+    20 ms more work a step, which its CPU time shows (detector.py): a degradation session asked
     for, carrying both CPU paces. With the same work the whole time, none."""
     import random
     from eroica import runtime as runtime_mod
@@ -337,13 +337,13 @@ def test_the_training_threads_own_work_reaches_the_detector_and_the_session(tmp_
         rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_BASELINE=0)
         asked = []
         rt._request_session = lambda iteration, reason, best, current, d=None: asked.append((iteration, d))
-        times = [100 * max(0.3, rng.gauss(1.0, 0.3)) + (12 if i >= 120 else 0) for i in range(300)]
+        times = [100 * max(0.3, rng.gauss(1.0, 0.3)) + (20 if i >= 120 else 0) for i in range(300)]
         cpu["per_step"] = [0] + [33 * rng.gauss(1.0, 0.02) + (extra_cpu_ms if i >= 120 else 0)
                                  for i in range(300)]
         _feed(rt, times)
         return asked
 
-    asked = run(12)
+    asked = run(20)
     assert len(asked) == 1 and asked[0][0] >= 120, asked
     assert asked[0][1].by_cpu and asked[0][1].current_cpu_s > asked[0][1].best_cpu_s
     assert run(0) == []
