@@ -42,6 +42,10 @@ class Degradation:
     # Set when the training thread's CPU time per iteration fired it (see DegradationDetector).
     best_cpu_s: Optional[float] = None
     current_cpu_s: Optional[float] = None
+    # The thread's page faults per iteration, its best window's and now, where they rose (by
+    # the CPU rule's check): memory the step touches came fresh from the system each time.
+    best_faults: Optional[float] = None
+    current_faults: Optional[float] = None
 
     @property
     def ratio(self) -> float:
@@ -227,14 +231,16 @@ class DegradationDetector:
         best = self._time.best_mean_s
         if mean_s <= self.threshold * best:
             return None
+        faults = self._faults
+        # More faults than the fewest a window had, beyond its noise and one an iteration.
+        faults_rose = (faults_mean is not None and faults.best_mean_s is not None
+                       and faults_mean > faults.best_mean_s + self.noise_sigmas * faults.best_sem_s + 1.0)
         if mean_s - best > self.noise_sigmas * self._time.best_sem_s:
             self._armed = False
-            return Degradation(self._seen - 1, best, mean_s)
-        cpu, faults = self._cpu, self._faults
-        if not self.cpu_threshold or cpu_mean_s is None or cpu.best_mean_s is None or faults_mean is None:
-            return None
-        # More faults than the fewest a window had, beyond its noise and one an iteration.
-        if faults_mean > faults.best_mean_s + self.noise_sigmas * faults.best_sem_s + 1.0:
+            fresh = (faults.best_mean_s, faults_mean) if faults_rose else (None, None)
+            return Degradation(self._seen - 1, best, mean_s, best_faults=fresh[0], current_faults=fresh[1])
+        cpu = self._cpu
+        if not self.cpu_threshold or cpu_mean_s is None or cpu.best_mean_s is None or faults_rose:
             return None
         excess_s, bar_s = cpu_mean_s - cpu.best_mean_s, self.cpu_threshold * best
         if excess_s <= bar_s or excess_s <= self.noise_sigmas * cpu.best_sem_s:

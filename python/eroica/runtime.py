@@ -318,6 +318,10 @@ class Runtime:
             # Fired by the training thread's own work (detector.py): the session says so.
             self._detection.update(best_cpu_s=degradation.best_cpu_s,
                                    current_cpu_s=degradation.current_cpu_s)
+        if degradation is not None and degradation.current_faults is not None:
+            # Its page faults rose with it: the diagnosis says what that means.
+            self._detection.update(best_faults_per_iter=round(degradation.best_faults, 1),
+                                   current_faults_per_iter=round(degradation.current_faults, 1))
         self._wake.set()
 
     def _read_mail(self, next_iteration: int) -> bool:

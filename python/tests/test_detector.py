@@ -297,3 +297,14 @@ def test_cpu_time_in_bursts_moves_the_mean_not_the_typical_iteration():
     steady = [c + (0.012 if i >= 200 else 0.0) for i, c in enumerate(base)]
     fired = feed_with_cpu(DegradationDetector(cpu_threshold=0.1), times, steady)
     assert len(fired) == 1 and fired[0][1].by_cpu, fired
+
+
+def test_a_slowdown_that_came_with_page_faults_says_so():
+    # 64 MB of fresh pages a step from iteration 200: 16,384 more faults and 40 ms more a step.
+    times = [0.100] * 200 + [0.140] * 100
+    faults = [3] * 200 + [16387] * 100
+    fired = feed_with_cpu(DegradationDetector(), times, [0.03] * 300, faults)
+    assert len(fired) == 1 and not fired[0][1].by_cpu
+    assert fired[0][1].best_faults == pytest.approx(3) and fired[0][1].current_faults > 1000
+    plain = feed_with_cpu(DegradationDetector(), times, [0.03] * 300)  # no more faults: nothing said
+    assert len(plain) == 1 and plain[0][1].current_faults is None

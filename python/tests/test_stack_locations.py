@@ -144,3 +144,26 @@ def test_own_work_that_noisy_iteration_times_hide_is_detected_by_its_cpu_time(tm
         (report["findings"], done.stderr)
     done, sessions = run(tmp_path / "healthy", 10 ** 6)
     assert sessions == [], (sessions, done.stderr)
+
+
+@needs_bin
+def test_a_slowdown_from_fresh_memory_each_step_is_said_in_the_diagnosis(tmp_path):
+    """From iteration 60 every rank fills a new 64 MB tensor each step, which glibc maps fresh
+    (above its mmap threshold): page faults on every step. The detector fires on the time, its
+    page-fault reading rose with it, and the diagnosis says so in a note (no window reading
+    shows page faults)."""
+    env = clean_env(EROICA_DIR=tmp_path, EROICA_POLL_S=0.1, EROICA_MARGIN=5, EROICA_WINDOW=20,
+                    EROICA_WARMUP=10, EROICA_BASELINE=0, EROICA_CAPTURE_ITERS=8, EROICA_BIN=REAL_BIN)
+    done = eroica_run([TORCH_PYTHON, HOT, "world=2", "iters=120", "hot_from=60", "fresh_mb=64",
+                       "port=%d" % free_port()], env, timeout_s=120)
+    assert done.returncode == 0, done.stderr
+    sessions = [d for d in glob.glob(os.path.join(str(tmp_path), "*"))
+                if os.path.isdir(d) and os.path.basename(d) != "procs"]
+    assert len(sessions) == 1, (sessions, done.stderr)
+    session = json.load(open(os.path.join(sessions[0], "session.json")))
+    assert session["detected_iteration"] >= 60, session
+    # At least one step's 64 MB of 4 KiB pages in the 20-iteration window; next to none before.
+    assert session["current_faults_per_iter"] >= 0.9 * (64 << 20) / 4096 / 20, session
+    assert session["best_faults_per_iter"] < 10, session
+    report = json.load(open(os.path.join(sessions[0], "report.json")))
+    assert any("page faults an iteration" in note for note in report["notes"]), report["notes"]

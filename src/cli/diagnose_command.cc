@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/diagnosis_run.h"
 #include "report/diagnosis_json.h"
+#include "report/session_info.h"
 #include "report/text_report.h"
 
 namespace eroica {
@@ -31,6 +32,10 @@ int RunDiagnose(const DiagnoseOptions& options) {
   if (!run.ok()) {
     fmt::print(stderr, "eroica: {}\n", run.status().message());
     return 1;
+  }
+  // What the detector saw that the window's readings do not show (python/eroica/detector.py).
+  if (std::string note = FreshMemoryNote(ReadSessionInfo(options.paths)); !note.empty()) {
+    run->diagnosis.notes.push_back(std::move(note));
   }
   if (against_baseline) {
     // A baseline that cannot be read leaves the diagnosis by peers and boxes, said in a warning.

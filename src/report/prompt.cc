@@ -134,6 +134,7 @@ std::string RunSection(const Diagnosis& d, const LocalizeInput& input, const Ses
                          FormatDuration(s.current_cpu_s), FormatDuration(s.best_cpu_s));
     }
     out += "\n";
+    if (std::string note = FreshMemoryNote(s); !note.empty()) out += fmt::format("- Note: {}\n", note);
   }
   if (!input.stacks.empty()) {
     out += fmt::format("- Stack dumps from {} of {} ranks\n", input.stacks.size(), world > 0 ? world : d.workers);

@@ -58,6 +58,8 @@ void ParseSessionJson(const std::string& text, SessionInfo* info) {
   info->current_mean_s = JsonNumberOr(j, {"current_mean_s", "mean_iteration_s"}, 0);
   info->best_cpu_s = JsonNumberOr(j, {"best_cpu_s"}, 0);
   info->current_cpu_s = JsonNumberOr(j, {"current_cpu_s"}, 0);
+  info->best_faults_per_iter = JsonNumberOr(j, {"best_faults_per_iter"}, 0);
+  info->current_faults_per_iter = JsonNumberOr(j, {"current_faults_per_iter"}, 0);
   info->threshold = JsonNumberOr(j, {"threshold"}, 0);
   info->iteration_times_s = JsonNumbers(JsonField(j, {"iteration_times_s", "iteration_times", "times_s"}));
   info->iteration_times_first_id = JsonIntOr(j, {"iteration_times_first_id", "first_id"}, 0);
@@ -81,6 +83,17 @@ RankMeta ParseRankMeta(const std::string& text) {
   meta.missed = JsonTextOr(j, {"missed"});
   meta.error = JsonTextOr(j, {"error"});
   return meta;
+}
+
+std::string FreshMemoryNote(const SessionInfo& s) {
+  if (s.current_faults_per_iter <= s.best_faults_per_iter || s.current_faults_per_iter <= 0) return "";
+  std::string who = s.trigger_rank >= 0 ? fmt::format("rank {}", s.trigger_rank) : std::string("the detecting rank");
+  return fmt::format(
+      "as the job slowed, {}'s training thread took {:.0f} page faults an iteration against {:.0f} in its best "
+      "window: the step touches fresh memory each time, whose cost shows inside the ops that touch it (a large "
+      "temporary mapped and unmapped every step: glibc maps blocks above its mmap threshold; "
+      "MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_, or jemalloc or tcmalloc, keep them)",
+      who, s.current_faults_per_iter, s.best_faults_per_iter);
 }
 
 SessionInfo ReadSessionInfo(const std::vector<std::string>& paths) {

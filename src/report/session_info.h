@@ -39,6 +39,10 @@ struct SessionInfo {
   // that (not the iteration time alone) showed the slowdown (python/eroica/detector.py).
   double best_cpu_s = 0;
   double current_cpu_s = 0;
+  // The detecting rank's training-thread page faults per iteration, its best window and now,
+  // where they rose with the slowdown (0: not measured, or they did not).
+  double best_faults_per_iter = 0;
+  double current_faults_per_iter = 0;
   double threshold = 0;
   // The detecting rank's recent iteration times; element i is iteration first_id + i.
   std::vector<double> iteration_times_s;
@@ -55,6 +59,11 @@ struct SessionInfo {
 // Reads session.json and rank-*.meta.json from every folder among `paths` (files are looked
 // up in their own folder). Missing or malformed files leave fields at their defaults.
 SessionInfo ReadSessionInfo(const std::vector<std::string>& paths);
+
+// What the detector saw beside the slowdown that no window reading shows: the detecting rank's
+// page faults per iteration rose with it (a step that touches fresh memory each time). "" when
+// the session says nothing of it.
+std::string FreshMemoryNote(const SessionInfo& session);
 
 // Parses one session.json / meta document; exposed for tests.
 void ParseSessionJson(const std::string& text, SessionInfo* info);

@@ -14,7 +14,7 @@ TEST(SessionInfoTest, ReadsTheOnlinePackagesFiles) {
   dir.Write("session.json", R"({"schema": "eroica.session/v1", "session_id": "job-s0-it130", "reason": "degradation",
     "trigger_rank": 2, "trigger_host": "node-a", "target_iteration": 130, "capture_iters": 5,
     "detected_iteration": 126, "best_mean_s": 0.1, "current_mean_s": 0.14, "threshold": 1.05, "world_size": 4,
-    "best_cpu_s": 0.033, "current_cpu_s": 0.045,
+    "best_cpu_s": 0.033, "current_cpu_s": 0.045, "best_faults_per_iter": 3.0, "current_faults_per_iter": 9343.4,
     "window": {"iterations": 5, "max_seconds": 20}, "iteration_times_s": [0.1, 0.1, 0.15, 0.14],
     "iteration_times_first_id": 123})");
   dir.Write("rank-0.meta.json", R"({"rank": 0, "world_size": 4, "host": "node-a", "torch_version": "2.3.0",
@@ -29,6 +29,12 @@ TEST(SessionInfoTest, ReadsTheOnlinePackagesFiles) {
   EXPECT_EQ(s.capture_iterations, 5);
   EXPECT_DOUBLE_EQ(s.best_cpu_s, 0.033);
   EXPECT_DOUBLE_EQ(s.current_cpu_s, 0.045);
+  EXPECT_NE(FreshMemoryNote(s).find("rank 2's training thread took 9343 page faults an iteration against 3"),
+            std::string::npos)
+      << FreshMemoryNote(s);
+  SessionInfo quiet;
+  quiet.trigger_rank = 2;
+  EXPECT_EQ(FreshMemoryNote(quiet), "");  // a session that says nothing of page faults
   EXPECT_EQ(s.iteration_times_s.size(), 4u);
   EXPECT_EQ(s.iteration_times_first_id, 123);
   ASSERT_EQ(s.ranks.size(), 2u);

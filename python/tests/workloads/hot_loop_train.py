@@ -1,9 +1,10 @@
 """A small DDP job (gloo, CPU) where one rank runs pure Python at a known line every iteration.
 
 Knobs (key=value): world=2 iters=60 hot_rank=1 hot_s=0.03 gc=0 eval_s=0 port=29512 workers=0
-getitem_s=0 hot_from=0 jitter_s=0
+getitem_s=0 hot_from=0 jitter_s=0 fresh_mb=0
   hot_rank spins in `hot_loop` (the HOT-LINE below) for hot_s per iteration from iteration
-  hot_from on; jitter_s > 0 makes every rank sleep a random 0..jitter_s a step (noisy
+  hot_from on (fresh_mb > 0: instead, every rank fills a new tensor of that many MB, which
+  glibc maps fresh above its mmap threshold: page faults on every step, the FRESH-LINE); jitter_s > 0 makes every rank sleep a random 0..jitter_s a step (noisy
   iteration times that cost no CPU time, as on busy shared cores); gc=1 makes it
   call gc.collect() there instead, over a heap of many small objects; eval_s > 0 makes it run
   the model's forward without gradients for that long instead (the EVAL-LINE: an evaluation
@@ -23,7 +24,7 @@ import ranks
 def parse(argv):
     return ranks.knobs(argv, {"world": 2, "iters": 60, "hot_rank": 1, "hot_s": 0.03, "gc": 0,
                               "eval_s": 0.0, "port": 29512, "workers": 0, "getitem_s": 0.0,
-                              "hot_from": 0, "jitter_s": 0.0})
+                              "hot_from": 0, "jitter_s": 0.0, "fresh_mb": 0})
 
 
 def hot_loop(seconds):
@@ -80,7 +81,9 @@ def train(rank, opts):
         x = next(batches) if batches is not None else torch.randn(16, 64)
         opt.zero_grad()
         model(x).sum().backward()
-        if rank == opts["hot_rank"] and iteration >= opts["hot_from"]:
+        if opts["fresh_mb"] and iteration >= opts["hot_from"]:
+            torch.empty(opts["fresh_mb"] << 18).fill_(1.0)  # FRESH-LINE
+        elif rank == opts["hot_rank"] and iteration >= opts["hot_from"]:
             if opts["gc"]:
                 gc.collect()  # GC-LINE
             elif opts["eval_s"]:
