@@ -30,8 +30,6 @@ from .detector import (Degradation, DegradationDetector, HangDetector, captured_
                        ran_faster_since, still_speeding_up)
 
 _perf_ns = time.perf_counter_ns
-
-
 _RUSAGE_THREAD = getattr(resource, "RUSAGE_THREAD", None)  # Linux only
 
 
@@ -46,6 +44,7 @@ def _thread_cpu() -> Optional[Tuple[int, float, int]]:
     except (OSError, ValueError):
         return None
     return threading.get_ident(), usage.ru_utime + usage.ru_stime, usage.ru_minflt + usage.ru_majflt
+
 
 # Iteration boundaries come from the optimizer; a loop that draws this many batches without
 # any optimizer step (inference, evaluation-only jobs) is paced by DataLoader batches instead.
