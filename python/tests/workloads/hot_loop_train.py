@@ -5,7 +5,7 @@ getitem_s=0 hot_from=0 jitter_s=0 fresh_mb=0
   hot_rank spins in `hot_loop` (the HOT-LINE below) for hot_s per iteration from iteration
   hot_from on (fresh_mb > 0: instead, every rank fills a new tensor of that many MB, which
   glibc maps fresh above its mmap threshold: page faults on every step, the FRESH-LINE); jitter_s > 0 makes every rank sleep a random 0..jitter_s a step (noisy
-  iteration times that cost no CPU time, as on busy shared cores); gc=1 makes it
+  iteration times that cost no CPU time, as on busy shared cores; the same draws on every rank); gc=1 makes it
   call gc.collect() there instead, over a heap of many small objects; eval_s > 0 makes it run
   the model's forward without gradients for that long instead (the EVAL-LINE: an evaluation
   pass on one rank, whose ops are the ones training calls). workers > 0: the batches
@@ -76,9 +76,11 @@ def train(rank, opts):
         getitem_s = opts["getitem_s"] if rank == opts["hot_rank"] else 0.0
         batches = iter(torch.utils.data.DataLoader(Samples(16 * opts["iters"], getitem_s), batch_size=16,
                                                    num_workers=opts["workers"]))
-    jitter = random.Random(rank)
+    jitter = random.Random(0)  # the same draws on every rank: noise no rank has more of
     for iteration in range(opts["iters"]):
         x = next(batches) if batches is not None else torch.randn(16, 64)
+        if opts["jitter_s"]:  # after the batch's op, not at the step's end: a point of its own
+            time.sleep(jitter.uniform(0.0, opts["jitter_s"]))
         opt.zero_grad()
         model(x).sum().backward()
         if opts["fresh_mb"] and iteration >= opts["hot_from"]:
@@ -91,7 +93,7 @@ def train(rank, opts):
             else:
                 hot_loop(opts["hot_s"])
         opt.step()
-        time.sleep(0.005 + jitter.uniform(0.0, opts["jitter_s"]))
+        time.sleep(0.005)
     del heap
     dist.barrier()
     dist.destroy_process_group()
