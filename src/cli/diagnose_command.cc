@@ -34,7 +34,7 @@ int RunDiagnose(const DiagnoseOptions& options) {
     return 1;
   }
   // What the detector saw that the window's readings do not show (python/eroica/detector.py).
-  if (std::string note = FreshMemoryNote(ReadSessionInfo(options.paths)); !note.empty()) {
+  if (std::string note = FreshMemoryNote(ReadSessionInfo(options.paths, /*with_ranks=*/false)); !note.empty()) {
     run->diagnosis.notes.push_back(std::move(note));
   }
   if (against_baseline) {

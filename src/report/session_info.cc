@@ -96,7 +96,7 @@ std::string FreshMemoryNote(const SessionInfo& s) {
       who, s.current_faults_per_iter, s.best_faults_per_iter);
 }
 
-SessionInfo ReadSessionInfo(const std::vector<std::string>& paths) {
+SessionInfo ReadSessionInfo(const std::vector<std::string>& paths, bool with_ranks) {
   SessionInfo info;
   std::set<fs::path> folders;
   for (const std::string& p : paths) {
@@ -108,7 +108,7 @@ SessionInfo ReadSessionInfo(const std::vector<std::string>& paths) {
     for (const auto& entry : fs::directory_iterator(folder.empty() ? "." : folder, error)) {
       std::string name = entry.path().filename().string();
       bool session = name == "session.json";
-      bool meta = name.starts_with("rank-") && name.ends_with(".meta.json");
+      bool meta = with_ranks && name.starts_with("rank-") && name.ends_with(".meta.json");
       if (!session && !meta) continue;
       StatusOr<std::string> text = ReadSmallFile(entry.path().string(), 4 << 20);
       if (!text.ok()) {

@@ -56,9 +56,10 @@ struct SessionInfo {
   int HostCount() const;
 };
 
-// Reads session.json and rank-*.meta.json from every folder among `paths` (files are looked
-// up in their own folder). Missing or malformed files leave fields at their defaults.
-SessionInfo ReadSessionInfo(const std::vector<std::string>& paths);
+// Reads session.json and (with `with_ranks`) rank-*.meta.json from every folder among `paths`
+// (files are looked up in their own folder). Missing or malformed files leave fields at their
+// defaults. Without ranks it reads one small file however many ranks the folder holds.
+SessionInfo ReadSessionInfo(const std::vector<std::string>& paths, bool with_ranks = true);
 
 // What the detector saw beside the slowdown that no window reading shows: the detecting rank's
 // page faults per iteration rose with it (a step that touches fresh memory each time). "" when

@@ -32,6 +32,9 @@ TEST(SessionInfoTest, ReadsTheOnlinePackagesFiles) {
   EXPECT_NE(FreshMemoryNote(s).find("rank 2's training thread took 9343 page faults an iteration against 3"),
             std::string::npos)
       << FreshMemoryNote(s);
+  SessionInfo session_only = ReadSessionInfo({dir.path()}, /*with_ranks=*/false);
+  EXPECT_TRUE(session_only.ranks.empty() && session_only.warnings.empty());
+  EXPECT_EQ(FreshMemoryNote(session_only), FreshMemoryNote(s));
   SessionInfo quiet;
   quiet.trigger_rank = 2;
   EXPECT_EQ(FreshMemoryNote(quiet), "");  // a session that says nothing of page faults
