@@ -125,25 +125,25 @@ class DegradationDetector:
     training thread's CPU time and page faults per iteration (`add`), a second reading of it.
 
     On CPU training sharing busy cores a healthy job's 50-iteration means wander 7-20 % above
-    their best over a few hundred iterations (the machine's load moves; up to 8.9 standard errors
-    in 6 healthy 3-6-rank testbed runs of 350 iterations), so the noise guard hides
+    their best over a few hundred iterations (the machine's load moves; up to 8.9 standard
+    errors in 6 healthy 3-6-rank testbed runs of 350 iterations), so the noise guard hides
     slowdowns of that size, and no estimate of the noise can tell them apart by time alone. The
     training thread's own CPU time per iteration counts no waiting, and work the code does in
     every iteration raises it in every iteration: the window's mean and its median alike. On
     this 2-core VM, in 10 long healthy testbed runs (and a faulty run's healthy stretch) the
-    smaller of the two rose at most 10 % of a step above its best window (a transformer's: the
-    CPU time per step of a thread that shares a core moves with what shares it), the mean alone
-    up to 12 % (a CNN with loader workers: 25 ms more on every other step for a while); faults
-    of the thread's own work raised both 10-18 % of a step (light Python on every rank), 15-17 %
-    (a busy Python thread beside it, an evaluation pass) and 64-175 % (hot loops, GC storms), an
-    unseen text job's forward hook about 20 %. So a job is also slower where its iterations run
-    `threshold` above their best (no time guard) and the thread's CPU time per iteration, its
-    window's mean and its median, run above their best windows' by `cpu_threshold` of a step
-    (0.15: half again the healthy 10 %), the mean also by `noise_sigmas` standard errors: the
-    job got slower, and its own work says by how much. Waiting (a stall, a slower peer) adds no
-    CPU time and still needs the time rule; extra work that overlaps waiting, leaving the step's
-    time unchanged, is no slowdown. The median is taken every fifth of a window (a sort of the
-    window).
+    smaller of the two rose at most 10 % of a step above its best window (a transformer's, whose
+    thread took 18 ms of CPU time a step in some stretches and 29 ms in others at the same step
+    time; why is not measured), the mean alone up to 12 % (a CNN with loader workers: 25 ms more
+    on every other step for a while); faults of the thread's own work raised both 10-18 % of a
+    step (light Python on every rank), 15-17 % (a busy Python thread beside it, an evaluation
+    pass) and 64-175 % (hot loops, GC storms), an unseen text job's forward hook about 20 %. So
+    a job is also slower where its iterations run `threshold` above their best (no time guard)
+    and the thread's CPU time per iteration, its window's mean and its median, run above their
+    best windows' by `cpu_threshold` of a step (0.15: half again the healthy 10 %), the mean
+    also by `noise_sigmas` standard errors: the job got slower, and its own work says by how
+    much. Waiting (a stall, a slower peer) adds no CPU time and still needs the time rule; extra
+    work that overlaps waiting, leaving the step's time unchanged, is no slowdown. The median is
+    taken every fifth of a window (a sort of the window).
 
     Unless the thread's page faults per iteration rose with it: then the CPU time is the
     kernel's and the memory's, not more of the thread's code. In the text job (4 ranks on 2
