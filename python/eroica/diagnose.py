@@ -52,6 +52,23 @@ def first_finding(doc: Dict[str, Any]) -> str:
     return text
 
 
+def ranks_unlike_their_peers(session_dir: str) -> str:
+    """The first local finding of the session's report (`first_finding`'s words), "" where it
+    has none or none could be read. A local finding is a rank unlike its peers: a window that
+    holds one is not how the job runs at its best."""
+    try:
+        doc = json.loads(safe_fs.read_small(os.path.join(session_dir, "report.json"),
+                                            _MAX_REPORT_BYTES).decode("utf-8"))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(doc, dict) or doc.get("healthy"):
+        return ""
+    for f in doc.get("findings") or []:
+        if isinstance(f, dict) and f.get("scope") == "local":
+            return first_finding({"findings": [f]})
+    return ""
+
+
 def _niced(cmd: List[str]) -> List[str]:
     nice = shutil.which("nice")
     return [nice, "-n", "10"] + cmd if nice else cmd

@@ -248,7 +248,19 @@ def collect_and_diagnose(cfg: Config, session_dir: str, world_size: int, kind: R
         # cost it always had is not read as a new problem.
         line = diagnose.run(session_dir, cfg.bin, cfg.diagnose_timeout_s, note,
                             prefix="baseline (no slowdown; how the job runs at its best): ")
-        diagnose.keep_baseline(session_dir, world_size, bundle, cfg.bin, cfg.diagnose_timeout_s)
+        # A window in which a rank stood out from its peers is not the job at its best: it does
+        # not replace a kept baseline. Every new baseline after the first is taken mid-run (the
+        # job got faster, or its user asked), where a fault may already have begun: an unseen
+        # 3-rank text job's second and third baselines (iterations 157 and 231) each held its
+        # rank 1's slow tokenizer, begun at 150, which its peers named. The first is kept
+        # whatever it shows: a job slow from its start has no better past.
+        unlike = diagnose.ranks_unlike_their_peers(session_dir) if os.path.isfile(bundle) else ""
+        if unlike:
+            log.info("baseline not kept from %s: a rank stood out from its peers in it (%s); "
+                     "the job's baseline stays %s" % (session_dir, unlike, bundle))
+        else:
+            diagnose.keep_baseline(session_dir, world_size, bundle, cfg.bin,
+                                   cfg.diagnose_timeout_s)
         return line
     return diagnose.run(session_dir, cfg.bin, cfg.diagnose_timeout_s, note,
                         baseline=bundle if os.path.isfile(bundle) else "")

@@ -98,3 +98,55 @@ def test_a_session_every_rank_missed_is_said_so_and_not_diagnosed(tmp_path, caps
         json.dump({"rank": 1, "iteration_ids": [50]}, f)
     line = finish.collect_and_diagnose(cfg, session_dir, 2, finish.RankFile.META, time.time())
     assert "report:" in line, line
+
+
+def _baseline_session(root, name, findings):
+    """A baseline session folder whose (stand-in) diagnosis reports `findings`."""
+    session_dir = os.path.join(str(root), name)
+    os.makedirs(session_dir)
+    with open(os.path.join(session_dir, "session.json"), "w") as f:
+        json.dump({"reason": "baseline", "job_id": "bjob"}, f)
+    with open(os.path.join(session_dir, "rank-0.meta.json"), "w") as f:
+        json.dump({"rank": 0, "iteration_ids": [80]}, f)
+    return session_dir, {"schema": "eroica.diagnosis/v1", "healthy": not findings,
+                         "findings": findings}
+
+
+def test_a_baseline_in_which_a_rank_stands_out_does_not_replace_the_kept_one(tmp_path, monkeypatch,
+                                                                          capsys):
+    local = [{"scope": "local", "category": "dataloader", "workers": [1],
+              "function": "enumerate(DataLoader)#__next__", "impact_s_per_iter": 0.027,
+              "location": "train.py:52(__iter__)"}]
+    glob_host = [{"scope": "global", "category": "host", "workers": [0, 1],
+                  "function": "(python between a and b)", "impact_s_per_iter": 0.01}]
+    reports, kept = {}, []
+
+    def fake_run(session_dir, *args, **kwargs):
+        with open(os.path.join(session_dir, "report.json"), "w") as f:
+            json.dump(reports[session_dir], f)
+        return "verdict of %s" % os.path.basename(session_dir)
+
+    monkeypatch.setattr(finish.diagnose, "run", fake_run)
+    monkeypatch.setattr(finish.diagnose, "keep_baseline",
+                        lambda session_dir, *args: kept.append(os.path.basename(session_dir)))
+    cfg = config.load({"EROICA_COLLECT_TIMEOUT_S": "1"})
+    bundle = tmp_path / "bjob.baseline.pattern"
+
+    def baseline(name, findings):
+        session_dir, reports[os.path.join(str(tmp_path), name)] = _baseline_session(
+            tmp_path, name, findings)
+        finish.collect_and_diagnose(cfg, session_dir, 1, finish.RankFile.META, time.time())
+
+    baseline("bjob-baseline-s1-it80", local)  # the first: kept whatever it shows
+    assert kept == ["bjob-baseline-s1-it80"]
+    bundle.write_bytes(b"kept")
+    capsys.readouterr()
+    baseline("bjob-baseline-s2-it157", local)  # mid-run, a rank unlike its peers: not kept
+    assert kept == ["bjob-baseline-s1-it80"] and bundle.read_bytes() == b"kept"
+    err = capsys.readouterr().err
+    assert ("baseline not kept from %s: a rank stood out from its peers in it (local dataloader on "
+            "rank 1: enumerate(DataLoader)#__next__ (0.027 s/iter) at train.py:52(__iter__)); the "
+            "job's baseline stays %s" % (tmp_path / "bjob-baseline-s2-it157", bundle)) in err, err
+    baseline("bjob-baseline-s3-it231", glob_host)  # what every rank pays is how the job runs
+    baseline("bjob-baseline-s4-it300", [])
+    assert kept == ["bjob-baseline-s1-it80", "bjob-baseline-s3-it231", "bjob-baseline-s4-it300"]
