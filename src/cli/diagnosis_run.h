@@ -73,6 +73,7 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   // What the window's own samples do not place (compute grown everywhere) may be code the
   // baseline never ran.
   LocateByNewCodeLines(base->workers, run->input.workers, &run->diagnosis.findings);
+  FindNewCodeOnEveryRank(base->workers, run->input.workers, diff, &run->diagnosis);
   return diff;
 }
 

@@ -3,13 +3,17 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <map>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "base/robust_stats.h"
+#include "localize/finding_kind.h"
 #include "localize/own_code_line.h"
+#include "summary/category.h"
 
 namespace eroica {
 namespace {
@@ -33,7 +37,117 @@ bool SameCode(const WorkerPattern& base, const WorkerPattern& now) {
   return 2 * kept > base.code_lines.size();
 }
 
+// The rank's own work (everything but communication) in one category, ms per iteration.
+double CategoryMs(const WorkerPattern& w, Category c) {
+  return w.category_beta[static_cast<size_t>(c)] * w.iteration_s * 1e3;
+}
+
+constexpr std::array<Category, 4> kOwnWork = {Category::kCompute, Category::kMemory, Category::kDataloader,
+                                              Category::kHost};
+
 }  // namespace
+
+void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
+                            const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options) {
+  const double slowdown_ms = diff.now.iteration_ms - diff.base.iteration_ms;
+  if (slowdown_ms <= options.min_slowdown_share * diff.base.iteration_ms) return;
+  for (const Finding& f : diagnosis->findings) {
+    if (f.scope == FindingScope::kGlobal || f.category == FindingCategory::kHang ||
+        f.impact_s_per_iter * 1e3 >= options.explains_share * slowdown_ms) {
+      return;
+    }
+  }
+  std::unordered_map<int, const WorkerPattern*> base_by_rank;
+  for (const WorkerPattern& w : base) base_by_rank.emplace(w.rank, &w);
+  struct Pair {
+    const WorkerPattern* base;
+    const WorkerPattern* now;
+  };
+  std::vector<Pair> sampled;  // ranks with samples at both times, whose code is where it was
+  for (const WorkerPattern& w : now) {
+    auto b = base_by_rank.find(w.rank);
+    if (b == base_by_rank.end() || b->second->code_lines.empty() || w.code_lines.empty() || w.iteration_s <= 0 ||
+        b->second->code_lines.size() >= kMaxCodeLines || !SameCode(*b->second, w)) {
+      continue;
+    }
+    sampled.push_back({b->second, &w});
+  }
+  if (sampled.size() < 2) return;
+  const size_t may_miss = static_cast<size_t>(std::floor(static_cast<double>(sampled.size()) * options.missing_share));
+  struct Line {
+    uint32_t depth = 0;
+    std::vector<double> ms;  // per rank where it is new: its time under the line, ms per iteration
+    std::vector<const Pair*> ranks;
+  };
+  std::map<std::string, Line> lines;
+  for (const Pair& p : sampled) {
+    for (const CodeFrame& line : p.now->code_lines) {
+      if (Listed(*p.base, line.location) ||
+          !MissingLineMeansNeverRan(line.share * p.now->code_line_periods, p.now->code_line_periods,
+                                    p.base->code_line_periods)) {
+        continue;
+      }
+      Line& entry = lines[line.location];
+      entry.depth = line.depth;
+      entry.ms.push_back(line.share * p.now->iteration_s * 1e3);
+      entry.ranks.push_back(&p);
+    }
+  }
+  const std::pair<const std::string, Line>* best = nullptr;
+  double best_ms = 0;
+  for (const auto& candidate : lines) {
+    if (candidate.second.ranks.size() + may_miss < sampled.size()) continue;
+    std::vector<double> ms = candidate.second.ms;
+    double median_ms = MedianInPlace(ms);
+    if (median_ms < options.min_slowdown_share * diff.base.iteration_ms) continue;
+    if (best == nullptr || candidate.second.depth > best->second.depth ||
+        (candidate.second.depth == best->second.depth && median_ms > best_ms)) {
+      best = &candidate;
+      best_ms = median_ms;
+    }
+  }
+  if (best == nullptr) return;
+  // What ran under the line: the own-work category that grew most on its ranks (median).
+  Category grown = Category::kHost;
+  double grown_ms = -1;
+  for (Category c : kOwnWork) {
+    std::vector<double> deltas;
+    for (const Pair* p : best->second.ranks) deltas.push_back(CategoryMs(*p->now, c) - CategoryMs(*p->base, c));
+    double delta = MedianInPlace(deltas);
+    if (delta > grown_ms) {
+      grown_ms = delta;
+      grown = c;
+    }
+  }
+  Finding f;
+  f.scope = FindingScope::kGlobal;
+  f.category = FindingCategoryOf(grown);
+  for (const Pair* p : best->second.ranks) f.workers.push_back(p->now->rank);
+  std::sort(f.workers.begin(), f.workers.end());
+  f.function = fmt::format("({} code)", CategoryName(grown));
+  for (const PatternChange& c : diff.functions) {
+    if (c.grew() && c.category == grown) {
+      f.function = c.function;
+      break;
+    }
+  }
+  f.location = best->first;
+  f.impact_s_per_iter = std::min(best_ms, slowdown_ms) / 1e3;
+  f.beta = diff.now.iteration_ms > 0 ? best_ms / diff.now.iteration_ms : 0;
+  f.evidence = fmt::format(
+      "against the baseline: {} of the {} ranks sampled then and now run {} now, {:.1f} ms per iteration (median), a "
+      "line their baseline's samples never reached; their {} time grew {:+.1f} ms/iter (median); the line holds "
+      "{:.0f}% "
+      "of the {:.1f} ms/iter slowdown (iteration {:.1f} ms at the baseline, {:.1f} ms now)",
+      best->second.ranks.size(), sampled.size(), f.location, best_ms, CategoryName(grown), grown_ms,
+      100 * std::min(1.0, best_ms / slowdown_ms), slowdown_ms, diff.base.iteration_ms, diff.now.iteration_ms);
+  f.action = fmt::format(
+      "Every rank now runs code at {} that it did not run at the baseline: the job does more work than it did. Move it "
+      "out of the step, run it less often, or make it cheaper.",
+      f.location);
+  // No hang, no global finding and no local one that explains the slowdown: it comes first.
+  diagnosis->findings.insert(diagnosis->findings.begin(), std::move(f));
+}
 
 void LocateByNewCodeLines(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
                           std::vector<Finding>* findings) {

@@ -7,6 +7,8 @@
 
 #include <vector>
 
+#include "diff/baseline_findings.h"
+#include "diff/pattern_diff.h"
 #include "localize/finding.h"
 #include "summary/pattern.h"
 
@@ -19,5 +21,20 @@ namespace eroica {
 // the deepest, nearest the work. Sets `location` and says so in the evidence and the advice.
 void LocateByNewCodeLines(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
                           std::vector<Finding>* findings);
+
+// The same evidence where no finding stands for the slowdown: a job slower than its baseline
+// (by BaselineOptions::min_slowdown_share) in which almost every rank sampled at both times now
+// runs a line of its code that its baseline's samples never reached, for long enough that it
+// alone would slow the baseline's step by that same share (the median rank's time under it), is
+// slower by that code: new code on every rank is a slowdown by the detector's own rule. Which
+// code a program point's time is named by shifts with the ops around it, so such a cost can stay
+// under every per-function bar of the pattern diff; the line does not shift. Nor need the line
+// hold the whole slowdown: on shared cores every rank's new Python also takes the processor from
+// its peers' work (the audio job of the tests: 13 ms a step under the line, 28 ms slower). Of
+// several such lines, the deepest, nearest the work. Adds one global finding of the
+// own-work category that grew most on those ranks (median), named by that category's largest
+// grown function, unless a global finding exists or a local one explains the slowdown.
+void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
+                            const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options = {});
 
 }  // namespace eroica

@@ -101,5 +101,95 @@ TEST(NewCodeLines, NoLocationWhereTheLineIsOldSmallOrTheCodeMoved) {
   EXPECT_TRUE(findings[1].location.empty());
 }
 
+// `job` with its iteration at `iteration_s` and `host_ms`/`compute_ms` of own work a step.
+std::vector<WorkerPattern> Timed(std::vector<WorkerPattern> job, double iteration_s, double host_ms,
+                                 double compute_ms) {
+  for (WorkerPattern& w : job) {
+    w.iteration_s = iteration_s;
+    w.category_beta[static_cast<size_t>(Category::kHost)] = host_ms / 1e3 / iteration_s;
+    w.category_beta[static_cast<size_t>(Category::kCompute)] = compute_ms / 1e3 / iteration_s;
+  }
+  return job;
+}
+
+PatternDiff Slowdown(double base_ms, double now_ms) {
+  PatternDiff diff;
+  diff.base.iteration_ms = base_ms;
+  diff.now.iteration_ms = now_ms;
+  PatternChange grown;  // on 2 of 6 ranks only: under the pattern diff's bar on the others
+  grown.function = "(python between aten::argmax and aten::zeros)";
+  grown.category = Category::kHost;
+  grown.kind = ChangeKind::kAppeared;
+  diff.functions.push_back(grown);
+  return diff;
+}
+
+// An unseen 6-rank audio job (2 cores) whose every rank began building a confusion matrix in
+// Python each step: 219 -> 247 ms a step against its baseline, the new code 6.4 % of rank 0's
+// window under its call's line, which no baseline sample reached; its program point split between
+// two names on some ranks and cleared the pattern diff's bar on 2 of the 6, so nothing was found.
+TEST(NewCodeOnEveryRank, ASlowerJobWhoseEveryRankRunsCodeItsBaselineNeverRanIsAGlobalFinding) {
+  std::vector<WorkerPattern> base = Timed(Job(6, 0, false, 300), 0.219, 11, 150);
+  std::vector<WorkerPattern> now = Timed(Job(6, 0.064F, true, 300), 0.247, 29, 165);
+  Diagnosis d;
+  FindNewCodeOnEveryRank(base, now, Slowdown(219, 247), &d);
+  ASSERT_EQ(d.findings.size(), 1U);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.scope, FindingScope::kGlobal);
+  EXPECT_EQ(f.category, FindingCategory::kHost);  // host grew 18 ms, compute 15
+  EXPECT_EQ(f.workers, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(f.function, "(python between aten::argmax and aten::zeros)");
+  EXPECT_EQ(f.location, "/job/train.py:87(run_eval)");  // the deeper of the two new lines
+  EXPECT_NEAR(f.impact_s_per_iter, 0.064 * 0.247, 1e-4);
+  EXPECT_NE(f.evidence.find("6 of the 6 ranks sampled then and now run /job/train.py:87(run_eval) now, 15.8 ms per "
+                            "iteration (median), a line their baseline's samples never reached; their host time grew "
+                            "+18.0 ms/iter"),
+            std::string::npos)
+      << f.evidence;
+  // What grew most names the category: an added pass of the model's own ops is compute.
+  d = {};
+  FindNewCodeOnEveryRank(base, Timed(Job(6, 0.064F, true, 300), 0.247, 13, 180), Slowdown(219, 247), &d);
+  ASSERT_EQ(d.findings.size(), 1U);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kCompute);
+  EXPECT_EQ(d.findings[0].function, "(compute code)");
+}
+
+TEST(NewCodeOnEveryRank, NothingWhereTheLineIsNotTheSlowdownsOrAFindingAlreadyIs) {
+  std::vector<WorkerPattern> base = Timed(Job(6, 0, false, 300), 0.219, 11, 150);
+  std::vector<WorkerPattern> now = Timed(Job(6, 0.064F, true, 300), 0.247, 29, 165);
+  Diagnosis d;
+  // Not slower than the baseline by the detector's 5 %.
+  FindNewCodeOnEveryRank(base, Timed(Job(6, 0.064F, true, 300), 0.229, 29, 165), Slowdown(219, 229), &d);
+  EXPECT_TRUE(d.findings.empty());
+  // The line alone would not slow the baseline's step by the detector's 5 % (9.9 of 219 ms).
+  FindNewCodeOnEveryRank(base, Timed(Job(6, 0.04F, true, 300), 0.247, 29, 165), Slowdown(219, 247), &d);
+  EXPECT_TRUE(d.findings.empty());
+  // On 4 of the 6 ranks only: one rank may lack it in groups of 10 and more, none below.
+  std::vector<WorkerPattern> two_without = now;
+  two_without[1] = base[1];
+  two_without[4] = base[4];
+  FindNewCodeOnEveryRank(base, two_without, Slowdown(219, 247), &d);
+  EXPECT_TRUE(d.findings.empty());
+  // The baseline ran it too.
+  FindNewCodeOnEveryRank(Timed(Job(6, 0.05F, true, 300), 0.219, 11, 150), now, Slowdown(219, 247), &d);
+  EXPECT_TRUE(d.findings.empty());
+  // A local finding explains the slowdown (half of it), or a global one stands for it already.
+  Finding local;
+  local.scope = FindingScope::kLocal;
+  local.impact_s_per_iter = 0.015;
+  d.findings = {local};
+  FindNewCodeOnEveryRank(base, now, Slowdown(219, 247), &d);
+  EXPECT_EQ(d.findings.size(), 1U);
+  d.findings = {GlobalCompute(0.01)};
+  FindNewCodeOnEveryRank(base, now, Slowdown(219, 247), &d);
+  EXPECT_EQ(d.findings.size(), 1U);
+  // A local finding that explains less goes after it.
+  local.impact_s_per_iter = 0.005;
+  d.findings = {local};
+  FindNewCodeOnEveryRank(base, now, Slowdown(219, 247), &d);
+  ASSERT_EQ(d.findings.size(), 2U);
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
+}
+
 }  // namespace
 }  // namespace eroica

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from eroica_cli import eroica, run_scenario
+from eroica_cli import SOURCE_DIR, eroica, run_scenario
 
 GC_RANK = 3
 TRUTHS = {}  # each run's truth.json, as the runs fixture made them
@@ -110,3 +110,20 @@ def test_healthy_against_healthy_baseline_adds_no_finding(runs):
 
     assert named(with_baseline) == named(alone), with_baseline["findings"]
     assert not any("against the baseline" in f["evidence"] for f in with_baseline["findings"])
+
+
+KWS = SOURCE_DIR / "tests" / "e2e" / "data" / "kws_confusion"
+
+
+def test_new_code_on_every_rank_is_named_against_the_baseline():
+    """A real 6-rank run whose every rank began building a confusion matrix in Python (its
+    patterns, data/kws_confusion/README.md): the line that no baseline sample reached names it."""
+    with_baseline = json.loads(eroica("diagnose", KWS / "session.pattern", "--baseline",
+                                      KWS / "baseline.pattern", "--format", "json").stdout)
+    first = with_baseline["findings"][0]
+    assert (first["scope"], first["category"]) == ("global", "host"), first
+    assert sorted(first["workers"]) == list(range(6)), first
+    assert first["location"] == "/tmp/novel9/train_kws.py:125(main)", first
+    assert "a line their baseline's samples never reached" in first["evidence"], first
+    # Peers alike and no box crossed: without its past the job looks healthy.
+    assert json.loads(eroica("diagnose", KWS / "session.pattern", "--format", "json").stdout)["healthy"]
