@@ -86,6 +86,9 @@ class NoFault:
     def after_step(self, iteration: int, training_state: Callable[[], dict]):
         """After the optimizer step; `training_state()` returns what a checkpoint saves."""
 
+    def attach(self, model):
+        """Once, with the DDP-wrapped model, before training starts."""
+
     def report(self) -> dict:
         """What the rank measured of its own fault (JSON-able), for the run's truth."""
         return {}
@@ -313,7 +316,11 @@ class PythonHotLoop(NoFault):
     `step_share` (> 0, with `loop_ms` 0) sizes the loop by the step instead: it runs for
     step_share / (1 - step_share) of the rank's mean wall time per iteration before the onset
     (measured from BASELINE_FROM_ITER on), so that it takes that share of the faulty step
-    whatever the load: "light" Python of 10-20 % of the step is light on any machine."""
+    whatever the load: "light" Python of 10-20 % of the step is light on any machine.
+
+    `in_forward` 1 runs it in a forward hook of the wrapped model instead (activation statistics
+    or a debug check in a hook): inside DDP's forward, once per forward (each micro-batch), where
+    the profiler names the time by the forward's range and not by a program point between ops."""
 
     name = "python_hot_loop"
     category = "host"
@@ -341,19 +348,30 @@ class PythonHotLoop(NoFault):
             self.loop_wall_s = min(share, 0.9) / (1.0 - min(share, 0.9)) * step_s
         super().activate()
 
+    def attach(self, model):
+        if int(self.params.get("in_forward", 0)):
+            model.module.register_forward_hook(self._in_forward)
+
+    def _in_forward(self, module, inputs, output):
+        if self.active:
+            self._run()  # site:loop
+
     def in_step(self, iteration):
         self._last_iteration = iteration
         if self._baseline is None and not self.active and iteration >= self.BASELINE_FROM_ITER:
             self._baseline = (iteration, time.monotonic())
-        if self.active:
-            started = time.monotonic()
-            if self.loop_count:
-                python_busy_loop(self.loop_count)
-            if self.loop_wall_s:
-                python_busy_loop_for(self.loop_wall_s)
-            if self.sleep_s > 0:
-                time.sleep(self.sleep_s)
-            self._loop_walls.append(time.monotonic() - started)
+        if self.active and not int(self.params.get("in_forward", 0)):
+            self._run()
+
+    def _run(self):
+        started = time.monotonic()
+        if self.loop_count:
+            python_busy_loop(self.loop_count)
+        if self.loop_wall_s:
+            python_busy_loop_for(self.loop_wall_s)
+        if self.sleep_s > 0:
+            time.sleep(self.sleep_s)
+        self._loop_walls.append(time.monotonic() - started)
 
     def report(self):
         out = {}

@@ -423,6 +423,7 @@ def train(config, rank):
     loader = DataLoader(dataset, batch_sampler=sampler, num_workers=num_workers,
                         collate_fn=Collate(fault))
     model = DistributedDataParallel(make_model(model_name))
+    fault.attach(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     progress = Progress(config["work_dir"], rank, config.get("beat_dir"))

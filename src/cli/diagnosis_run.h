@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "cli/diagnose_inputs.h"
 #include "diff/baseline_findings.h"
+#include "diff/busy_loader_workers.h"
 #include "diff/new_code_lines.h"
 #include "localize/finding_location.h"
 #include "localize/localizer.h"
@@ -74,6 +75,7 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   // baseline never ran.
   LocateByNewCodeLines(base->workers, run->input.workers, &run->diagnosis.findings);
   FindNewCodeOnEveryRank(base->workers, run->input.workers, diff, &run->diagnosis);
+  FindLoaderWorkersTakingCores(base->workers, run->input.workers, diff, &run->diagnosis);
   return diff;
 }
 

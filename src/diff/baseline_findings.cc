@@ -116,6 +116,23 @@ void ConfirmLocal(const PatternDiff& diff, Finding* local) {
 
 }  // namespace
 
+double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options) {
+  const double slowdown_ms = diff.now.iteration_ms - diff.base.iteration_ms;
+  if (slowdown_ms <= options.min_slowdown_share * diff.base.iteration_ms) return 0;
+  for (const Finding& f : diagnosis.findings) {
+    if (f.scope == FindingScope::kGlobal || f.category == FindingCategory::kHang ||
+        f.impact_s_per_iter * 1e3 >= options.explains_share * slowdown_ms) {
+      return 0;
+    }
+  }
+  return slowdown_ms;
+}
+
+bool AlmostAll(size_t n, size_t workers, const BaselineOptions& options) {
+  const auto may_miss = static_cast<size_t>(std::floor(static_cast<double>(workers) * options.missing_share));
+  return n >= 2 && n + may_miss >= workers;
+}
+
 void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions& options) {
   const double slowdown_ms = diff.now.iteration_ms - diff.base.iteration_ms;
   d->notes.push_back(fmt::format("against the baseline{}: iteration {:.1f} ms then, {:.1f} ms now ({:+.1f}%)",

@@ -22,4 +22,18 @@ struct BaselineOptions {
 
 void ApplyBaseline(const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options = {});
 
+// The slowdown against the baseline (ms per iteration) where it exceeds min_slowdown_share of the
+// baseline's iteration and no finding stands for it (no hang, no global finding, no local one
+// that explains half of it), else 0: where the rules below (new_code_lines.h,
+// busy_loader_workers.h) look for a cause the pattern diff's bars missed.
+double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options);
+
+// A worker's time in `category` (its share of the window's critical path), ms per iteration.
+inline double CategoryMsPerIter(const WorkerPattern& w, Category category) {
+  return w.category_beta[static_cast<size_t>(category)] * w.iteration_s * 1e3;
+}
+
+// Whether `n` of `workers` is almost all of them (BaselineOptions::missing_share), and at least 2.
+bool AlmostAll(size_t n, size_t workers, const BaselineOptions& options);
+
 }  // namespace eroica

@@ -37,11 +37,6 @@ bool SameCode(const WorkerPattern& base, const WorkerPattern& now) {
   return 2 * kept > base.code_lines.size();
 }
 
-// The rank's own work (everything but communication) in one category, ms per iteration.
-double CategoryMs(const WorkerPattern& w, Category c) {
-  return w.category_beta[static_cast<size_t>(c)] * w.iteration_s * 1e3;
-}
-
 constexpr std::array<Category, 4> kOwnWork = {Category::kCompute, Category::kMemory, Category::kDataloader,
                                               Category::kHost};
 
@@ -49,14 +44,8 @@ constexpr std::array<Category, 4> kOwnWork = {Category::kCompute, Category::kMem
 
 void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
                             const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options) {
-  const double slowdown_ms = diff.now.iteration_ms - diff.base.iteration_ms;
-  if (slowdown_ms <= options.min_slowdown_share * diff.base.iteration_ms) return;
-  for (const Finding& f : diagnosis->findings) {
-    if (f.scope == FindingScope::kGlobal || f.category == FindingCategory::kHang ||
-        f.impact_s_per_iter * 1e3 >= options.explains_share * slowdown_ms) {
-      return;
-    }
-  }
+  const double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, options);
+  if (slowdown_ms <= 0) return;
   std::unordered_map<int, const WorkerPattern*> base_by_rank;
   for (const WorkerPattern& w : base) base_by_rank.emplace(w.rank, &w);
   struct Pair {
@@ -73,7 +62,6 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
     sampled.push_back({b->second, &w});
   }
   if (sampled.size() < 2) return;
-  const size_t may_miss = static_cast<size_t>(std::floor(static_cast<double>(sampled.size()) * options.missing_share));
   struct Line {
     uint32_t depth = 0;
     std::vector<double> ms;  // per rank where it is new: its time under the line, ms per iteration
@@ -96,7 +84,7 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
   const std::pair<const std::string, Line>* best = nullptr;
   double best_ms = 0;
   for (const auto& candidate : lines) {
-    if (candidate.second.ranks.size() + may_miss < sampled.size()) continue;
+    if (!AlmostAll(candidate.second.ranks.size(), sampled.size(), options)) continue;
     std::vector<double> ms = candidate.second.ms;
     double median_ms = MedianInPlace(ms);
     if (median_ms < options.min_slowdown_share * diff.base.iteration_ms) continue;
@@ -112,7 +100,8 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
   double grown_ms = -1;
   for (Category c : kOwnWork) {
     std::vector<double> deltas;
-    for (const Pair* p : best->second.ranks) deltas.push_back(CategoryMs(*p->now, c) - CategoryMs(*p->base, c));
+    for (const Pair* p : best->second.ranks)
+      deltas.push_back(CategoryMsPerIter(*p->now, c) - CategoryMsPerIter(*p->base, c));
     double delta = MedianInPlace(deltas);
     if (delta > grown_ms) {
       grown_ms = delta;

@@ -79,9 +79,9 @@ std::string CpuExplainsCommunication(const WorkerGroup& group, double level) {
 }
 
 std::string SharedBusyCores(const WorkerGroup& group) {
-  constexpr double kBusyShare = 0.85, kQueuedPerSecond = 0.25;
+  constexpr double kQueuedPerSecond = 0.25;
   std::optional<GroupCpu> cpu = ReadGroupCpu(group);
-  if (!cpu || 1.0 - cpu->idle_share < kBusyShare || cpu->run_delay < kQueuedPerSecond) return "";
+  if (!cpu || 1.0 - cpu->idle_share < kBusyCoresShare || cpu->run_delay < kQueuedPerSecond) return "";
   return fmt::format(
       "the ranks share cores that were busy {:.0f}% of the window, each process queued for a CPU "
       "{:.2f} s per second",

@@ -75,6 +75,7 @@ std::string CpuExplainsCommunication(const WorkerGroup& group, double level);
 // second: half a second, the bound before, left out cnn26's s414 and r3's s1600, ranks given
 // twice and three times the batch on cores 90-91 % busy that queued 0.47 and 0.49 (the others
 // did not wait for r3's rank, so nothing else named it).
+inline constexpr double kBusyCoresShare = 0.85;
 std::string SharedBusyCores(const WorkerGroup& group);
 
 // Why `level` of each step spent waiting for the DataLoader's worker processes is not the

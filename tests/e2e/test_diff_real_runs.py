@@ -112,18 +112,33 @@ def test_healthy_against_healthy_baseline_adds_no_finding(runs):
     assert not any("against the baseline" in f["evidence"] for f in with_baseline["findings"])
 
 
-KWS = SOURCE_DIR / "tests" / "e2e" / "data" / "kws_confusion"
+KWS = SOURCE_DIR / "tests" / "e2e" / "data" / "kws"  # README.md there: how each was made
+
+
+def diagnose_against_baseline(folder):
+    with_baseline = json.loads(eroica("diagnose", folder / "session.pattern", "--baseline",
+                                      folder / "baseline.pattern", "--format", "json").stdout)
+    # Peers alike and no box crossed: without its past the job looks healthy.
+    alone = json.loads(eroica("diagnose", folder / "session.pattern", "--format", "json").stdout)
+    assert alone["healthy"], alone["findings"]
+    return with_baseline["findings"][0]
 
 
 def test_new_code_on_every_rank_is_named_against_the_baseline():
-    """A real 6-rank run whose every rank began building a confusion matrix in Python (its
-    patterns, data/kws_confusion/README.md): the line that no baseline sample reached names it."""
-    with_baseline = json.loads(eroica("diagnose", KWS / "session.pattern", "--baseline",
-                                      KWS / "baseline.pattern", "--format", "json").stdout)
-    first = with_baseline["findings"][0]
+    """A real 6-rank run whose every rank began building a confusion matrix in Python: the line
+    that no baseline sample reached names it."""
+    first = diagnose_against_baseline(KWS / "confusion")
     assert (first["scope"], first["category"]) == ("global", "host"), first
     assert sorted(first["workers"]) == list(range(6)), first
     assert first["location"] == "/tmp/novel9/train_kws.py:125(main)", first
     assert "a line their baseline's samples never reached" in first["evidence"], first
-    # Peers alike and no box crossed: without its past the job looks healthy.
-    assert json.loads(eroica("diagnose", KWS / "session.pattern", "--format", "json").stdout)["healthy"]
+
+
+def test_loader_workers_that_took_the_cores_are_named_against_the_baseline():
+    """A real 4-rank run whose every rank's 2 DataLoader workers began masking time bands in
+    Python: training did not wait for them, its compute slowed on the cores they took."""
+    first = diagnose_against_baseline(KWS / "specaug_workers")
+    assert (first["scope"], first["category"]) == ("global", "dataloader"), first
+    assert sorted(first["workers"]) == list(range(4)), first
+    assert first["location"] == "/tmp/novel9/train_kws.py:52(__getitem__)", first  # the masking loop
+    assert "so that time came from the training threads" in first["evidence"], first

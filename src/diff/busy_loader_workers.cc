@@ -1,0 +1,119 @@
+#include "diff/busy_loader_workers.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "base/robust_stats.h"
+#include "localize/cpu_contention.h"
+
+namespace eroica {
+namespace {
+
+// The rank's DataLoader workers' CPU per iteration, ms.
+double LoaderCpuMs(const WorkerPattern& w) { return w.cpu->loader_cpu * w.iteration_s * 1e3; }
+
+// The loader's function on the critical path (the rank's largest dataloader function), or "".
+std::string LoaderFunction(const WorkerPattern& w) {
+  const FunctionPattern* best = nullptr;
+  for (const FunctionPattern& f : w.functions) {
+    if (f.category == Category::kDataloader && (best == nullptr || f.beta > best->beta)) best = &f;
+  }
+  return best != nullptr ? best->name : "";
+}
+
+struct Grown {
+  const WorkerPattern* base;
+  const WorkerPattern* now;
+  double grown_ms;
+};
+
+}  // namespace
+
+void FindLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
+                                  const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options) {
+  const double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, options);
+  if (slowdown_ms <= 0) return;
+  std::unordered_map<int, const WorkerPattern*> base_by_rank;
+  for (const WorkerPattern& w : base) base_by_rank.emplace(w.rank, &w);
+  size_t read = 0;  // ranks whose workers were read at both times
+  std::vector<Grown> grown;
+  for (const WorkerPattern& w : now) {
+    auto b = base_by_rank.find(w.rank);
+    if (b == base_by_rank.end() || !w.cpu || !b->second->cpu || !LoaderWorkersRead(*w.cpu) ||
+        !LoaderWorkersRead(*b->second->cpu)) {
+      continue;
+    }
+    ++read;
+    double delta = LoaderCpuMs(w) - LoaderCpuMs(*b->second);
+    if (delta >= options.min_slowdown_share * diff.base.iteration_ms) grown.push_back({b->second, &w, delta});
+  }
+  if (!AlmostAll(grown.size(), read, options)) return;
+  std::vector<double> busy, deltas, compute;
+  for (const Grown& g : grown) {
+    busy.push_back(g.now->cpu->host_busy);
+    deltas.push_back(g.grown_ms);
+    compute.push_back(CategoryMsPerIter(*g.now, Category::kCompute) - CategoryMsPerIter(*g.base, Category::kCompute));
+  }
+  const double busy_share = MedianInPlace(busy);
+  if (busy_share < kBusyCoresShare) return;  // an idle core gave the workers their time
+  // What they took from training: the CPU they added on a node, over its cores (a rank without a
+  // host name is a node of its own).
+  std::map<std::string, std::pair<double, double>> nodes;  // host: added ms, cores
+  for (const Grown& g : grown) {
+    auto& [added_ms, cores] = nodes[g.now->host.empty() ? fmt::format("rank {}", g.now->rank) : g.now->host];
+    added_ms += g.grown_ms;
+    cores = std::max(1.0, static_cast<double>(g.now->cpu->cpus));
+  }
+  double taken_ms = 0;
+  for (const auto& [host, node] : nodes) taken_ms = std::max(taken_ms, node.first / node.second);
+  // Where their added CPU goes: a frame most of the ranks list among their workers' hottest where
+  // their baseline did not (what the workers do now and did not then). Not one hot at the
+  // baseline too: the work that grew is spread over a loop's lines, and its listed two frames a
+  // rank can leave the old decode on top (a session of the audio job: its stft line on 3 ranks).
+  std::map<std::string, std::pair<size_t, size_t>> frames;  // location: ranks listing it new, listing it
+  for (const Grown& g : grown) {
+    for (const HotFrame& frame : g.now->loader_worker_frames) {
+      auto& [fresh, listed] = frames[frame.location];
+      ++listed;
+      fresh += std::none_of(g.base->loader_worker_frames.begin(), g.base->loader_worker_frames.end(),
+                            [&](const HotFrame& old) { return old.location == frame.location; });
+    }
+  }
+  Finding f;
+  f.scope = FindingScope::kGlobal;
+  f.category = FindingCategory::kDataloader;
+  for (const Grown& g : grown) f.workers.push_back(g.now->rank);
+  std::sort(f.workers.begin(), f.workers.end());
+  f.function = LoaderFunction(*grown.front().now);
+  if (f.function.empty()) f.function = "(DataLoader worker processes)";
+  auto hottest =
+      std::max_element(frames.begin(), frames.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (hottest != frames.end() && 2 * hottest->second.second > grown.size()) f.location = hottest->first;
+  f.impact_s_per_iter = std::min(taken_ms, slowdown_ms) / 1e3;
+  std::vector<double> base_ms, now_ms;
+  for (const Grown& g : grown) {
+    base_ms.push_back(LoaderCpuMs(*g.base));
+    now_ms.push_back(LoaderCpuMs(*g.now));
+  }
+  f.evidence = fmt::format(
+      "against the baseline: the DataLoader workers of {} of the {} ranks read at both times use {:.1f} ms of CPU per "
+      "iteration (median), {:.1f} ms at the baseline ({:+.1f}); their nodes' cores were busy {:.0f}% of the window, so "
+      "that time came from the training threads, whose compute grew {:+.1f} ms/iter (median): {:.1f} ms/iter of the "
+      "{:.1f} ms/iter slowdown on the busiest node's cores (iteration {:.1f} ms at the baseline, {:.1f} ms now)",
+      grown.size(), read, MedianInPlace(now_ms), MedianInPlace(base_ms), MedianInPlace(deltas), 100 * busy_share,
+      MedianInPlace(compute), std::min(taken_ms, slowdown_ms), slowdown_ms, diff.base.iteration_ms,
+      diff.now.iteration_ms);
+  f.action = fmt::format(
+      "Every rank's DataLoader workers do more work per batch than at the baseline{} on cores the training needs: make "
+      "that work cheaper (cache decoded samples, move augmentation to the accelerator) or give the workers cores of "
+      "their own (fewer workers, CPU affinity).",
+      f.location.empty() ? "" : fmt::format(" (their hottest code: {})", f.location));
+  diagnosis->findings.insert(diagnosis->findings.begin(), std::move(f));
+}
+
+}  // namespace eroica

@@ -1,0 +1,116 @@
+#include "diff/busy_loader_workers.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace eroica {
+namespace {
+
+// `n` ranks on one 2-core host, each step `iteration_s` with `compute_ms` of compute, its
+// DataLoader workers using `loader_cores` of a core, the node `busy` (0..1).
+std::vector<WorkerPattern> LoaderJob(int n, double iteration_s, double compute_ms, float loader_cores,
+                                     float busy = 0.98f) {
+  std::vector<WorkerPattern> job;
+  for (int r = 0; r < n; ++r) {
+    WorkerPattern w;
+    w.rank = r;
+    w.host = "node-a";
+    w.iteration_s = iteration_s;
+    w.category_beta[static_cast<size_t>(Category::kCompute)] = compute_ms / 1e3 / iteration_s;
+    w.category_beta[static_cast<size_t>(Category::kDataloader)] = 0.05;
+    FunctionPattern loader;
+    loader.name = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+    loader.category = Category::kDataloader;
+    loader.beta = 0.05;
+    w.functions.push_back(loader);
+    w.cpu = CpuShare{.cpus = 2, .host_busy = busy, .process_cpu = 0.34f, .run_delay = 0.8f, .loader_cpu = loader_cores};
+    w.loader_worker_frames = {{"/job/data.py:53(__getitem__)", 0.6F}};
+    job.push_back(w);
+  }
+  return job;
+}
+
+PatternDiff Slower(double base_ms, double now_ms) {
+  PatternDiff diff;
+  diff.base.iteration_ms = base_ms;
+  diff.now.iteration_ms = now_ms;
+  return diff;
+}
+
+// An unseen 4-rank audio job on 2 cores, 2 workers a rank, whose every rank's dataset began
+// masking time bands in Python: 169 -> 250 ms a step, every rank's workers 2.8-4.3 -> 19.3-21.6 ms
+// of CPU a step on cores 98 % busy, training's wait for batches unchanged (0.03-0.07 of a step),
+// its compute 127 -> 204 ms. Peers alike, no per-function change on most ranks: `healthy`.
+TEST(LoaderWorkersTakingCores, EveryRanksWorkersUsingMoreCpuOnBusyCoresIsAGlobalDataloaderFinding) {
+  Diagnosis d;
+  FindLoaderWorkersTakingCores(LoaderJob(4, 0.169, 127, 0.022f), LoaderJob(4, 0.250, 204, 0.083f), Slower(169, 250),
+                               &d);
+  ASSERT_EQ(d.findings.size(), 1U);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.scope, FindingScope::kGlobal);
+  EXPECT_EQ(f.category, FindingCategory::kDataloader);
+  EXPECT_EQ(f.workers, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(f.function, "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__");
+  EXPECT_EQ(f.location, "/job/data.py:53(__getitem__)");
+  // 4 ranks x (20.75 - 3.72) ms over 2 cores.
+  EXPECT_NEAR(f.impact_s_per_iter, 4 * (0.083 * 250 - 0.022 * 169) / 2 / 1e3, 1e-4);
+  EXPECT_NE(
+      f.evidence.find("the DataLoader workers of 4 of the 4 ranks read at both times use 20.7 ms of CPU per "
+                      "iteration (median), 3.7 ms at the baseline (+17.0); their nodes' cores were busy 98% of "
+                      "the window, so that time came from the training threads, whose compute grew +77.0 ms/iter"),
+      std::string::npos)
+      << f.evidence;
+  EXPECT_NE(f.action.find("(their hottest code: /job/data.py:53(__getitem__))"), std::string::npos);
+  // The masking loop's lines, listed by most ranks, over the decode that was hot at the baseline too.
+  std::vector<WorkerPattern> base = LoaderJob(4, 0.169, 127, 0.022f), now = LoaderJob(4, 0.250, 204, 0.083f);
+  for (WorkerPattern& w : base) w.loader_worker_frames = {{"/job/data.py:44(__getitem__)", 0.7F}};
+  now[0].loader_worker_frames = {{"/job/data.py:54(__getitem__)", 0.23F}, {"/job/data.py:52(__getitem__)", 0.21F}};
+  now[1].loader_worker_frames = {{"/job/data.py:44(__getitem__)", 0.3F}, {"/job/data.py:52(__getitem__)", 0.18F}};
+  now[2].loader_worker_frames = {{"/job/data.py:44(__getitem__)", 0.3F}, {"/job/data.py:54(__getitem__)", 0.17F}};
+  now[3].loader_worker_frames = {{"/job/data.py:44(__getitem__)", 0.3F}, {"/job/data.py:52(__getitem__)", 0.22F}};
+  d = {};
+  FindLoaderWorkersTakingCores(base, now, Slower(169, 250), &d);
+  ASSERT_EQ(d.findings.size(), 1U);
+  EXPECT_EQ(d.findings[0].location, "/job/data.py:52(__getitem__)");
+  // New lines on no majority: no location, rather than the decode that was hot then too.
+  now[3].loader_worker_frames = {{"/job/data.py:44(__getitem__)", 0.3F}, {"/job/data.py:48(__getitem__)", 0.22F}};
+  d = {};
+  FindLoaderWorkersTakingCores(base, now, Slower(169, 250), &d);
+  ASSERT_EQ(d.findings.size(), 1U);
+  EXPECT_EQ(d.findings[0].location, "");
+}
+
+TEST(LoaderWorkersTakingCores, NothingWhereTheWorkersKeptTheirCpuHadIdleCoresOrAreOneRanks) {
+  const std::vector<WorkerPattern> base = LoaderJob(4, 0.169, 127, 0.022f);
+  Diagnosis d;
+  // Healthy sessions against their baselines moved by -2.6 to +1.1 ms a step.
+  FindLoaderWorkersTakingCores(base, LoaderJob(4, 0.250, 204, 0.024f), Slower(169, 250), &d);
+  EXPECT_TRUE(d.findings.empty());
+  // An idle core: the workers' time need not have come from training.
+  FindLoaderWorkersTakingCores(base, LoaderJob(4, 0.250, 204, 0.083f, 0.70f), Slower(169, 250), &d);
+  EXPECT_TRUE(d.findings.empty());
+  // One rank's workers (a local fault: the peers' analysis is for it).
+  std::vector<WorkerPattern> one = LoaderJob(4, 0.188, 140, 0.022f);
+  one[2].cpu->loader_cpu = 0.08f;
+  FindLoaderWorkersTakingCores(base, one, Slower(169, 188), &d);
+  EXPECT_TRUE(d.findings.empty());
+  // Not slower than the baseline by the detector's 5 %.
+  FindLoaderWorkersTakingCores(base, LoaderJob(4, 0.175, 130, 0.083f), Slower(169, 175), &d);
+  EXPECT_TRUE(d.findings.empty());
+  // Without loader workers read at the baseline.
+  std::vector<WorkerPattern> unread = base;
+  for (WorkerPattern& w : unread) w.cpu->loader_cpu = 0;
+  FindLoaderWorkersTakingCores(unread, LoaderJob(4, 0.250, 204, 0.083f), Slower(169, 250), &d);
+  EXPECT_TRUE(d.findings.empty());
+  // A global finding already stands for the slowdown.
+  Finding global;
+  global.scope = FindingScope::kGlobal;
+  d.findings = {global};
+  FindLoaderWorkersTakingCores(base, LoaderJob(4, 0.250, 204, 0.083f), Slower(169, 250), &d);
+  EXPECT_EQ(d.findings.size(), 1U);
+}
+
+}  // namespace
+}  // namespace eroica
