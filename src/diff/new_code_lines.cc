@@ -40,6 +40,41 @@ bool SameCode(const WorkerPattern& base, const WorkerPattern& now) {
 constexpr std::array<Category, 4> kOwnWork = {Category::kCompute, Category::kMemory, Category::kDataloader,
                                               Category::kHost};
 
+struct Pair {
+  const WorkerPattern* base;
+  const WorkerPattern* now;
+};
+
+// Of `category`'s functions, the one whose time per iteration grew most on the ranks (median over
+// them; absent on a side: 0), or "" where none grew: the diff's bars (which the cost may be under,
+// split between names) need not hold for naming it.
+std::string GrownMost(const std::vector<const Pair*>& ranks, Category category) {
+  std::map<std::string, std::vector<double>> grown;
+  for (size_t k = 0; k < ranks.size(); ++k) {
+    auto add = [&](const WorkerPattern& w, double sign) {
+      for (const FunctionPattern& f : w.functions) {
+        if (f.category != category) continue;
+        std::vector<double>& deltas = grown[f.name];
+        deltas.resize(ranks.size(), 0.0);
+        deltas[k] += sign * f.beta * w.iteration_s * 1e3;
+      }
+    };
+    add(*ranks[k]->now, 1.0);
+    add(*ranks[k]->base, -1.0);
+  }
+  std::string best;
+  double best_ms = 0;
+  for (auto& [name, deltas] : grown) {
+    deltas.resize(ranks.size(), 0.0);
+    double median = MedianInPlace(deltas);
+    if (median > best_ms) {
+      best_ms = median;
+      best = name;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
@@ -48,10 +83,6 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
   if (slowdown_ms <= 0) return;
   std::unordered_map<int, const WorkerPattern*> base_by_rank;
   for (const WorkerPattern& w : base) base_by_rank.emplace(w.rank, &w);
-  struct Pair {
-    const WorkerPattern* base;
-    const WorkerPattern* now;
-  };
   std::vector<Pair> sampled;  // ranks with samples at both times, whose code is where it was
   for (const WorkerPattern& w : now) {
     auto b = base_by_rank.find(w.rank);
@@ -113,13 +144,8 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
   f.category = FindingCategoryOf(grown);
   for (const Pair* p : best->second.ranks) f.workers.push_back(p->now->rank);
   std::sort(f.workers.begin(), f.workers.end());
-  f.function = fmt::format("({} code)", CategoryName(grown));
-  for (const PatternChange& c : diff.functions) {
-    if (c.grew() && c.category == grown) {
-      f.function = c.function;
-      break;
-    }
-  }
+  f.function = GrownMost(best->second.ranks, grown);
+  if (f.function.empty()) f.function = fmt::format("({} code)", CategoryName(grown));
   f.location = best->first;
   f.impact_s_per_iter = std::min(best_ms, slowdown_ms) / 1e3;
   f.beta = diff.now.iteration_ms > 0 ? best_ms / diff.now.iteration_ms : 0;

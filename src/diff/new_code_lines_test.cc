@@ -112,15 +112,24 @@ std::vector<WorkerPattern> Timed(std::vector<WorkerPattern> job, double iteratio
   return job;
 }
 
+// `job` with a host program point `name` holding `ms` a step on the ranks `ranks`.
+std::vector<WorkerPattern> WithPoint(std::vector<WorkerPattern> job, const std::string& name, double ms,
+                                     const std::vector<int>& ranks) {
+  for (int r : ranks) {
+    FunctionPattern f;
+    f.name = name;
+    f.category = Category::kHost;
+    f.host_kind = HostKind::kPython;
+    f.beta = ms / 1e3 / job[r].iteration_s;
+    job[r].functions.push_back(f);
+  }
+  return job;
+}
+
 PatternDiff Slowdown(double base_ms, double now_ms) {
   PatternDiff diff;
   diff.base.iteration_ms = base_ms;
   diff.now.iteration_ms = now_ms;
-  PatternChange grown;  // on 2 of 6 ranks only: under the pattern diff's bar on the others
-  grown.function = "(python between aten::argmax and aten::zeros)";
-  grown.category = Category::kHost;
-  grown.kind = ChangeKind::kAppeared;
-  diff.functions.push_back(grown);
   return diff;
 }
 
@@ -131,6 +140,9 @@ PatternDiff Slowdown(double base_ms, double now_ms) {
 TEST(NewCodeOnEveryRank, ASlowerJobWhoseEveryRankRunsCodeItsBaselineNeverRanIsAGlobalFinding) {
   std::vector<WorkerPattern> base = Timed(Job(6, 0, false, 300), 0.219, 11, 150);
   std::vector<WorkerPattern> now = Timed(Job(6, 0.064F, true, 300), 0.247, 29, 165);
+  // The new code's program point, split on two ranks between two names.
+  now = WithPoint(now, "(python between aten::argmax and aten::zeros)", 13, {0, 1, 2, 3, 4, 5});
+  now = WithPoint(now, "(python between aten::resolve_conj and aten::zeros)", 5, {0, 3});
   Diagnosis d;
   FindNewCodeOnEveryRank(base, now, Slowdown(219, 247), &d);
   ASSERT_EQ(d.findings.size(), 1U);

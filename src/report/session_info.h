@@ -63,7 +63,7 @@ SessionInfo ReadSessionInfo(const std::vector<std::string>& paths, bool with_ran
 
 // What the detector saw beside the slowdown that no window reading shows: the detecting rank's
 // page faults per iteration rose with it (a step that touches fresh memory each time). "" when
-// the session says nothing of it.
+// the session says nothing of it, or too few more for their time to matter (session_info.cc).
 std::string FreshMemoryNote(const SessionInfo& session);
 
 // Parses one session.json / meta document; exposed for tests.

@@ -38,6 +38,13 @@ TEST(SessionInfoTest, ReadsTheOnlinePackagesFiles) {
   SessionInfo quiet;
   quiet.trigger_rank = 2;
   EXPECT_EQ(FreshMemoryNote(quiet), "");  // a session that says nothing of page faults
+  SessionInfo few = s;                    // 12 more a 165 ms step: microseconds
+  few.best_faults_per_iter = 0;
+  few.current_faults_per_iter = 12;
+  few.current_mean_s = 0.165;
+  EXPECT_EQ(FreshMemoryNote(few), "");
+  few.current_faults_per_iter = 2000;  // a 165 ms step's 1 % at a microsecond each
+  EXPECT_NE(FreshMemoryNote(few), "");
   EXPECT_EQ(s.iteration_times_s.size(), 4u);
   EXPECT_EQ(s.iteration_times_first_id, 123);
   ASSERT_EQ(s.ranks.size(), 2u);
