@@ -93,7 +93,7 @@ void FindLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const 
   if (f.function.empty()) f.function = "(DataLoader worker processes)";
   auto hottest =
       std::max_element(frames.begin(), frames.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  if (hottest != frames.end() && 2 * hottest->second.second > grown.size()) f.location = hottest->first;
+  if (hottest != frames.end() && 2 * hottest->second.first > grown.size()) f.location = hottest->first;
   f.impact_s_per_iter = std::min(taken_ms, slowdown_ms) / 1e3;
   std::vector<double> base_ms, now_ms;
   for (const Grown& g : grown) {

@@ -44,9 +44,10 @@ PatternDiff Slower(double base_ms, double now_ms) {
 // of CPU a step on cores 98 % busy, training's wait for batches unchanged (0.03-0.07 of a step),
 // its compute 127 -> 204 ms. Peers alike, no per-function change on most ranks: `healthy`.
 TEST(LoaderWorkersTakingCores, EveryRanksWorkersUsingMoreCpuOnBusyCoresIsAGlobalDataloaderFinding) {
+  std::vector<WorkerPattern> before = LoaderJob(4, 0.169, 127, 0.022f);
+  for (WorkerPattern& w : before) w.loader_worker_frames = {{"/job/data.py:44(__getitem__)", 0.7F}};  // the decode
   Diagnosis d;
-  FindLoaderWorkersTakingCores(LoaderJob(4, 0.169, 127, 0.022f), LoaderJob(4, 0.250, 204, 0.083f), Slower(169, 250),
-                               &d);
+  FindLoaderWorkersTakingCores(before, LoaderJob(4, 0.250, 204, 0.083f), Slower(169, 250), &d);
   ASSERT_EQ(d.findings.size(), 1U);
   const Finding& f = d.findings[0];
   EXPECT_EQ(f.scope, FindingScope::kGlobal);
@@ -74,6 +75,15 @@ TEST(LoaderWorkersTakingCores, EveryRanksWorkersUsingMoreCpuOnBusyCoresIsAGlobal
   FindLoaderWorkersTakingCores(base, now, Slower(169, 250), &d);
   ASSERT_EQ(d.findings.size(), 1U);
   EXPECT_EQ(d.findings[0].location, "/job/data.py:52(__getitem__)");
+  // Listed by every rank but hot at the baseline too, new on none: not the work that grew.
+  std::vector<WorkerPattern> stale = now;
+  for (WorkerPattern& w : stale) w.loader_worker_frames = {{"/job/data.py:44(__getitem__)", 0.3F}};
+  stale[0].loader_worker_frames.push_back({"/job/data.py:54(__getitem__)", 0.2F});
+  stale[1].loader_worker_frames.push_back({"/job/data.py:54(__getitem__)", 0.2F});
+  d = {};
+  FindLoaderWorkersTakingCores(base, stale, Slower(169, 250), &d);
+  ASSERT_EQ(d.findings.size(), 1U);
+  EXPECT_EQ(d.findings[0].location, "");
   // New lines on no majority: no location, rather than the decode that was hot then too.
   now[3].loader_worker_frames = {{"/job/data.py:44(__getitem__)", 0.3F}, {"/job/data.py:48(__getitem__)", 0.22F}};
   d = {};
