@@ -140,6 +140,32 @@ class WorkerHooks(unittest.TestCase):
         self.assertGreaterEqual(time.perf_counter() - started, fault.loop_wall_s)
         self.assertIn("in_step_wall_ms_mean", fault.report())
 
+    def test_hot_loop_in_forward_runs_in_the_models_forward_hook_only(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("no torch in this interpreter")
+
+        class Wrapped:  # as DistributedDataParallel holds the model
+            module = torch.nn.Linear(3, 2)
+
+        fault = faults.make_fault("python_hot_loop", {"loop_ms": 1, "in_forward": 1})
+        fault.prepare(lambda: None)
+        fault.attach(Wrapped())
+        Wrapped.module(torch.ones(1, 3))  # not active yet
+        fault.activate()
+        fault.in_step(9)  # not in the step
+        self.assertNotIn("in_step_wall_ms_mean", fault.report())
+        Wrapped.module(torch.ones(1, 3))
+        Wrapped.module(torch.ones(1, 3))  # once per forward: each micro-batch's
+        self.assertEqual(len(fault._loop_walls), 2)
+        plain = faults.make_fault("python_hot_loop", {"loop_ms": 1})
+        plain.prepare(lambda: None)
+        plain.attach(Wrapped())  # no hook: the loop stays in the step
+        plain.activate()
+        plain.in_step(9)
+        self.assertEqual(len(plain._loop_walls), 1)
+
     def test_checkpoint_saves_synchronously_each_step(self):
         try:
             import torch
