@@ -24,7 +24,10 @@ void LocateByNewCodeLines(const std::vector<WorkerPattern>& base, const std::vec
 
 // The same evidence where no finding stands for the slowdown: a job slower than its baseline
 // (by BaselineOptions::min_slowdown_share) in which almost every rank sampled at both times now
-// runs a line of its code that its baseline's samples never reached, for long enough that it
+// runs a line of its code that its baseline's samples never reached (their windows missing it by
+// chance, had they run it alike, no likelier than kChanceLineMissed together: a 3-rank session of
+// 0.6 s windows held its new line 7-10 sampling periods a rank, too few for 2 of the 3 alone,
+// about 1e-6 together), for long enough that it
 // alone would slow the baseline's step by that same share (the median rank's time under it), is
 // slower by that code: new code on every rank is a slowdown by the detector's own rule. Which
 // code a program point's time is named by shifts with the ops around it, so such a cost can stay

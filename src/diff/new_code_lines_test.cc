@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "localize/own_code_line.h"
+
 namespace eroica {
 namespace {
 
@@ -154,7 +156,7 @@ TEST(NewCodeOnEveryRank, ASlowerJobWhoseEveryRankRunsCodeItsBaselineNeverRanIsAG
   EXPECT_EQ(f.location, "/job/train.py:87(run_eval)");  // the deeper of the two new lines
   EXPECT_NEAR(f.impact_s_per_iter, 0.064 * 0.247, 1e-4);
   EXPECT_NE(f.evidence.find("6 of the 6 ranks sampled then and now run /job/train.py:87(run_eval) now, 15.8 ms per "
-                            "iteration (median), a line their baseline's samples never reached; their host time grew "
+                            "iteration (median), code their baseline's samples never reached; their host time grew "
                             "+18.0 ms/iter"),
             std::string::npos)
       << f.evidence;
@@ -201,6 +203,26 @@ TEST(NewCodeOnEveryRank, NothingWhereTheLineIsNotTheSlowdownsOrAFindingAlreadyIs
   FindNewCodeOnEveryRank(base, now, Slowdown(219, 247), &d);
   ASSERT_EQ(d.findings.size(), 2U);
   EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
+}
+
+// A 3-rank session of 0.6 s windows (83 sampling periods, 62 at the baseline): its new call's line
+// held 0.084-0.115 of each window, 7-10 periods a rank, each too few alone (a baseline window that
+// ran it would miss it with chance 0.013 at 7.8), about 1e-6 together. The deepest new line names
+// it; the call's line, with all the new code under it, says what it costs.
+TEST(NewCodeOnEveryRank, RanksTooFewSamplesAloneCountTogetherAndTheOutermostLineSaysTheCost) {
+  std::vector<WorkerPattern> base = Timed(Job(3, 0, false, 62), 0.087, 10, 60);
+  std::vector<WorkerPattern> now = Timed(Job(3, 0.094F, true, 83), 0.119, 26, 70);
+  for (WorkerPattern& w : now) w.code_lines[4].share = 0.045F;  // run_eval, under the call's line
+  EXPECT_FALSE(MissingLineMeansNeverRan(0.094 * 83, 83, 62));
+  Diagnosis d;
+  FindNewCodeOnEveryRank(base, now, Slowdown(87, 119), &d);
+  ASSERT_EQ(d.findings.size(), 1U);
+  EXPECT_EQ(d.findings[0].location, "/job/train.py:87(run_eval)");
+  EXPECT_NEAR(d.findings[0].impact_s_per_iter, 0.094 * 0.119, 1e-4);
+  EXPECT_NE(d.findings[0].evidence.find("run /job/train.py:87(run_eval) (deepest; 5.4 ms there), under "
+                                        "/job/train.py:75(main) now, 11.2 ms per iteration (median)"),
+            std::string::npos)
+      << d.findings[0].evidence;
 }
 
 }  // namespace

@@ -31,10 +31,15 @@ double QueuedBeyondPeers(const WorkerGroup& group, size_t suspect) {
 
 }  // namespace
 
-bool MissingLineMeansNeverRan(double line_periods, double sampled_periods, double other_periods) {
-  if (!(line_periods > 0 && sampled_periods > 0 && other_periods > 0)) return false;
+double LogChanceLineMissed(double line_periods, double sampled_periods, double other_periods) {
+  if (!(line_periods > 0 && sampled_periods > 0 && other_periods > 0)) return 0;
   double chance_each = sampled_periods / (sampled_periods + other_periods);
-  return line_periods * std::log(chance_each) <= std::log(kChanceLineMissed);
+  return line_periods * std::log(chance_each);
+}
+
+bool MissingLineMeansNeverRan(double line_periods, double sampled_periods, double other_periods) {
+  double log_chance = LogChanceLineMissed(line_periods, sampled_periods, other_periods);
+  return log_chance < 0 && log_chance <= std::log(kChanceLineMissed);
 }
 
 std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspect, double excess, double floor) {

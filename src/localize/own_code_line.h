@@ -31,6 +31,9 @@ struct OwnCodeLine {
 // data loading on a busy machine), never tells. False where either count is unknown (0).
 inline constexpr double kChanceLineMissed = 0.01;
 bool MissingLineMeansNeverRan(double line_periods, double sampled_periods, double other_periods);
+// The logarithm of that chance (0 where either count is unknown). Windows sampled apart (ranks'
+// samplers) miss a line independently: their chances multiply, their logarithms add.
+double LogChanceLineMissed(double line_periods, double sampled_periods, double other_periods);
 
 // The line of member `suspect`'s training thread that holds at least half of its own-work
 // `excess` (shares of an iteration) and that a majority of its sampled peers never ran (not on

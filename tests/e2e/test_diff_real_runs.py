@@ -131,7 +131,7 @@ def test_new_code_on_every_rank_is_named_against_the_baseline():
     assert (first["scope"], first["category"]) == ("global", "host"), first
     assert sorted(first["workers"]) == list(range(6)), first
     assert first["location"] == "/tmp/novel9/train_kws.py:125(main)", first
-    assert "a line their baseline's samples never reached" in first["evidence"], first
+    assert "code their baseline's samples never reached" in first["evidence"], first
 
 
 def test_loader_workers_that_took_the_cores_are_named_against_the_baseline():
