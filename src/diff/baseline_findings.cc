@@ -6,7 +6,9 @@
 #include <cmath>
 #include <string>
 
+#include "base/robust_stats.h"
 #include "diff/diff_report.h"
+#include "localize/cpu_contention.h"
 #include "summary/function_name.h"
 
 namespace eroica {
@@ -116,16 +118,47 @@ void ConfirmLocal(const PatternDiff& diff, Finding* local) {
 
 }  // namespace
 
-double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options) {
+namespace {
+
+// A global finding that every rank's ops got slower since the baseline (ApplyBaseline's).
+bool SlowerOpsSinceTheBaseline(const Finding& f) {
+  return f.scope == FindingScope::kGlobal &&
+         (f.category == FindingCategory::kCompute || f.category == FindingCategory::kMemory) &&
+         f.evidence.starts_with("against the baseline");
+}
+
+}  // namespace
+
+double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options,
+                             bool cores_busy) {
   const double slowdown_ms = diff.now.iteration_ms - diff.base.iteration_ms;
   if (slowdown_ms <= options.min_slowdown_share * diff.base.iteration_ms) return 0;
   for (const Finding& f : diagnosis.findings) {
+    if (cores_busy && SlowerOpsSinceTheBaseline(f)) continue;
     if (f.scope == FindingScope::kGlobal || f.category == FindingCategory::kHang ||
         f.impact_s_per_iter * 1e3 >= options.explains_share * slowdown_ms) {
       return 0;
     }
   }
   return slowdown_ms;
+}
+
+bool SlowerOpsMayBeASymptom(const std::vector<WorkerPattern>& now) {
+  std::vector<double> busy;
+  for (const WorkerPattern& w : now) {
+    if (w.cpu) busy.push_back(w.cpu->host_busy);
+  }
+  return 2 * busy.size() > now.size() && MedianInPlace(busy) >= kBusyCoresShare;
+}
+
+void FoldSlowerOpsInto(Diagnosis* diagnosis, Finding* cause) {
+  std::erase_if(diagnosis->findings, [&](const Finding& f) {
+    if (!SlowerOpsSinceTheBaseline(f)) return false;
+    cause->evidence +=
+        fmt::format("; every rank's ops ran slower beside it on the cores it took ({} {}: {})", Name(f.category),
+                    f.function, f.evidence.substr(std::string_view("against the baseline: ").size()));
+    return true;
+  });
 }
 
 bool AlmostAll(size_t n, size_t workers, const BaselineOptions& options) {

@@ -25,8 +25,19 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* diagnosis, const Baseline
 // The slowdown against the baseline (ms per iteration) where it exceeds min_slowdown_share of the
 // baseline's iteration and no finding stands for it (no hang, no global finding, no local one
 // that explains half of it), else 0: where the rules below (new_code_lines.h,
-// busy_loader_workers.h) look for a cause the pattern diff's bars missed.
-double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options);
+// busy_loader_workers.h) look for a cause the pattern diff's bars missed. On busy shared cores
+// (`now` read so: SlowerOpsMayBeASymptom) a global compute or memory finding of the baseline's does
+// not stand for it: every rank's ops run slower there when something else takes the cores.
+double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options,
+                             bool cores_busy);
+
+// Whether the ranks' nodes had their cores busy (kBusyCoresShare of the window, median over the
+// ranks read), where ops slower on every rank may be another consumer's doing.
+bool SlowerOpsMayBeASymptom(const std::vector<WorkerPattern>& now);
+
+// Moves the baseline's global compute and memory findings into `cause`'s evidence (the ops that
+// ran slower beside it) and out of the diagnosis; a rule that found what took the cores calls it.
+void FoldSlowerOpsInto(Diagnosis* diagnosis, Finding* cause);
 
 // A worker's time in `category` (its share of the window's critical path), ms per iteration.
 inline double CategoryMsPerIter(const WorkerPattern& w, Category category) {

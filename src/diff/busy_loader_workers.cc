@@ -36,7 +36,7 @@ struct Grown {
 
 void FindLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
                                   const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options) {
-  const double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, options);
+  const double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, options, SlowerOpsMayBeASymptom(now));
   if (slowdown_ms <= 0) return;
   std::unordered_map<int, const WorkerPattern*> base_by_rank;
   for (const WorkerPattern& w : base) base_by_rank.emplace(w.rank, &w);
@@ -113,6 +113,7 @@ void FindLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const 
       "that work cheaper (cache decoded samples, move augmentation to the accelerator) or give the workers cores of "
       "their own (fewer workers, CPU affinity).",
       f.location.empty() ? "" : fmt::format(" (their hottest code: {})", f.location));
+  FoldSlowerOpsInto(diagnosis, &f);
   diagnosis->findings.insert(diagnosis->findings.begin(), std::move(f));
 }
 

@@ -122,5 +122,37 @@ TEST(LoaderWorkersTakingCores, NothingWhereTheWorkersKeptTheirCpuHadIdleCoresOrA
   EXPECT_EQ(d.findings.size(), 1U);
 }
 
+// The same audio job's online session (the detector's own, 141 -> 248 ms a step): its baseline's
+// comparison named `global compute` (aten::mm 0.90 -> 1.67 ms a call on 2 of 4 ranks, every rank's
+// compute +83 ms), the symptom of the cores its workers took (+9.1-10.3 ms of CPU a step each).
+TEST(LoaderWorkersTakingCores, OpsSlowerOnEveryRankOnBusyCoresAreTheirSymptomNotTheCause) {
+  Finding slower_ops;
+  slower_ops.scope = FindingScope::kGlobal;
+  slower_ops.category = FindingCategory::kCompute;
+  slower_ops.function = "aten::mm";
+  slower_ops.impact_s_per_iter = 0.052;
+  slower_ops.evidence = "against the baseline: 2 of 4 ranks' aten::mm takes 1.67 ms per call, 0.90 ms at the baseline";
+  Finding local;  // the peers' own finding stays
+  local.scope = FindingScope::kLocal;
+  local.impact_s_per_iter = 0.005;
+  Diagnosis d;
+  d.findings = {slower_ops, local};
+  FindLoaderWorkersTakingCores(LoaderJob(4, 0.141, 100, 0.021f), LoaderJob(4, 0.248, 183, 0.052f), Slower(141, 248),
+                               &d);
+  ASSERT_EQ(d.findings.size(), 2U);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kDataloader);
+  EXPECT_NE(d.findings[0].evidence.find("; every rank's ops ran slower beside it on the cores it took (compute "
+                                        "aten::mm: 2 of 4 ranks' aten::mm takes 1.67 ms per call"),
+            std::string::npos)
+      << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[1].scope, FindingScope::kLocal);
+  // With a core idle the ops' finding stands: nothing says what else took the processor.
+  d.findings = {slower_ops};
+  FindLoaderWorkersTakingCores(LoaderJob(4, 0.141, 100, 0.021f), LoaderJob(4, 0.248, 183, 0.052f, 0.6f),
+                               Slower(141, 248), &d);
+  ASSERT_EQ(d.findings.size(), 1U);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kCompute);
+}
+
 }  // namespace
 }  // namespace eroica

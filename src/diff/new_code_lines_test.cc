@@ -166,6 +166,12 @@ TEST(NewCodeOnEveryRank, ASlowerJobWhoseEveryRankRunsCodeItsBaselineNeverRanIsAG
   ASSERT_EQ(d.findings.size(), 1U);
   EXPECT_EQ(d.findings[0].category, FindingCategory::kCompute);
   EXPECT_EQ(d.findings[0].function, "(compute code)");
+  // New Python whose every rank's ops also slowed on the busy cores: host grew by half the new
+  // code's time (+9 of 15.8 ms), compute by more (+45): the host's.
+  d = {};
+  FindNewCodeOnEveryRank(base, Timed(Job(6, 0.064F, true, 300), 0.247, 20, 195), Slowdown(219, 247), &d);
+  ASSERT_EQ(d.findings.size(), 1U);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kHost);
 }
 
 TEST(NewCodeOnEveryRank, NothingWhereTheLineIsNotTheSlowdownsOrAFindingAlreadyIs) {
