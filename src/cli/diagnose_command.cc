@@ -34,12 +34,12 @@ int RunDiagnose(const DiagnoseOptions& options) {
     return 1;
   }
   // What the detector saw that the window's readings do not show (python/eroica/detector.py).
-  if (std::string note = FreshMemoryNote(ReadSessionInfo(options.paths, /*with_ranks=*/false)); !note.empty()) {
-    run->diagnosis.notes.push_back(std::move(note));
-  }
+  const SessionInfo session = ReadSessionInfo(options.paths, /*with_ranks=*/false);
+  if (std::string note = FreshMemoryNote(session); !note.empty()) run->diagnosis.notes.push_back(std::move(note));
   if (against_baseline) {
     // A baseline that cannot be read leaves the diagnosis by peers and boxes, said in a warning.
-    StatusOr<PatternDiff> diff = ApplyBaselineFrom(options.baseline, options.threads, &*run);
+    StatusOr<PatternDiff> diff =
+        ApplyBaselineFrom(options.baseline, options.threads, &*run, DetectedSlowdownMs(session));
     if (!diff.ok()) run->diagnosis.warnings.push_back(diff.status().message());
   }
   if (!options.json_out.empty()) {

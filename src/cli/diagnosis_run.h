@@ -56,7 +56,10 @@ inline StatusOr<DiagnosedRun> DiagnosePaths(const std::vector<std::string>& path
 // Compares the run with the job's baseline (a session, trace folder or pattern bundle) and adds
 // what that finds to its diagnosis (diff/baseline_findings.h). Needs the run's full patterns.
 // Returns the diff it applied (reports show it).
-inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path, int threads, DiagnosedRun* run) {
+// `detected_slowdown_ms`: the detector's measure of the slowdown, where it started the session
+// (BaselineOptions::detected_slowdown_ms; DetectedSlowdownMs).
+inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path, int threads, DiagnosedRun* run,
+                                               double detected_slowdown_ms = 0) {
   StatusOr<LocalizeInput> base = CollectDiagnoseInputs({baseline_path}, ReaderThreads(threads), /*keep_patterns=*/true);
   if (!base.ok()) return ErrorStatus("baseline {}: {}", baseline_path, base.status().message());
   PatternDiff diff = DiffPatterns(base->workers, run->input.workers);
@@ -74,8 +77,10 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   // What the window's own samples do not place (compute grown everywhere) may be code the
   // baseline never ran.
   LocateByNewCodeLines(base->workers, run->input.workers, &run->diagnosis.findings);
-  FindNewCodeOnEveryRank(base->workers, run->input.workers, diff, &run->diagnosis);
-  FindLoaderWorkersTakingCores(base->workers, run->input.workers, diff, &run->diagnosis);
+  BaselineOptions options;
+  options.detected_slowdown_ms = detected_slowdown_ms;
+  FindNewCodeOnEveryRank(base->workers, run->input.workers, diff, &run->diagnosis, options);
+  FindLoaderWorkersTakingCores(base->workers, run->input.workers, diff, &run->diagnosis, options);
   return diff;
 }
 

@@ -38,16 +38,17 @@ int RunReport(const ReportOptions& options) {
     fmt::print(stderr, "eroica: {}\n", run.status().message());
     return 1;
   }
+  SessionInfo session = ReadSessionInfo(options.paths);
   std::optional<PatternDiff> baseline;
   if (!options.baseline.empty()) {
-    StatusOr<PatternDiff> diff = ApplyBaselineFrom(options.baseline, options.threads, &*run);
+    StatusOr<PatternDiff> diff =
+        ApplyBaselineFrom(options.baseline, options.threads, &*run, DetectedSlowdownMs(session));
     if (diff.ok()) {
       baseline = std::move(*diff);
     } else {
       run->diagnosis.warnings.push_back(diff.status().message());
     }
   }
-  SessionInfo session = ReadSessionInfo(options.paths);
   std::string source;
   for (const std::string& p : options.paths) source += (source.empty() ? "" : " ") + p;
   std::string html = RenderHtmlReport(run->diagnosis, run->input.workers, session,

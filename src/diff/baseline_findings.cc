@@ -131,8 +131,10 @@ bool SlowerOpsSinceTheBaseline(const Finding& f) {
 
 double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options,
                              bool cores_busy) {
-  const double slowdown_ms = diff.now.iteration_ms - diff.base.iteration_ms;
-  if (slowdown_ms <= options.min_slowdown_share * diff.base.iteration_ms) return 0;
+  double slowdown_ms = diff.now.iteration_ms - diff.base.iteration_ms;
+  if (slowdown_ms <= options.min_slowdown_share * diff.base.iteration_ms) slowdown_ms = 0;
+  slowdown_ms = std::max(slowdown_ms, options.detected_slowdown_ms);
+  if (slowdown_ms <= 0) return 0;
   for (const Finding& f : diagnosis.findings) {
     if (cores_busy && SlowerOpsSinceTheBaseline(f)) continue;
     if (f.scope == FindingScope::kGlobal || f.category == FindingCategory::kHang ||
@@ -141,6 +143,18 @@ double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis
     }
   }
   return slowdown_ms;
+}
+
+std::string SlowdownSource(const PatternDiff& diff, const BaselineOptions& options, double slowdown_ms) {
+  std::string text =
+      fmt::format("(iteration {:.1f} ms at the baseline, {:.1f} ms now", diff.base.iteration_ms, diff.now.iteration_ms);
+  if (options.detected_slowdown_ms > 0 && options.detected_slowdown_ms >= slowdown_ms) {
+    text += fmt::format(" in profiled windows; unprofiled, the detector's window ran {:.1f} ms/iter above its best)",
+                        options.detected_slowdown_ms);
+  } else {
+    text += ")";
+  }
+  return text;
 }
 
 bool SlowerOpsMayBeASymptom(const std::vector<WorkerPattern>& now) {

@@ -18,18 +18,29 @@ struct BaselineOptions {
   double explains_share = 0.5;
   // The slowdown must exceed this share of the baseline's iteration (the detector's 1.05).
   double min_slowdown_share = 0.05;
+  // The detector's own measure of the slowdown, ms per iteration (its window's mean against its
+  // best, unprofiled, over tens of iterations), where it started the session; 0 otherwise. Two
+  // profiled windows of 5 iterations can differ by the profiler's cost alone: an audio job's
+  // baseline window ran 126 ms a step where the job ran 94-100, and its session's, started by the
+  // detector at 94 -> 106 ms, ran 126 ms too.
+  double detected_slowdown_ms = 0;
 };
 
 void ApplyBaseline(const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options = {});
 
-// The slowdown against the baseline (ms per iteration) where it exceeds min_slowdown_share of the
-// baseline's iteration and no finding stands for it (no hang, no global finding, no local one
+// The slowdown against the baseline (ms per iteration: the profiled windows' difference where it
+// exceeds min_slowdown_share of the baseline's iteration, or the detector's, the larger) where no
+// finding stands for it (no hang, no global finding, no local one
 // that explains half of it), else 0: where the rules below (new_code_lines.h,
 // busy_loader_workers.h) look for a cause the pattern diff's bars missed. On busy shared cores
 // (`now` read so: SlowerOpsMayBeASymptom) a global compute or memory finding of the baseline's does
 // not stand for it: every rank's ops run slower there when something else takes the cores.
 double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options,
                              bool cores_busy);
+
+// How `slowdown_ms` (UnexplainedSlowdownMs) was measured, for a finding's evidence: "(iteration A
+// ms at the baseline, B ms now)", and the detector's figure where it was the larger.
+std::string SlowdownSource(const PatternDiff& diff, const BaselineOptions& options, double slowdown_ms);
 
 // Whether the ranks' nodes had their cores busy (kBusyCoresShare of the window, median over the
 // ranks read), where ops slower on every rank may be another consumer's doing.

@@ -177,9 +177,9 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
   f.evidence = fmt::format(
       "against the baseline: {} of the {} ranks sampled then and now run {} now, {:.1f} ms per iteration (median), "
       "code their baseline's samples never reached; their {} time grew {:+.1f} ms/iter (median); the new code holds "
-      "{:.0f}% of the {:.1f} ms/iter slowdown (iteration {:.1f} ms at the baseline, {:.1f} ms now)",
+      "{:.0f}% of the {:.1f} ms/iter slowdown {}",
       best->second.ranks.size(), sampled.size(), where, outer_ms, CategoryName(grown), grown_ms,
-      100 * std::min(1.0, outer_ms / slowdown_ms), slowdown_ms, diff.base.iteration_ms, diff.now.iteration_ms);
+      100 * std::min(1.0, outer_ms / slowdown_ms), slowdown_ms, SlowdownSource(diff, options, slowdown_ms));
   f.action = fmt::format(
       "Every rank now runs code at {} that it did not run at the baseline: the job does more work than it did. Move it "
       "out of the step, run it less often, or make it cheaper.",

@@ -231,5 +231,26 @@ TEST(NewCodeOnEveryRank, RanksTooFewSamplesAloneCountTogetherAndTheOutermostLine
       << d.findings[0].evidence;
 }
 
+// A 3-rank session the detector started at 94 -> 106 ms a step (its windows, unprofiled): the
+// baseline's profiled window had run 126 ms, as the session's did, so the windows alone showed no
+// slowdown; every rank's new call's line held 0.072-0.095 of its window.
+TEST(NewCodeOnEveryRank, TheDetectorsSlowdownCountsWhereTwoProfiledWindowsHideIt) {
+  std::vector<WorkerPattern> base = Timed(Job(3, 0, false, 90), 0.126, 10, 80);
+  std::vector<WorkerPattern> now = Timed(Job(3, 0.08F, true, 90), 0.126, 21, 75);
+  Diagnosis d;
+  FindNewCodeOnEveryRank(base, now, Slowdown(126, 126.4), &d);
+  EXPECT_TRUE(d.findings.empty());
+  BaselineOptions detected;
+  detected.detected_slowdown_ms = 11.5;
+  FindNewCodeOnEveryRank(base, now, Slowdown(126, 126.4), &d, detected);
+  ASSERT_EQ(d.findings.size(), 1U);
+  EXPECT_NEAR(d.findings[0].impact_s_per_iter, 0.08 * 0.126, 1e-4);
+  EXPECT_NE(d.findings[0].evidence.find("of the 11.5 ms/iter slowdown (iteration 126.0 ms at the baseline, 126.4 ms "
+                                        "now in profiled windows; unprofiled, the detector's window ran 11.5 ms/iter "
+                                        "above its best)"),
+            std::string::npos)
+      << d.findings[0].evidence;
+}
+
 }  // namespace
 }  // namespace eroica

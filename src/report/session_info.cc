@@ -103,6 +103,11 @@ std::string FreshMemoryNote(const SessionInfo& s) {
       who, s.current_faults_per_iter, s.best_faults_per_iter);
 }
 
+double DetectedSlowdownMs(const SessionInfo& s) {
+  if (s.reason != "degradation" || s.best_mean_s <= 0 || s.current_mean_s <= s.best_mean_s) return 0;
+  return (s.current_mean_s - s.best_mean_s) * 1e3;
+}
+
 SessionInfo ReadSessionInfo(const std::vector<std::string>& paths, bool with_ranks) {
   SessionInfo info;
   std::set<fs::path> folders;

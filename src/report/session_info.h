@@ -66,6 +66,10 @@ SessionInfo ReadSessionInfo(const std::vector<std::string>& paths, bool with_ran
 // the session says nothing of it, or too few more for their time to matter (session_info.cc).
 std::string FreshMemoryNote(const SessionInfo& session);
 
+// The detector's slowdown, ms per iteration, where it started the session (a degradation: its
+// window's mean against its best, unprofiled); 0 for other sessions and where it is not given.
+double DetectedSlowdownMs(const SessionInfo& session);
+
 // Parses one session.json / meta document; exposed for tests.
 void ParseSessionJson(const std::string& text, SessionInfo* info);
 RankMeta ParseRankMeta(const std::string& text);

@@ -45,6 +45,10 @@ TEST(SessionInfoTest, ReadsTheOnlinePackagesFiles) {
   EXPECT_EQ(FreshMemoryNote(few), "");
   few.current_faults_per_iter = 2000;  // a 165 ms step's 1 % at a microsecond each
   EXPECT_NE(FreshMemoryNote(few), "");
+  EXPECT_NEAR(DetectedSlowdownMs(s), 40.0, 1e-9);  // a degradation: 100 -> 140 ms
+  SessionInfo forced = s;
+  forced.reason = "forced";
+  EXPECT_EQ(DetectedSlowdownMs(forced), 0.0);
   EXPECT_EQ(s.iteration_times_s.size(), 4u);
   EXPECT_EQ(s.iteration_times_first_id, 123);
   ASSERT_EQ(s.ranks.size(), 2u);
