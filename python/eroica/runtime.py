@@ -102,6 +102,8 @@ class Runtime:
         # may still call for a new baseline; and how many times one did.
         self._pace_before_baseline: Optional[Tuple[float, float]] = None
         self._faster_baselines = 0
+        # A baseline is due because the job got faster, and waits for times to settle.
+        self._faster_due = False
         self._started_unix_ns = time.time_ns()
         # Cross-thread: the monitor appends, the training thread pops (deque ops are atomic).
         self._mail: collections.deque = collections.deque()
@@ -249,6 +251,7 @@ class Runtime:
         elif self._baseline_due(finished) and self._detection is None:
             # Every rank asks; the store's slot claim keeps it to one session.
             self._baseline_at = -1
+            self._faster_due = False
             self._request_session(finished, "baseline", self.detector.best_mean_s,
                                   self._mean_iteration_s())
 
@@ -287,9 +290,12 @@ class Runtime:
             % (best[0] * 1e3, before[0] * 1e3))
         self._baseline_at = finished + 1
         self._baseline_settles = True
+        self._faster_due = True
 
     def _baseline_due(self, finished: int) -> bool:
         if self._baseline_at < 0 or finished < self._baseline_at:
+            return False
+        if self._faster_due and not self._still_at_its_best():
             return False
         if not self._baseline_settles:
             return True
@@ -298,6 +304,23 @@ class Runtime:
             return True  # still drifting after that long: its pace is the job's pace
         recent = itertools.islice(reversed(self.durations_ns), window)
         return not still_speeding_up([d * 1e-9 for d in recent][::-1])
+
+    def _still_at_its_best(self) -> bool:
+        """Whether a baseline due because the job got faster may still be taken: the detector's
+        window now is no slower than its best by the degradation rule's own ratio. Times settle a
+        window or more after the request, and a fault begun meanwhile is no pace to keep: an
+        unseen 3-rank audio job asked at about step 195, its every rank's workers slowed from
+        180, and the baseline taken at 207 held them; its later slowdown then read as no change.
+        Where the pace no longer holds, the request is dropped (the old baseline stays) and the
+        detector's slowdown rule goes on as before."""
+        current, best = self.detector.current_pace(), self.detector.best_pace()
+        if current is None or best is None or current[0] <= self.cfg.threshold * best[0]:
+            return True
+        log.debug("a new baseline was due (best window %.1f ms), but iterations run at %.1f ms now: dropped"
+                  % (best[0] * 1e3, current[0] * 1e3))
+        self._baseline_at = -1
+        self._faster_due = False
+        return False
 
     def request_baseline(self) -> None:
         """The user's word that the job's present speed is intended (a new model, image or
@@ -333,6 +356,7 @@ class Runtime:
             if kind == "baseline-request":
                 self._baseline_at = next_iteration + self.cfg.warmup
                 self._baseline_settles = True
+                self._faster_due = False  # the user's word: whatever the pace is then
                 self.detector.rebaseline()
                 continue
             if kind == "disable":

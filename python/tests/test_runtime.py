@@ -459,3 +459,17 @@ def test_eroica_rebaseline_reaches_the_attached_runtime_and_is_harmless_without_
     finally:
         hooks.uninstall()
     assert [kind for kind, _ in rt._mail] == ["baseline-request"]
+
+
+def test_a_faster_baseline_whose_pace_is_gone_before_times_settle_is_dropped(tmp_path):
+    """The unseen audio job asked for a faster-pace baseline while its times still fell, and a
+    fault began before they settled: the baseline taken then held the fault. A due baseline whose
+    pace no longer holds (the detector's window above its best by its threshold) is dropped; one
+    whose pace holds is taken."""
+    noisy = [200 + (4 if i % 2 else -4) for i in range(16)]
+    falling = [150, 130, 110, 90, 80, 75, 72, 70, 68, 66, 64, 62]
+    rt, asked, _ = _run_baseline_then(tmp_path, noisy, falling + [400] * 30)
+    assert [reason for _, reason in asked] == ["degradation"], asked  # the slowdown's own session
+    assert rt._faster_baselines == 1 and rt._baseline_at < 0 and not rt._faster_due
+    rt, asked, _ = _run_baseline_then(tmp_path, noisy, falling + [62] * 30)
+    assert [reason for _, reason in asked] == ["baseline"], asked
