@@ -145,6 +145,12 @@ double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis
   return slowdown_ms;
 }
 
+double StepMs(const PatternDiff& diff) {
+  if (diff.base.iteration_ms <= 0) return diff.now.iteration_ms;
+  if (diff.now.iteration_ms <= 0) return diff.base.iteration_ms;
+  return std::min(diff.base.iteration_ms, diff.now.iteration_ms);
+}
+
 std::string SlowdownSource(const PatternDiff& diff, const BaselineOptions& options, double slowdown_ms) {
   std::string text =
       fmt::format("(iteration {:.1f} ms at the baseline, {:.1f} ms now", diff.base.iteration_ms, diff.now.iteration_ms);

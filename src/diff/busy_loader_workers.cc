@@ -56,7 +56,7 @@ void FindLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const 
     }
     ++read;
     double delta = LoaderCpuMs(w) - LoaderCpuMs(*b->second);
-    if (delta >= kRankGrewShare * diff.base.iteration_ms) grown.push_back({b->second, &w, delta});
+    if (delta >= kRankGrewShare * StepMs(diff)) grown.push_back({b->second, &w, delta});
   }
   if (!AlmostAll(grown.size(), read, options)) return;
   std::vector<double> busy, deltas, compute;
@@ -77,7 +77,7 @@ void FindLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const 
   }
   double taken_ms = 0;
   for (const auto& [host, node] : nodes) taken_ms = std::max(taken_ms, node.first / node.second);
-  if (taken_ms < options.min_slowdown_share * diff.base.iteration_ms) return;  // less than a slowdown's worth
+  if (taken_ms < options.min_slowdown_share * StepMs(diff)) return;  // less than a slowdown's worth
   // Where their added CPU goes: a frame most of the ranks list among their workers' hottest where
   // their baseline did not (what the workers do now and did not then). Not one hot at the
   // baseline too: the work that grew is spread over a loop's lines, and its listed two frames a

@@ -17,10 +17,10 @@ namespace eroica {
 
 // Where no finding stands for a slowdown against the baseline (UnexplainedSlowdownMs): the
 // DataLoader workers of almost every rank read at both times use more CPU per iteration than at
-// the baseline (each by 2 % of the baseline's step, above the healthy sessions' drift), on nodes
+// the baseline (each by 2 % of the job's step, StepMs, above the healthy sessions' drift), on nodes
 // whose cores were busy (kBusyCoresShare, median) so that the time came from training, and what
 // they added on the busiest node, over its cores, is at least min_slowdown_share of the
-// baseline's step (what would slow that step by the detector's rule). Adds one global dataloader
+// job's step (what would slow it by the detector's rule). Adds one global dataloader
 // finding, its impact that taken time (bounded by the slowdown), its location the workers'
 // hottest frame of the job's code that most of those ranks list and their baseline did not.
 void FindLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,

@@ -154,5 +154,21 @@ TEST(LoaderWorkersTakingCores, OpsSlowerOnEveryRankOnBusyCoresAreTheirSymptomNot
   EXPECT_EQ(d.findings[0].category, FindingCategory::kCompute);
 }
 
+// A 6-rank session against a baseline whose profiled window ran 420 ms a step (the job's first,
+// the profiler's costliest; the job ran 200-260): its workers +8.3-14.6 ms a step each, one under
+// 2 % of 420 ms, all above 2 % of the session's 326 ms. Bars are shares of the faster window's step.
+TEST(LoaderWorkersTakingCores, BarsAreSharesOfTheFasterWindowsStep) {
+  std::vector<WorkerPattern> base = LoaderJob(6, 0.420, 300, 0.0125f), now = LoaderJob(6, 0.326, 240, 0.0565f);
+  now[5].cpu->loader_cpu = 0.0416f;  // 13.6 ms against 5.25: +8.3 ms
+  Diagnosis d;
+  FindLoaderWorkersTakingCores(base, now, Slower(420, 326), &d, [] {
+    BaselineOptions detected;
+    detected.detected_slowdown_ms = 37.7;  // the detector's 202 -> 240 ms
+    return detected;
+  }());
+  ASSERT_EQ(d.findings.size(), 1U);
+  EXPECT_EQ(d.findings[0].workers.size(), 6U);
+}
+
 }  // namespace
 }  // namespace eroica

@@ -125,7 +125,7 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
     }
     std::vector<double> ms = candidate.second.ms;
     double median_ms = MedianInPlace(ms);
-    if (median_ms < options.min_slowdown_share * diff.base.iteration_ms) continue;
+    if (median_ms < options.min_slowdown_share * StepMs(diff)) continue;
     if (outer == nullptr || median_ms > outer_ms) {
       outer = &candidate;
       outer_ms = median_ms;

@@ -28,7 +28,7 @@ void LocateByNewCodeLines(const std::vector<WorkerPattern>& base, const std::vec
 // chance, had they run it alike, no likelier than kChanceLineMissed together: a 3-rank session of
 // 0.6 s windows held its new line 7-10 sampling periods a rank, too few for 2 of the 3 alone,
 // about 1e-6 together), for long enough that it
-// alone would slow the baseline's step by that same share (the median rank's time under it), is
+// alone would slow the job's step (StepMs) by that same share (the median rank's time under it), is
 // slower by that code: new code on every rank is a slowdown by the detector's own rule. Which
 // code a program point's time is named by shifts with the ops around it, so such a cost can stay
 // under every per-function bar of the pattern diff; the line does not shift. Nor need the line
