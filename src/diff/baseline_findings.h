@@ -34,7 +34,9 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* diagnosis, const Baseline
 // that explains half of it), else 0: where the rules below (new_code_lines.h,
 // busy_loader_workers.h) look for a cause the pattern diff's bars missed. On busy shared cores
 // (`now` read so: SlowerOpsMayBeASymptom) a global compute or memory finding of the baseline's does
-// not stand for it: every rank's ops run slower there when something else takes the cores.
+// not stand for it: every rank's ops run slower there when something else takes the cores; nor
+// does a rank named by its ops' speed (local compute or imbalance), which the same contention
+// moves between ranks. Such a rank's finding stays, after what the rules find.
 double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options,
                              bool cores_busy);
 
@@ -47,7 +49,8 @@ std::string SlowdownSource(const PatternDiff& diff, const BaselineOptions& optio
 bool SlowerOpsMayBeASymptom(const std::vector<WorkerPattern>& now);
 
 // Moves the baseline's global compute and memory findings into `cause`'s evidence (the ops that
-// ran slower beside it) and out of the diagnosis; a rule that found what took the cores calls it.
+// ran slower beside it) and out of the diagnosis, and says beside each rank named by its ops' speed
+// that the cores were taken; a rule that found what took the cores calls it.
 void FoldSlowerOpsInto(Diagnosis* diagnosis, Finding* cause);
 
 // A worker's time in `category` (its share of the window's critical path), ms per iteration.

@@ -134,6 +134,7 @@ TEST(LoaderWorkersTakingCores, OpsSlowerOnEveryRankOnBusyCoresAreTheirSymptomNot
   slower_ops.evidence = "against the baseline: 2 of 4 ranks' aten::mm takes 1.67 ms per call, 0.90 ms at the baseline";
   Finding local;  // the peers' own finding stays
   local.scope = FindingScope::kLocal;
+  local.category = FindingCategory::kHost;
   local.impact_s_per_iter = 0.005;
   Diagnosis d;
   d.findings = {slower_ops, local};
@@ -146,6 +147,20 @@ TEST(LoaderWorkersTakingCores, OpsSlowerOnEveryRankOnBusyCoresAreTheirSymptomNot
             std::string::npos)
       << d.findings[0].evidence;
   EXPECT_EQ(d.findings[1].scope, FindingScope::kLocal);
+  EXPECT_EQ(d.findings[1].evidence, "");  // a host finding of its own: nothing to say
+  // A rank named by its ops' speed does not stand for the slowdown there, and says why.
+  Finding by_ops;
+  by_ops.scope = FindingScope::kLocal;
+  by_ops.category = FindingCategory::kImbalance;
+  by_ops.workers = {2};
+  by_ops.impact_s_per_iter = 0.059;
+  d.findings = {by_ops};
+  FindLoaderWorkersTakingCores(LoaderJob(4, 0.141, 100, 0.021f), LoaderJob(4, 0.248, 183, 0.052f), Slower(141, 248),
+                               &d);
+  ASSERT_EQ(d.findings.size(), 2U);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kDataloader);
+  EXPECT_NE(d.findings[1].evidence.find("read with care: every rank's DataLoader workers took the busy cores"),
+            std::string::npos);
   // With a core idle the ops' finding stands: nothing says what else took the processor.
   d.findings = {slower_ops};
   FindLoaderWorkersTakingCores(LoaderJob(4, 0.141, 100, 0.021f), LoaderJob(4, 0.248, 183, 0.052f, 0.6f),
