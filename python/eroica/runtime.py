@@ -316,8 +316,9 @@ class Runtime:
         current, best = self.detector.current_pace(), self.detector.best_pace()
         if current is None or best is None or current[0] <= self.cfg.threshold * best[0]:
             return True
-        log.debug("a new baseline was due (best window %.1f ms), but iterations run at %.1f ms now: dropped"
-                  % (best[0] * 1e3, current[0] * 1e3))
+        say = log.info if self.rank == 0 else log.debug  # as its request was said
+        say("the new baseline is dropped: iterations run at %.1f ms now against %.1f ms at their best"
+            % (current[0] * 1e3, best[0] * 1e3))
         self._baseline_at = -1
         self._faster_due = False
         return False

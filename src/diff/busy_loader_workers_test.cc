@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "diff/diff_test_util.h"
+
 namespace eroica {
 namespace {
 
@@ -32,13 +34,6 @@ std::vector<WorkerPattern> LoaderJob(int n, double iteration_s, double compute_m
   return job;
 }
 
-PatternDiff Slower(double base_ms, double now_ms) {
-  PatternDiff diff;
-  diff.base.iteration_ms = base_ms;
-  diff.now.iteration_ms = now_ms;
-  return diff;
-}
-
 // An unseen 4-rank audio job on 2 cores, 2 workers a rank, whose every rank's dataset began
 // masking time bands in Python: 169 -> 250 ms a step, every rank's workers 2.8-4.3 -> 19.3-21.6 ms
 // of CPU a step on cores 98 % busy, training's wait for batches unchanged (0.03-0.07 of a step),
@@ -47,7 +42,7 @@ TEST(LoaderWorkersTakingCores, EveryRanksWorkersUsingMoreCpuOnBusyCoresIsAGlobal
   std::vector<WorkerPattern> before = LoaderJob(4, 0.169, 127, 0.022f);
   for (WorkerPattern& w : before) w.loader_worker_frames = {{"/job/data.py:44(__getitem__)", 0.7F}};  // the decode
   Diagnosis d;
-  FindLoaderWorkersTakingCores(before, LoaderJob(4, 0.250, 204, 0.083f), Slower(169, 250), &d);
+  FindLoaderWorkersTakingCores(before, LoaderJob(4, 0.250, 204, 0.083f), IterationsOnly(169, 250), &d);
   ASSERT_EQ(d.findings.size(), 1U);
   const Finding& f = d.findings[0];
   EXPECT_EQ(f.scope, FindingScope::kGlobal);
@@ -72,7 +67,7 @@ TEST(LoaderWorkersTakingCores, EveryRanksWorkersUsingMoreCpuOnBusyCoresIsAGlobal
   now[2].loader_worker_frames = {{"/job/data.py:44(__getitem__)", 0.3F}, {"/job/data.py:54(__getitem__)", 0.17F}};
   now[3].loader_worker_frames = {{"/job/data.py:44(__getitem__)", 0.3F}, {"/job/data.py:52(__getitem__)", 0.22F}};
   d = {};
-  FindLoaderWorkersTakingCores(base, now, Slower(169, 250), &d);
+  FindLoaderWorkersTakingCores(base, now, IterationsOnly(169, 250), &d);
   ASSERT_EQ(d.findings.size(), 1U);
   EXPECT_EQ(d.findings[0].location, "/job/data.py:52(__getitem__)");
   // Listed by every rank but hot at the baseline too, new on none: not the work that grew.
@@ -81,13 +76,13 @@ TEST(LoaderWorkersTakingCores, EveryRanksWorkersUsingMoreCpuOnBusyCoresIsAGlobal
   stale[0].loader_worker_frames.push_back({"/job/data.py:54(__getitem__)", 0.2F});
   stale[1].loader_worker_frames.push_back({"/job/data.py:54(__getitem__)", 0.2F});
   d = {};
-  FindLoaderWorkersTakingCores(base, stale, Slower(169, 250), &d);
+  FindLoaderWorkersTakingCores(base, stale, IterationsOnly(169, 250), &d);
   ASSERT_EQ(d.findings.size(), 1U);
   EXPECT_EQ(d.findings[0].location, "");
   // New lines on no majority: no location, rather than the decode that was hot then too.
   now[3].loader_worker_frames = {{"/job/data.py:44(__getitem__)", 0.3F}, {"/job/data.py:48(__getitem__)", 0.22F}};
   d = {};
-  FindLoaderWorkersTakingCores(base, now, Slower(169, 250), &d);
+  FindLoaderWorkersTakingCores(base, now, IterationsOnly(169, 250), &d);
   ASSERT_EQ(d.findings.size(), 1U);
   EXPECT_EQ(d.findings[0].location, "");
 }
@@ -96,29 +91,29 @@ TEST(LoaderWorkersTakingCores, NothingWhereTheWorkersKeptTheirCpuHadIdleCoresOrA
   const std::vector<WorkerPattern> base = LoaderJob(4, 0.169, 127, 0.022f);
   Diagnosis d;
   // Healthy sessions against their baselines moved by -2.6 to +1.1 ms a step.
-  FindLoaderWorkersTakingCores(base, LoaderJob(4, 0.250, 204, 0.024f), Slower(169, 250), &d);
+  FindLoaderWorkersTakingCores(base, LoaderJob(4, 0.250, 204, 0.024f), IterationsOnly(169, 250), &d);
   EXPECT_TRUE(d.findings.empty());
   // An idle core: the workers' time need not have come from training.
-  FindLoaderWorkersTakingCores(base, LoaderJob(4, 0.250, 204, 0.083f, 0.70f), Slower(169, 250), &d);
+  FindLoaderWorkersTakingCores(base, LoaderJob(4, 0.250, 204, 0.083f, 0.70f), IterationsOnly(169, 250), &d);
   EXPECT_TRUE(d.findings.empty());
   // One rank's workers (a local fault: the peers' analysis is for it).
   std::vector<WorkerPattern> one = LoaderJob(4, 0.188, 140, 0.022f);
   one[2].cpu->loader_cpu = 0.08f;
-  FindLoaderWorkersTakingCores(base, one, Slower(169, 188), &d);
+  FindLoaderWorkersTakingCores(base, one, IterationsOnly(169, 188), &d);
   EXPECT_TRUE(d.findings.empty());
   // Not slower than the baseline by the detector's 5 %.
-  FindLoaderWorkersTakingCores(base, LoaderJob(4, 0.175, 130, 0.083f), Slower(169, 175), &d);
+  FindLoaderWorkersTakingCores(base, LoaderJob(4, 0.175, 130, 0.083f), IterationsOnly(169, 175), &d);
   EXPECT_TRUE(d.findings.empty());
   // Without loader workers read at the baseline.
   std::vector<WorkerPattern> unread = base;
   for (WorkerPattern& w : unread) w.cpu->loader_cpu = 0;
-  FindLoaderWorkersTakingCores(unread, LoaderJob(4, 0.250, 204, 0.083f), Slower(169, 250), &d);
+  FindLoaderWorkersTakingCores(unread, LoaderJob(4, 0.250, 204, 0.083f), IterationsOnly(169, 250), &d);
   EXPECT_TRUE(d.findings.empty());
   // A global finding already stands for the slowdown.
   Finding global;
   global.scope = FindingScope::kGlobal;
   d.findings = {global};
-  FindLoaderWorkersTakingCores(base, LoaderJob(4, 0.250, 204, 0.083f), Slower(169, 250), &d);
+  FindLoaderWorkersTakingCores(base, LoaderJob(4, 0.250, 204, 0.083f), IterationsOnly(169, 250), &d);
   EXPECT_EQ(d.findings.size(), 1U);
 }
 
@@ -138,8 +133,8 @@ TEST(LoaderWorkersTakingCores, OpsSlowerOnEveryRankOnBusyCoresAreTheirSymptomNot
   local.impact_s_per_iter = 0.005;
   Diagnosis d;
   d.findings = {slower_ops, local};
-  FindLoaderWorkersTakingCores(LoaderJob(4, 0.141, 100, 0.021f), LoaderJob(4, 0.248, 183, 0.052f), Slower(141, 248),
-                               &d);
+  FindLoaderWorkersTakingCores(LoaderJob(4, 0.141, 100, 0.021f), LoaderJob(4, 0.248, 183, 0.052f),
+                               IterationsOnly(141, 248), &d);
   ASSERT_EQ(d.findings.size(), 2U);
   EXPECT_EQ(d.findings[0].category, FindingCategory::kDataloader);
   EXPECT_NE(d.findings[0].evidence.find("; every rank's ops ran slower beside it on the cores it took (compute "
@@ -155,8 +150,8 @@ TEST(LoaderWorkersTakingCores, OpsSlowerOnEveryRankOnBusyCoresAreTheirSymptomNot
   by_ops.workers = {2};
   by_ops.impact_s_per_iter = 0.059;
   d.findings = {by_ops};
-  FindLoaderWorkersTakingCores(LoaderJob(4, 0.141, 100, 0.021f), LoaderJob(4, 0.248, 183, 0.052f), Slower(141, 248),
-                               &d);
+  FindLoaderWorkersTakingCores(LoaderJob(4, 0.141, 100, 0.021f), LoaderJob(4, 0.248, 183, 0.052f),
+                               IterationsOnly(141, 248), &d);
   ASSERT_EQ(d.findings.size(), 2U);
   EXPECT_EQ(d.findings[0].category, FindingCategory::kDataloader);
   EXPECT_NE(d.findings[1].evidence.find("read with care: every rank's DataLoader workers took the busy cores"),
@@ -164,7 +159,7 @@ TEST(LoaderWorkersTakingCores, OpsSlowerOnEveryRankOnBusyCoresAreTheirSymptomNot
   // With a core idle the ops' finding stands: nothing says what else took the processor.
   d.findings = {slower_ops};
   FindLoaderWorkersTakingCores(LoaderJob(4, 0.141, 100, 0.021f), LoaderJob(4, 0.248, 183, 0.052f, 0.6f),
-                               Slower(141, 248), &d);
+                               IterationsOnly(141, 248), &d);
   ASSERT_EQ(d.findings.size(), 1U);
   EXPECT_EQ(d.findings[0].category, FindingCategory::kCompute);
 }
@@ -176,7 +171,7 @@ TEST(LoaderWorkersTakingCores, BarsAreSharesOfTheFasterWindowsStep) {
   std::vector<WorkerPattern> base = LoaderJob(6, 0.420, 300, 0.0125f), now = LoaderJob(6, 0.326, 240, 0.0565f);
   now[5].cpu->loader_cpu = 0.0416f;  // 13.6 ms against 5.25: +8.3 ms
   Diagnosis d;
-  FindLoaderWorkersTakingCores(base, now, Slower(420, 326), &d, [] {
+  FindLoaderWorkersTakingCores(base, now, IterationsOnly(420, 326), &d, [] {
     BaselineOptions detected;
     detected.detected_slowdown_ms = 37.7;  // the detector's 202 -> 240 ms
     return detected;

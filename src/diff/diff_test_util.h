@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "diff/pattern_diff.h"
 #include "summary/pattern.h"
 
 namespace eroica {
@@ -57,6 +58,15 @@ inline std::vector<WorkerPattern> JobWith(int world_size, const std::function<Fu
 
 inline std::vector<WorkerPattern> Job(int world_size) {
   return JobWith(world_size, [](int) { return FunctionMs{}; });
+}
+
+// A diff that holds the two sides' iteration times alone: what the rules against a baseline read
+// of the slowdown.
+inline PatternDiff IterationsOnly(double base_ms, double now_ms) {
+  PatternDiff diff;
+  diff.base.iteration_ms = base_ms;
+  diff.now.iteration_ms = now_ms;
+  return diff;
 }
 
 }  // namespace eroica

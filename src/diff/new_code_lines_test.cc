@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "diff/diff_test_util.h"
 #include "localize/own_code_line.h"
 
 namespace eroica {
@@ -13,7 +14,7 @@ namespace {
 // `n` ranks at 0.1 s a step sampled over the training loop's lines; `extra` adds a line (and its
 // caller's) holding `share` of each rank's window; `periods`: the sampling periods a window's
 // samples span (5 steps at 150 Hz: 75).
-std::vector<WorkerPattern> Job(int n, float share = 0, bool extra = false, float periods = 75) {
+std::vector<WorkerPattern> SampledJob(int n, float share = 0, bool extra = false, float periods = 75) {
   std::vector<WorkerPattern> job;
   for (int r = 0; r < n; ++r) {
     WorkerPattern w;
@@ -49,7 +50,7 @@ Finding GlobalCompute(double impact_s) {
 // the evaluation's lines, which the baseline's samples never reached.
 TEST(NewCodeLines, ALineEveryRankRunsNowAndTheBaselineNeverRanIsTheFindingsLocation) {
   std::vector<Finding> findings = {GlobalCompute(0.03)};
-  LocateByNewCodeLines(Job(4), Job(4, 0.4F, true), &findings);
+  LocateByNewCodeLines(SampledJob(4), SampledJob(4, 0.4F, true), &findings);
   EXPECT_EQ(findings[0].location, "/job/train.py:87(run_eval)");  // the deeper of the two new lines
   EXPECT_NE(findings[0].evidence.find("40% of a rank's window (median) under /job/train.py:87(run_eval), a line the "
                                       "baseline's samples of 4 of its 4 ranks sampled then and now never reached"),
@@ -61,44 +62,44 @@ TEST(NewCodeLines, ALineEveryRankRunsNowAndTheBaselineNeverRanIsTheFindingsLocat
 TEST(NewCodeLines, NoLocationWhereTheLineIsOldSmallOrTheCodeMoved) {
   // The baseline ran it too.
   std::vector<Finding> findings = {GlobalCompute(0.03)};
-  LocateByNewCodeLines(Job(4, 0.1F, true), Job(4, 0.4F, true), &findings);
+  LocateByNewCodeLines(SampledJob(4, 0.1F, true), SampledJob(4, 0.4F, true), &findings);
   EXPECT_TRUE(findings[0].location.empty());
   // Too few samples now for the baseline's to have missed it by chance only (5 periods a window, 2
   // at the line: a baseline that ran it as long misses it with chance 1/4).
   findings = {GlobalCompute(0.03)};
-  LocateByNewCodeLines(Job(4, 0, false, 5), Job(4, 0.4F, true, 5), &findings);
+  LocateByNewCodeLines(SampledJob(4, 0, false, 5), SampledJob(4, 0.4F, true, 5), &findings);
   EXPECT_TRUE(findings[0].location.empty());
   // It holds less than half of the finding's share of the step (0.3 of it: 0.1 < 0.15).
   findings = {GlobalCompute(0.03)};
-  LocateByNewCodeLines(Job(4), Job(4, 0.1F, true), &findings);
+  LocateByNewCodeLines(SampledJob(4), SampledJob(4, 0.1F, true), &findings);
   EXPECT_TRUE(findings[0].location.empty());
   // On one rank of four only.
-  std::vector<WorkerPattern> now = Job(4);
-  now[2] = Job(3, 0.4F, true)[2];
+  std::vector<WorkerPattern> now = SampledJob(4);
+  now[2] = SampledJob(3, 0.4F, true)[2];
   findings = {GlobalCompute(0.03)};
-  LocateByNewCodeLines(Job(4), now, &findings);
+  LocateByNewCodeLines(SampledJob(4), now, &findings);
   EXPECT_TRUE(findings[0].location.empty());
   // The baseline's lists were full: the line may have been below their last.
-  std::vector<WorkerPattern> full = Job(4);
+  std::vector<WorkerPattern> full = SampledJob(4);
   for (WorkerPattern& w : full) {
     while (w.code_lines.size() < kMaxCodeLines) w.code_lines.push_back({"/job/x.py:1(f)", 0.01F, 3});
   }
   findings = {GlobalCompute(0.03)};
-  LocateByNewCodeLines(full, Job(4, 0.4F, true), &findings);
+  LocateByNewCodeLines(full, SampledJob(4, 0.4F, true), &findings);
   EXPECT_TRUE(findings[0].location.empty());
   // The job was restarted with its code edited: every line moved, none of them is new code.
-  std::vector<WorkerPattern> moved = Job(4, 0.4F, true);
+  std::vector<WorkerPattern> moved = SampledJob(4, 0.4F, true);
   for (WorkerPattern& w : moved) {
     for (CodeFrame& line : w.code_lines) line.location += "#moved";
   }
   findings = {GlobalCompute(0.03)};
-  LocateByNewCodeLines(Job(4), moved, &findings);
+  LocateByNewCodeLines(SampledJob(4), moved, &findings);
   EXPECT_TRUE(findings[0].location.empty());
   // A located finding, and a local one, are left alone.
   findings = {GlobalCompute(0.03), GlobalCompute(0.03)};
   findings[0].location = "/job/train.py:70(main)";
   findings[1].scope = FindingScope::kLocal;
-  LocateByNewCodeLines(Job(4), Job(4, 0.4F, true), &findings);
+  LocateByNewCodeLines(SampledJob(4), SampledJob(4, 0.4F, true), &findings);
   EXPECT_EQ(findings[0].location, "/job/train.py:70(main)");
   EXPECT_TRUE(findings[1].location.empty());
 }
@@ -128,25 +129,18 @@ std::vector<WorkerPattern> WithPoint(std::vector<WorkerPattern> job, const std::
   return job;
 }
 
-PatternDiff Slowdown(double base_ms, double now_ms) {
-  PatternDiff diff;
-  diff.base.iteration_ms = base_ms;
-  diff.now.iteration_ms = now_ms;
-  return diff;
-}
-
 // An unseen 6-rank audio job (2 cores) whose every rank began building a confusion matrix in
 // Python each step: 219 -> 247 ms a step against its baseline, the new code 6.4 % of rank 0's
 // window under its call's line, which no baseline sample reached; its program point split between
 // two names on some ranks and cleared the pattern diff's bar on 2 of the 6, so nothing was found.
 TEST(NewCodeOnEveryRank, ASlowerJobWhoseEveryRankRunsCodeItsBaselineNeverRanIsAGlobalFinding) {
-  std::vector<WorkerPattern> base = Timed(Job(6, 0, false, 300), 0.219, 11, 150);
-  std::vector<WorkerPattern> now = Timed(Job(6, 0.064F, true, 300), 0.247, 29, 165);
+  std::vector<WorkerPattern> base = Timed(SampledJob(6, 0, false, 300), 0.219, 11, 150);
+  std::vector<WorkerPattern> now = Timed(SampledJob(6, 0.064F, true, 300), 0.247, 29, 165);
   // The new code's program point, split on two ranks between two names.
   now = WithPoint(now, "(python between aten::argmax and aten::zeros)", 13, {0, 1, 2, 3, 4, 5});
   now = WithPoint(now, "(python between aten::resolve_conj and aten::zeros)", 5, {0, 3});
   Diagnosis d;
-  FindNewCodeOnEveryRank(base, now, Slowdown(219, 247), &d);
+  FindNewCodeOnEveryRank(base, now, IterationsOnly(219, 247), &d);
   ASSERT_EQ(d.findings.size(), 1U);
   const Finding& f = d.findings[0];
   EXPECT_EQ(f.scope, FindingScope::kGlobal);
@@ -162,51 +156,51 @@ TEST(NewCodeOnEveryRank, ASlowerJobWhoseEveryRankRunsCodeItsBaselineNeverRanIsAG
       << f.evidence;
   // What grew most names the category: an added pass of the model's own ops is compute.
   d = {};
-  FindNewCodeOnEveryRank(base, Timed(Job(6, 0.064F, true, 300), 0.247, 13, 180), Slowdown(219, 247), &d);
+  FindNewCodeOnEveryRank(base, Timed(SampledJob(6, 0.064F, true, 300), 0.247, 13, 180), IterationsOnly(219, 247), &d);
   ASSERT_EQ(d.findings.size(), 1U);
   EXPECT_EQ(d.findings[0].category, FindingCategory::kCompute);
   EXPECT_EQ(d.findings[0].function, "(compute code)");
   // New Python whose every rank's ops also slowed on the busy cores: host grew by half the new
   // code's time (+9 of 15.8 ms), compute by more (+45): the host's.
   d = {};
-  FindNewCodeOnEveryRank(base, Timed(Job(6, 0.064F, true, 300), 0.247, 20, 195), Slowdown(219, 247), &d);
+  FindNewCodeOnEveryRank(base, Timed(SampledJob(6, 0.064F, true, 300), 0.247, 20, 195), IterationsOnly(219, 247), &d);
   ASSERT_EQ(d.findings.size(), 1U);
   EXPECT_EQ(d.findings[0].category, FindingCategory::kHost);
 }
 
 TEST(NewCodeOnEveryRank, NothingWhereTheLineIsNotTheSlowdownsOrAFindingAlreadyIs) {
-  std::vector<WorkerPattern> base = Timed(Job(6, 0, false, 300), 0.219, 11, 150);
-  std::vector<WorkerPattern> now = Timed(Job(6, 0.064F, true, 300), 0.247, 29, 165);
+  std::vector<WorkerPattern> base = Timed(SampledJob(6, 0, false, 300), 0.219, 11, 150);
+  std::vector<WorkerPattern> now = Timed(SampledJob(6, 0.064F, true, 300), 0.247, 29, 165);
   Diagnosis d;
   // Not slower than the baseline by the detector's 5 %.
-  FindNewCodeOnEveryRank(base, Timed(Job(6, 0.064F, true, 300), 0.229, 29, 165), Slowdown(219, 229), &d);
+  FindNewCodeOnEveryRank(base, Timed(SampledJob(6, 0.064F, true, 300), 0.229, 29, 165), IterationsOnly(219, 229), &d);
   EXPECT_TRUE(d.findings.empty());
   // The line alone would not slow the baseline's step by the detector's 5 % (9.9 of 219 ms).
-  FindNewCodeOnEveryRank(base, Timed(Job(6, 0.04F, true, 300), 0.247, 29, 165), Slowdown(219, 247), &d);
+  FindNewCodeOnEveryRank(base, Timed(SampledJob(6, 0.04F, true, 300), 0.247, 29, 165), IterationsOnly(219, 247), &d);
   EXPECT_TRUE(d.findings.empty());
   // On 4 of the 6 ranks only: one rank may lack it in groups of 10 and more, none below.
   std::vector<WorkerPattern> two_without = now;
   two_without[1] = base[1];
   two_without[4] = base[4];
-  FindNewCodeOnEveryRank(base, two_without, Slowdown(219, 247), &d);
+  FindNewCodeOnEveryRank(base, two_without, IterationsOnly(219, 247), &d);
   EXPECT_TRUE(d.findings.empty());
   // The baseline ran it too.
-  FindNewCodeOnEveryRank(Timed(Job(6, 0.05F, true, 300), 0.219, 11, 150), now, Slowdown(219, 247), &d);
+  FindNewCodeOnEveryRank(Timed(SampledJob(6, 0.05F, true, 300), 0.219, 11, 150), now, IterationsOnly(219, 247), &d);
   EXPECT_TRUE(d.findings.empty());
   // A local finding explains the slowdown (half of it), or a global one stands for it already.
   Finding local;
   local.scope = FindingScope::kLocal;
   local.impact_s_per_iter = 0.015;
   d.findings = {local};
-  FindNewCodeOnEveryRank(base, now, Slowdown(219, 247), &d);
+  FindNewCodeOnEveryRank(base, now, IterationsOnly(219, 247), &d);
   EXPECT_EQ(d.findings.size(), 1U);
   d.findings = {GlobalCompute(0.01)};
-  FindNewCodeOnEveryRank(base, now, Slowdown(219, 247), &d);
+  FindNewCodeOnEveryRank(base, now, IterationsOnly(219, 247), &d);
   EXPECT_EQ(d.findings.size(), 1U);
   // A local finding that explains less goes after it.
   local.impact_s_per_iter = 0.005;
   d.findings = {local};
-  FindNewCodeOnEveryRank(base, now, Slowdown(219, 247), &d);
+  FindNewCodeOnEveryRank(base, now, IterationsOnly(219, 247), &d);
   ASSERT_EQ(d.findings.size(), 2U);
   EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
 }
@@ -216,12 +210,12 @@ TEST(NewCodeOnEveryRank, NothingWhereTheLineIsNotTheSlowdownsOrAFindingAlreadyIs
 // ran it would miss it with chance 0.013 at 7.8), about 1e-6 together. The deepest new line names
 // it; the call's line, with all the new code under it, says what it costs.
 TEST(NewCodeOnEveryRank, RanksTooFewSamplesAloneCountTogetherAndTheOutermostLineSaysTheCost) {
-  std::vector<WorkerPattern> base = Timed(Job(3, 0, false, 62), 0.087, 10, 60);
-  std::vector<WorkerPattern> now = Timed(Job(3, 0.094F, true, 83), 0.119, 26, 70);
+  std::vector<WorkerPattern> base = Timed(SampledJob(3, 0, false, 62), 0.087, 10, 60);
+  std::vector<WorkerPattern> now = Timed(SampledJob(3, 0.094F, true, 83), 0.119, 26, 70);
   for (WorkerPattern& w : now) w.code_lines[4].share = 0.045F;  // run_eval, under the call's line
   EXPECT_FALSE(MissingLineMeansNeverRan(0.094 * 83, 83, 62));
   Diagnosis d;
-  FindNewCodeOnEveryRank(base, now, Slowdown(87, 119), &d);
+  FindNewCodeOnEveryRank(base, now, IterationsOnly(87, 119), &d);
   ASSERT_EQ(d.findings.size(), 1U);
   EXPECT_EQ(d.findings[0].location, "/job/train.py:87(run_eval)");
   EXPECT_NEAR(d.findings[0].impact_s_per_iter, 0.094 * 0.119, 1e-4);
@@ -235,14 +229,14 @@ TEST(NewCodeOnEveryRank, RanksTooFewSamplesAloneCountTogetherAndTheOutermostLine
 // baseline's profiled window had run 126 ms, as the session's did, so the windows alone showed no
 // slowdown; every rank's new call's line held 0.072-0.095 of its window.
 TEST(NewCodeOnEveryRank, TheDetectorsSlowdownCountsWhereTwoProfiledWindowsHideIt) {
-  std::vector<WorkerPattern> base = Timed(Job(3, 0, false, 90), 0.126, 10, 80);
-  std::vector<WorkerPattern> now = Timed(Job(3, 0.08F, true, 90), 0.126, 21, 75);
+  std::vector<WorkerPattern> base = Timed(SampledJob(3, 0, false, 90), 0.126, 10, 80);
+  std::vector<WorkerPattern> now = Timed(SampledJob(3, 0.08F, true, 90), 0.126, 21, 75);
   Diagnosis d;
-  FindNewCodeOnEveryRank(base, now, Slowdown(126, 126.4), &d);
+  FindNewCodeOnEveryRank(base, now, IterationsOnly(126, 126.4), &d);
   EXPECT_TRUE(d.findings.empty());
   BaselineOptions detected;
   detected.detected_slowdown_ms = 11.5;
-  FindNewCodeOnEveryRank(base, now, Slowdown(126, 126.4), &d, detected);
+  FindNewCodeOnEveryRank(base, now, IterationsOnly(126, 126.4), &d, detected);
   ASSERT_EQ(d.findings.size(), 1U);
   EXPECT_NEAR(d.findings[0].impact_s_per_iter, 0.08 * 0.126, 1e-4);
   EXPECT_NE(d.findings[0].evidence.find("of the 11.5 ms/iter slowdown (iteration 126.0 ms at the baseline, 126.4 ms "
