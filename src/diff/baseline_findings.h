@@ -5,6 +5,8 @@
 // explain the slowdown, and a baseline change on their ranks is added to their evidence.
 #pragma once
 
+#include <string_view>
+
 #include "diff/pattern_diff.h"
 #include "localize/finding.h"
 
@@ -43,6 +45,10 @@ double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis
 // How `slowdown_ms` (UnexplainedSlowdownMs) was measured, for a finding's evidence: "(iteration A
 // ms at the baseline, B ms now)", and the detector's figure where it was the larger.
 std::string SlowdownSource(const PatternDiff& diff, const BaselineOptions& options, double slowdown_ms);
+
+// The words every new-code finding's evidence holds (FindNewCodeOnEveryRank): such a finding of
+// compute says which code ran, so it is no symptom for FoldSlowerOpsInto.
+inline constexpr std::string_view kNewCodeEvidence = "code their baseline's samples never reached";
 
 // Whether the ranks' nodes had their cores busy (kBusyCoresShare of the window, median over the
 // ranks read), where ops slower on every rank may be another consumer's doing.

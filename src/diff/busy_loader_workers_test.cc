@@ -156,6 +156,16 @@ TEST(LoaderWorkersTakingCores, OpsSlowerOnEveryRankOnBusyCoresAreTheirSymptomNot
   EXPECT_EQ(d.findings[0].category, FindingCategory::kDataloader);
   EXPECT_NE(d.findings[1].evidence.find("read with care: every rank's DataLoader workers took the busy cores"),
             std::string::npos);
+  // New code on every rank (an added pass of the model's ops) is a cause, not a symptom: it stays.
+  Finding new_code = slower_ops;
+  new_code.evidence =
+      "against the baseline: 4 of the 4 ranks sampled then and now run eval.py:12(run) now, 30.0 ms "
+      "per iteration (median), code their baseline's samples never reached";
+  d.findings = {new_code};
+  FindLoaderWorkersTakingCores(LoaderJob(4, 0.141, 100, 0.021f), LoaderJob(4, 0.248, 183, 0.052f),
+                               IterationsOnly(141, 248), &d);
+  ASSERT_EQ(d.findings.size(), 1U);
+  EXPECT_EQ(d.findings[0].evidence, new_code.evidence);
   // With a core idle the ops' finding stands: nothing says what else took the processor.
   d.findings = {slower_ops};
   FindLoaderWorkersTakingCores(LoaderJob(4, 0.141, 100, 0.021f), LoaderJob(4, 0.248, 183, 0.052f, 0.6f),
