@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <unordered_map>
 
 #include "base/robust_stats.h"
 #include "diff/diff_report.h"
@@ -193,6 +194,16 @@ void FoldSlowerOpsInto(Diagnosis* diagnosis, Finding* cause) {
                     f.function, f.evidence.substr(std::string_view("against the baseline: ").size()));
     return true;
   });
+}
+
+std::vector<RankPair> PairsByRank(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now) {
+  std::unordered_map<int, const WorkerPattern*> base_by_rank;
+  for (const WorkerPattern& w : base) base_by_rank.emplace(w.rank, &w);
+  std::vector<RankPair> pairs;
+  for (const WorkerPattern& w : now) {
+    if (auto b = base_by_rank.find(w.rank); b != base_by_rank.end()) pairs.push_back({b->second, &w});
+  }
+  return pairs;
 }
 
 bool AlmostAll(size_t n, size_t workers, const BaselineOptions& options) {

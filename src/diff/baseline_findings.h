@@ -70,6 +70,15 @@ inline double CategoryMsPerIter(const WorkerPattern& w, Category category) {
 // 126 where it ran 94-100 (3 ranks).
 double StepMs(const PatternDiff& diff);
 
+// A rank's pattern at the baseline and now.
+struct RankPair {
+  const WorkerPattern* base;
+  const WorkerPattern* now;
+};
+
+// Every rank of `now` that the baseline also has, in `now`'s order.
+std::vector<RankPair> PairsByRank(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now);
+
 // Whether `n` of `workers` is almost all of them (BaselineOptions::missing_share), and at least 2.
 bool AlmostAll(size_t n, size_t workers, const BaselineOptions& options);
 

@@ -40,15 +40,10 @@ bool SameCode(const WorkerPattern& base, const WorkerPattern& now) {
 constexpr std::array<Category, 4> kOwnWork = {Category::kCompute, Category::kMemory, Category::kDataloader,
                                               Category::kHost};
 
-struct Pair {
-  const WorkerPattern* base;
-  const WorkerPattern* now;
-};
-
 // Of `category`'s functions, the one whose time per iteration grew most on the ranks (median over
 // them; absent on a side: 0), or "" where none grew: the diff's bars (which the cost may be under,
 // split between names) need not hold for naming it.
-std::string GrownMost(const std::vector<const Pair*>& ranks, Category category) {
+std::string GrownMost(const std::vector<const RankPair*>& ranks, Category category) {
   std::map<std::string, std::vector<double>> grown;
   for (size_t k = 0; k < ranks.size(); ++k) {
     auto add = [&](const WorkerPattern& w, double sign) {
@@ -81,16 +76,13 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
                             const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options) {
   const double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, options, SlowerOpsMayBeASymptom(now));
   if (slowdown_ms <= 0) return;
-  std::unordered_map<int, const WorkerPattern*> base_by_rank;
-  for (const WorkerPattern& w : base) base_by_rank.emplace(w.rank, &w);
-  std::vector<Pair> sampled;  // ranks with samples at both times, whose code is where it was
-  for (const WorkerPattern& w : now) {
-    auto b = base_by_rank.find(w.rank);
-    if (b == base_by_rank.end() || b->second->code_lines.empty() || w.code_lines.empty() || w.iteration_s <= 0 ||
-        b->second->code_lines.size() >= kMaxCodeLines || !SameCode(*b->second, w)) {
+  std::vector<RankPair> sampled;  // ranks with samples at both times, whose code is where it was
+  for (const RankPair& p : PairsByRank(base, now)) {
+    if (p.base->code_lines.empty() || p.now->code_lines.empty() || p.now->iteration_s <= 0 ||
+        p.base->code_lines.size() >= kMaxCodeLines || !SameCode(*p.base, *p.now)) {
       continue;
     }
-    sampled.push_back({b->second, &w});
+    sampled.push_back(p);
   }
   if (sampled.size() < 2) return;
   struct Line {
@@ -99,10 +91,10 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
     // The chance that every baseline window without it missed it by chance had they run it
     // alike (log; the ranks' samplers miss it independently).
     double log_chance = 0;
-    std::vector<const Pair*> ranks;
+    std::vector<const RankPair*> ranks;
   };
   std::map<std::string, Line> lines;
-  for (const Pair& p : sampled) {
+  for (const RankPair& p : sampled) {
     for (const CodeFrame& line : p.now->code_lines) {
       if (Listed(*p.base, line.location)) continue;
       Line& entry = lines[line.location];
@@ -145,7 +137,7 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
   // compute +44.7 ms). Else the own-work category that grew most on its ranks (median).
   auto grown_by = [&](Category c) {
     std::vector<double> deltas;
-    for (const Pair* p : best->second.ranks) {
+    for (const RankPair* p : best->second.ranks) {
       deltas.push_back(CategoryMsPerIter(*p->now, c) - CategoryMsPerIter(*p->base, c));
     }
     return MedianInPlace(deltas);
@@ -164,7 +156,7 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
   Finding f;
   f.scope = FindingScope::kGlobal;
   f.category = FindingCategoryOf(grown);
-  for (const Pair* p : best->second.ranks) f.workers.push_back(p->now->rank);
+  for (const RankPair* p : best->second.ranks) f.workers.push_back(p->now->rank);
   std::sort(f.workers.begin(), f.workers.end());
   f.function = GrownMost(best->second.ranks, grown);
   if (f.function.empty()) f.function = fmt::format("({} code)", CategoryName(grown));
