@@ -52,10 +52,13 @@ def first_finding(doc: Dict[str, Any]) -> str:
     return text
 
 
-def ranks_unlike_their_peers(session_dir: str) -> str:
-    """The first local finding of the session's report (`first_finding`'s words), "" where it
-    has none or none could be read. A local finding is a rank unlike its peers: a window that
-    holds one is not how the job runs at its best."""
+def ranks_unlike_their_peers(session_dir: str, min_share: float) -> str:
+    """The first local finding of the session's report (`first_finding`'s words) that costs at
+    least `min_share` of the job's step (session.json's pace before the window; any cost where it
+    is not given), "" where it has none or none could be read. Such a finding is a rank unlike its
+    peers: a window that holds one is not how the job runs at its best. A smaller one is not: a
+    4-rank CI job's second baseline named 1 ms of a 29 ms step on a rank's other threads, and was
+    refused for it."""
     try:
         doc = json.loads(safe_fs.read_small(os.path.join(session_dir, "report.json"),
                                             _MAX_REPORT_BYTES).decode("utf-8"))
@@ -63,9 +66,20 @@ def ranks_unlike_their_peers(session_dir: str) -> str:
         return ""
     if not isinstance(doc, dict) or doc.get("healthy"):
         return ""
+    pace_s = 0.0
+    try:
+        with open(os.path.join(session_dir, "session.json"), "rb") as f:
+            session = json.loads(f.read(1 << 20).decode("utf-8"))
+        pace_s = float(session.get("current_mean_s") or session.get("best_mean_s") or 0.0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass
     for f in doc.get("findings") or []:
-        if isinstance(f, dict) and f.get("scope") == "local":
-            return first_finding({"findings": [f]})
+        if not isinstance(f, dict) or f.get("scope") != "local":
+            continue
+        impact = f.get("impact_s_per_iter")
+        if pace_s > 0 and isinstance(impact, (int, float)) and impact < min_share * pace_s:
+            continue
+        return first_finding({"findings": [f]})
     return ""
 
 

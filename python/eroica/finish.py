@@ -254,7 +254,9 @@ def collect_and_diagnose(cfg: Config, session_dir: str, world_size: int, kind: R
         # 3-rank text job's second and third baselines (iterations 157 and 231) each held its
         # rank 1's slow tokenizer, begun at 150, which its peers named. The first is kept
         # whatever it shows: a job slow from its start has no better past.
-        unlike = diagnose.ranks_unlike_their_peers(session_dir) if os.path.isfile(bundle) else ""
+        # Where it costs the job what the detector calls a slowdown (EROICA_THRESHOLD).
+        unlike = (diagnose.ranks_unlike_their_peers(session_dir, cfg.threshold - 1.0)
+                  if os.path.isfile(bundle) else "")
         if unlike:
             log.info("baseline not kept from %s: a rank stood out from its peers in it (%s); "
                      "the job's baseline stays %s" % (session_dir, unlike, bundle))

@@ -150,3 +150,19 @@ def test_a_baseline_in_which_a_rank_stands_out_does_not_replace_the_kept_one(tmp
     baseline("bjob-baseline-s3-it231", glob_host)  # what every rank pays is how the job runs
     baseline("bjob-baseline-s4-it300", [])
     assert kept == ["bjob-baseline-s1-it80", "bjob-baseline-s3-it231", "bjob-baseline-s4-it300"]
+    # A rank that stands out by less than the detector's 5 % of the step (1 ms of 29): kept.
+    small = [dict(local[0], impact_s_per_iter=0.001)]
+    session_dir = os.path.join(str(tmp_path), "bjob-baseline-s5-it330")
+    _, reports[session_dir] = _baseline_session(tmp_path, "bjob-baseline-s5-it330", small)
+    with open(os.path.join(session_dir, "session.json"), "w") as f:
+        json.dump({"reason": "baseline", "job_id": "bjob", "current_mean_s": 0.029}, f)
+    finish.collect_and_diagnose(cfg, session_dir, 1, finish.RankFile.META, time.time())
+    assert kept[-1] == "bjob-baseline-s5-it330"
+    # The same at 27 ms of a 29 ms step: not kept.
+    big = [dict(local[0], impact_s_per_iter=0.027)]
+    session_dir = os.path.join(str(tmp_path), "bjob-baseline-s6-it360")
+    _, reports[session_dir] = _baseline_session(tmp_path, "bjob-baseline-s6-it360", big)
+    with open(os.path.join(session_dir, "session.json"), "w") as f:
+        json.dump({"reason": "baseline", "job_id": "bjob", "current_mean_s": 0.029}, f)
+    finish.collect_and_diagnose(cfg, session_dir, 1, finish.RankFile.META, time.time())
+    assert kept[-1] == "bjob-baseline-s5-it330"
