@@ -161,16 +161,22 @@ def test_a_slowdown_from_fresh_memory_each_step_is_said_in_the_diagnosis(tmp_pat
     (above its mmap threshold): page faults on every step. The detector fires on the time, its
     page-fault reading rose with it, and the diagnosis says so in a note (no window reading
     shows page faults)."""
+    # The fault takes the 7 ms step to ~10 (x1.5): a threshold of x1.25 keeps the detector off
+    # the load of the tests beside it (at x1.05 it fired at iteration 58 once).
     env = clean_env(EROICA_DIR=tmp_path, EROICA_POLL_S=0.1, EROICA_MARGIN=5, EROICA_WINDOW=20,
-                    EROICA_WARMUP=10, EROICA_BASELINE=0, EROICA_CAPTURE_ITERS=8, EROICA_BIN=REAL_BIN)
+                    EROICA_WARMUP=10, EROICA_BASELINE=0, EROICA_CAPTURE_ITERS=8,
+                    EROICA_THRESHOLD=1.25, EROICA_BIN=REAL_BIN)
     done = eroica_run([TORCH_PYTHON, HOT, "world=2", "iters=120", "hot_from=60", "fresh_mb=64",
                        "port=%d" % free_port()], env, timeout_s=120)
     assert done.returncode == 0, done.stderr
-    # The first session; a second may follow on a machine whose load moved meanwhile.
+    # The first session from the onset on. Another may come before it or after it where the
+    # machine's load moved (the suite runs tests side by side on 2 cores: one was detected at
+    # iteration 58); what this test asks of is the session the fault started.
     sessions = session_dirs(tmp_path)
-    assert sessions, done.stderr
-    first, session = first_session(sessions)
-    assert session["detected_iteration"] >= 60, session
+    after_onset = [d for d in sessions
+                   if json.load(open(os.path.join(d, "session.json")))["detected_iteration"] >= 60]
+    assert after_onset, (sessions, done.stderr)
+    first, session = first_session(after_onset)
     # At least one step's 64 MB of 4 KiB pages in the 20-iteration window; next to none before.
     assert session["current_faults_per_iter"] >= 0.9 * (64 << 20) / 4096 / 20, session
     assert session["best_faults_per_iter"] < 10, session
