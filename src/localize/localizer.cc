@@ -121,6 +121,14 @@ bool LoaderTurnOfAStallEverywhere(const WorkerGroup& group, const Expectations& 
 // rank: a clean-clone CI run of a loop of 20 % of the step on every rank had rank 1 +5.1 ms at
 // the loop's point and +13.6 ms in all (its compute too), against the loop's β 0.146 of every
 // rank's 86.5 ms step (12.6 ms), and named it `local host` ahead of the global cost.
+//
+// Except a rank whose training thread ran on a CPU longer than its peers' by half its excess
+// there (and the noise floor): the scheduler gives a rank less processor, never more, so that
+// excess is work of its own, not the problem's level stretched (OnCpuBeyondPeers). An unseen
+// 4-rank recommender whose every rank built its batches in the training process (0.15-0.18 of
+// a step, over the loader's box) and whose rank 3's bags were 4x as long: its loader 0.34 of
+// the step, above every peer in each of 5 steps, +17 ms, its thread on a CPU 0.10 of the window
+// longer than theirs; folded as "rank 3 is the worst" since its excess was under the level.
 void FoldLocalIntoGlobal(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local,
                          std::vector<Finding>* global) {
   double iteration_s = MedianIterationS(group);
@@ -128,11 +136,21 @@ void FoldLocalIntoGlobal(const WorkerGroup& group, const Expectations& e, std::v
                             [](const Finding& l) { return l.category == FindingCategory::kDataloader; });
   std::vector<std::optional<double>> beyond;
   if (loader) beyond = LoaderSleptBeyondPeers(group);
+  std::vector<std::optional<double>> on_cpu_beyond = local->empty() ? std::vector<std::optional<double>>{}
+                                                                    : OnCpuBeyondPeers(group);
+  auto worked_beyond_peers = [&](const Finding& l, double at_function_s) {
+    if (l.workers.size() != 1 || iteration_s <= 0) return false;
+    for (size_t k = 0; k < group.size(); ++k) {
+      if (group.row(k).rank != l.workers.front() || !on_cpu_beyond[k]) continue;
+      return *on_cpu_beyond[k] >= std::max(e.min_excess_beta, 0.5 * at_function_s / iteration_s);
+    }
+    return false;
+  };
   std::erase_if(*local, [&](const Finding& l) {
     for (Finding& g : *global) {
       if (g.category != l.category || g.function != l.function) continue;
       double at_function_s = l.beta > 0 ? std::max(0.0, l.beta - l.peer_beta) * iteration_s : l.impact_s_per_iter;
-      if (at_function_s <= g.beta * iteration_s) {
+      if (at_function_s <= g.beta * iteration_s && !worked_beyond_peers(l, at_function_s)) {
         g.evidence += fmt::format("; rank {} is the worst (+{:.1f} ms per iteration over its peers there)",
                                   l.workers.front(), at_function_s * 1e3);
         return true;

@@ -1,6 +1,7 @@
 #include "localize/localizer.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -1582,6 +1583,36 @@ TEST(LocalizerTest, TheWorstRankOfAGlobalProblemIsJudgedByItsExcessAtThatFunctio
   EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal) << d.findings[0].evidence;
   EXPECT_EQ(d.findings[0].function, "(python between loader and zeros)");
   EXPECT_NE(d.findings[0].evidence.find("rank 1 is the worst"), std::string::npos) << d.findings[0].evidence;
+}
+
+// The same loop on every rank, rank 1's point 0.25 against 0.13-0.15 and its compute up; this time its training
+// thread ran on a CPU 0.10 of the window longer than its peers' (0.40 against 0.30): the scheduler
+// gives a rank less processor, never more, so its excess is work of its own, named beside the
+// global cost. With the CPU it was given alike, it stays the worst rank of the global cost.
+TEST(LocalizerTest, TheWorstRankOfAGlobalProblemThatDidMoreWorkIsNamedBesideIt) {
+  const double loop[] = {0.13, 0.25, 0.14, 0.15};
+  auto diagnose = [&](float rank1_cpu) {
+    LocalizeInput input;
+    for (int r = 0; r < 4; ++r) {
+      double compute = r == 1 ? 0.50 : 0.40;
+      WorkerPattern w = Worker(r, compute, 0.02, 0.0, 0.96 - compute - loop[r] - 0.02 - 0.01);
+      w.world_size = 4;
+      AddHostPoint(&w, "(python between loader and zeros)", loop[r]);
+      AddHostPoint(&w, "(python after step)", 0.01);
+      w.cpu = ThreadReadings(0.9f, r == 1 ? rank1_cpu : 0.30f, 0.3f, 0.05f, 0.4f);
+      input.workers.push_back(w);
+    }
+    return Localize(input, DefaultExpectations());
+  };
+  Diagnosis more_work = diagnose(0.40f);
+  ASSERT_EQ(more_work.findings.size(), 2u) << more_work.findings[0].evidence << " notes: " << fmt::format("{}", fmt::join(more_work.notes, " / "));
+  EXPECT_EQ(more_work.findings[0].scope, FindingScope::kLocal) << more_work.findings[0].evidence;
+  EXPECT_EQ(more_work.findings[0].workers, std::vector<int>{1});
+  EXPECT_EQ(more_work.findings[1].scope, FindingScope::kGlobal) << more_work.findings[1].evidence;
+  Diagnosis stretched = diagnose(0.30f);
+  ASSERT_EQ(stretched.findings.size(), 1u) << stretched.findings[1].evidence;
+  EXPECT_NE(stretched.findings[0].evidence.find("rank 1 is the worst"), std::string::npos)
+      << stretched.findings[0].evidence;
 }
 
 // The scale-out test's job (python/tests/test_scale_out.py): 4 ranks that each sleep 10 ms a step
