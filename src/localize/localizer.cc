@@ -136,8 +136,8 @@ void FoldLocalIntoGlobal(const WorkerGroup& group, const Expectations& e, std::v
                             [](const Finding& l) { return l.category == FindingCategory::kDataloader; });
   std::vector<std::optional<double>> beyond;
   if (loader) beyond = LoaderSleptBeyondPeers(group);
-  std::vector<std::optional<double>> on_cpu_beyond = local->empty() ? std::vector<std::optional<double>>{}
-                                                                    : OnCpuBeyondPeers(group);
+  std::vector<std::optional<double>> on_cpu_beyond =
+      local->empty() ? std::vector<std::optional<double>>{} : OnCpuBeyondPeers(group);
   auto worked_beyond_peers = [&](const Finding& l, double at_function_s) {
     if (l.workers.size() != 1 || iteration_s <= 0) return false;
     for (size_t k = 0; k < group.size(); ++k) {

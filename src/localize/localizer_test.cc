@@ -1605,7 +1605,8 @@ TEST(LocalizerTest, TheWorstRankOfAGlobalProblemThatDidMoreWorkIsNamedBesideIt) 
     return Localize(input, DefaultExpectations());
   };
   Diagnosis more_work = diagnose(0.40f);
-  ASSERT_EQ(more_work.findings.size(), 2u) << more_work.findings[0].evidence << " notes: " << fmt::format("{}", fmt::join(more_work.notes, " / "));
+  ASSERT_EQ(more_work.findings.size(), 2u)
+      << more_work.findings[0].evidence << " notes: " << fmt::format("{}", fmt::join(more_work.notes, " / "));
   EXPECT_EQ(more_work.findings[0].scope, FindingScope::kLocal) << more_work.findings[0].evidence;
   EXPECT_EQ(more_work.findings[0].workers, std::vector<int>{1});
   EXPECT_EQ(more_work.findings[1].scope, FindingScope::kGlobal) << more_work.findings[1].evidence;
