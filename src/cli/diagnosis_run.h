@@ -13,6 +13,7 @@
 #include "diff/baseline_findings.h"
 #include "diff/busy_loader_workers.h"
 #include "diff/new_code_lines.h"
+#include "diff/standing_costs.h"
 #include "localize/finding_location.h"
 #include "localize/localizer.h"
 #include "localize/worker_table.h"
@@ -66,9 +67,8 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   ApplyBaseline(diff, &run->diagnosis);
   // A finding the baseline added has no code location yet: the window's stack samples give it
   // (the table is built again only then; localization's own is gone).
-  bool unlocated = std::any_of(run->diagnosis.findings.begin(), run->diagnosis.findings.end(), [](const Finding& f) {
-    return f.location.empty() && f.evidence.starts_with("against the baseline");
-  });
+  bool unlocated = std::any_of(run->diagnosis.findings.begin(), run->diagnosis.findings.end(),
+                               [](const Finding& f) { return f.location.empty() && f.from_baseline; });
   if (unlocated) {
     WorkerTable table;
     for (const WorkerPattern& worker : run->input.workers) table.Add(worker);
@@ -81,6 +81,9 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   options.detected_slowdown_ms = detected_slowdown_ms;
   FindNewCodeOnEveryRank(base->workers, run->input.workers, diff, &run->diagnosis, options);
   FindLoaderWorkersTakingCores(base->workers, run->input.workers, diff, &run->diagnosis, options);
+  bool slower = detected_slowdown_ms > 0 ||
+                diff.now.iteration_ms - diff.base.iteration_ms > options.min_slowdown_share * diff.base.iteration_ms;
+  MarkStandingCosts(base->workers, run->input.workers, diff, slower, &run->diagnosis);
   return diff;
 }
 

@@ -55,6 +55,7 @@ std::string WhatGrew(const PatternChange& c, const DiffSide& base) {
 
 Finding GlobalFinding(const PatternChange& c, const PatternDiff& diff, double slowdown_ms) {
   Finding f;
+  f.from_baseline = true;
   f.scope = FindingScope::kGlobal;
   f.category = FindingCategoryOf(c.category);
   f.workers = c.ranks;

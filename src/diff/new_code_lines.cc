@@ -154,6 +154,7 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
     }
   }
   Finding f;
+  f.from_baseline = true;
   f.scope = FindingScope::kGlobal;
   f.category = FindingCategoryOf(grown);
   for (const RankPair* p : best->second.ranks) f.workers.push_back(p->now->rank);

@@ -22,6 +22,11 @@ struct Finding {
   std::string evidence;              // one or two sentences with the numbers
   std::string location;              // file:line when known (Python frames, hang stacks)
   std::string action;                // what to do next, one sentence
+  // With a baseline (`diagnose --baseline`, diff/): made by comparing with the job's baseline,
+  // not from this window alone; and, for this window's findings, whether the baseline had the
+  // same cost (diff/standing_costs.h): the job already paid it, it is not what changed.
+  bool from_baseline = false;
+  bool standing = false;
 };
 
 struct Diagnosis {

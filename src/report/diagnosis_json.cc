@@ -21,6 +21,8 @@ nlohmann::json DiagnosisToJson(const Diagnosis& d) {
         {"evidence", f.evidence},
         {"location", f.location},
         {"action", f.action},
+        {"from_baseline", f.from_baseline},
+        {"standing", f.standing},
     });
   }
   return {

@@ -32,6 +32,8 @@ std::optional<Finding> FindingFromJson(const Json& j) {
   f.evidence = JsonStringOr(j, {"evidence"});
   f.location = JsonStringOr(j, {"location"});
   f.action = JsonStringOr(j, {"action"});
+  f.from_baseline = JsonBoolOr(j, {"from_baseline"}, false);
+  f.standing = JsonBoolOr(j, {"standing"}, false);
   return f;
 }
 

@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 namespace eroica {
 namespace {
 
@@ -20,7 +22,8 @@ std::string FindingLine(const Finding& f, int workers) {
   std::string impact =
       f.category == FindingCategory::kHang ? "stuck" : fmt::format("{:.1f} ms/iter", f.impact_s_per_iter * 1e3);
   std::string where = f.location.empty() ? f.function : fmt::format("{} at {}", f.function, f.location);
-  return fmt::format("{} {} {}: {} — {} lost", Name(f.scope), Name(f.category), WorkersText(f, workers), where, impact);
+  return fmt::format("{} {} {}: {} — {} lost{}", Name(f.scope), Name(f.category), WorkersText(f, workers), where,
+                     impact, f.standing ? " (as at the baseline)" : "");
 }
 
 }  // namespace
@@ -35,8 +38,12 @@ std::string FormatTextReport(const Diagnosis& d) {
   if (d.healthy()) {
     out += fmt::format("eroica: healthy — no problem found on {} workers\n", d.workers);
   } else {
-    out += fmt::format("eroica: {} problem{} on {} workers, most impactful first\n", d.findings.size(),
-                       d.findings.size() == 1 ? "" : "s", d.workers);
+    // Against a baseline, what changed since leads (diff/standing_costs.h).
+    auto is_standing = [](const Finding& f) { return f.standing; };
+    bool standing = std::any_of(d.findings.begin(), d.findings.end(), is_standing) &&
+                    !std::all_of(d.findings.begin(), d.findings.end(), is_standing);
+    out += fmt::format("eroica: {} problem{} on {} workers, {}\n", d.findings.size(), d.findings.size() == 1 ? "" : "s",
+                       d.workers, standing ? "what changed since the baseline first" : "most impactful first");
     for (size_t i = 0; i < d.findings.size(); ++i) {
       out += fmt::format("{}. {}\n", i + 1, FindingLine(d.findings[i], d.workers));
     }

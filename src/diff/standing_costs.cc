@@ -1,0 +1,95 @@
+#include "diff/standing_costs.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "base/robust_stats.h"
+#include "diff/baseline_findings.h"
+
+namespace eroica {
+namespace {
+
+double Share(const WorkerPattern& w, Category c) { return w.category_beta[static_cast<size_t>(c)]; }
+
+bool Names(const Finding& f, int rank) {
+  return std::find(f.workers.begin(), f.workers.end(), rank) != f.workers.end();
+}
+
+// The finding's category's share then and now (median over its ranks), for a global finding.
+struct Shares {
+  double base = 0;
+  double now = 0;
+};
+
+std::optional<Shares> GlobalShares(const std::vector<RankPair>& pairs, const Finding& f, Category c) {
+  std::vector<double> base, now;
+  for (const RankPair& p : pairs) {
+    if (!Names(f, p.now->rank)) continue;
+    base.push_back(Share(*p.base, c));
+    now.push_back(Share(*p.now, c));
+  }
+  if (base.empty()) return std::nullopt;
+  return Shares{MedianInPlace(base), MedianInPlace(now)};
+}
+
+// The rank's excess over the median of the others' share, on one side.
+std::optional<double> ExcessOverOthers(const std::vector<RankPair>& pairs, int rank, Category c, bool base_side) {
+  std::optional<double> mine;
+  std::vector<double> others;
+  for (const RankPair& p : pairs) {
+    const WorkerPattern& w = base_side ? *p.base : *p.now;
+    if (p.now->rank == rank) {
+      mine = Share(w, c);
+    } else {
+      others.push_back(Share(w, c));
+    }
+  }
+  if (!mine || others.empty()) return std::nullopt;
+  return *mine - MedianInPlace(others);
+}
+
+// Whether `f` was there at the baseline, and the evidence that says so.
+std::optional<std::string> StandingEvidence(const std::vector<RankPair>& pairs, const Finding& f, double step_ms) {
+  auto c = static_cast<Category>(f.category);
+  if (f.scope == FindingScope::kGlobal) {
+    std::optional<Shares> s = GlobalShares(pairs, f, c);
+    if (!s || (s->now - s->base) * step_ms >= 0.5 * f.impact_s_per_iter * 1e3) return std::nullopt;
+    return fmt::format("; as at the baseline ({} {:.2f} of the step then, {:.2f} now): a cost the job already had",
+                       CategoryName(c), s->base, s->now);
+  }
+  if (f.workers.size() != 1) return std::nullopt;
+  std::optional<double> then = ExcessOverOthers(pairs, f.workers.front(), c, true);
+  std::optional<double> now = ExcessOverOthers(pairs, f.workers.front(), c, false);
+  if (!then || !now || *now <= 0 || *then < 0.5 * *now) return std::nullopt;
+  return fmt::format(
+      "; as at the baseline (its {} {:+.2f} of the step over its peers' then, {:+.2f} now): a cost the job already had",
+      CategoryName(c), *then, *now);
+}
+
+}  // namespace
+
+void MarkStandingCosts(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
+                       const PatternDiff& diff, bool slower, Diagnosis* diagnosis) {
+  std::vector<RankPair> pairs = PairsByRank(base, now);
+  const double step_ms = StepMs(diff);
+  if (pairs.size() < 2 || step_ms <= 0) return;
+  bool any = false;
+  for (Finding& f : diagnosis->findings) {
+    if (f.from_baseline || f.category == FindingCategory::kImbalance || f.category == FindingCategory::kHang) {
+      continue;
+    }
+    if (std::optional<std::string> evidence = StandingEvidence(pairs, f, step_ms)) {
+      f.standing = true;
+      f.evidence += *evidence;
+      any = true;
+    }
+  }
+  if (any && slower) {
+    std::stable_partition(diagnosis->findings.begin(), diagnosis->findings.end(),
+                          [](const Finding& f) { return f.category == FindingCategory::kHang || !f.standing; });
+  }
+}
+
+}  // namespace eroica

@@ -1,0 +1,25 @@
+// This window's findings that the baseline had too. The peers and the expected boxes judge one
+// window alone: a loader every rank waits for, over the box, is a finding in every window of a
+// job that always had it. Against the baseline such a cost is one the job already paid, not what
+// made it slower; where it got slower, what changed leads and the standing costs follow.
+#pragma once
+
+#include <vector>
+
+#include "diff/pattern_diff.h"
+#include "localize/finding.h"
+#include "summary/pattern.h"
+
+namespace eroica {
+
+// Marks each finding of this window (not one the baseline rules made) whose cost the baseline
+// had: a global finding whose category's share of the step grew since the baseline by less than
+// half of its cost, median over its ranks; a local one whose rank's excess over its peers in its
+// category was at the baseline at least half what it is now. Shares of a step, not times: the
+// job's first profiled window, its baseline's, runs slowest (baseline_findings.h StepMs). A
+// marked finding says so in its evidence; where the job got slower (`slower`), the unmarked ones
+// move ahead of it (hangs stay first). Imbalance and hangs are never marked.
+void MarkStandingCosts(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
+                       const PatternDiff& diff, bool slower, Diagnosis* diagnosis);
+
+}  // namespace eroica
