@@ -174,6 +174,36 @@ TEST(LoaderWorkersTakingCores, OpsSlowerOnEveryRankOnBusyCoresAreTheirSymptomNot
   EXPECT_EQ(d.findings[0].category, FindingCategory::kCompute);
 }
 
+// An unseen 5-rank recommender whose every rank hashed its ids in one worker each on 2 cores: 172
+// -> 310 ms a step, every rank's workers +51 to +59 ms of CPU a step; rank 1 waited 0.61 of its
+// step for batches against its peers' 0.30, +98.5 ms, named `local dataloader` by its peers. Its
+// workers grew like the others': its turn, folded into the global finding. A rank whose workers
+// grew by far more than the others' keeps its own finding beside it.
+TEST(LoaderWorkersTakingCores, OneRanksLongestWaitIsItsTurnWhereItsWorkersGrewLikeEveryRanks) {
+  const std::vector<WorkerPattern> base = LoaderJob(5, 0.172, 100, 0.035f, 0.98f);
+  std::vector<WorkerPattern> now = LoaderJob(5, 0.310, 116, 0.20f, 1.0f);
+  now[1].cpu->loader_cpu = 0.21f;
+  Finding turn;
+  turn.scope = FindingScope::kLocal;
+  turn.category = FindingCategory::kDataloader;
+  turn.workers = {1};
+  turn.impact_s_per_iter = 0.0985;
+  Diagnosis d;
+  d.findings = {turn};
+  FindLoaderWorkersTakingCores(base, now, IterationsOnly(172.5, 310), &d);
+  ASSERT_EQ(d.findings.size(), 1U) << d.findings[1].evidence;
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
+  EXPECT_NE(d.findings[0].evidence.find("rank 1 waited longest for its batches in this window (98.5 ms/iter over its "
+                                        "peers), its workers' CPU grown no more than theirs: its turn"),
+            std::string::npos)
+      << d.findings[0].evidence;
+  now[1].cpu->loader_cpu = 0.40f;  // its workers did twice the others' added work: its own
+  d.findings = {turn};
+  FindLoaderWorkersTakingCores(base, now, IterationsOnly(172.5, 310), &d);
+  EXPECT_EQ(d.findings.size(), 1U);
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
+}
+
 // A 6-rank session against a baseline whose profiled window ran 420 ms a step (the job's first,
 // the profiler's costliest; the job ran 200-260): its workers +8.3-14.6 ms a step each, one under
 // 2 % of 420 ms, all above 2 % of the session's 326 ms. Bars are shares of the faster window's step.

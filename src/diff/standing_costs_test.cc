@@ -1,0 +1,105 @@
+#include "diff/standing_costs.h"
+
+#include <gtest/gtest.h>
+
+#include "diff/diff_test_util.h"
+
+namespace eroica {
+namespace {
+
+// Every rank's loader 20 ms of a 120 ms step at the baseline; `loader_now` ms now, and rank 3's
+// `rank3_loader_now` where given.
+std::vector<WorkerPattern> WithLoader(double loader_ms, double rank3_loader_ms = -1) {
+  return JobWith(4, [&](int r) {
+    return FunctionMs{
+        {"enumerate(DataLoader)", Category::kDataloader, r == 3 && rank3_loader_ms >= 0 ? rank3_loader_ms : loader_ms}};
+  });
+}
+
+Finding GlobalLoader(double impact_ms) {
+  Finding f;
+  f.scope = FindingScope::kGlobal;
+  f.category = FindingCategory::kDataloader;
+  f.workers = {0, 1, 2, 3};
+  f.function = "enumerate(DataLoader)";
+  f.impact_s_per_iter = impact_ms / 1e3;
+  f.evidence = "4 of 4 workers spend β 0.17 of each iteration in dataloader (expected at most 0.10)";
+  return f;
+}
+
+Finding LocalLoader(int rank, double impact_ms) {
+  Finding f = GlobalLoader(impact_ms);
+  f.scope = FindingScope::kLocal;
+  f.workers = {rank};
+  return f;
+}
+
+// An unseen recommender whose every rank built its batches in the training process: its loader
+// over the box at the baseline and in every later window. Against the baseline that is a cost the
+// job already had; where the job got slower, what changed (here rank 3's loader) leads.
+TEST(StandingCosts, ALoaderOverItsBoxAtTheBaselineTooIsAStandingCostAndFollowsWhatChanged) {
+  std::vector<WorkerPattern> base = WithLoader(20);
+  std::vector<WorkerPattern> now = WithLoader(22, 60);
+  Diagnosis d;
+  d.findings = {GlobalLoader(8), LocalLoader(3, 38)};  // the standing one first, as by impact it may be
+  MarkStandingCosts(base, now, DiffPatterns(base, now), /*slower=*/true, &d);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal) << d.findings[0].evidence;
+  EXPECT_FALSE(d.findings[0].standing);
+  EXPECT_EQ(d.findings[1].scope, FindingScope::kGlobal);
+  EXPECT_TRUE(d.findings[1].standing);
+  EXPECT_NE(d.findings[1].evidence.find("as at the baseline (dataloader 0.17 of the step then"), std::string::npos)
+      << d.findings[1].evidence;
+}
+
+// Not slower than the baseline: the standing cost is said, the order is kept.
+TEST(StandingCosts, WithoutASlowdownTheOrderIsKept) {
+  std::vector<WorkerPattern> base = WithLoader(20);
+  std::vector<WorkerPattern> now = WithLoader(21);
+  Diagnosis d;
+  d.findings = {GlobalLoader(8)};
+  MarkStandingCosts(base, now, DiffPatterns(base, now), /*slower=*/false, &d);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_TRUE(d.findings[0].standing);
+}
+
+// The loader grew by more than half the finding's cost since the baseline: what changed.
+TEST(StandingCosts, ACostThatGrewSinceTheBaselineIsNotStanding) {
+  std::vector<WorkerPattern> base = WithLoader(5);
+  std::vector<WorkerPattern> now = WithLoader(25);
+  Diagnosis d;
+  d.findings = {GlobalLoader(10)};
+  MarkStandingCosts(base, now, DiffPatterns(base, now), /*slower=*/true, &d);
+  EXPECT_FALSE(d.findings[0].standing) << d.findings[0].evidence;
+}
+
+// A rank that already stood out by as much at the baseline is standing; one that did not is not.
+// Findings the baseline rules made are never marked, nor imbalance.
+TEST(StandingCosts, ALocalCostIsStandingWhereItsRankStoodOutAsMuchAtTheBaseline) {
+  std::vector<WorkerPattern> base = WithLoader(10, 40);
+  std::vector<WorkerPattern> now = WithLoader(10, 45);
+  Diagnosis d;
+  d.findings = {LocalLoader(3, 30)};
+  Finding made = GlobalLoader(5);
+  made.from_baseline = true;
+  d.findings.push_back(made);
+  Finding imbalance = LocalLoader(3, 30);
+  imbalance.category = FindingCategory::kImbalance;
+  d.findings.push_back(imbalance);
+  MarkStandingCosts(base, now, DiffPatterns(base, now), /*slower=*/true, &d);
+  ASSERT_EQ(d.findings.size(), 3u);
+  EXPECT_FALSE(d.findings[0].standing);
+  EXPECT_FALSE(d.findings[1].standing);
+  EXPECT_TRUE(d.findings[2].standing) << d.findings[2].evidence;
+  EXPECT_EQ(d.findings[2].category, FindingCategory::kDataloader);
+
+  std::vector<WorkerPattern> fresh = WithLoader(10, 45);
+  std::vector<WorkerPattern> healthy = WithLoader(10);
+  Diagnosis d2;
+  d2.findings = {LocalLoader(3, 30)};
+  MarkStandingCosts(healthy, fresh, DiffPatterns(healthy, fresh), /*slower=*/true, &d2);
+  EXPECT_FALSE(d2.findings[0].standing);
+}
+
+}  // namespace
+}  // namespace eroica
