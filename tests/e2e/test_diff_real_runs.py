@@ -142,3 +142,46 @@ def test_loader_workers_that_took_the_cores_are_named_against_the_baseline():
     assert sorted(first["workers"]) == list(range(4)), first
     assert first["location"] == "/tmp/novel9/train_kws.py:52(__getitem__)", first  # the masking loop
     assert "so that time came from the training threads" in first["evidence"], first
+
+
+REC = SOURCE_DIR / "tests" / "e2e" / "data" / "rec"  # README.md there: how each was made
+
+
+def diagnosis_of(folder, baseline=True):
+    args = ["diagnose", folder / "session.pattern", "--format", "json"]
+    if baseline:
+        args += ["--baseline", folder / "baseline.pattern"]
+    return json.loads(eroica(*args).stdout)
+
+
+def test_a_loader_over_its_box_at_the_baseline_too_is_a_standing_cost():
+    """A real healthy 4-rank run whose every rank builds its batches in the training process:
+    the loader over its box in every window, the baseline's too."""
+    alone = diagnosis_of(REC / "standing_loader", baseline=False)["findings"]
+    assert [(f["scope"], f["category"]) for f in alone] == [("global", "dataloader")], alone
+    assert not alone[0]["standing"], alone[0]
+    findings = diagnosis_of(REC / "standing_loader")["findings"]
+    assert len(findings) == 1 and findings[0]["standing"], findings
+    assert "as at the baseline (dataloader" in findings[0]["evidence"], findings[0]
+
+
+def test_the_worst_rank_of_a_global_loader_cost_that_did_more_work_is_named():
+    """A real 4-rank run whose rank 3's bags are 4x as long: its own loader excess, not the worst
+    rank of the loader cost every rank has; that cost follows as standing."""
+    findings = diagnosis_of(REC / "skew_rank3")["findings"]
+    assert (findings[0]["scope"], findings[0]["category"], findings[0]["workers"]) == \
+        ("local", "dataloader", [3]), findings
+    assert findings[0]["location"] == "/tmp/novel10/train_rec.py:58(<listcomp>)", findings[0]
+    assert (findings[1]["scope"], findings[1]["standing"]) == ("global", True), findings[1]
+
+
+def test_one_ranks_longest_wait_is_its_turn_where_every_ranks_workers_took_the_cores():
+    """A real 5-rank run whose every rank's one loader worker began hashing its ids: one rank
+    waited longest for its batches in the window; its workers grew like everyone's."""
+    alone = diagnosis_of(REC / "workers_turn", baseline=False)["findings"]
+    assert (alone[0]["scope"], alone[0]["workers"]) == ("local", [1]), alone
+    findings = diagnosis_of(REC / "workers_turn")["findings"]
+    assert [(f["scope"], f["category"]) for f in findings] == [("global", "dataloader")], findings
+    assert findings[0]["from_baseline"], findings[0]
+    assert findings[0]["location"] == "/tmp/novel10/train_rec.py:68(hashed)", findings[0]
+    assert "rank 1 waited longest for its batches in this window" in findings[0]["evidence"], findings[0]
