@@ -64,6 +64,9 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   StatusOr<LocalizeInput> base = CollectDiagnoseInputs({baseline_path}, ReaderThreads(threads), /*keep_patterns=*/true);
   if (!base.ok()) return ErrorStatus("baseline {}: {}", baseline_path, base.status().message());
   PatternDiff diff = DiffPatterns(base->workers, run->input.workers);
+  // What this window's findings say the baseline had too stands for no slowdown (first, so that
+  // the rules below look past it).
+  MarkStandingCosts(base->workers, run->input.workers, diff, &run->diagnosis);
   ApplyBaseline(diff, &run->diagnosis);
   // A finding the baseline added has no code location yet: the window's stack samples give it
   // (the table is built again only then; localization's own is gone).
@@ -83,7 +86,7 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   FindLoaderWorkersTakingCores(base->workers, run->input.workers, diff, &run->diagnosis, options);
   bool slower = detected_slowdown_ms > 0 ||
                 diff.now.iteration_ms - diff.base.iteration_ms > options.min_slowdown_share * diff.base.iteration_ms;
-  MarkStandingCosts(base->workers, run->input.workers, diff, slower, &run->diagnosis);
+  if (slower) PutStandingCostsLast(&run->diagnosis);
   return diff;
 }
 

@@ -145,6 +145,7 @@ double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis
   slowdown_ms = std::max(slowdown_ms, options.detected_slowdown_ms);
   if (slowdown_ms <= 0) return 0;
   for (const Finding& f : diagnosis.findings) {
+    if (f.standing) continue;  // the baseline had it too (standing_costs.h)
     if (cores_busy && (SlowerOpsSinceTheBaseline(f) || RankNamedByItsOpsSpeed(f))) continue;
     if (f.scope == FindingScope::kGlobal || f.category == FindingCategory::kHang ||
         f.impact_s_per_iter * 1e3 >= options.explains_share * slowdown_ms) {
@@ -296,7 +297,7 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
     return a == b || (IsProgramPoint(a) && IsProgramPoint(b));
   };
   std::erase_if(d->findings, [&](const Finding& f) {
-    if (f.scope != FindingScope::kGlobal || f.category != global.category ||
+    if (f.standing || f.scope != FindingScope::kGlobal || f.category != global.category ||
         !same_function(f.function, global.function)) {
       return false;
     }
@@ -312,8 +313,8 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
   });
   // Hangs, and local findings that explain the slowdown, stay ahead of it.
   auto ahead = [&](const Finding& f) {
-    return f.category == FindingCategory::kHang ||
-           (f.scope == FindingScope::kLocal && f.impact_s_per_iter * 1e3 >= options.explains_share * slowdown_ms);
+    return f.category == FindingCategory::kHang || (!f.standing && f.scope == FindingScope::kLocal &&
+                                                    f.impact_s_per_iter * 1e3 >= options.explains_share * slowdown_ms);
   };
   auto last_ahead = std::find_if(d->findings.rbegin(), d->findings.rend(), ahead);
   d->findings.insert(last_ahead.base(), std::move(global));

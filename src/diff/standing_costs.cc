@@ -71,11 +71,10 @@ std::optional<std::string> StandingEvidence(const std::vector<RankPair>& pairs, 
 }  // namespace
 
 void MarkStandingCosts(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
-                       const PatternDiff& diff, bool slower, Diagnosis* diagnosis) {
+                       const PatternDiff& diff, Diagnosis* diagnosis) {
   std::vector<RankPair> pairs = PairsByRank(base, now);
   const double step_ms = StepMs(diff);
   if (pairs.size() < 2 || step_ms <= 0) return;
-  bool any = false;
   for (Finding& f : diagnosis->findings) {
     if (f.from_baseline || f.category == FindingCategory::kImbalance || f.category == FindingCategory::kHang) {
       continue;
@@ -83,13 +82,13 @@ void MarkStandingCosts(const std::vector<WorkerPattern>& base, const std::vector
     if (std::optional<std::string> evidence = StandingEvidence(pairs, f, step_ms)) {
       f.standing = true;
       f.evidence += *evidence;
-      any = true;
     }
   }
-  if (any && slower) {
-    std::stable_partition(diagnosis->findings.begin(), diagnosis->findings.end(),
-                          [](const Finding& f) { return f.category == FindingCategory::kHang || !f.standing; });
-  }
+}
+
+void PutStandingCostsLast(Diagnosis* diagnosis) {
+  std::stable_partition(diagnosis->findings.begin(), diagnosis->findings.end(),
+                        [](const Finding& f) { return f.category == FindingCategory::kHang || !f.standing; });
 }
 
 }  // namespace eroica

@@ -17,9 +17,13 @@ namespace eroica {
 // half of its cost, median over its ranks; a local one whose rank's excess over its peers in its
 // category was at the baseline at least half what it is now. Shares of a step, not times: the
 // job's first profiled window, its baseline's, runs slowest (baseline_findings.h StepMs). A
-// marked finding says so in its evidence; where the job got slower (`slower`), the unmarked ones
-// move ahead of it (hangs stay first). Imbalance and hangs are never marked.
+// marked finding says so in its evidence, and stands for no slowdown (UnexplainedSlowdownMs).
+// Imbalance and hangs are never marked. Run before the baseline's own rules.
 void MarkStandingCosts(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
-                       const PatternDiff& diff, bool slower, Diagnosis* diagnosis);
+                       const PatternDiff& diff, Diagnosis* diagnosis);
+
+// Where the job got slower: the findings that are not standing move ahead of those that are
+// (hangs stay first), each group in its order.
+void PutStandingCostsLast(Diagnosis* diagnosis);
 
 }  // namespace eroica

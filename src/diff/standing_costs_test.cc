@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "diff/baseline_findings.h"
 #include "diff/diff_test_util.h"
 
 namespace eroica {
@@ -42,7 +43,8 @@ TEST(StandingCosts, ALoaderOverItsBoxAtTheBaselineTooIsAStandingCostAndFollowsWh
   std::vector<WorkerPattern> now = WithLoader(22, 60);
   Diagnosis d;
   d.findings = {GlobalLoader(8), LocalLoader(3, 38)};  // the standing one first, as by impact it may be
-  MarkStandingCosts(base, now, DiffPatterns(base, now), /*slower=*/true, &d);
+  MarkStandingCosts(base, now, DiffPatterns(base, now), &d);
+  PutStandingCostsLast(&d);
   ASSERT_EQ(d.findings.size(), 2u);
   EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal) << d.findings[0].evidence;
   EXPECT_FALSE(d.findings[0].standing);
@@ -52,13 +54,13 @@ TEST(StandingCosts, ALoaderOverItsBoxAtTheBaselineTooIsAStandingCostAndFollowsWh
       << d.findings[1].evidence;
 }
 
-// Not slower than the baseline: the standing cost is said, the order is kept.
+// Marking alone keeps the order (where the job is no slower, nothing moves).
 TEST(StandingCosts, WithoutASlowdownTheOrderIsKept) {
   std::vector<WorkerPattern> base = WithLoader(20);
   std::vector<WorkerPattern> now = WithLoader(21);
   Diagnosis d;
   d.findings = {GlobalLoader(8)};
-  MarkStandingCosts(base, now, DiffPatterns(base, now), /*slower=*/false, &d);
+  MarkStandingCosts(base, now, DiffPatterns(base, now), &d);
   ASSERT_EQ(d.findings.size(), 1u);
   EXPECT_TRUE(d.findings[0].standing);
 }
@@ -69,7 +71,7 @@ TEST(StandingCosts, ACostThatGrewSinceTheBaselineIsNotStanding) {
   std::vector<WorkerPattern> now = WithLoader(25);
   Diagnosis d;
   d.findings = {GlobalLoader(10)};
-  MarkStandingCosts(base, now, DiffPatterns(base, now), /*slower=*/true, &d);
+  MarkStandingCosts(base, now, DiffPatterns(base, now), &d);
   EXPECT_FALSE(d.findings[0].standing) << d.findings[0].evidence;
 }
 
@@ -86,19 +88,30 @@ TEST(StandingCosts, ALocalCostIsStandingWhereItsRankStoodOutAsMuchAtTheBaseline)
   Finding imbalance = LocalLoader(3, 30);
   imbalance.category = FindingCategory::kImbalance;
   d.findings.push_back(imbalance);
-  MarkStandingCosts(base, now, DiffPatterns(base, now), /*slower=*/true, &d);
+  MarkStandingCosts(base, now, DiffPatterns(base, now), &d);
   ASSERT_EQ(d.findings.size(), 3u);
-  EXPECT_FALSE(d.findings[0].standing);
-  EXPECT_FALSE(d.findings[1].standing);
-  EXPECT_TRUE(d.findings[2].standing) << d.findings[2].evidence;
+  EXPECT_TRUE(d.findings[0].standing) << d.findings[0].evidence;
+  EXPECT_FALSE(d.findings[1].standing);  // the baseline rules'
+  EXPECT_FALSE(d.findings[2].standing);  // imbalance
+  PutStandingCostsLast(&d);
   EXPECT_EQ(d.findings[2].category, FindingCategory::kDataloader);
+  EXPECT_TRUE(d.findings[2].standing);
 
   std::vector<WorkerPattern> fresh = WithLoader(10, 45);
   std::vector<WorkerPattern> healthy = WithLoader(10);
   Diagnosis d2;
   d2.findings = {LocalLoader(3, 30)};
-  MarkStandingCosts(healthy, fresh, DiffPatterns(healthy, fresh), /*slower=*/true, &d2);
+  MarkStandingCosts(healthy, fresh, DiffPatterns(healthy, fresh), &d2);
   EXPECT_FALSE(d2.findings[0].standing);
+}
+
+// A standing cost stands for no slowdown: the rules against the baseline look past it.
+TEST(StandingCosts, AStandingCostLeavesTheSlowdownUnexplained) {
+  Diagnosis d;
+  d.findings = {GlobalLoader(8)};
+  EXPECT_EQ(UnexplainedSlowdownMs(IterationsOnly(68, 82), d, {}, false), 0);
+  d.findings[0].standing = true;
+  EXPECT_NEAR(UnexplainedSlowdownMs(IterationsOnly(68, 82), d, {}, false), 14, 1e-9);
 }
 
 }  // namespace
