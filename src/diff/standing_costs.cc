@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_set>
 
 #include "base/robust_stats.h"
 #include "diff/baseline_findings.h"
@@ -13,10 +14,6 @@ namespace {
 
 double Share(const WorkerPattern& w, Category c) { return w.category_beta[static_cast<size_t>(c)]; }
 
-bool Names(const Finding& f, int rank) {
-  return std::find(f.workers.begin(), f.workers.end(), rank) != f.workers.end();
-}
-
 // The finding's category's share then and now (median over its ranks), for a global finding.
 struct Shares {
   double base = 0;
@@ -24,9 +21,10 @@ struct Shares {
 };
 
 std::optional<Shares> GlobalShares(const std::vector<RankPair>& pairs, const Finding& f, Category c) {
+  const std::unordered_set<int> named(f.workers.begin(), f.workers.end());  // a global one may name 10^4 ranks
   std::vector<double> base, now;
   for (const RankPair& p : pairs) {
-    if (!Names(f, p.now->rank)) continue;
+    if (!named.contains(p.now->rank)) continue;
     base.push_back(Share(*p.base, c));
     now.push_back(Share(*p.now, c));
   }
