@@ -49,6 +49,8 @@ def first_finding(doc: Dict[str, Any]) -> str:
         text += " (%.3f s/iter)" % f["impact_s_per_iter"]
     if f.get("location"):
         text += " at %s" % f["location"]
+    if f.get("standing") is True:  # the baseline had it too (eroica diagnose --baseline)
+        text += " (as at the baseline)"
     return text
 
 

@@ -131,6 +131,10 @@ def test_first_finding_wording():
     doc = {"healthy": False, "findings": [{"scope": "global", "category": "host",
                                           "workers": list(range(20)), "function": "gc"}]}
     assert diagnose.first_finding(doc) == "global host on rank 0,1,2,3,4,5,6,7,...: gc"
+    # A cost the job's baseline had too says so (diff/standing_costs.h).
+    doc["findings"][0].update(workers=[0, 1], standing=True, location="train.py:58(<listcomp>)")
+    assert diagnose.first_finding(doc) == \
+        "global host on rank 0,1: gc at train.py:58(<listcomp>) (as at the baseline)"
 
 
 def test_the_window_stops_without_parsing_its_events_and_the_export_still_writes_them(tmp_path):
