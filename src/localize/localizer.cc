@@ -129,6 +129,9 @@ bool LoaderTurnOfAStallEverywhere(const WorkerGroup& group, const Expectations& 
 // a step, over the loader's box) and whose rank 3's bags were 4x as long: its loader 0.34 of
 // the step, above every peer in each of 5 steps, +17 ms, its thread on a CPU 0.10 of the window
 // longer than theirs; folded as "rank 3 is the worst" since its excess was under the level.
+// Processor time alone is no proof of more work here (ranks of an audio job ran up to 0.16 of
+// the window longer than their peers with the same work): it only keeps a rank that stood out by
+// the tests above from being folded.
 void FoldLocalIntoGlobal(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local,
                          std::vector<Finding>* global) {
   double iteration_s = MedianIterationS(group);
