@@ -84,9 +84,7 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   options.detected_slowdown_ms = detected_slowdown_ms;
   FindNewCodeOnEveryRank(base->workers, run->input.workers, diff, &run->diagnosis, options);
   FindLoaderWorkersTakingCores(base->workers, run->input.workers, diff, &run->diagnosis, options);
-  bool slower = detected_slowdown_ms > 0 ||
-                diff.now.iteration_ms - diff.base.iteration_ms > options.min_slowdown_share * diff.base.iteration_ms;
-  if (slower) PutStandingCostsLast(&run->diagnosis);
+  PutStandingCostsLast(&run->diagnosis);
   return diff;
 }
 

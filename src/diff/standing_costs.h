@@ -1,7 +1,7 @@
 // This window's findings that the baseline had too. The peers and the expected boxes judge one
 // window alone: a loader every rank waits for, over the box, is a finding in every window of a
 // job that always had it. Against the baseline such a cost is one the job already paid, not what
-// made it slower; where it got slower, what changed leads and the standing costs follow.
+// made it slower: what changed leads and the standing costs follow.
 #pragma once
 
 #include <vector>
@@ -22,8 +22,8 @@ namespace eroica {
 void MarkStandingCosts(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
                        const PatternDiff& diff, Diagnosis* diagnosis);
 
-// Where the job got slower: the findings that are not standing move ahead of those that are
-// (hangs stay first), each group in its order.
+// The findings that are not standing move ahead of those that are (hangs stay first), each
+// group in its order: what changed since the baseline first, whether or not the job got slower.
 void PutStandingCostsLast(Diagnosis* diagnosis);
 
 }  // namespace eroica

@@ -37,7 +37,7 @@ Finding LocalLoader(int rank, double impact_ms) {
 
 // An unseen recommender whose every rank built its batches in the training process: its loader
 // over the box at the baseline and in every later window. Against the baseline that is a cost the
-// job already had; where the job got slower, what changed (here rank 3's loader) leads.
+// job already had; what changed (here rank 3's loader) leads.
 TEST(StandingCosts, ALoaderOverItsBoxAtTheBaselineTooIsAStandingCostAndFollowsWhatChanged) {
   std::vector<WorkerPattern> base = WithLoader(20);
   std::vector<WorkerPattern> now = WithLoader(22, 60);
@@ -54,8 +54,8 @@ TEST(StandingCosts, ALoaderOverItsBoxAtTheBaselineTooIsAStandingCostAndFollowsWh
       << d.findings[1].evidence;
 }
 
-// Marking alone keeps the order (where the job is no slower, nothing moves).
-TEST(StandingCosts, WithoutASlowdownTheOrderIsKept) {
+// Marking alone keeps the order; PutStandingCostsLast moves it.
+TEST(StandingCosts, MarkingAloneKeepsTheOrder) {
   std::vector<WorkerPattern> base = WithLoader(20);
   std::vector<WorkerPattern> now = WithLoader(21);
   Diagnosis d;
