@@ -1,11 +1,11 @@
 #include "localize/localizer.h"
 
 #include <fmt/core.h>
-#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -1562,12 +1562,9 @@ TEST(LocalizerTest, TheWorstRankOfAGlobalProblemIsPartOfIt) {
   EXPECT_NE(d.findings[0].evidence.find("rank 3 is the worst"), std::string::npos);
 }
 
-// A loop on every rank at one point, 0.13-0.15 of each step; rank 1's point 0.25 and its compute
-// up too (0.50 against 0.40: the scheduler stretched it). Its whole own-work excess (+0.21) is
-// more than the loop's level, its excess at the loop's point (+0.11) is not: the worst rank of
-// the global cost, not a cause of its own (a clean-clone CI run's light global loop: rank 1 +5.1
-// ms at the point, +13.6 ms in all, the loop 12.6 ms a step everywhere).
-TEST(LocalizerTest, TheWorstRankOfAGlobalProblemIsJudgedByItsExcessAtThatFunction) {
+// A loop on every rank at one point 0.13-0.15 of each step, rank 1's 0.25 and its compute 0.50
+// against 0.40; each rank's training thread on a CPU `cpu(rank)` of the window where given.
+LocalizeInput LoopEveryRankRank1Worst(const std::function<std::optional<float>(int)>& cpu) {
   const double loop[] = {0.13, 0.25, 0.14, 0.15};
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
@@ -1576,37 +1573,35 @@ TEST(LocalizerTest, TheWorstRankOfAGlobalProblemIsJudgedByItsExcessAtThatFunctio
     w.world_size = 4;
     AddHostPoint(&w, "(python between loader and zeros)", loop[r]);
     AddHostPoint(&w, "(python after step)", 0.01);
+    if (std::optional<float> on_cpu = cpu(r)) w.cpu = ThreadReadings(0.9f, *on_cpu, 0.3f, 0.05f, 0.4f);
     input.workers.push_back(w);
   }
-  Diagnosis d = Localize(input, DefaultExpectations());
+  return input;
+}
+
+// A loop on every rank at one point, 0.13-0.15 of each step; rank 1's point 0.25 and its compute
+// up too (0.50 against 0.40: the scheduler stretched it). Its whole own-work excess (+0.21) is
+// more than the loop's level, its excess at the loop's point (+0.11) is not: the worst rank of
+// the global cost, not a cause of its own (a clean-clone CI run's light global loop: rank 1 +5.1
+// ms at the point, +13.6 ms in all, the loop 12.6 ms a step everywhere).
+TEST(LocalizerTest, TheWorstRankOfAGlobalProblemIsJudgedByItsExcessAtThatFunction) {
+  Diagnosis d = Localize(LoopEveryRankRank1Worst([](int) { return std::nullopt; }), DefaultExpectations());
   ASSERT_EQ(d.findings.size(), 1u) << d.findings[1].evidence;
   EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal) << d.findings[0].evidence;
   EXPECT_EQ(d.findings[0].function, "(python between loader and zeros)");
   EXPECT_NE(d.findings[0].evidence.find("rank 1 is the worst"), std::string::npos) << d.findings[0].evidence;
 }
 
-// The same loop on every rank, rank 1's point 0.25 against 0.13-0.15 and its compute up; this time its training
-// thread ran on a CPU 0.10 of the window longer than its peers' (0.40 against 0.30): the scheduler
-// gives a rank less processor, never more, so its excess is work of its own, named beside the
-// global cost. With the CPU it was given alike, it stays the worst rank of the global cost.
+// The same job; this time rank 1's training thread ran on a CPU 0.10 of the window longer than
+// its peers' (0.40 against 0.30): its excess is work of its own, named beside the global cost.
+// With the CPU it was given alike, it stays the worst rank of the global cost.
 TEST(LocalizerTest, TheWorstRankOfAGlobalProblemThatDidMoreWorkIsNamedBesideIt) {
-  const double loop[] = {0.13, 0.25, 0.14, 0.15};
-  auto diagnose = [&](float rank1_cpu) {
-    LocalizeInput input;
-    for (int r = 0; r < 4; ++r) {
-      double compute = r == 1 ? 0.50 : 0.40;
-      WorkerPattern w = Worker(r, compute, 0.02, 0.0, 0.96 - compute - loop[r] - 0.02 - 0.01);
-      w.world_size = 4;
-      AddHostPoint(&w, "(python between loader and zeros)", loop[r]);
-      AddHostPoint(&w, "(python after step)", 0.01);
-      w.cpu = ThreadReadings(0.9f, r == 1 ? rank1_cpu : 0.30f, 0.3f, 0.05f, 0.4f);
-      input.workers.push_back(w);
-    }
-    return Localize(input, DefaultExpectations());
+  auto diagnose = [](float rank1_cpu) {
+    return Localize(LoopEveryRankRank1Worst([=](int r) { return std::optional<float>(r == 1 ? rank1_cpu : 0.30f); }),
+                    DefaultExpectations());
   };
   Diagnosis more_work = diagnose(0.40f);
-  ASSERT_EQ(more_work.findings.size(), 2u)
-      << more_work.findings[0].evidence << " notes: " << fmt::format("{}", fmt::join(more_work.notes, " / "));
+  ASSERT_EQ(more_work.findings.size(), 2u) << more_work.findings[0].evidence;
   EXPECT_EQ(more_work.findings[0].scope, FindingScope::kLocal) << more_work.findings[0].evidence;
   EXPECT_EQ(more_work.findings[0].workers, std::vector<int>{1});
   EXPECT_EQ(more_work.findings[1].scope, FindingScope::kGlobal) << more_work.findings[1].evidence;

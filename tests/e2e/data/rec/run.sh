@@ -4,6 +4,6 @@
 name=$1; n=$2; shift 2
 here=$(cd "$(dirname "$0")" && pwd); out=${OUT:-/tmp/novel10}
 rm -rf "$out/$name"; mkdir -p "$out/$name"
-env EROICA_TRIGGER_AT=200 OUT="$out" "$@" ${EROICA:-eroica} run --dir "$out/$name" -- /usr/bin/python3 "$here/launch.py" "$n" "$here/train_rec.py" > "$out/$name.log" 2>&1
+env EROICA_TRIGGER_AT=200 OUT="$out" "$@" ${EROICA:-eroica} run --dir "$out/$name" -- /usr/bin/python3 "$here/../launch.py" "$n" "$here/train_rec.py" > "$out/$name.log" 2>&1
 echo "exit $?" >> "$out/$name.log"
 grep "^eroica:\|^step\|Error" "$out/$name.log" | cut -c1-400
