@@ -68,13 +68,11 @@ def ranks_unlike_their_peers(session_dir: str, min_share: float) -> str:
         return ""
     if not isinstance(doc, dict) or doc.get("healthy"):
         return ""
-    pace_s = 0.0
+    session = _session_doc(session_dir)
     try:
-        with open(os.path.join(session_dir, "session.json"), "rb") as f:
-            session = json.loads(f.read(1 << 20).decode("utf-8"))
         pace_s = float(session.get("current_mean_s") or session.get("best_mean_s") or 0.0)
-    except (OSError, ValueError, TypeError, AttributeError):
-        pass
+    except (TypeError, ValueError):
+        pace_s = 0.0
     for f in doc.get("findings") or []:
         if not isinstance(f, dict) or f.get("scope") != "local":
             continue
@@ -98,14 +96,21 @@ def _command(binary: str, session_dir: str, report_json: str, baseline: str = ""
     return _niced(cmd)
 
 
+def _session_doc(session_dir: str) -> Dict[str, Any]:
+    """The session's session.json as an object ({} when unreadable): a regular file of at most
+    1 MiB, never through a link or a FIFO someone planted."""
+    try:
+        doc = json.loads(safe_fs.read_small(os.path.join(session_dir, "session.json"), 1 << 20)
+                         .decode("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
 def session_reason_and_job(session_dir: str) -> Tuple[str, str]:
     """The session's reason and job id from its session.json ("" when unreadable)."""
-    try:
-        with open(os.path.join(session_dir, "session.json"), "rb") as f:
-            doc = json.loads(f.read(1 << 20).decode("utf-8"))
-        return str(doc.get("reason", "")), str(doc.get("job_id", ""))
-    except (OSError, ValueError, AttributeError):
-        return "", ""
+    doc = _session_doc(session_dir)
+    return str(doc.get("reason", "")), str(doc.get("job_id", ""))
 
 
 def baseline_bundle_path(session_dir: str, job_id: str) -> str:

@@ -100,12 +100,16 @@ def test_a_session_every_rank_missed_is_said_so_and_not_diagnosed(tmp_path, caps
     assert "report:" in line, line
 
 
-def _baseline_session(root, name, findings):
-    """A baseline session folder whose (stand-in) diagnosis reports `findings`."""
+def _baseline_session(root, name, findings, pace_s=None):
+    """A baseline session folder whose (stand-in) diagnosis reports `findings`; `pace_s`: the
+    detector's pace before its window (session.json's current_mean_s)."""
     session_dir = os.path.join(str(root), name)
     os.makedirs(session_dir)
+    doc = {"reason": "baseline", "job_id": "bjob"}
+    if pace_s is not None:
+        doc["current_mean_s"] = pace_s
     with open(os.path.join(session_dir, "session.json"), "w") as f:
-        json.dump({"reason": "baseline", "job_id": "bjob"}, f)
+        json.dump(doc, f)
     with open(os.path.join(session_dir, "rank-0.meta.json"), "w") as f:
         json.dump({"rank": 0, "iteration_ids": [80]}, f)
     return session_dir, {"schema": "eroica.diagnosis/v1", "healthy": not findings,
@@ -132,9 +136,9 @@ def test_a_baseline_in_which_a_rank_stands_out_does_not_replace_the_kept_one(tmp
     cfg = config.load({"EROICA_COLLECT_TIMEOUT_S": "1"})
     bundle = tmp_path / "bjob.baseline.pattern"
 
-    def baseline(name, findings):
+    def baseline(name, findings, pace_s=None):
         session_dir, reports[os.path.join(str(tmp_path), name)] = _baseline_session(
-            tmp_path, name, findings)
+            tmp_path, name, findings, pace_s)
         finish.collect_and_diagnose(cfg, session_dir, 1, finish.RankFile.META, time.time())
 
     baseline("bjob-baseline-s1-it80", local)  # the first: kept whatever it shows
@@ -151,18 +155,8 @@ def test_a_baseline_in_which_a_rank_stands_out_does_not_replace_the_kept_one(tmp
     baseline("bjob-baseline-s4-it300", [])
     assert kept == ["bjob-baseline-s1-it80", "bjob-baseline-s3-it231", "bjob-baseline-s4-it300"]
     # A rank that stands out by less than the detector's 5 % of the step (1 ms of 29): kept.
-    small = [dict(local[0], impact_s_per_iter=0.001)]
-    session_dir = os.path.join(str(tmp_path), "bjob-baseline-s5-it330")
-    _, reports[session_dir] = _baseline_session(tmp_path, "bjob-baseline-s5-it330", small)
-    with open(os.path.join(session_dir, "session.json"), "w") as f:
-        json.dump({"reason": "baseline", "job_id": "bjob", "current_mean_s": 0.029}, f)
-    finish.collect_and_diagnose(cfg, session_dir, 1, finish.RankFile.META, time.time())
+    baseline("bjob-baseline-s5-it330", [dict(local[0], impact_s_per_iter=0.001)], pace_s=0.029)
     assert kept[-1] == "bjob-baseline-s5-it330"
     # The same at 27 ms of a 29 ms step: not kept.
-    big = [dict(local[0], impact_s_per_iter=0.027)]
-    session_dir = os.path.join(str(tmp_path), "bjob-baseline-s6-it360")
-    _, reports[session_dir] = _baseline_session(tmp_path, "bjob-baseline-s6-it360", big)
-    with open(os.path.join(session_dir, "session.json"), "w") as f:
-        json.dump({"reason": "baseline", "job_id": "bjob", "current_mean_s": 0.029}, f)
-    finish.collect_and_diagnose(cfg, session_dir, 1, finish.RankFile.META, time.time())
+    baseline("bjob-baseline-s6-it360", [dict(local[0], impact_s_per_iter=0.027)], pace_s=0.029)
     assert kept[-1] == "bjob-baseline-s5-it330"

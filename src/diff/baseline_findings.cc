@@ -122,8 +122,8 @@ void ConfirmLocal(const PatternDiff& diff, Finding* local) {
 // one of new code on every rank (new_code_lines.h), which says what they ran.
 bool SlowerOpsSinceTheBaseline(const Finding& f) {
   return f.scope == FindingScope::kGlobal &&
-         (f.category == FindingCategory::kCompute || f.category == FindingCategory::kMemory) &&
-         f.evidence.starts_with("against the baseline") && f.evidence.find(kNewCodeEvidence) == std::string::npos;
+         (f.category == FindingCategory::kCompute || f.category == FindingCategory::kMemory) && f.from_baseline &&
+         f.evidence.find(kNewCodeEvidence) == std::string::npos;
 }
 
 // A rank named by its ops' speed against its peers' (a slower processor, or more work read from
