@@ -626,6 +626,42 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
   }
 }
 
+namespace {
+
+std::string BusyLoaderWorkersEvidence(const WorkerRow& row, double workers, double peers, const std::string& shared) {
+  return fmt::format(
+      "its DataLoader worker processes ran on a CPU {:.2f} cores against its peers' workers' {:.2f} ({:+.2f}), while "
+      "it waited β {:.2f} of its step for them: they keep up by taking cores, and {}: they took {:.2f} of the node's "
+      "{:.0f} cores from every rank's work",
+      workers, peers, workers - peers, row.beta(Category::kDataloader), shared, workers - peers, row.cpu->cpus);
+}
+
+// Makes `f` the busy loader workers' finding of member k: named at its loader's op (the function
+// its training thread takes their batches in), located where the workers' own CPU went.
+void NameBusyLoaderWorkers(const WorkerGroup& group, size_t k, double workers, double peers, Finding* f) {
+  const WorkerRow& row = group.row(k);
+  const FunctionEntry* loader = LargestFunction(group, k, Category::kDataloader);
+  f->category = FindingCategory::kDataloader;
+  f->function = loader != nullptr ? std::string(group.table->name(loader->name)) : std::string(kLoaderWorkerProcesses);
+  f->beta = workers;
+  f->peer_beta = peers;
+  f->location.clear();
+  // Where their CPU went: the workers' own top frame over the window, not the few moments the
+  // training thread waited for them (what LocateFindings would give the loader's op).
+  if (row.loader_worker_frame != Interner::kEmpty) {
+    f->location = std::string(group.table->name(row.loader_worker_frame));
+    f->evidence += fmt::format(". Its workers' Python stack samples put {:.0f}% of their time in the job's code at {}.",
+                               100.0 * row.loader_worker_share, f->location);
+  }
+  f->action = fmt::format(
+      "Rank {}'s DataLoader workers do more per sample than its peers' (decoding, transforms, tokenizing): find "
+      "their hot code (py-spy dump --pid of a worker), then cache, precompute or cheapen it, or balance what each "
+      "rank reads.",
+      row.rank);
+}
+
+}  // namespace
+
 void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local) {
   double iteration_s = MedianIterationS(group);
   if (iteration_s <= 0) return;
@@ -641,43 +677,45 @@ void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std
     ++read;
   }
   if (read < 3 || 2 * read <= group.size()) return;
+  auto outlier = [&](size_t k) {
+    const WorkerRow& row = group.row(k);
+    if (workers[k] < 0 || row.has_device || row.cpu->cpus <= 0 || HeldBackByQuota(row, e)) return -1.0;
+    return CoresBeyondPeers(group, workers, k, e);
+  };
+  // A straggler doing the same work slower (compute) whose own workers are such an outlier, by
+  // half the lateness to explain (the bar BlameBusyThreadsOfItsProcess holds a process's other
+  // threads to): the workers took the cores its training thread needed, a CPU contention of its
+  // own making, not a slower processor. A 3-rank MLP with 2 workers a rank whose rank 1's workers
+  // spent 1.5 ms of CPU a sample (testbed loader_workers_busy, seed 9900): its workers 0.70 cores
+  // against 0.08, its compute 0.27 of a step against 0.19 (+0.17 of a step in all), its training
+  // thread queued 0.18 s a second against 0.08-0.10: `local compute rank 1`. On 379 ranks with
+  // workers read, workers ran at most 0.082 cores beyond their peers' but for the busy ones.
+  std::unordered_map<int, size_t> member_of = MembersByRank(group);
+  for (Finding& f : *local) {
+    if (f.scope != FindingScope::kLocal || f.workers.size() != 1 || f.category != FindingCategory::kCompute) continue;
+    auto member = member_of.find(f.workers[0]);
+    if (member == member_of.end()) continue;
+    size_t k = member->second;
+    double peers = outlier(k);
+    if (peers < 0 || workers[k] - peers < 0.5 * f.impact_s_per_iter / iteration_s) continue;
+    f.evidence += "; " + BusyLoaderWorkersEvidence(group.row(k), workers[k], peers, shared) +
+                  " (its own training thread's among them)";
+    NameBusyLoaderWorkers(group, k, workers[k], peers, &f);
+  }
   std::vector<bool> named = NamedAlone(group, *local);
   for (size_t k = 0; k < group.size(); ++k) {
-    const WorkerRow& row = group.row(k);
-    if (named[k] || workers[k] < 0 || row.has_device || row.cpu->cpus <= 0 || HeldBackByQuota(row, e)) continue;
-    double peers = CoresBeyondPeers(group, workers, k, e);
+    if (named[k]) continue;
+    double peers = outlier(k);
     if (peers < 0) continue;
+    const WorkerRow& row = group.row(k);
     double share = (workers[k] - peers) / row.cpu->cpus;
     if (share < e.min_excess_beta) continue;
-    // Named at its loader's op: the function its training thread takes their batches in.
-    const FunctionEntry* loader = LargestFunction(group, k, Category::kDataloader);
     Finding f;
     f.scope = FindingScope::kLocal;
-    f.category = FindingCategory::kDataloader;
     f.workers = {row.rank};
-    f.function = loader != nullptr ? std::string(group.table->name(loader->name)) : std::string(kLoaderWorkerProcesses);
-    f.beta = workers[k];
-    f.peer_beta = peers;
     f.impact_s_per_iter = share * iteration_s;
-    f.evidence = fmt::format(
-        "rank {}: its DataLoader worker processes ran on a CPU {:.2f} cores against its peers' workers' {:.2f} "
-        "({:+.2f}), while it waited β {:.2f} of its step for them: they keep up by taking cores, and {}: they took "
-        "{:.2f} of the node's {:.0f} cores from every rank's work",
-        row.rank, workers[k], peers, workers[k] - peers, row.beta(Category::kDataloader), shared, workers[k] - peers,
-        row.cpu->cpus);
-    // Where their CPU went: the workers' own top frame over the window, not the few moments the
-    // training thread waited for them (what LocateFindings would give the loader's op).
-    if (row.loader_worker_frame != Interner::kEmpty) {
-      f.location = std::string(group.table->name(row.loader_worker_frame));
-      f.evidence +=
-          fmt::format(". Its workers' Python stack samples put {:.0f}% of their time in the job's code at {}.",
-                      100.0 * row.loader_worker_share, f.location);
-    }
-    f.action = fmt::format(
-        "Rank {}'s DataLoader workers do more per sample than its peers' (decoding, transforms, tokenizing): "
-        "find their hot code (py-spy dump --pid of a worker), then cache, precompute or cheapen it, or balance what "
-        "each rank reads.",
-        row.rank);
+    f.evidence = fmt::format("rank {}: ", row.rank) + BusyLoaderWorkersEvidence(row, workers[k], peers, shared);
+    NameBusyLoaderWorkers(group, k, workers[k], peers, &f);
     local->push_back(std::move(f));
   }
 }

@@ -177,7 +177,9 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
 // on 2 cores 99 % busy: healthy before. On the 379 ranks with loader workers read of the 27- to
 // 29-series, workers ran at most 0.082 cores beyond their peers' (a loader_workers_slow rank's
 // sleeping workers). Run after ExcuseScheduledOut: the training threads' queueing is these
-// workers' doing, not the scheduler's lottery.
+// workers' doing, not the scheduler's lottery. A local compute finding on such a rank (the same
+// work done slower) whose workers ran beyond their peers' by half its lateness becomes theirs: they
+// took the cores its own training thread needed.
 void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local);
 
 // A rank its own CPU quota held back (its cgroup's or an ancestor's cpu.stat: throttled for the

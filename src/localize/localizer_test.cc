@@ -448,6 +448,36 @@ TEST(LocalizerTest, LoaderWorkersThatTakeSharedCoresAreNamedWithoutAStraggler) {
   EXPECT_TRUE(Localize(alike, DefaultExpectations()).healthy());
 }
 
+// Rank 1 of four on 2 busy cores runs the same work slower (compute 0.65 of a step against 0.5; the
+// others wait in all-reduce) while its own DataLoader workers run `rank1_workers` cores against
+// its peers' 0.01-0.02: the workers took the cores its training thread needed.
+LocalizeInput StragglerWithBusyLoaderWorkers(float rank1_workers) {
+  LocalizeInput input = LoaderWorkersOnSharedCores(rank1_workers);
+  WorkerPattern slow = Worker(1, 0.65, 0.03, 0.05, 0.27);
+  slow.world_size = 4;
+  slow.cpu = input.workers[1].cpu;
+  input.workers[1] = slow;
+  return input;
+}
+
+// Named at its loader with its workers' figures (the straggler's lateness kept as its cost); with
+// workers like its peers' it stays a slower rank's compute.
+TEST(LocalizerTest, AStragglerWhoseOwnLoaderWorkersTookTheCoresIsTheirs) {
+  Diagnosis busy = Localize(StragglerWithBusyLoaderWorkers(0.6f), DefaultExpectations());
+  ASSERT_FALSE(busy.healthy());
+  const Finding& f = busy.findings[0];
+  EXPECT_EQ(f.scope, FindingScope::kLocal);
+  EXPECT_EQ(f.category, FindingCategory::kDataloader);
+  EXPECT_EQ(f.workers, std::vector<int>{1});
+  EXPECT_EQ(f.function, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  EXPECT_NE(f.evidence.find("its own training thread's among them"), std::string::npos) << f.evidence;
+  EXPECT_EQ(busy.findings.size(), 1u);
+  Diagnosis idle = Localize(StragglerWithBusyLoaderWorkers(0.012f), DefaultExpectations());
+  ASSERT_FALSE(idle.healthy());
+  EXPECT_EQ(idle.findings[0].category, FindingCategory::kCompute);
+  EXPECT_EQ(idle.findings[0].workers, std::vector<int>{1});
+}
+
 // A rank its CPU quota held back is named even when a worse straggler hides its cost (the others
 // wait for that one): rank 1 stalls in its loader, rank 3's cgroup throttled it 0.35 of the
 // window. Throttling on every rank alike (a pod-wide limit) names no one.
