@@ -14,9 +14,11 @@ namespace eroica {
 
 // Marks each finding of this window (not one the baseline rules made) whose cost the baseline
 // had: a global finding whose category's share of the step grew since the baseline by less than
-// half of its cost, median over its ranks; a local one whose rank's excess over its peers in its
-// category was at the baseline at least half what it is now. Shares of a step, not times: the
-// job's first profiled window, its baseline's, runs slowest (baseline_findings.h StepMs). A
+// half of its cost, median over its ranks (or, where the job runs no slower than at the
+// baseline, whose time a step did); a local one whose rank's excess over its peers in its
+// category was at the baseline at least half what it is now. Shares of a step, not times,
+// unless the job is no slower: the job's first profiled window, its baseline's, runs slowest
+// (baseline_findings.h StepMs), so its times alone would call a grown cost one it had. A
 // marked finding says so in its evidence, and stands for no slowdown (UnexplainedSlowdownMs).
 // Imbalance and hangs are never marked. Run before the baseline's own rules.
 void MarkStandingCosts(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,

@@ -75,6 +75,31 @@ TEST(StandingCosts, ACostThatGrewSinceTheBaselineIsNotStanding) {
   EXPECT_FALSE(d.findings[0].standing) << d.findings[0].evidence;
 }
 
+// The baseline's window ran 40 ms a step slower elsewhere (a first profiled window): the loader's
+// 20 ms, 0.125 of that step, are 0.17 of the faster step now at 21 ms. Where the job runs no
+// slower than at the baseline the loader's time a step says it did not grow; where the job got
+// slower, the share's growth stands.
+TEST(StandingCosts, AShareThatGrewOnlyAsTheRestOfTheStepShrankIsStanding) {
+  auto job = [](double loader_ms, double other_host_ms) {
+    return JobWith(4, [&](int) {
+      return FunctionMs{{"enumerate(DataLoader)", Category::kDataloader, loader_ms},
+                        {"(python elsewhere)", Category::kHost, other_host_ms}};
+    });
+  };
+  std::vector<WorkerPattern> base = job(20, 40);
+  Diagnosis faster;
+  faster.findings = {GlobalLoader(8)};
+  MarkStandingCosts(base, job(21, 0), DiffPatterns(base, job(21, 0)), &faster);
+  EXPECT_TRUE(faster.findings[0].standing);
+  EXPECT_NE(faster.findings[0].evidence.find("20.1 and 21.1 ms a step"), std::string::npos)
+      << faster.findings[0].evidence;
+  // The same loader share now in a step slower than the baseline's.
+  Diagnosis slower;
+  slower.findings = {GlobalLoader(8)};
+  MarkStandingCosts(base, job(30, 50), DiffPatterns(base, job(30, 50)), &slower);
+  EXPECT_FALSE(slower.findings[0].standing) << slower.findings[0].evidence;
+}
+
 // A rank that already stood out by as much at the baseline is standing; one that did not is not.
 // Findings the baseline rules made are never marked, nor imbalance.
 TEST(StandingCosts, ALocalCostIsStandingWhereItsRankStoodOutAsMuchAtTheBaseline) {
