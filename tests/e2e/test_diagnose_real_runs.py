@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from eroica_cli import EROICA, diagnose, pattern, run_scenario, shown
+from eroica_cli import EROICA, SOURCE_DIR, diagnose, pattern, run_scenario, shown
 
 # scenario, fault rank, testbed parameters, run settings, expected (category, scope)
 FAULTS = [
@@ -158,3 +158,15 @@ def test_collate_sleep_shows_as_that_ranks_dataloader_share(made, tmp_path):
     assert loader_ms[1] - peers[1] == pytest.approx(50, abs=12), loader_ms
     comm = {r: p["category_beta"]["communication"] for r, p in patterns.items()}
     assert min(comm[r] for r in (0, 2, 3)) > comm[1], comm
+
+
+def test_a_straggler_whose_own_loader_workers_took_the_cores_is_named_at_its_loader():
+    """A saved 3-rank run whose rank 1's loader workers burned 1.5 ms of CPU a sample: its compute
+    ran slower as they took the cores (data/testbed/README.md); named at its loader and at the
+    workers' own hot line, not as a slower processor."""
+    saved = SOURCE_DIR / "tests" / "e2e" / "data" / "testbed" / "busy_workers_straggler" / "session.pattern"
+    findings = diagnose(saved)["findings"]
+    assert (findings[0]["scope"], findings[0]["category"], findings[0]["workers"]) == \
+        ("local", "dataloader", [1]), findings
+    assert findings[0]["location"] == "/work/main/testbed/faults.py:171(spin_cpu)", findings[0]
+    assert "its own training thread's among them" in findings[0]["evidence"], findings[0]

@@ -185,3 +185,13 @@ def test_one_ranks_longest_wait_is_its_turn_where_every_ranks_workers_took_the_c
     assert findings[0]["from_baseline"], findings[0]
     assert findings[0]["location"] == "/tmp/novel10/train_rec.py:68(hashed)", findings[0]
     assert "rank 1 waited longest for its batches in this window" in findings[0]["evidence"], findings[0]
+
+
+def test_a_share_that_grew_as_the_step_shrank_is_standing():
+    """A healthy 6-rank run whose loader held 0.19 of its forced window's step against 0.14 at the
+    baseline, in 87 ms steps against 116: the same 16.5-16.9 ms a step (data/rec/README.md)."""
+    alone = diagnosis_of(REC / "faster_standing", baseline=False)["findings"]
+    assert [(f["scope"], f["category"]) for f in alone] == [("global", "dataloader")], alone
+    findings = diagnosis_of(REC / "faster_standing")["findings"]
+    assert len(findings) == 1 and findings[0]["standing"], findings
+    assert "ms a step): a cost the job already had" in findings[0]["evidence"], findings[0]
