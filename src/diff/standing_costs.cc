@@ -53,7 +53,7 @@ std::optional<double> ExcessOverOthers(const std::vector<RankPair>& pairs, int r
   return *mine - MedianInPlace(others);
 }
 
-// Whether `f` was there at the baseline, and the evidence that says so.
+// Whether `f` was there at the baseline, and the evidence that says so (a clause).
 std::optional<std::string> StandingEvidence(const std::vector<RankPair>& pairs, const Finding& f,
                                             const PatternDiff& diff, double step_ms) {
   auto c = static_cast<Category>(f.category);
@@ -70,7 +70,7 @@ std::optional<std::string> StandingEvidence(const std::vector<RankPair>& pairs, 
       return std::nullopt;
     }
     return fmt::format(
-        "; as at the baseline ({} {:.2f} of the step then, {:.2f} now; {:.1f} and {:.1f} ms a step): a cost the job "
+        "as at the baseline ({} {:.2f} of the step then, {:.2f} now; {:.1f} and {:.1f} ms a step): a cost the job "
         "already had",
         CategoryName(c), s->base, s->now, s->base_ms, s->now_ms);
   }
@@ -79,7 +79,7 @@ std::optional<std::string> StandingEvidence(const std::vector<RankPair>& pairs, 
   std::optional<double> now = ExcessOverOthers(pairs, f.workers.front(), c, false);
   if (!then || !now || *now <= 0 || *then < 0.5 * *now) return std::nullopt;
   return fmt::format(
-      "; as at the baseline (its {} {:+.2f} of the step over its peers' then, {:+.2f} now): a cost the job already had",
+      "as at the baseline (its {} {:+.2f} of the step over its peers' then, {:+.2f} now): a cost the job already had",
       CategoryName(c), *then, *now);
 }
 
@@ -96,7 +96,14 @@ void MarkStandingCosts(const std::vector<WorkerPattern>& base, const std::vector
     }
     if (std::optional<std::string> evidence = StandingEvidence(pairs, f, diff, step_ms)) {
       f.standing = true;
-      f.evidence += *evidence;
+      // A clause of the evidence's last sentence, or a sentence of its own after a full stop (the
+      // code location's).
+      if (f.evidence.ends_with('.')) {
+        (*evidence)[0] = 'A';
+        f.evidence += " " + *evidence + ".";
+      } else {
+        f.evidence += "; " + *evidence;
+      }
     }
   }
 }

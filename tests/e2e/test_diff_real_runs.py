@@ -162,7 +162,7 @@ def test_a_loader_over_its_box_at_the_baseline_too_is_a_standing_cost():
     assert not alone[0]["standing"], alone[0]
     findings = diagnosis_of(REC / "standing_loader")["findings"]
     assert len(findings) == 1 and findings[0]["standing"], findings
-    assert "as at the baseline (dataloader" in findings[0]["evidence"], findings[0]
+    assert "as at the baseline (dataloader" in findings[0]["evidence"].lower(), findings[0]
 
 
 def test_the_worst_rank_of_a_global_loader_cost_that_did_more_work_is_named():
