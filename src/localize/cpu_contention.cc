@@ -9,6 +9,7 @@
 
 #include "base/robust_stats.h"
 #include "localize/function_leads.h"
+#include "localize/group_members.h"
 #include "localize/own_code_line.h"
 #include "summary/function_name.h"
 
@@ -124,13 +125,6 @@ std::string CpuExplainsDataloader(const WorkerGroup& group, double level) {
 
 namespace {
 
-// Each member's index by its rank, for findings that name ranks.
-std::unordered_map<int, size_t> MembersByRank(const WorkerGroup& group) {
-  std::unordered_map<int, size_t> member_of;
-  for (size_t k = 0; k < group.size(); ++k) member_of.emplace(group.row(k).rank, k);
-  return member_of;
-}
-
 bool OwnWork(FindingCategory c) {
   return c == FindingCategory::kCompute || c == FindingCategory::kHost || c == FindingCategory::kDataloader ||
          c == FindingCategory::kMemory;
@@ -179,12 +173,6 @@ TrainingThreads ReadTrainingThreads(const WorkerGroup& group) {
   return t;
 }
 
-// The least excess that makes a straggler: the floor IsOutlier (local_analysis.cc) sets for a group
-// this size with 4 or more iterations.
-double StragglerFloor(const WorkerGroup& group, const Expectations& e) {
-  return static_cast<double>(group.size()) < e.small_group ? e.small_group_min_excess_beta : e.min_excess_beta;
-}
-
 // Member k's cores (`cores`, negative: not read) beyond its peers' median by a straggler's floor
 // and by the outlier test the peers' functions are held to: the peers' median, or a negative value
 // when it is not such an outlier.
@@ -199,18 +187,6 @@ double CoresBeyondPeers(const WorkerGroup& group, const std::vector<double>& cor
   bool out = cores[k] - center.median >= StragglerFloor(group, e) &&
              RobustZ(cores[k], center, e.min_scale_beta) >= e.outlier_z;
   return out ? center.median : -1.0;
-}
-
-// Per member: whether a local finding names it alone.
-std::vector<bool> NamedAlone(const WorkerGroup& group, const std::vector<Finding>& local) {
-  std::unordered_map<int, size_t> member_of = MembersByRank(group);
-  std::vector<bool> named(group.size(), false);
-  for (const Finding& f : local) {
-    if (f.scope != FindingScope::kLocal || f.workers.size() != 1) continue;
-    auto member = member_of.find(f.workers[0]);
-    if (member != member_of.end()) named[member->second] = true;
-  }
-  return named;
 }
 
 // Member k's function of `category` with the largest β, never a folded tail ("(other ...)": many

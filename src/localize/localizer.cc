@@ -12,6 +12,7 @@
 #include "localize/groups.h"
 #include "localize/link_analysis.h"
 #include "localize/local_analysis.h"
+#include "localize/own_ops.h"
 #include "localize/stage_waits.h"
 
 namespace eroica {
@@ -227,6 +228,7 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
     BlameBusyThreadsOfItsProcess(group, expectations, &local);
     ExcuseScheduledOut(group, expectations, &local, &d.notes);
     BlameBusyLoaderWorkers(group, expectations, &local);
+    NameOpsOnlyItCalls(group, expectations, &local);
     AddQuotaThrottled(group, expectations, &local);
     std::vector<Finding> links = FindDegradedLinks(group, expectations);
     bool straggler = std::any_of(local.begin(), local.end(),

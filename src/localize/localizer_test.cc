@@ -478,6 +478,62 @@ TEST(LocalizerTest, AStragglerWhoseOwnLoaderWorkersTookTheCoresIsTheirs) {
   EXPECT_EQ(idle.findings[0].workers, std::vector<int>{1});
 }
 
+// Four ranks alike on 2 busy cores (compute 0.6, all-reduce 0.25 of a 0.4 s step); rank 0 also
+// logs every parameter's norm with .item() (a real 4-rank ViT: 1,740 aten::frobenius_norm and 1,769
+// aten::item calls a step its peers never made, the Python between them 0.05 of its step), while
+// its own work is no longer than theirs (the cores were shared out). `extra_calls`: the compute
+// calls a step it makes beyond its peers'.
+LocalizeInput RankThatLogsNorms(double extra_calls) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w =
+        r == 0 ? Worker(r, 0.50, 0.03, 0.12, 0.25, 0.4) : Worker(r, 0.6 + 0.01 * r, 0.03, 0.07, 0.25, 0.4);
+    w.world_size = 4;
+    w.compute_calls_per_iter = 5530 + static_cast<float>(r % 3);
+    w.cpu = ThreadReadings(0.99f, 0.35f, 0.5f, 0.04f, 0.7f);
+    // The smallest function a pattern lists (the 48th): what a peer's absence from it bounds.
+    FunctionPattern small;
+    small.name = "aten::as_strided";
+    small.category = Category::kCompute;
+    small.beta = 0.001f;
+    small.calls_per_iter = 9500;
+    w.functions.push_back(small);
+    if (r == 0) {
+      w.compute_calls_per_iter += static_cast<float>(extra_calls);
+      for (auto [name, calls, beta] :
+           {std::tuple{"aten::frobenius_norm", 1740.0f, 0.012f}, std::tuple{"aten::item", 1769.0f, 0.006f}}) {
+        FunctionPattern f;
+        f.name = name;
+        f.category = Category::kCompute;
+        f.beta = beta;
+        f.calls_per_iter = calls;
+        w.functions.push_back(f);
+        w.category_beta[static_cast<int>(Category::kCompute)] += beta;
+      }
+      AddHostPoint(&w, "(python between aten::frobenius_norm and aten::frobenius_norm)", 0.05);
+    }
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+// Named at the Python between its own ops, costing their share of the step; the same ops listed
+// without the calls they would add (a nested op taken for its parent on one rank) are no finding.
+TEST(LocalizerTest, OpsOnlyOneRankCallsAreItsOwnCode) {
+  Diagnosis d = Localize(RankThatLogsNorms(3509), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.scope, FindingScope::kLocal);
+  EXPECT_EQ(f.category, FindingCategory::kHost);
+  EXPECT_EQ(f.workers, std::vector<int>{0});
+  EXPECT_EQ(f.function, "(python between aten::frobenius_norm and aten::frobenius_norm)");
+  EXPECT_NEAR(f.impact_s_per_iter, 0.068 * 0.4, 2e-3);
+  EXPECT_NE(f.evidence.find("calls ops its peers never call (aten::frobenius_norm 1740 a step, aten::item 1769"),
+            std::string::npos)
+      << f.evidence;
+  EXPECT_TRUE(Localize(RankThatLogsNorms(0), DefaultExpectations()).healthy());
+}
+
 // A rank its CPU quota held back is named even when a worse straggler hides its cost (the others
 // wait for that one): rank 1 stalls in its loader, rank 3's cgroup throttled it 0.35 of the
 // window. Throttling on every rank alike (a pod-wide limit) names no one.
