@@ -170,3 +170,14 @@ def test_a_straggler_whose_own_loader_workers_took_the_cores_is_named_at_its_loa
         ("local", "dataloader", [1]), findings
     assert findings[0]["location"] == "/work/main/testbed/faults.py:171(spin_cpu)", findings[0]
     assert "its own training thread's among them" in findings[0]["evidence"], findings[0]
+
+
+def test_ops_only_one_rank_calls_are_named_as_its_code():
+    """A saved 4-rank ViT session whose rank 0 logged every parameter's norm with .item() 60 times
+    a step (data/vit/README.md): ops its peers never call, named at the line that calls them."""
+    saved = SOURCE_DIR / "tests" / "e2e" / "data" / "vit" / "norms_rank0" / "session.pattern"
+    findings = diagnose(saved)["findings"]
+    assert (findings[0]["scope"], findings[0]["category"], findings[0]["workers"]) == \
+        ("local", "host", [0]), findings
+    assert findings[0]["location"] == "/tmp/novel11/train_vit.py:133(<dictcomp>)", findings[0]
+    assert "calls ops its peers never call (aten::frobenius_norm 1740 a step" in findings[0]["evidence"], findings[0]
