@@ -48,7 +48,7 @@ struct OwnOps {
 void NameOpsOnlyItCalls(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local) {
   size_t n = group.size();
   double iteration_s = MedianIterationS(group);
-  if (n < 2 || iteration_s <= 0) return;
+  if (n < 3 || iteration_s <= 0) return;
   // How many members list each function, and each member's smallest listed β: one pass.
   std::unordered_map<std::pair<StringId, Category>, size_t, KeyHash> listed_by;
   std::vector<double> smallest(n, 0.0);
@@ -70,7 +70,6 @@ void NameOpsOnlyItCalls(const WorkerGroup& group, const Expectations& e, std::ve
   for (size_t k = 0; k < n; ++k) calls[k] = group.row(k).compute_calls_per_iter;
   std::vector<double> peers_calls = MedianOfOthers(calls);
   const RobustCenter calls_center = MedianAndMad(calls);
-  std::unordered_map<int, size_t> member_of = MembersByRank(group);
   std::vector<bool> named = NamedAlone(group, *local);
   for (size_t k = 0; k < n; ++k) {
     if (group.row(k).has_device) continue;

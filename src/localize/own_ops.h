@@ -24,6 +24,7 @@ namespace eroica {
 // aten::norm calls a step that its peers never made, β 0.10 of its step with the Python between
 // them, its own work no longer than theirs on 2 shared cores (they were slowed instead): healthy.
 // CPU training only: on a GPU the ops seen are the host's launches, whose cost is the device's.
+// Three ranks or more: the count's noise is read from the group (two ranks have no spread).
 void NameOpsOnlyItCalls(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local);
 
 }  // namespace eroica
