@@ -160,24 +160,31 @@ def test_collate_sleep_shows_as_that_ranks_dataloader_share(made, tmp_path):
     assert min(comm[r] for r in (0, 2, 3)) > comm[1], comm
 
 
+SAVED = SOURCE_DIR / "tests" / "e2e" / "data"  # saved sessions' patterns; each folder's README.md says how made
+
+
+def first_finding_of_saved(*path, scope, category, workers, location):
+    """The first finding of a saved session's patterns, checked for its scope, category, ranks
+    and code line."""
+    findings = diagnose(SAVED.joinpath(*path, "session.pattern"))["findings"]
+    first = findings[0]
+    assert (first["scope"], first["category"], first["workers"]) == (scope, category, workers), findings
+    assert first["location"] == location, first
+    return first
+
+
 def test_a_straggler_whose_own_loader_workers_took_the_cores_is_named_at_its_loader():
     """A saved 3-rank run whose rank 1's loader workers burned 1.5 ms of CPU a sample: its compute
     ran slower as they took the cores (data/testbed/README.md); named at its loader and at the
     workers' own hot line, not as a slower processor."""
-    saved = SOURCE_DIR / "tests" / "e2e" / "data" / "testbed" / "busy_workers_straggler" / "session.pattern"
-    findings = diagnose(saved)["findings"]
-    assert (findings[0]["scope"], findings[0]["category"], findings[0]["workers"]) == \
-        ("local", "dataloader", [1]), findings
-    assert findings[0]["location"] == "/work/main/testbed/faults.py:171(spin_cpu)", findings[0]
-    assert "its own training thread's among them" in findings[0]["evidence"], findings[0]
+    first = first_finding_of_saved("testbed", "busy_workers_straggler", scope="local", category="dataloader",
+                                   workers=[1], location="/work/main/testbed/faults.py:171(spin_cpu)")
+    assert "its own training thread's among them" in first["evidence"], first
 
 
 def test_ops_only_one_rank_calls_are_named_as_its_code():
     """A saved 4-rank ViT session whose rank 0 logged every parameter's norm with .item() 60 times
     a step (data/vit/README.md): ops its peers never call, named at the line that calls them."""
-    saved = SOURCE_DIR / "tests" / "e2e" / "data" / "vit" / "norms_rank0" / "session.pattern"
-    findings = diagnose(saved)["findings"]
-    assert (findings[0]["scope"], findings[0]["category"], findings[0]["workers"]) == \
-        ("local", "host", [0]), findings
-    assert findings[0]["location"] == "/tmp/novel11/train_vit.py:133(<dictcomp>)", findings[0]
-    assert "calls ops its peers never call (aten::frobenius_norm 1740 a step" in findings[0]["evidence"], findings[0]
+    first = first_finding_of_saved("vit", "norms_rank0", scope="local", category="host", workers=[0],
+                                   location="/tmp/novel11/train_vit.py:133(<dictcomp>)")
+    assert "calls ops its peers never call (aten::frobenius_norm 1740 a step" in first["evidence"], first
