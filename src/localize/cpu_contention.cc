@@ -551,10 +551,9 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
   std::unordered_map<int, size_t> member_of = MembersByRank(group);
   std::vector<bool> named = NamedAlone(group, *local);
   for (Finding& f : *local) {
-    if (f.scope != FindingScope::kLocal || f.workers.size() != 1 || !OwnWork(f.category)) continue;
-    auto member = member_of.find(f.workers[0]);
-    if (member == member_of.end()) continue;
-    size_t k = member->second;
+    std::optional<size_t> member = MemberNamedAlone(member_of, f);
+    if (!member || !OwnWork(f.category)) continue;
+    size_t k = *member;
     double peers = outlier(k);
     // ... and by half the lateness to explain. Of the 113 other local findings on own work of the
     // 27- and 28-series' saved runs, one rank's other threads were such an outlier (a 3-rank GC
@@ -668,10 +667,9 @@ void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std
   // workers read, workers ran at most 0.082 cores beyond their peers' but for the busy ones.
   std::unordered_map<int, size_t> member_of = MembersByRank(group);
   for (Finding& f : *local) {
-    if (f.scope != FindingScope::kLocal || f.workers.size() != 1 || f.category != FindingCategory::kCompute) continue;
-    auto member = member_of.find(f.workers[0]);
-    if (member == member_of.end()) continue;
-    size_t k = member->second;
+    std::optional<size_t> member = MemberNamedAlone(member_of, f);
+    if (!member || f.category != FindingCategory::kCompute) continue;
+    size_t k = *member;
     double peers = outlier(k);
     if (peers < 0 || workers[k] - peers < 0.5 * f.impact_s_per_iter / iteration_s) continue;
     f.evidence += "; " + BusyLoaderWorkersEvidence(group.row(k), workers[k], peers, shared) +
@@ -703,11 +701,10 @@ void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::ve
   TrainingThreads threads = ReadTrainingThreads(group);
   std::unordered_map<int, size_t> member_of = MembersByRank(group);
   std::erase_if(*local, [&](const Finding& f) {
-    if (f.scope != FindingScope::kLocal || f.workers.size() != 1 || !OwnWork(f.category)) return false;
+    std::optional<size_t> member = MemberNamedAlone(member_of, f);
+    if (!member || !OwnWork(f.category)) return false;
     // Its own process's threads queue it too: that queueing is theirs (BlameBusyThreadsOfItsProcess).
     if (f.function == kOtherThreadsOfTheProcess) return false;
-    auto it = member_of.find(f.workers[0]);
-    if (it == member_of.end()) return false;
     double excess = f.impact_s_per_iter / iteration_s;
     // The scheduler stretches the code every rank runs; it does not make one rank run code of its
     // own: host or compute excess under a line only it ran (beyond its queueing) is that code's,
@@ -716,14 +713,13 @@ void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::ve
     // saved a checkpoint with fsync every step had its thread's +0.09 sleep read as a hand-over to
     // its process's other threads, queued +0.19.
     bool own_work = f.category == FindingCategory::kHost || f.category == FindingCategory::kCompute;
-    if (own_work && LineOnlyItRuns(group, it->second, excess, e.min_excess_beta)) return false;
-    std::string why = ScheduledOut(group, threads, it->second, f.category, excess, e);
+    if (own_work && LineOnlyItRuns(group, *member, excess, e.min_excess_beta)) return false;
+    std::string why = ScheduledOut(group, threads, *member, f.category, excess, e);
     if (why.empty() && f.category == FindingCategory::kDataloader) {
-      why = LoaderWorkersScheduledOut(group, it->second, excess, e);
-      if (why.empty()) why = BatchesWereReady(group, it->second);
+      why = LoaderWorkersScheduledOut(group, *member, excess, e);
+      if (why.empty()) why = BatchesWereReady(group, *member);
     }
-    if (why.empty() && f.category == FindingCategory::kCompute)
-      why = SameProcessorsAsPeers(group, it->second, excess, e);
+    if (why.empty() && f.category == FindingCategory::kCompute) why = SameProcessorsAsPeers(group, *member, excess, e);
     if (why.empty()) return false;
     notes->push_back(std::move(why));
     return true;

@@ -8,13 +8,18 @@ std::unordered_map<int, size_t> MembersByRank(const WorkerGroup& group) {
   return member_of;
 }
 
+std::optional<size_t> MemberNamedAlone(const std::unordered_map<int, size_t>& member_of, const Finding& f) {
+  if (f.scope != FindingScope::kLocal || f.workers.size() != 1) return std::nullopt;
+  auto member = member_of.find(f.workers[0]);
+  if (member == member_of.end()) return std::nullopt;
+  return member->second;
+}
+
 std::vector<bool> NamedAlone(const WorkerGroup& group, const std::vector<Finding>& local) {
   std::unordered_map<int, size_t> member_of = MembersByRank(group);
   std::vector<bool> named(group.size(), false);
   for (const Finding& f : local) {
-    if (f.scope != FindingScope::kLocal || f.workers.size() != 1) continue;
-    auto member = member_of.find(f.workers[0]);
-    if (member != member_of.end()) named[member->second] = true;
+    if (std::optional<size_t> k = MemberNamedAlone(member_of, f)) named[*k] = true;
   }
   return named;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -14,6 +15,10 @@ namespace eroica {
 
 // Each member's index by its rank, for findings that name ranks.
 std::unordered_map<int, size_t> MembersByRank(const WorkerGroup& group);
+
+// The member a local finding names alone (by `member_of`), or nullopt: a global finding, one
+// naming several ranks, or a rank outside the group.
+std::optional<size_t> MemberNamedAlone(const std::unordered_map<int, size_t>& member_of, const Finding& f);
 
 // Per member: whether a local finding names it alone.
 std::vector<bool> NamedAlone(const WorkerGroup& group, const std::vector<Finding>& local);

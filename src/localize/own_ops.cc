@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -17,11 +19,10 @@
 namespace eroica {
 namespace {
 
-struct KeyHash {
-  size_t operator()(const std::pair<StringId, Category>& k) const {
-    return std::hash<uint64_t>()((static_cast<uint64_t>(k.first) << 8) ^ static_cast<uint64_t>(k.second));
-  }
-};
+// A function's key across members: its name and category.
+uint64_t Key(const FunctionEntry& f) {
+  return (static_cast<uint64_t>(f.name) << 8) | static_cast<uint64_t>(f.category);
+}
 
 // An op, not a program point or a folded tail: "(python between ...)", "(other compute)".
 bool IsOp(std::string_view name) { return !name.empty() && name.front() != '('; }
@@ -50,12 +51,12 @@ void NameOpsOnlyItCalls(const WorkerGroup& group, const Expectations& e, std::ve
   double iteration_s = MedianIterationS(group);
   if (n < 3 || iteration_s <= 0) return;
   // How many members list each function, and each member's smallest listed β: one pass.
-  std::unordered_map<std::pair<StringId, Category>, size_t, KeyHash> listed_by;
+  std::unordered_map<uint64_t, size_t> listed_by;
   std::vector<double> smallest(n, 0.0);
   for (size_t k = 0; k < n; ++k) {
     double least = 1.0;
     for (const FunctionEntry& f : group.functions(k)) {
-      ++listed_by[{f.name, f.category}];
+      ++listed_by[Key(f)];
       if (!IsFoldedTail(group.table->name(f.name))) least = std::min(least, static_cast<double>(f.beta));
     }
     smallest[k] = least;
@@ -70,7 +71,12 @@ void NameOpsOnlyItCalls(const WorkerGroup& group, const Expectations& e, std::ve
   for (size_t k = 0; k < n; ++k) calls[k] = group.row(k).compute_calls_per_iter;
   std::vector<double> peers_calls = MedianOfOthers(calls);
   const RobustCenter calls_center = MedianAndMad(calls);
-  std::vector<bool> named = NamedAlone(group, *local);
+  // The local finding naming each member alone, by index (findings are appended below).
+  std::vector<size_t> finding_of(n, SIZE_MAX);
+  std::unordered_map<int, size_t> member_of = MembersByRank(group);
+  for (size_t i = 0; i < local->size(); ++i) {
+    if (std::optional<size_t> k = MemberNamedAlone(member_of, (*local)[i])) finding_of[*k] = i;
+  }
   for (size_t k = 0; k < n; ++k) {
     if (group.row(k).has_device) continue;
     double peers_cutoff = k == top ? second : smallest[top];
@@ -79,7 +85,7 @@ void NameOpsOnlyItCalls(const WorkerGroup& group, const Expectations& e, std::ve
     for (const FunctionEntry& f : group.functions(k)) {
       std::string_view name = group.table->name(f.name);
       if (f.category != Category::kCompute || !IsOp(name) || f.calls_per_iter < 1 || f.beta <= peers_cutoff ||
-          listed_by[{f.name, f.category}] != 1) {
+          listed_by[Key(f)] != 1) {
         continue;
       }
       own.share += f.beta;
@@ -123,12 +129,7 @@ void NameOpsOnlyItCalls(const WorkerGroup& group, const Expectations& e, std::ve
         "Find what rank {} runs beside the training step (it calls {} {:.0f} times a step): metrics or logging per "
         "parameter, an extra pass; run it less often, batch it into a few ops, or move it off the step.",
         row.rank, group.table->name(own.ops.front()->name), own.ops.front()->calls_per_iter);
-    Finding* found = nullptr;
-    if (named[k]) {
-      for (Finding& f : *local) {
-        if (f.scope == FindingScope::kLocal && f.workers.size() == 1 && f.workers[0] == row.rank) found = &f;
-      }
-    }
+    Finding* found = finding_of[k] != SIZE_MAX ? &(*local)[finding_of[k]] : nullptr;
     double cost_s = own.share * iteration_s;
     if (found != nullptr) {
       bool own_work = found->category == FindingCategory::kCompute || found->category == FindingCategory::kHost ||
