@@ -102,7 +102,7 @@ void NameOpsOnlyItCalls(const WorkerGroup& group, const Expectations& e, std::ve
     }
     // Extra calls, not the peers' ops listed under another name: the critical path can take a
     // nested op for its parent on one rank (a 4-rank ViT's rank 0 listed `ConvolutionBackward0`, 2
-    // a step, which its peers list inside autograd's evaluate_function), which adds no calls.
+    // a step, where its peers list `aten::convolution_backward`), which adds no calls.
     double own_calls = 0;
     for (const FunctionEntry* f : own.ops) own_calls += f->calls_per_iter;
     // And more calls than the ranks' counts differ by anyway (a loader's ops, a print: a healthy
