@@ -134,8 +134,12 @@ class Finisher:
             log.info("rank 0: no session.json in %s (%s); the ranks' files are still "
                      "gathered" % (session_dir, e))
         self.collecting = (session_dir, kind, time.time() + self.cfg.collect_timeout_s)
-        collect_and_diagnose(self.cfg, session_dir, self.world_size, kind,
-                             self.collecting[2], self.handed_off)
+        try:
+            collect_and_diagnose(self.cfg, session_dir, self.world_size, kind,
+                                 self.collecting[2], self.handed_off)
+        finally:
+            if kind is RankFile.META:
+                self._settle(session)
 
     def _through_store(self, session: Dict[str, Any], raw_dir: str, error: str) -> None:
         """Scale-out: summarize here, publish the pattern; rank 0 gathers, writes the central
@@ -196,14 +200,33 @@ class Finisher:
                                         records, missing, evidence)
         except OSError as e:
             log.info("rank 0: cannot write the session folder %s: %s" % (central_dir, e))
+            if evidence is central.Evidence.PATTERNS:
+                self._settle(session)
             return
         log.debug("gathered %d %s of %s, %d bytes from the store in %.2f s"
                   % (len(records), evidence.value, session["session_id"], ex.bytes_read,
                      time.monotonic() - start))
         self.session_dir = central_dir
         self.collecting = (central_dir, RankFile.BUNDLE, time.time())
-        collect_and_diagnose(self.cfg, central_dir, self.world_size, RankFile.BUNDLE,
-                             time.time(), self.handed_off, note)
+        try:
+            collect_and_diagnose(self.cfg, central_dir, self.world_size, RankFile.BUNDLE,
+                                 time.time(), self.handed_off, note)
+        finally:
+            if evidence is central.Evidence.PATTERNS:
+                self._settle(session)
+
+    def _settle(self, session: Dict[str, Any]) -> None:
+        """Tells every rank that the session's work is over. Each rank's detector leaves out
+        the iterations until then (runtime.py): the gathering, the diagnosis and the other
+        ranks' exports slow every rank of a shared node, not only the one doing them."""
+        coord, slot = self.coord, session.get("slot")
+        if coord is None or not isinstance(slot, int):
+            return
+        try:
+            coord.sessions.settle(slot)
+        except trigger.StoreUnavailable as e:
+            log.debug("rank %d: session %s not settled in the job store: %s"
+                      % (self.rank, session.get("session_id"), e))
 
     def write_session_json(self, session: Dict[str, Any], session_dir: str) -> None:
         coord = self.coord

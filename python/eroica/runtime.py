@@ -127,6 +127,10 @@ class Runtime:
         self._shut_down = False
         self._finishers: List[Any] = []  # (thread, Finisher) of background tasks
         self._last_spawn_s = 0.0  # monotonic time the latest of them started
+        # (slot, monotonic time) of the latest session this rank took part in, until the job
+        # store says its gatherer is done with it; the monitor thread sets _settled_slot.
+        self._unsettled: Optional[Tuple[int, float]] = None
+        self._settled_slot = 0
 
     # ---- hook listener API (training thread) ---------------------------------------------
 
@@ -207,6 +211,7 @@ class Runtime:
             cap, self.capture = self.capture, None
             cap.abort("iteration pacing changed")
             self._spawn(self._finisher().capture_done, cap)
+            self._hold_until_settled(cap.session)
         self.iteration = 0
         self.durations_ns.clear()
         self.detector.rebaseline()
@@ -257,20 +262,37 @@ class Runtime:
 
     def _slowed_by_eroica(self) -> bool:
         """Whether the iteration that just ended ran beside our own work: a profiled window,
-        or this rank's work after one (the trace's export, its summary, the exchange, rank 0's
+        this rank's work after one (the trace's export, its summary, the exchange), or any
+        rank's until the session's gatherer settles it (the other ranks' exports, rank 0's
         diagnosis). Such iterations are slower by our doing and no slowdown of the job; the
         detector measures none of them (a session's cool-down and the baseline alike). A
         4-rank ViT on 2 cores under `eroica run` ran 250 ms steps, 1.04 s while its baseline's
         trace was exported and 0.44-0.66 s for five more while it was summarized and
         diagnosed; counted from the window's start, 2 x 5 iterations had been left out, and
         every one of five such jobs then started a 'degradation' session of its own doing ~15
-        iterations after its baseline, whose cool-down hid the fault injected later. The work
+        iterations after its baseline, whose cool-down hid the fault injected later. Blind
+        only to its own rank's work, 7 of 35 ViT jobs (3-6 ranks on 2 cores) still started
+        one 0-6 s after rank 0 finished diagnosing their baseline (13-32 s of work). The work
         after a window blinds the detector for _FINISHING_MAX_S at most."""
         if self.capture is not None:
             return True
-        if not self._finishers or time.monotonic() - self._last_spawn_s > _FINISHING_MAX_S:
+        now = time.monotonic()
+        unsettled = self._unsettled
+        if unsettled is not None:
+            if self._settled_slot == unsettled[0] or now - unsettled[1] > _FINISHING_MAX_S:
+                self._unsettled = None
+            else:
+                return True
+        if not self._finishers or now - self._last_spawn_s > _FINISHING_MAX_S:
             return False
         return any(thread.is_alive() for thread, _ in self._finishers)
+
+    def _hold_until_settled(self, session: Dict[str, Any]) -> None:
+        """This rank's part of the session is done; the detector waits for the whole job's
+        (_slowed_by_eroica). Without a job store nobody settles it: the bound ends the wait."""
+        slot = session.get("slot")
+        if isinstance(slot, int) and self.coord is not None:
+            self._unsettled = (slot, time.monotonic())
 
     def _check_faster_than_baseline(self, finished: int) -> None:
         """The job's best window now runs faster than before its baseline: the baseline is no
@@ -401,6 +423,7 @@ class Runtime:
                      % (self.rank, type(e).__name__, e))
             cap.abort("profiler start failed: %s: %s" % (type(e).__name__, e))
             self._spawn(self._finisher().capture_done, cap)
+            self._hold_until_settled(cap.session)
             return
         self.capture = cap
         self._pace_before_capture = self.detector.current_pace()
@@ -425,12 +448,14 @@ class Runtime:
                 self.detector.rebaseline(pace)
             self._captured.append((cap.session, cap.session_dir))
             self._spawn(self._finisher().capture_done, cap)
+            self._hold_until_settled(cap.session)
 
     def _write_missed(self, session: Dict[str, Any], why: str) -> None:
         log.debug("session %s missed: %s" % (session["session_id"], why))
         self.detector.rebaseline()
         self._spawn(self._finisher().missed, session, self._raw_dir(session), why,
                     self._detector_state())
+        self._hold_until_settled(session)
 
     def _detector_state(self) -> Dict[str, Any]:
         return {"best_mean_s": self.detector.best_mean_s,
@@ -532,6 +557,7 @@ class Runtime:
         if self.rank == 0:
             self._check_rebaseline_request()
         sessions, hangs = coord.poll()
+        self._check_settled(coord)
         for session in sessions:
             if self._usable(session):
                 self._mail.append(("session", session))
@@ -542,6 +568,12 @@ class Runtime:
         for notice in hangs:
             self._handle_hang(notice)
         self._store_failures = 0
+
+    def _check_settled(self, coord: trigger.Coordinator) -> None:
+        """After a poll: whether the session this rank's detector waits for is settled."""
+        unsettled = self._unsettled
+        if unsettled is not None and coord.is_settled(unsettled[0]):
+            self._settled_slot = unsettled[0]
 
     def _check_rebaseline_request(self) -> None:
         """`python -m eroica rebaseline` leaves <dir>/<job>.rebaseline: rank 0 acts on it once

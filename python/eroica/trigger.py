@@ -12,6 +12,7 @@ Keys (all under the job store, which torch already prefixes per process group):
   eroica/<channel>/count            number of published slots
   eroica/<channel>/claim/<slot>     claim counter (1 = winner)
   eroica/<channel>/item/<slot>      the payload (JSON)
+  eroica/session/settled/<slot>     >= 1 once the session's gatherer is done with it (diagnosed)
   eroica/series/<session-id>        the detecting rank's recent iteration times (JSON)
 """
 
@@ -113,6 +114,14 @@ class Channel:
         self.known = slot
         return payload
 
+    def settle(self, slot: int) -> None:
+        """The slot's work is over (its gatherer diagnosed it): every rank may measure again."""
+        _call(self._store.add, self._key("settled", slot), 1)
+        _call(self._store.add, EPOCH_KEY, 1)
+
+    def settled(self, slot: int) -> bool:
+        return _call(self._store.add, self._key("settled", slot), 0) >= 1
+
     def fetch_new(self) -> List[Dict[str, Any]]:
         count = _call(self._store.add, self._key("count"), 0)
         out = []
@@ -140,6 +149,7 @@ class Coordinator:
         self.sessions = Channel(store, "session")
         self.hangs = Channel(store, "hang")
         self._seen_epoch = 0
+        self._settled_read: Tuple[int, int] = (0, -1)  # (slot, epoch) of the last read
 
     def poll(self) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
         epoch = _call(self.store.add, EPOCH_KEY, 0)
@@ -149,6 +159,15 @@ class Coordinator:
         hangs = self.hangs.fetch_new()
         self._seen_epoch = epoch
         return sessions, hangs
+
+    def is_settled(self, slot: int) -> bool:
+        """Whether the session in `slot` was settled, as of the last poll. The settle bumps the
+        epoch after its key, so the key is read only when the epoch moved: one store read per
+        change, not per tick, on every rank of the job."""
+        if self._settled_read == (slot, self._seen_epoch):
+            return False
+        self._settled_read = (slot, self._seen_epoch)
+        return self.sessions.settled(slot)
 
     def put_series(self, session_id: str, series: Dict[str, Any]) -> None:
         _call(self.store.set, "eroica/series/" + session_id, json.dumps(series))

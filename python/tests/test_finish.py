@@ -6,7 +6,7 @@ import os
 import threading
 import time
 
-from eroica import config, finish
+from eroica import config, finish, trigger
 
 SESSION = {"session_id": "job-s1-it50", "reason": "degradation", "target_iteration": 50,
            "capture_iters": 5, "capture_max_s": 20.0}
@@ -98,6 +98,18 @@ def test_a_session_every_rank_missed_is_said_so_and_not_diagnosed(tmp_path, caps
         json.dump({"rank": 1, "iteration_ids": [50]}, f)
     line = finish.collect_and_diagnose(cfg, session_dir, 2, finish.RankFile.META, time.time())
     assert "report:" in line, line
+
+
+def test_the_gatherer_settles_the_session_once_it_is_diagnosed(tmp_path, fake_diagnose):
+    """Every rank's detector waits for it (runtime.py): the diagnosis slows the whole node."""
+    cfg = config.load({"EROICA_BIN": fake_diagnose, "EROICA_COLLECT_TIMEOUT_S": "5"})
+    coord = trigger.Coordinator(trigger.MemoryStore())
+    session = coord.sessions.try_publish(lambda slot: dict(SESSION, slot=slot))
+    session_dir = str(tmp_path / SESSION["session_id"])
+    finish.Finisher(cfg, 1, 2, coord).missed(session, session_dir, "test", {})
+    assert not coord.sessions.settled(session["slot"])  # rank 1 does not gather
+    finish.Finisher(cfg, 0, 2, coord).missed(session, session_dir, "test", {})
+    assert coord.sessions.settled(session["slot"])
 
 
 def _baseline_session(root, name, findings, pace_s=None):

@@ -312,6 +312,39 @@ def test_iterations_slowed_by_this_ranks_own_finishing_work_are_not_measured(tmp
     release.set()
 
 
+def test_iterations_slowed_by_another_ranks_finishing_work_are_not_measured(tmp_path):
+    """Rank 0's gathering and diagnosis, and the other ranks' exports, slow this rank's steps
+    too on a shared node after its own part is done: the detector waits until the session's
+    gatherer settles it in the job store (or _FINISHING_MAX_S passes without a word)."""
+    from eroica import trigger
+
+    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=2, EROICA_WINDOW=3, EROICA_THRESHOLD=1.3)
+    asked = []
+    rt._request_session = lambda iteration, reason, *_: reason == "degradation" and asked.append(iteration)
+    store = trigger.MemoryStore()
+    rt.coord = trigger.Coordinator(store)
+    gatherer = trigger.Coordinator(store)
+    session = gatherer.sessions.try_publish(lambda slot: {"session_id": "s-base", "slot": slot})
+    now = _feed(rt, [10] * 8)
+    assert rt.detector.best_mean_s == pytest.approx(0.010)
+    rt._hold_until_settled(session)  # this rank's export is done; the gatherer's work is not
+    rt.coord.poll()
+    rt._check_settled(rt.coord)
+    now = _feed(rt, [40] * 8, now)
+    assert not asked
+    gatherer.sessions.settle(session["slot"])
+    rt.coord.poll()
+    rt._check_settled(rt.coord)
+    assert rt._slowed_by_eroica() is False
+    _feed(rt, [40] * 8, now)  # the same pace once every rank's work is over: a slowdown
+    assert asked
+    # No word from the gatherer (rank 0 gone with the store): the bound ends the wait.
+    rt._hold_until_settled({"session_id": "s2", "slot": 2})
+    assert rt._slowed_by_eroica()
+    rt._unsettled = (2, time.monotonic() - 121)
+    assert not rt._slowed_by_eroica()
+
+
 def _baselines_requested(rt):
     asked = []
     rt._request_session = lambda iteration, reason, *_: asked.append((iteration, reason))

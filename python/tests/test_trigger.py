@@ -87,6 +87,36 @@ def test_sessions_and_hangs_arrive_in_order():
     assert [s["session_id"] for s in late.poll()[0]] == ["s1", "s2"]
 
 
+def test_a_settled_session_is_seen_by_every_rank_with_one_read_per_epoch():
+    """The gatherer settles a slot once the session's work is over; each waiting rank reads the
+    settled key only when the epoch moved (every rank of the job polls every tick)."""
+    reads = []
+
+    class Counting(trigger.MemoryStore):
+        def add(self, key, amount):
+            reads.append(key)
+            return super().add(key, amount)
+
+    store = Counting()
+    gatherer, waiter = trigger.Coordinator(store), trigger.Coordinator(store)
+    gatherer.sessions.try_publish(lambda slot: announcement("s1"))
+    waiter.poll()
+    assert not waiter.is_settled(1)
+    del reads[:]
+    for _ in range(3):  # nothing moved: the epoch alone is read
+        waiter.poll()
+        assert not waiter.is_settled(1)
+    assert reads == [trigger.EPOCH_KEY] * 3
+    gatherer.sessions.settle(1)
+    waiter.poll()
+    assert waiter.is_settled(1)
+    assert not waiter.is_settled(2)  # another slot is read once, and is not settled
+    # A rank that begins waiting after the settle (its epoch already seen) still sees it.
+    late = trigger.Coordinator(store)
+    late.poll()
+    assert late.is_settled(1)
+
+
 @pytest.mark.parametrize("bad", [
     announcement("/tmp/x"), announcement("../up"), announcement(".hidden"),
     announcement("a/b"), announcement(7), announcement("s", target_iteration="100"),
