@@ -112,6 +112,18 @@ def test_the_gatherer_settles_the_session_once_it_is_diagnosed(tmp_path, fake_di
     assert coord.sessions.settled(session["slot"])
 
 
+def test_a_scale_out_gatherer_settles_the_session_too(tmp_path, fake_diagnose):
+    cfg = config.load({"EROICA_BIN": fake_diagnose, "EROICA_COLLECT_TIMEOUT_S": "5",
+                       "EROICA_DIR": str(tmp_path / "central"),
+                       "EROICA_LOCAL_DIR": str(tmp_path / "node0")})
+    coord = trigger.Coordinator(trigger.MemoryStore())
+    session = coord.sessions.try_publish(lambda slot: dict(SESSION, slot=slot))
+    fin = finish.Finisher(cfg, 0, 1, coord)
+    fin.missed(session, str(tmp_path / "node0" / SESSION["session_id"]), "test", {})
+    assert (tmp_path / "central" / SESSION["session_id"] / "session.json").is_file()
+    assert coord.sessions.settled(session["slot"])
+
+
 def _baseline_session(root, name, findings, pace_s=None):
     """A baseline session folder whose (stand-in) diagnosis reports `findings`; `pace_s`: the
     detector's pace before its window (session.json's current_mean_s)."""
