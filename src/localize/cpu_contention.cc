@@ -713,7 +713,7 @@ void ExcuseScheduledOut(const WorkerGroup& group, const Expectations& e, std::ve
     // saved a checkpoint with fsync every step had its thread's +0.09 sleep read as a hand-over to
     // its process's other threads, queued +0.19.
     bool own_work = f.category == FindingCategory::kHost || f.category == FindingCategory::kCompute;
-    if (own_work && LineOnlyItRuns(group, *member, excess, e.min_excess_beta)) return false;
+    if (own_work && LineOnlyItRuns(group, *member, excess, e)) return false;
     std::string why = ScheduledOut(group, threads, *member, f.category, excess, e);
     if (why.empty() && f.category == FindingCategory::kDataloader) {
       why = LoaderWorkersScheduledOut(group, *member, excess, e);

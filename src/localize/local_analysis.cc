@@ -190,7 +190,7 @@ bool RunsCodeOfItsOwn(const WorkerGroup& group, size_t iterations, size_t k, dou
                       const Expectations& e) {
   double floor = iterations >= 4 ? e.small_group_min_excess_beta : e.fallback_excess_beta;
   return iterations >= 2 && excess >= floor && others_wait >= e.min_excess_beta &&
-         LineOnlyItRuns(group, k, excess, e.min_excess_beta).has_value();
+         LineOnlyItRuns(group, k, excess, e).has_value();
 }
 
 // Code is at one program point in every step; the scheduler's noise moves between points and
@@ -487,7 +487,7 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
   // calls the model's forward ops, so its calls look like more data (own_code_line.h).
   std::optional<OwnCodeLine> own_line;
   if (x.category == Category::kCompute)
-    own_line = x.own_code ? x.own_code : LineOnlyItRuns(group, x.member, x.excess, e.min_excess_beta);
+    own_line = x.own_code ? x.own_code : LineOnlyItRuns(group, x.member, x.excess, e);
   if (own_line) {
     f.location = std::string(group.table->name(own_line->location));
     std::string line_evidence = fmt::format(
@@ -755,7 +755,7 @@ void KeepThoseTheOthersWaitFor(const WorkerGroup& group, const Expectations& e, 
   for (Excess& x : *excesses) {
     if (x.at_one_point || !x.shared_cores.empty()) continue;
     if (x.category == Category::kCompute || x.category == Category::kHost) {
-      x.own_code = LineOnlyItRuns(group, x.member, x.excess, e.min_excess_beta);
+      x.own_code = LineOnlyItRuns(group, x.member, x.excess, e);
     }
   }
   std::vector<std::optional<double>> on_cpu_beyond;

@@ -3280,6 +3280,34 @@ TEST(LocalizerTest, ExtraCallsFromALineItsPeersNeverRanAreItsOwnCode) {
   }
 }
 
+// Code of its own adds op calls or Python between them. A rank that calls its peers' ops as often
+// as they do, its ops longer and its Python not by as much, does the same work slower: a line its
+// peers' samples missed is one they passed within a sampling period (ExtraWorkCanBeCode).
+TEST(LocalizerTest, TheSameOpsAsOftenRunLongerAreNoCodeOfItsOwnWhateverLineItsSamplesHeld) {
+  // Rank 0's host time is up 0.32 of a step, its ops' 0.41 (OwnCodeCallingOps).
+  auto run = [](bool its_peers_calls) {
+    LocalizeInput input = OwnCodeCallingOps(214);
+    for (WorkerPattern& w : input.workers) {
+      w.code_line_periods = 60;
+      w.code_lines = {{"/job/train.py:94(<module>)", 1.0F, 0}, {"/job/model.py:47(forward)", 0.5F, 2}};
+      if (w.rank != 0) continue;
+      w.code_lines.push_back({"/job/model.py:86(forward)", 0.5F, 3});
+      if (its_peers_calls) w.compute_calls_per_iter = 5136.4;
+    }
+    return Localize(input, DefaultExpectations());
+  };
+  // Its peers' count of calls: the line is not its code's.
+  for (const Finding& f : run(true).findings) {
+    EXPECT_NE(f.category, FindingCategory::kHost) << f.evidence;
+    EXPECT_TRUE(f.location.empty()) << f.location << ": " << f.evidence;
+  }
+  // Its calls standing out of the ranks' counts: its code's, at the line.
+  Diagnosis own = run(false);
+  ASSERT_FALSE(own.healthy());
+  EXPECT_EQ(own.findings[0].category, FindingCategory::kHost) << own.findings[0].evidence;
+  EXPECT_EQ(own.findings[0].location, "/job/model.py:86(forward)") << own.findings[0].evidence;
+}
+
 // The same unseen conv job at 6 ranks, rank 0's evaluation (300 ms) every 8th step: one step of
 // the 5-step window held it (the window's per-step shares: compute, memory, communication,
 // loader, host). Its own work summed over the window stood 3.0 spreads above its peers', short of
@@ -3315,11 +3343,13 @@ TEST(LocalizerTest, CodeOnlyOneRankRunsIsItsCodesHoweverRarelyItRuns) {
                                                                               {0.58f, 0, 0.27f, 0.07f, 0.08f},
                                                                               {0.75f, 0, 0.14f, 0.07f, 0.04f},
                                                                               {0.11f, 0, 0.84f, 0.03f, 0.02f}}};
-  // `periods`: 170 sampling periods a window (5 steps of 227 ms at 150 Hz).
+  // `periods`: 170 sampling periods a window (5 steps of 227 ms at 150 Hz). The run's compute calls
+  // a step: rank 0's evaluation called its forward's ops 5,880 times against its peers' 2,134.
   auto run = [&](bool own_line, bool peers_too, float periods = 170) {
     LocalizeInput input;
     for (int r = 0; r < 6; ++r) {
       WorkerPattern w = WorkerOfIterations(r, 6, 0.227, steps[static_cast<size_t>(r)]);
+      w.compute_calls_per_iter = r == 0 ? 5879.6 : 2133.8 + 0.2 * r;
       w.code_line_periods = periods;
       w.code_lines = {{"/job/train.py:94(<module>)", 1.0F, 0},
                       {"/job/train.py:64(main)", 0.6F, 1},

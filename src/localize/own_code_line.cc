@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/robust_stats.h"
+#include "localize/work_signals.h"
 #include "summary/pattern.h"
 
 namespace eroica {
@@ -42,8 +43,25 @@ bool MissingLineMeansNeverRan(double line_periods, double sampled_periods, doubl
   return log_chance < 0 && log_chance <= std::log(kChanceLineMissed);
 }
 
-std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspect, double excess, double floor) {
+bool ExtraWorkCanBeCode(const WorkerGroup& group, size_t suspect, const Expectations& e) {
+  if (ComputeCalls(group).StandsOut(suspect, e)) return true;
+  // Seconds a step beyond the peers' median: ranks' windows differ in length.
+  auto excess_s = [&](Category category) {
+    auto seconds = [&](size_t k) { return group.row(k).beta(category) * group.row(k).iteration_s; };
+    std::vector<double> peers;
+    peers.reserve(group.size());
+    for (size_t k = 0; k < group.size(); ++k) {
+      if (k != suspect) peers.push_back(seconds(k));
+    }
+    return peers.empty() ? 0.0 : seconds(suspect) - MedianInPlace(peers);
+  };
+  return excess_s(Category::kHost) >= excess_s(Category::kCompute);
+}
+
+std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspect, double excess,
+                                          const Expectations& e) {
   if (excess <= 0) return std::nullopt;  // no extra work to place
+  const double floor = e.min_excess_beta;
   const WorkerTable& table = *group.table;
   const double queued = QueuedBeyondPeers(group, suspect);
   std::vector<OwnCodeLine> lines;
@@ -51,7 +69,7 @@ std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspe
     if (line.share >= excess / 2 && line.share - queued >= floor)
       lines.push_back({line.location, line.share, line.depth});
   }
-  if (lines.empty()) return std::nullopt;
+  if (lines.empty() || !ExtraWorkCanBeCode(group, suspect, e)) return std::nullopt;
   size_t stride = std::max<size_t>(1, group.size() / kMaxPeersAsked);
   const double periods = table.row(group.members[suspect]).code_line_periods;
   for (size_t k = 0; k < group.size(); k += stride) {

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "base/interner.h"
+#include "localize/expectations.h"
 #include "localize/groups.h"
 
 namespace eroica {
@@ -35,6 +36,16 @@ bool MissingLineMeansNeverRan(double line_periods, double sampled_periods, doubl
 // samplers) miss a line independently: their chances multiply, their logarithms add.
 double LogChanceLineMissed(double line_periods, double sampled_periods, double other_periods);
 
+// Whether member `suspect`'s extra time can be code of its own at all: such code adds op calls
+// (an evaluation's forward, a loop logging each parameter's norm: its compute calls stand out of
+// the ranks' counts, ComputeCalls) or Python between the ops (a save, a hook walking tensors: its
+// host time grew by at least as much as its ops'). Neither, its extra time is in the ops every
+// rank calls, as often, run longer: the same work done slower, and a line its peers' samples
+// missed is one they passed in less than a sampling period. A healthy 4-rank ViT on 2 cores
+// whose rank 1's ops ran 20 ms a step longer (on a CPU 0.07 of the window longer, the node 96 %
+// busy) had 3 % of its window under the patch embedding's line, which its peers' samples missed.
+bool ExtraWorkCanBeCode(const WorkerGroup& group, size_t suspect, const Expectations& e);
+
 // The line of member `suspect`'s training thread that holds at least half of its own-work
 // `excess` (shares of an iteration) and that a majority of its sampled peers never ran (not on
 // their lists of lines, which were not full: WorkerPattern::code_lines, with too many of the
@@ -46,6 +57,8 @@ double LogChanceLineMissed(double line_periods, double sampled_periods, double o
 // had 0.09 of its window at `optimizer.zero_grad()`, which its peers passed unsampled, and had
 // queued +0.09; a 6-rank CNN's rank 1 saving a checkpoint with fsync had 0.23 under the save,
 // queued +0.14; a 3-rank MLP's rank 1 running an evaluation every step 0.24, queued +0.08.
-std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspect, double excess, double floor);
+// `floor`: e.min_excess_beta. None where its extra work cannot be code (ExtraWorkCanBeCode).
+std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspect, double excess,
+                                          const Expectations& e);
 
 }  // namespace eroica

@@ -14,6 +14,7 @@
 
 #include "base/robust_stats.h"
 #include "localize/group_members.h"
+#include "localize/work_signals.h"
 #include "summary/function_name.h"
 
 namespace eroica {
@@ -67,10 +68,7 @@ void NameOpsOnlyItCalls(const WorkerGroup& group, const Expectations& e, std::ve
   double second = 0;
   for (size_t k = 0; k < n; ++k) second = k != top ? std::max(second, smallest[k]) : second;
   const double floor = StragglerFloor(group, e);
-  std::vector<double> calls(n);
-  for (size_t k = 0; k < n; ++k) calls[k] = group.row(k).compute_calls_per_iter;
-  std::vector<double> peers_calls = MedianOfOthers(calls);
-  const RobustCenter calls_center = MedianAndMad(calls);
+  const ComputeCalls calls(group);
   // The local finding naming each member alone, by index (findings are appended below).
   std::vector<size_t> finding_of(n, SIZE_MAX);
   std::unordered_map<int, size_t> member_of = MembersByRank(group);
@@ -108,7 +106,7 @@ void NameOpsOnlyItCalls(const WorkerGroup& group, const Expectations& e, std::ve
     // And more calls than the ranks' counts differ by anyway (a loader's ops, a print: a healthy
     // 6-rank MLP's ranks made 5,525-5,536 compute calls a step, one of them with 3 aten::cumsum
     // calls β 0.055 that the peers' patterns folded: one call the scheduler stretched).
-    if (calls[k] - peers_calls[k] < 0.5 * own_calls || RobustZ(calls[k], calls_center, 1.0) < e.outlier_z) continue;
+    if (calls.of(k) - calls.peers(k) < 0.5 * own_calls || !calls.StandsOut(k, e)) continue;
     std::sort(own.ops.begin(), own.ops.end(),
               [](const auto* a, const auto* b) { return a->calls_per_iter * a->beta > b->calls_per_iter * b->beta; });
     for (const FunctionEntry* f : own.ops) {

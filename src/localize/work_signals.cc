@@ -196,6 +196,18 @@ double CallsRatioOfPeersWork(const WorkerGroup& group, size_t suspect) {
   return WeightedMedianRatio(ratios);
 }
 
+ComputeCalls::ComputeCalls(const WorkerGroup& group) : calls_(group.size()) {
+  for (size_t k = 0; k < group.size(); ++k) calls_[k] = group.row(k).compute_calls_per_iter;
+  peers_ = MedianOfOthers(calls_);
+  center_ = MedianAndMad(calls_);
+}
+
+bool ComputeCalls::StandsOut(size_t member, const Expectations& e) const {
+  if (calls_[member] - peers_[member] < 2) return false;
+  if (calls_.size() < 3) return calls_[member] >= e.imbalance_ratio * peers_[member];
+  return RobustZ(calls_[member], center_, 1.0) >= e.outlier_z;
+}
+
 std::string ExtraCallsOfItsOwnCode(const WorkerGroup& group, size_t suspect, double ratio, bool more_work) {
   double peer_items = PeerMedian(group, suspect, [&](size_t k) { return group.row(k).dataloader_ops_per_iter; });
   double peer_calls = PeerMedian(group, suspect, [&](size_t k) { return group.row(k).compute_calls_per_iter; });

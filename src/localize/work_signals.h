@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "base/robust_stats.h"
 #include "localize/call_sizes.h"
 #include "localize/expectations.h"
 #include "localize/groups.h"
@@ -36,6 +37,25 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
 // data through a loop over it (an RNN's time steps over longer sequences) calls those ops more
 // often; a loop of the rank's own code calls ops its peers hardly spend time in (0 without any).
 double CallsRatioOfPeersWork(const WorkerGroup& group, size_t suspect);
+
+// Each member's compute calls a step against the ranks' counts. Counts are exact: healthy ranks'
+// windows differ by a few calls at their edges (a 6-rank MLP's 5,525-5,536), code of a rank's own
+// adds its ops' calls (an evaluation's forward, a loop logging each parameter's norm).
+class ComputeCalls {
+ public:
+  explicit ComputeCalls(const WorkerGroup& group);
+  double of(size_t member) const { return calls_[member]; }
+  double peers(size_t member) const { return peers_[member]; }  // the median of the others'
+  // More calls than its peers' by two or more, and out of the ranks' count noise: a robust z of
+  // `e.outlier_z` or more, at a scale of one call at least. Two ranks have no spread to measure
+  // (their robust z is never above 0.7): there, e.imbalance_ratio times the other's calls, as
+  // for more work by counts (CompareWork).
+  bool StandsOut(size_t member, const Expectations& e) const;
+
+ private:
+  std::vector<double> calls_, peers_;
+  RobustCenter center_;
+};
 
 // Evidence that `suspect`'s extra ops are calls of its own code, or "": it calls the ratio's more
 // compute ops per iteration than its peers, but not of the ops its peers spend their time in
