@@ -17,9 +17,9 @@ struct TopTwo {
 
 }  // namespace
 
-bool InEveryIteration(const FunctionEntry& f, int iterations) {
+bool InEveryIteration(double calls_per_iter, int iterations) {
   if (iterations < 2) return true;
-  return static_cast<double>(f.calls_per_iter) * iterations >= iterations - 0.5;
+  return calls_per_iter * iterations >= iterations - 0.5;
 }
 
 std::vector<double> HostFunctionLeads(const WorkerGroup& group) {

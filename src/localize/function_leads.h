@@ -19,7 +19,10 @@ namespace eroica {
 // Whether a host point recurs in every profiled iteration of the worker: a cost of each step
 // does; a one-off does not (the window's last step preempted once on a shared machine, a log line
 // every N steps), however large it is once.
-bool InEveryIteration(const FunctionEntry& f, int iterations);
+bool InEveryIteration(double calls_per_iter, int iterations);
+inline bool InEveryIteration(const FunctionEntry& f, int iterations) {
+  return InEveryIteration(static_cast<double>(f.calls_per_iter), iterations);
+}
 
 // Per member of `group`: its largest lead in β over the most of any peer at one Python program
 // point or GC that recurs in every iteration (0 where it leads nowhere). The top two β per function in one

@@ -13,6 +13,7 @@
 #include "localize/cpu_contention.h"
 #include "localize/function_leads.h"
 #include "localize/host_gaps.h"
+#include "localize/line_points.h"
 #include "summary/function_name.h"
 
 namespace eroica {
@@ -370,35 +371,30 @@ std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expec
   size_t n = group.size();
   if (n < 2) return std::nullopt;
   struct TopTwo {
-    StringId name = Interner::kEmpty;
+    uint64_t key = 0;
     double first = 0, second = 0;
   };
+  const std::vector<std::vector<LinePoint>> points = LinePoints(group);
   std::vector<TopTwo> tops(n);
-  std::unordered_map<StringId, size_t> led;
+  std::unordered_map<uint64_t, size_t> led;
   for (size_t k = 0; k < n; ++k) {
     TopTwo& t = tops[k];
-    for (const FunctionEntry& f : group.functions(k)) {
-      std::string_view name = group.table->name(f.name);
-      // Folded tails and unattributed Python are many places at once, not a point; a resumption
-      // after a collective is where the scheduler's queueing lands, not code.
-      if (f.category != Category::kHost || IsFoldedTail(name) || name == kUnattributedPython || IsResumePoint(name)) {
-        continue;
-      }
-      if (!InEveryIteration(f, group.row(k).iterations)) continue;
-      if (f.beta > t.first) {
+    for (const LinePoint& p : points[k]) {
+      if (!InEveryIteration(p.calls_per_iter, group.row(k).iterations)) continue;
+      if (p.beta > t.first) {
         t.second = t.first;
-        t.first = f.beta;
-        t.name = f.name;
-      } else if (f.beta > t.second) {
-        t.second = f.beta;
+        t.first = p.beta;
+        t.key = p.key;
+      } else if (p.beta > t.second) {
+        t.second = p.beta;
       }
     }
-    if (t.first > 0) ++led[t.name];
+    if (t.first > 0) ++led[t.key];
   }
-  StringId point = Interner::kEmpty;
+  uint64_t point = 0;
   size_t leading = 0;
-  for (const auto& [name, count] : led) {
-    if (count > leading || (count == leading && name < point)) point = name, leading = count;
+  for (const auto& [key, count] : led) {
+    if (count > leading || (count == leading && key < point)) point = key, leading = count;
   }
   // One rank in eight, and one of any group of three or more, may be the exception: its own
   // noise, or a local fault on top, can put another point first there. The lead tested is the
@@ -408,15 +404,27 @@ std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expec
   // point held 0.12.
   size_t exceptions = n >= 3 ? std::max<size_t>(1, n / 8) : 0;
   if (leading == 0 || leading + exceptions < n) return std::nullopt;
-  std::vector<double> betas, usual, next, leads;
+  // `others`: each rank's largest other point, in every step or not (as NextHostPoints).
+  std::vector<double> betas, usual, next, leads, others;
+  const LinePoint* named = nullptr;  // the largest of the point's, across ranks: it names the finding
   for (size_t k = 0; k < n; ++k) {
-    const FunctionEntry* f = group.table->Find(group.members[k], point, Category::kHost);
-    double beta = f ? f->beta : 0;
-    double runner_up = tops[k].name == point ? tops[k].second : tops[k].first;
+    const LinePoint* at = nullptr;
+    double other = 0;
+    for (const LinePoint& p : points[k]) {
+      if (p.key == point) {
+        at = &p;
+      } else {
+        other = std::max(other, p.beta);
+      }
+    }
+    if (at != nullptr && (named == nullptr || at->largest->beta > named->largest->beta)) named = at;
+    double beta = at != nullptr ? at->beta : 0;
+    double runner_up = tops[k].key == point ? tops[k].second : tops[k].first;
     betas.push_back(beta);
-    usual.push_back(f ? UsualCallShare(*f, group.row(k).iterations) : 0);
+    usual.push_back(at != nullptr ? at->usual : 0);
     next.push_back(runner_up);
     leads.push_back(beta - runner_up);
+    others.push_back(other);
   }
   RobustCenter noise = MedianAndMad(next);
   double spread = 1.4826 * noise.mad;
@@ -445,14 +453,21 @@ std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expec
   // A cost of the job's own code is paid on (nearly) every rank. The median lead of two ranks is
   // their mean: a 2-rank run whose throttled rank held 0.18 of a step at a point where its peer
   // held 0.01 passed the lead test on that one rank alone.
-  std::vector<int> paying = RanksPayingAtPoint(group, NextHostPoints(group, point), betas, level, e);
-  if (!MostWorkers(paying.size(), n, e)) return std::nullopt;
-  Finding f =
-      MakeGlobal(group, Category::kHost, std::string(group.table->name(point)), level, noise.median, std::move(paying));
+  std::vector<int> paying = RanksPayingAtPoint(group, others, betas, level, e);
+  if (!MostWorkers(paying.size(), n, e) || named == nullptr) return std::nullopt;
+  Finding f = MakeGlobal(group, Category::kHost, std::string(group.table->name(named->largest->name)), level,
+                         noise.median, std::move(paying));
+  std::string joined;
+  if (named->by_line && named->points > 1) {
+    joined = fmt::format(
+        " with the {} other program points of its line {} (the ops around the same code differ from "
+        "step to step)",
+        named->points - 1, group.table->name(static_cast<StringId>(point >> 1)));
+  }
   f.evidence = fmt::format(
-      "on {} of {} workers {} is the largest host cost: β {:.3f} (from {:.3f} to {:.3f}), {:.3f} above each one's "
+      "on {} of {} workers {}{} is the largest host cost: β {:.3f} (from {:.3f} to {:.3f}), {:.3f} above each one's "
       "next host point, whose spread across workers is {:.3f}",
-      leading, n, f.function, level, low, high, lead, spread);
+      leading, n, f.function, joined, level, low, high, lead, spread);
   f.evidence += leads_the_noise
                     ? std::string("; scheduling noise moves between points and ranks, work in the step stays at one")
                     : fmt::format(
