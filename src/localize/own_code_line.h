@@ -57,7 +57,7 @@ bool ExtraWorkCanBeCode(const WorkerGroup& group, size_t suspect, const Expectat
 // had 0.09 of its window at `optimizer.zero_grad()`, which its peers passed unsampled, and had
 // queued +0.09; a 6-rank CNN's rank 1 saving a checkpoint with fsync had 0.23 under the save,
 // queued +0.14; a 3-rank MLP's rank 1 running an evaluation every step 0.24, queued +0.08.
-// `floor`: e.min_excess_beta. None where its extra work cannot be code (ExtraWorkCanBeCode).
+// That floor is e.min_excess_beta. None where its extra work cannot be code (ExtraWorkCanBeCode).
 std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspect, double excess,
                                           const Expectations& e);
 
