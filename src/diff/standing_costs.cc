@@ -53,6 +53,21 @@ std::optional<double> ExcessOverOthers(const std::vector<RankPair>& pairs, int r
   return *mine - MedianInPlace(others);
 }
 
+// Whether the rank's CPU quota holds it back now and held it back less than half as long at the
+// baseline (cpu.stat's throttled share of the window: exact, 0 on ranks without a quota): then
+// its finding is the new quota's, whatever its excess over its peers was then. An unseen 5-rank
+// language model whose rank 1 got a 45 % quota after its baseline (5 ranks sharing 2 cores): its
+// window 0.10 throttled, its baseline's 0.00, its compute +0.01 of the step over its peers' then
+// and +0.02 now, which had read "as at the baseline".
+bool QuotaNewSinceTheBaseline(const std::vector<RankPair>& pairs, int rank) {
+  for (const RankPair& p : pairs) {
+    if (p.now->rank != rank) continue;
+    if (!p.now->cpu || !p.base->cpu || p.now->cpu->throttled <= 0 || p.base->cpu->throttled < 0) return false;
+    return p.base->cpu->throttled < 0.5 * p.now->cpu->throttled;
+  }
+  return false;
+}
+
 // Whether `f` was there at the baseline, and the evidence that says so (a clause).
 std::optional<std::string> StandingEvidence(const std::vector<RankPair>& pairs, const Finding& f,
                                             const PatternDiff& diff, double step_ms) {
@@ -74,7 +89,7 @@ std::optional<std::string> StandingEvidence(const std::vector<RankPair>& pairs, 
         "already had",
         CategoryName(c), s->base, s->now, s->base_ms, s->now_ms);
   }
-  if (f.workers.size() != 1) return std::nullopt;
+  if (f.workers.size() != 1 || QuotaNewSinceTheBaseline(pairs, f.workers.front())) return std::nullopt;
   std::optional<double> then = ExcessOverOthers(pairs, f.workers.front(), c, true);
   std::optional<double> now = ExcessOverOthers(pairs, f.workers.front(), c, false);
   if (!then || !now || *now <= 0 || *then < 0.5 * *now) return std::nullopt;

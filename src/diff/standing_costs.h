@@ -20,7 +20,9 @@ namespace eroica {
 // unless the job is no slower: the job's first profiled window, its baseline's, runs slowest
 // (baseline_findings.h StepMs), so its times alone would call a grown cost one it had. A
 // marked finding says so in its evidence, and stands for no slowdown (UnexplainedSlowdownMs).
-// Imbalance and hangs are never marked. Run before the baseline's own rules.
+// Imbalance and hangs are never marked, nor a local finding on a rank whose CPU quota holds it
+// back now and held it back less than half as long at the baseline (its quota is new). Run
+// before the baseline's own rules.
 void MarkStandingCosts(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
                        const PatternDiff& diff, Diagnosis* diagnosis);
 

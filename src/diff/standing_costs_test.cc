@@ -130,6 +130,28 @@ TEST(StandingCosts, ALocalCostIsStandingWhereItsRankStoodOutAsMuchAtTheBaseline)
   EXPECT_FALSE(d2.findings[0].standing);
 }
 
+// A quota that holds the rank back now and did not at the baseline is new, whatever the rank's
+// excess then: m-quota1's rank 1 (5 ranks on 2 cores, a 45 % quota after the baseline).
+TEST(StandingCosts, AFindingOnARankANewQuotaHoldsBackIsNotStanding) {
+  auto throttled = [](std::vector<WorkerPattern> job, double share) {
+    for (WorkerPattern& w : job) {
+      w.cpu = CpuShare{};
+      w.cpu->throttled = static_cast<float>(w.rank == 3 ? share : 0.0);
+    }
+    return job;
+  };
+  auto standing = [](const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now) {
+    Diagnosis d;
+    d.findings = {LocalLoader(3, 30)};  // the category its excess is in; a quota's may be any
+    MarkStandingCosts(base, now, DiffPatterns(base, now), &d);
+    return d.findings[0].standing;
+  };
+  // Its excess then as large as now (as in the test above), throttled 0.10 of the window now.
+  EXPECT_FALSE(standing(throttled(WithLoader(10, 40), 0.0), throttled(WithLoader(10, 45), 0.10)));
+  // Held back as long at the baseline: standing, as before.
+  EXPECT_TRUE(standing(throttled(WithLoader(10, 40), 0.10), throttled(WithLoader(10, 45), 0.10)));
+}
+
 // A standing cost stands for no slowdown: the rules against the baseline look past it.
 TEST(StandingCosts, AStandingCostLeavesTheSlowdownUnexplained) {
   Diagnosis d;
