@@ -366,7 +366,8 @@ std::vector<Finding> FunctionFindings(const WorkerGroup& group, const Expectatio
 // stands k of its standard errors (iteration_evidence.h). That noise is floored at the spread
 // floor, so the smallest lead that counts stays k × 0.01: a healthy job's one larger Python gap
 // is no global cost. What it costs is counted above the next point only: the part the noise
-// cannot explain.
+// cannot explain. A point here is a line of the job's code where the ranks' stack samples tell
+// (line_points.h): the trace names the same code after whichever ops surround it in a step.
 std::optional<Finding> ConsistentHostPoint(const WorkerGroup& group, const Expectations& e) {
   size_t n = group.size();
   if (n < 2) return std::nullopt;
