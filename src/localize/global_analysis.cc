@@ -230,18 +230,14 @@ std::vector<Finding> CategoryFindings(const WorkerGroup& group, const Expectatio
   return out;
 }
 
-// Each rank's largest host point other than `point`. Folded tails and unattributed Python are many
-// places at once, and a resumption after a collective is the scheduler's queueing: none is a point.
+// Each rank's largest point of code (IsCodePoint) other than `point`.
 std::vector<double> NextHostPoints(const WorkerGroup& group, StringId point) {
   std::vector<double> next;
   next.reserve(group.size());
   for (size_t k = 0; k < group.size(); ++k) {
     double best = 0;
     for (const FunctionEntry& f : group.functions(k)) {
-      if (f.category != Category::kHost || f.name == point) continue;
-      std::string_view name = group.table->name(f.name);
-      if (IsFoldedTail(name) || name == kUnattributedPython || IsResumePoint(name)) continue;
-      best = std::max(best, static_cast<double>(f.beta));
+      if (f.name != point && IsCodePoint(group, f)) best = std::max(best, static_cast<double>(f.beta));
     }
     next.push_back(best);
   }

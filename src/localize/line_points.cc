@@ -7,12 +7,13 @@
 #include "summary/function_name.h"
 
 namespace eroica {
-namespace {
 
 bool IsCodePoint(const WorkerGroup& group, const FunctionEntry& f) {
   std::string_view name = group.table->name(f.name);
   return f.category == Category::kHost && !IsFoldedTail(name) && name != kUnattributedPython && !IsResumePoint(name);
 }
+
+namespace {
 
 // Each point name's line: the top frame holding at least half of its samples on the most ranks.
 std::unordered_map<StringId, StringId> LineOfEachPoint(const WorkerGroup& group) {

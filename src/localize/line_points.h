@@ -26,8 +26,12 @@ struct LinePoint {
   bool by_line = false;                    // keyed by a line (else by its one point's name)
 };
 
-// Each member's host points by line: Python program points and GC (folded tails, unattributed
-// Python and resumptions after a collective are no point of code and are left out).
+// Whether `f` is a point of the job's code: host time at a Python program point or GC. Folded
+// tails and unattributed Python are many places at once, and a resumption after a collective is
+// where the scheduler's queueing lands: none is a point.
+bool IsCodePoint(const WorkerGroup& group, const FunctionEntry& f);
+
+// Each member's host points by line (IsCodePoint).
 std::vector<std::vector<LinePoint>> LinePoints(const WorkerGroup& group);
 
 }  // namespace eroica
