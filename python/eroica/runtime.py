@@ -276,14 +276,14 @@ class Runtime:
         after a window blinds the detector for _FINISHING_MAX_S at most."""
         if self.capture is not None:
             return True
-        now = time.monotonic()
         unsettled = self._unsettled
         if unsettled is not None:
-            if self._settled_slot == unsettled[0] or now - unsettled[1] > _FINISHING_MAX_S:
+            if (self._settled_slot == unsettled[0]
+                    or time.monotonic() - unsettled[1] > _FINISHING_MAX_S):
                 self._unsettled = None
             else:
                 return True
-        if not self._finishers or now - self._last_spawn_s > _FINISHING_MAX_S:
+        if not self._finishers or time.monotonic() - self._last_spawn_s > _FINISHING_MAX_S:
             return False
         return any(thread.is_alive() for thread, _ in self._finishers)
 
