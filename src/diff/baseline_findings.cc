@@ -144,15 +144,19 @@ double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis
   if (slowdown_ms <= options.min_slowdown_share * diff.base.iteration_ms) slowdown_ms = 0;
   slowdown_ms = std::max(slowdown_ms, options.detected_slowdown_ms);
   if (slowdown_ms <= 0) return 0;
+  double explained_ms = 0;  // by what the baseline's rules measured and that explains less alone
   for (const Finding& f : diagnosis.findings) {
     if (f.standing) continue;  // the baseline had it too (standing_costs.h)
     if (cores_busy && (SlowerOpsSinceTheBaseline(f) || RankNamedByItsOpsSpeed(f))) continue;
-    if (f.scope == FindingScope::kGlobal || f.category == FindingCategory::kHang ||
-        f.impact_s_per_iter * 1e3 >= options.explains_share * slowdown_ms) {
+    const double impact_ms = f.impact_s_per_iter * 1e3;
+    if (f.category == FindingCategory::kHang || impact_ms >= options.explains_share * slowdown_ms) return 0;
+    if (f.from_baseline) {
+      explained_ms += impact_ms;
+    } else if (f.scope == FindingScope::kGlobal) {
       return 0;
     }
   }
-  return slowdown_ms;
+  return std::max(0.0, slowdown_ms - explained_ms);
 }
 
 double StepMs(const PatternDiff& diff) {
@@ -179,6 +183,13 @@ bool SlowerOpsMayBeASymptom(const std::vector<WorkerPattern>& now) {
     if (w.cpu) busy.push_back(w.cpu->host_busy);
   }
   return 2 * busy.size() > now.size() && MedianInPlace(busy) >= kBusyCoresShare;
+}
+
+void InsertUnexplainedCause(Diagnosis* diagnosis, Finding cause) {
+  auto at = std::find_if(diagnosis->findings.begin(), diagnosis->findings.end(), [&](const Finding& f) {
+    return !f.from_baseline || f.standing || f.impact_s_per_iter < cause.impact_s_per_iter;
+  });
+  diagnosis->findings.insert(at, std::move(cause));
 }
 
 void FoldSlowerOpsInto(Diagnosis* diagnosis, Finding* cause) {

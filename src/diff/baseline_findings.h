@@ -32,9 +32,14 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* diagnosis, const Baseline
 
 // The slowdown against the baseline (ms per iteration: the profiled windows' difference where it
 // exceeds min_slowdown_share of the baseline's iteration, or the detector's, the larger) where no
-// finding stands for it (no hang, no global finding, no local one
-// that explains half of it), else 0: where the rules below (new_code_lines.h,
-// busy_loader_workers.h) look for a cause the pattern diff's bars missed. On busy shared cores
+// finding stands for it (no hang, no global finding of the window's, none that explains half of
+// it), else 0: where the rules below (new_code_lines.h, busy_loader_workers.h) look for a cause
+// the pattern diff's bars missed. A finding the baseline's rules made measures what grew since
+// then, so what it explains is its impact, whatever its scope: less than half leaves the rest to
+// find (the forecaster's 5-rank session whose every loader worker took the cores, 101.8 ms a step
+// slower, had its evaluation pass, 19.0 ms once in 5 steps, found first as new code and the
+// loader's 53 ms not looked for). A global finding of the window's (a share of this window's
+// step, not a growth) stands for the slowdown. On busy shared cores
 // (`now` read so: SlowerOpsMayBeASymptom) a global compute or memory finding of the baseline's does
 // not stand for it: every rank's ops run slower there when something else takes the cores; nor
 // does a rank named by its ops' speed (local compute or imbalance), which the same contention
@@ -58,6 +63,10 @@ bool SlowerOpsMayBeASymptom(const std::vector<WorkerPattern>& now);
 // ran slower beside it) and out of the diagnosis, and says beside each rank named by its ops' speed
 // that the cores were taken; a rule that found what took the cores calls it.
 void FoldSlowerOpsInto(Diagnosis* diagnosis, Finding* cause);
+
+// Adds a finding a rule for an unexplained slowdown made (UnexplainedSlowdownMs): ahead of the
+// window's findings, behind those such rules made before it that cost more (most costly first).
+void InsertUnexplainedCause(Diagnosis* diagnosis, Finding cause);
 
 // A worker's time in `category` (its share of the window's critical path), ms per iteration.
 inline double CategoryMsPerIter(const WorkerPattern& w, Category category) {

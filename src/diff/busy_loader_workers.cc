@@ -155,7 +155,7 @@ void FindLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const 
         turn.workers.front(), turn.impact_s_per_iter * 1e3);
     return true;
   });
-  diagnosis->findings.insert(diagnosis->findings.begin(), std::move(f));
+  InsertUnexplainedCause(diagnosis, std::move(f));
 }
 
 }  // namespace eroica

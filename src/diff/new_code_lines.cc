@@ -176,9 +176,10 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
       "Every rank now runs code at {} that it did not run at the baseline: the job does more work than it did. Move it "
       "out of the step, run it less often, or make it cheaper.",
       f.location);
-  // No hang, no global finding and no local one that explains the slowdown: it comes first.
+  // No hang, no global finding and no local one that explains the slowdown: it comes first
+  // (behind a cause found so that costs more).
   FoldSlowerOpsInto(diagnosis, &f);
-  diagnosis->findings.insert(diagnosis->findings.begin(), std::move(f));
+  InsertUnexplainedCause(diagnosis, std::move(f));
 }
 
 void LocateByNewCodeLines(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
