@@ -144,6 +144,21 @@ def test_loader_workers_that_took_the_cores_are_named_against_the_baseline():
     assert "so that time came from the training threads" in first["evidence"], first
 
 
+TS = SOURCE_DIR / "tests" / "e2e" / "data" / "ts"  # README.md there: how it was made
+
+
+def test_a_cause_that_explains_part_of_the_slowdown_leaves_the_rest_to_find():
+    """A real 5-rank forecaster whose every rank's loader worker began smoothing windows in
+    Python, its window also holding the job's evaluation pass (once in 40 steps): the workers'
+    taken cores first, the evaluation pass after; the pass alone had stood for the slowdown."""
+    findings = diagnosis_of(TS / "eval_and_loader")["findings"]
+    named = [(f["scope"], f["category"], f["location"]) for f in findings]
+    assert named == [("global", "dataloader", "/tmp/novel14/train_ts.py:60(<listcomp>)"),
+                     ("global", "host", "/tmp/novel14/train_ts.py:119(main)")], findings
+    assert findings[0]["impact_s_per_iter"] > findings[1]["impact_s_per_iter"], findings
+    assert "so that time came from the training threads" in findings[0]["evidence"], findings[0]
+
+
 REC = SOURCE_DIR / "tests" / "e2e" / "data" / "rec"  # README.md there: how each was made
 
 
