@@ -84,6 +84,12 @@ void FindLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const 
   std::erase_if(without_turns.findings, [&](const Finding& f) { return IsATurn(f, grown); });
   const double slowdown_ms = UnexplainedSlowdownMs(diff, without_turns, options, SlowerOpsMayBeASymptom(now));
   if (slowdown_ms <= 0) return;
+  // Every rank's loader named already is this cause, whatever it explains.
+  if (std::any_of(diagnosis->findings.begin(), diagnosis->findings.end(), [](const Finding& f) {
+        return f.scope == FindingScope::kGlobal && f.category == FindingCategory::kDataloader && !f.standing;
+      })) {
+    return;
+  }
   std::vector<double> busy, deltas, compute;
   for (const Grown& g : grown) {
     busy.push_back(g.now->cpu->host_busy);

@@ -261,6 +261,13 @@ TEST(LoaderWorkersTakingCores, APartlyExplainedSlowdownLeavesTheRestToFindMostCo
   ASSERT_EQ(d.findings.size(), 2U);
   EXPECT_EQ(d.findings[0].category, FindingCategory::kHost);
   EXPECT_NEAR(d.findings[1].impact_s_per_iter, 5 * (0.04 * 337.5 - 0.01 * 235.6) / 2 / 1e3, 1e-4);
+  // Every rank's loader named already (a baseline rule's, explaining less): not found twice.
+  Finding loader = new_code(0.019);
+  loader.category = FindingCategory::kDataloader;
+  loader.evidence = "against the baseline: every rank's enumerate(DataLoader) grew";
+  d.findings = {loader};
+  FindLoaderWorkersTakingCores(base, LoaderJob(5, 0.3375, 233, 0.07f), IterationsOnly(235.6, 337.5), &d);
+  EXPECT_EQ(d.findings.size(), 1U);
   // A cause that explains half the slowdown or more stands for it.
   d.findings = {new_code(0.051)};
   FindLoaderWorkersTakingCores(base, LoaderJob(5, 0.3375, 233, 0.07f), IterationsOnly(235.6, 337.5), &d);

@@ -197,6 +197,20 @@ TEST(NewCodeOnEveryRank, NothingWhereTheLineIsNotTheSlowdownsOrAFindingAlreadyIs
   d.findings = {GlobalCompute(0.01)};
   FindNewCodeOnEveryRank(base, now, IterationsOnly(219, 247), &d);
   EXPECT_EQ(d.findings.size(), 1U);
+  // A cause the baseline's rules found at the new code's line (or its caller's) explains less than
+  // half the slowdown: it is still that code's finding, not found twice.
+  for (const char* line : {"/job/train.py:87(run_eval)", "/job/train.py:75(main)"}) {
+    Finding grown = GlobalCompute(0.01);
+    grown.from_baseline = true;
+    grown.category = FindingCategory::kHost;
+    grown.location = line;
+    d.findings = {grown};
+    FindNewCodeOnEveryRank(base, now, IterationsOnly(219, 247), &d);
+    EXPECT_EQ(d.findings.size(), 1U) << line;
+    d.findings[0].location = "/job/other.py:3(f)";  // elsewhere: the new code is found beside it
+    FindNewCodeOnEveryRank(base, now, IterationsOnly(219, 247), &d);
+    EXPECT_EQ(d.findings.size(), 2U) << line;
+  }
   // A local finding that explains less goes after it.
   local.impact_s_per_iter = 0.005;
   d.findings = {local};
