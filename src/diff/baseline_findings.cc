@@ -10,6 +10,7 @@
 #include "base/robust_stats.h"
 #include "diff/diff_report.h"
 #include "localize/cpu_contention.h"
+#include "localize/expectations.h"
 #include "summary/function_name.h"
 
 namespace eroica {
@@ -131,15 +132,21 @@ bool SlowerOpsSinceTheBaseline(const Finding& f) {
 // the node's contention: 3- and 4-rank audio sessions whose every rank's loader workers took the
 // cores had one rank's batch-sized ops 1.8-1.9x its peers' at the median (its model-sized ones
 // 1.2-1.4x) and were named `imbalance`.
-bool RankNamedByItsOpsSpeed(const Finding& f) {
+bool RankNamedByItsOpsSpeed(const Finding& f, const CoresNow& cores) {
   return f.scope == FindingScope::kLocal &&
-         (f.category == FindingCategory::kCompute || f.category == FindingCategory::kImbalance);
+         (f.category == FindingCategory::kCompute || f.category == FindingCategory::kImbalance) &&
+         !(f.workers.size() == 1 && cores.held_by_quota.contains(f.workers.front()));
+}
+
+// What rules against the baseline read past on busy cores: what the cores taken may have caused.
+bool MayBeASymptom(const Finding& f, const CoresNow& cores) {
+  return cores.busy && (SlowerOpsSinceTheBaseline(f) || RankNamedByItsOpsSpeed(f, cores));
 }
 
 }  // namespace
 
 double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options,
-                             bool cores_busy) {
+                             const CoresNow& cores) {
   double slowdown_ms = diff.now.iteration_ms - diff.base.iteration_ms;
   if (slowdown_ms <= options.min_slowdown_share * diff.base.iteration_ms) slowdown_ms = 0;
   slowdown_ms = std::max(slowdown_ms, options.detected_slowdown_ms);
@@ -147,7 +154,7 @@ double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis
   double explained_ms = 0;  // by what the baseline's rules measured and that explains less alone
   for (const Finding& f : diagnosis.findings) {
     if (f.standing) continue;  // the baseline had it too (standing_costs.h)
-    if (cores_busy && (SlowerOpsSinceTheBaseline(f) || RankNamedByItsOpsSpeed(f))) continue;
+    if (MayBeASymptom(f, cores)) continue;
     const double impact_ms = f.impact_s_per_iter * 1e3;
     if (f.category == FindingCategory::kHang || impact_ms >= options.explains_share * slowdown_ms) return 0;
     if (f.from_baseline) {
@@ -177,24 +184,29 @@ std::string SlowdownSource(const PatternDiff& diff, const BaselineOptions& optio
   return text;
 }
 
-bool SlowerOpsMayBeASymptom(const std::vector<WorkerPattern>& now) {
+CoresNow ReadCoresNow(const std::vector<WorkerPattern>& now) {
+  CoresNow cores;
   std::vector<double> busy;
+  const double quota_bar = Expectations{}.min_excess_beta;  // HeldBackByQuota's
   for (const WorkerPattern& w : now) {
-    if (w.cpu) busy.push_back(w.cpu->host_busy);
+    if (!w.cpu) continue;
+    busy.push_back(w.cpu->host_busy);
+    if (w.cpu->throttled >= quota_bar) cores.held_by_quota.insert(w.rank);
   }
-  return 2 * busy.size() > now.size() && MedianInPlace(busy) >= kBusyCoresShare;
+  cores.busy = 2 * busy.size() > now.size() && MedianInPlace(busy) >= kBusyCoresShare;
+  return cores;
 }
 
-void InsertUnexplainedCause(Diagnosis* diagnosis, Finding cause) {
+void InsertUnexplainedCause(Diagnosis* diagnosis, Finding cause, const CoresNow& cores) {
   auto at = std::find_if(diagnosis->findings.begin(), diagnosis->findings.end(), [&](const Finding& f) {
-    return !f.from_baseline || f.standing || f.impact_s_per_iter < cause.impact_s_per_iter;
+    return f.standing || MayBeASymptom(f, cores) || f.impact_s_per_iter < cause.impact_s_per_iter;
   });
   diagnosis->findings.insert(at, std::move(cause));
 }
 
-void FoldSlowerOpsInto(Diagnosis* diagnosis, Finding* cause) {
+void FoldSlowerOpsInto(Diagnosis* diagnosis, Finding* cause, const CoresNow& cores) {
   for (Finding& f : diagnosis->findings) {
-    if (!RankNamedByItsOpsSpeed(f)) continue;
+    if (!RankNamedByItsOpsSpeed(f, cores)) continue;
     f.evidence += fmt::format(
         "; read with care: every rank's {} took the busy cores meanwhile, and which rank's ops that slows most is "
         "the node's contention",

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string_view>
+#include <unordered_set>
 
 #include "diff/pattern_diff.h"
 #include "localize/finding.h"
@@ -30,6 +31,16 @@ struct BaselineOptions {
 
 void ApplyBaseline(const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options = {});
 
+// What the nodes' readings say of the window the rules below read: whether its cores were busy
+// (kBusyCoresShare of the window, median over the ranks read: ops slower on every rank may be
+// another consumer's doing), and the ranks a CPU quota held back (cpu.stat's throttled share at
+// the localizer's bar, HeldBackByQuota: such a rank's slower ops are its quota's, not the node's).
+struct CoresNow {
+  bool busy = false;
+  std::unordered_set<int> held_by_quota;
+};
+CoresNow ReadCoresNow(const std::vector<WorkerPattern>& now);
+
 // The slowdown against the baseline (ms per iteration: the profiled windows' difference where it
 // exceeds min_slowdown_share of the baseline's iteration, or the detector's, the larger) where no
 // finding stands for it (no hang, no global finding of the window's, none that explains half of
@@ -40,12 +51,12 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* diagnosis, const Baseline
 // slower, had its evaluation pass, 19.0 ms once in 5 steps, found first as new code and the
 // loader's 53 ms not looked for). A global finding of the window's (a share of this window's
 // step, not a growth) stands for the slowdown. On busy shared cores
-// (`now` read so: SlowerOpsMayBeASymptom) a global compute or memory finding of the baseline's does
-// not stand for it: every rank's ops run slower there when something else takes the cores; nor
-// does a rank named by its ops' speed (local compute or imbalance), which the same contention
-// moves between ranks. Such a rank's finding stays, after what the rules find.
+// (`cores.busy`) a global compute or memory finding of the baseline's does not stand for it:
+// every rank's ops run slower there when something else takes the cores; nor does a rank named by
+// its ops' speed (local compute or imbalance, no CPU quota holding it back), which the same
+// contention moves between ranks. Such a rank's finding stays, after what the rules find.
 double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options,
-                             bool cores_busy);
+                             const CoresNow& cores);
 
 // How `slowdown_ms` (UnexplainedSlowdownMs) was measured, for a finding's evidence: "(iteration A
 // ms at the baseline, B ms now)", and the detector's figure where it was the larger.
@@ -55,18 +66,17 @@ std::string SlowdownSource(const PatternDiff& diff, const BaselineOptions& optio
 // compute says which code ran, so it is no symptom for FoldSlowerOpsInto.
 inline constexpr std::string_view kNewCodeEvidence = "code their baseline's samples never reached";
 
-// Whether the ranks' nodes had their cores busy (kBusyCoresShare of the window, median over the
-// ranks read), where ops slower on every rank may be another consumer's doing.
-bool SlowerOpsMayBeASymptom(const std::vector<WorkerPattern>& now);
-
 // Moves the baseline's global compute and memory findings into `cause`'s evidence (the ops that
 // ran slower beside it) and out of the diagnosis, and says beside each rank named by its ops' speed
 // that the cores were taken; a rule that found what took the cores calls it.
-void FoldSlowerOpsInto(Diagnosis* diagnosis, Finding* cause);
+void FoldSlowerOpsInto(Diagnosis* diagnosis, Finding* cause, const CoresNow& cores);
 
-// Adds a finding a rule for an unexplained slowdown made (UnexplainedSlowdownMs): ahead of the
-// window's findings, behind those such rules made before it that cost more (most costly first).
-void InsertUnexplainedCause(Diagnosis* diagnosis, Finding cause);
+// Adds a finding a rule for an unexplained slowdown made (UnexplainedSlowdownMs), most costly
+// first: behind the findings that cost more, ahead of standing costs and, on busy cores, of what
+// may be their symptom (slower ops; a rank named by its ops' speed). A 5-rank forecaster whose rank
+// 3 got a 35 % quota (its window 0.31 throttled, peers 0) was named for it at 94 ms a step, second
+// to the job's evaluation pass, new code at 26 ms.
+void InsertUnexplainedCause(Diagnosis* diagnosis, Finding cause, const CoresNow& cores);
 
 // A worker's time in `category` (its share of the window's critical path), ms per iteration.
 inline double CategoryMsPerIter(const WorkerPattern& w, Category category) {

@@ -82,7 +82,8 @@ void FindLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const 
   // A rank's turn stands for no slowdown of its own (IsATurn).
   Diagnosis without_turns = *diagnosis;
   std::erase_if(without_turns.findings, [&](const Finding& f) { return IsATurn(f, grown); });
-  const double slowdown_ms = UnexplainedSlowdownMs(diff, without_turns, options, SlowerOpsMayBeASymptom(now));
+  const CoresNow cores = ReadCoresNow(now);
+  const double slowdown_ms = UnexplainedSlowdownMs(diff, without_turns, options, cores);
   if (slowdown_ms <= 0) return;
   // Every rank's loader named already is this cause, whatever it explains.
   if (std::any_of(diagnosis->findings.begin(), diagnosis->findings.end(), [](const Finding& f) {
@@ -152,7 +153,7 @@ void FindLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const 
       "that work cheaper (cache decoded samples, move augmentation to the accelerator) or give the workers cores of "
       "their own (fewer workers, CPU affinity).",
       f.location.empty() ? "" : fmt::format(" (their hottest code: {})", f.location));
-  FoldSlowerOpsInto(diagnosis, &f);
+  FoldSlowerOpsInto(diagnosis, &f, cores);
   std::erase_if(diagnosis->findings, [&](const Finding& turn) {
     if (!IsATurn(turn, grown)) return false;
     f.evidence += fmt::format(
@@ -161,7 +162,7 @@ void FindLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const 
         turn.workers.front(), turn.impact_s_per_iter * 1e3);
     return true;
   });
-  InsertUnexplainedCause(diagnosis, std::move(f));
+  InsertUnexplainedCause(diagnosis, std::move(f), cores);
 }
 
 }  // namespace eroica

@@ -74,7 +74,8 @@ std::string GrownMost(const std::vector<const RankPair*>& ranks, Category catego
 
 void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
                             const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options) {
-  const double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, options, SlowerOpsMayBeASymptom(now));
+  const CoresNow cores = ReadCoresNow(now);
+  const double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, options, cores);
   if (slowdown_ms <= 0) return;
   std::vector<RankPair> sampled;  // ranks with samples at both times, whose code is where it was
   for (const RankPair& p : PairsByRank(base, now)) {
@@ -186,8 +187,8 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
       f.location);
   // No hang, no global finding and no local one that explains the slowdown: it comes first
   // (behind a cause found so that costs more).
-  FoldSlowerOpsInto(diagnosis, &f);
-  InsertUnexplainedCause(diagnosis, std::move(f));
+  FoldSlowerOpsInto(diagnosis, &f, cores);
+  InsertUnexplainedCause(diagnosis, std::move(f), cores);
 }
 
 void LocateByNewCodeLines(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,

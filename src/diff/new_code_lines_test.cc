@@ -260,5 +260,41 @@ TEST(NewCodeOnEveryRank, TheDetectorsSlowdownCountsWhereTwoProfiledWindowsHideIt
       << d.findings[0].evidence;
 }
 
+// An unseen 5-rank forecaster whose rank 3 got a 35 % CPU quota after its baseline (2 busy cores):
+// 261.7 -> 535.1 ms a step, rank 3 throttled 0.31 of its window, its peers waiting for it; named
+// `local compute rank 3` at 94 ms a step, a third of the slowdown. The window also held the job's
+// evaluation pass, new code on every rank at 26 ms. The quota's rank costs more and its slower ops
+// are its quota's, not the node's: it comes first. The same finding on a rank no quota held is
+// what the new code's taken cores may have caused: behind it, read with care.
+TEST(NewCodeOnEveryRank, ARankItsQuotaHeldBackIsNoSymptomOfTheNewCodeAndGoesByCost) {
+  auto busy = [](std::vector<WorkerPattern> job, float throttled_rank3) {
+    for (WorkerPattern& w : job) w.cpu = CpuShare{.cpus = 2, .host_busy = 0.97f, .throttled = 0};
+    job[3].cpu->throttled = throttled_rank3;
+    return job;
+  };
+  std::vector<WorkerPattern> base = busy(Timed(SampledJob(6, 0, false, 300), 0.219, 11, 150), 0);
+  Finding quota;
+  quota.scope = FindingScope::kLocal;
+  quota.category = FindingCategory::kCompute;
+  quota.workers = {3};
+  quota.function = "aten::mm";
+  quota.impact_s_per_iter = 0.018;  // under half the 41 ms slowdown, over the new code's 15.8
+  quota.evidence = "rank 3: its CPU quota held it back 0.31 of the window";
+  Diagnosis d;
+  d.findings = {quota};
+  FindNewCodeOnEveryRank(base, busy(Timed(SampledJob(6, 0.064F, true, 300), 0.247, 29, 165), 0.31f),
+                         IterationsOnly(219, 260), &d);
+  ASSERT_EQ(d.findings.size(), 2U);
+  EXPECT_EQ(d.findings[1].scope, FindingScope::kGlobal);  // 15.8 ms
+  EXPECT_EQ(d.findings[0].evidence, quota.evidence);      // no "read with care"
+  d.findings = {quota};
+  FindNewCodeOnEveryRank(base, busy(Timed(SampledJob(6, 0.064F, true, 300), 0.247, 29, 165), 0),
+                         IterationsOnly(219, 260), &d);
+  ASSERT_EQ(d.findings.size(), 2U);
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
+  EXPECT_NE(d.findings[1].evidence.find("read with care: every rank's new code took the busy cores"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace eroica

@@ -156,9 +156,9 @@ TEST(StandingCosts, AFindingOnARankANewQuotaHoldsBackIsNotStanding) {
 TEST(StandingCosts, AStandingCostLeavesTheSlowdownUnexplained) {
   Diagnosis d;
   d.findings = {GlobalLoader(8)};
-  EXPECT_EQ(UnexplainedSlowdownMs(IterationsOnly(68, 82), d, {}, false), 0);
+  EXPECT_EQ(UnexplainedSlowdownMs(IterationsOnly(68, 82), d, {}, {}), 0);
   d.findings[0].standing = true;
-  EXPECT_NEAR(UnexplainedSlowdownMs(IterationsOnly(68, 82), d, {}, false), 14, 1e-9);
+  EXPECT_NEAR(UnexplainedSlowdownMs(IterationsOnly(68, 82), d, {}, {}), 14, 1e-9);
 }
 
 }  // namespace
