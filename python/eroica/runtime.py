@@ -250,11 +250,7 @@ class Runtime:
             self._capture_boundary(finished + 1, finished_s)
         elif 0 <= self._next_target <= finished + 1:
             self._start_capture(finished + 1)
-        if 0 <= self._force_at <= finished and not self._slowed_by_eroica():
-            # As a detection would: not while our own work slows the job (a session forced 9 s
-            # after a 4-rank forecaster's detected one ran at 0.42 s a step, 0.18 at its
-            # baseline, beside the other's trace exports, and was read as new code).
-            self._force_at = -1
+        if finished == self._force_at:
             self._request_session(finished, "forced", self.detector.best_mean_s,
                                   self._mean_iteration_s())
         elif self._baseline_due(finished) and self._detection is None:
@@ -391,8 +387,6 @@ class Runtime:
                 return False
             # This slowdown is being captured already. The baseline is no slowdown: the detector
             # keeps watching through it, or a slowdown soon after it would become the new best.
-            if payload.get("reason") == "forced":
-                self._force_at = -1  # another rank's forced session is this one's too
             if payload.get("reason") != "baseline":
                 self.detector.disarm()
                 # A baseline still waiting for times to settle would now measure the slowdown.

@@ -345,43 +345,6 @@ def test_iterations_slowed_by_another_ranks_finishing_work_are_not_measured(tmp_
     assert not rt._slowed_by_eroica()
 
 
-def test_a_forced_session_waits_for_our_own_work_as_a_detection_would(tmp_path):
-    """EROICA_TRIGGER_AT forces a session "as if a slowdown were detected": not while another
-    session's exports and diagnosis slow the job (such a window measures eroica), once, and not
-    again where another rank's forced session reached this one first."""
-    from eroica import trigger
-
-    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=2, EROICA_WINDOW=3, EROICA_TRIGGER_AT=10)
-    asked = _baselines_requested(rt)
-    store = trigger.MemoryStore()
-    rt.coord = trigger.Coordinator(store)
-    gatherer = trigger.Coordinator(store)
-    session = gatherer.sessions.try_publish(lambda slot: {"session_id": "s-detected", "slot": slot,
-                                                          "reason": "degradation", "target_iteration": 4})
-    rt._hold_until_settled(session)
-    now = _feed(rt, [10] * 20)  # iterations 0-20
-    assert [a for a in asked if a[1] == "forced"] == []
-    gatherer.sessions.settle(session["slot"])
-    rt.coord.poll()
-    rt._check_settled(rt.coord)
-    now = _feed(rt, [10] * 5, now)
-    assert [a for a in asked if a[1] == "forced"] == [(21, "forced")]
-    _feed(rt, [10] * 20, now)
-    assert [a for a in asked if a[1] == "forced"] == [(21, "forced")]
-    # Nothing of ours running: at the iteration asked for, as before.
-    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=2, EROICA_WINDOW=3, EROICA_TRIGGER_AT=10)
-    asked = _baselines_requested(rt)
-    _feed(rt, [10] * 20)
-    assert [a for a in asked if a[1] == "forced"] == [(10, "forced")]
-    # Another rank's forced session is this rank's too.
-    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_WARMUP=2, EROICA_WINDOW=3, EROICA_TRIGGER_AT=10)
-    asked = _baselines_requested(rt)
-    rt._mail.append(("session", {"session_id": "s-forced", "reason": "forced", "target_iteration": 100,
-                                 "capture_iters": 2, "capture_max_s": 20.0}))
-    _feed(rt, [10] * 20)
-    assert [a for a in asked if a[1] == "forced"] == []
-
-
 def _baselines_requested(rt):
     asked = []
     rt._request_session = lambda iteration, reason, *_: asked.append((iteration, reason))
