@@ -496,9 +496,12 @@ void AddQuotaThrottled(const WorkerGroup& group, const Expectations& e, std::vec
     f.impact_s_per_iter = std::max(0.0, work_excess) * iteration_s;
     f.evidence = fmt::format("rank {}: {}", rank, figures);
     if (work_excess < e.min_excess_beta) {
+      // No later rank need be named: on cores every rank shares, a 6-rank forecaster's rank under
+      // a 30 % quota got the 0.27 of a core each of its peers got (its quota barely bound).
       f.evidence +=
-          "; it costs little this window, where the others wait for a later rank, and will once that one "
-          "is fixed";
+          "; its own work is no longer than its peers' this window (its quota's cost hides in what every rank "
+          "waits for: a later rank, or cores they all share), so it costs little now; the limit is there all the "
+          "same";
     }
     f.action = QuotaAction(rank);
     local->push_back(std::move(f));

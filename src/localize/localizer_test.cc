@@ -555,6 +555,8 @@ TEST(LocalizerTest, ARankHeldBackByItsCpuQuotaIsNamedBesideAWorseStraggler) {
   EXPECT_EQ(d.findings[1].workers, std::vector<int>{3});
   EXPECT_EQ(d.findings[1].category, FindingCategory::kCompute);
   EXPECT_NE(d.findings[1].evidence.find("CPU quota held it back 0.35"), std::string::npos) << d.findings[1].evidence;
+  EXPECT_NE(d.findings[1].evidence.find("its own work is no longer than its peers' this window"), std::string::npos)
+      << d.findings[1].evidence;
   Diagnosis pod_wide = Localize(job(true), DefaultExpectations());
   ASSERT_EQ(pod_wide.findings.size(), 1u) << pod_wide.findings.back().evidence;
   EXPECT_EQ(pod_wide.findings[0].workers, std::vector<int>{1});
