@@ -75,6 +75,26 @@ TEST(StandingCosts, ACostThatGrewSinceTheBaselineIsNotStanding) {
   EXPECT_FALSE(d.findings[0].standing) << d.findings[0].evidence;
 }
 
+// A function the baseline never ran is what changed, whatever its category's share did (a 5-rank
+// ViT's new gc.collect, 386 ms a step in a step that grew from 519 ms).
+TEST(StandingCosts, AFunctionTheBaselineNeverRanIsNotStanding) {
+  std::vector<WorkerPattern> base = WithLoader(20);
+  std::vector<WorkerPattern> now = WithLoader(21);
+  PatternDiff diff = DiffPatterns(base, now);
+  Diagnosis d;
+  d.findings = {GlobalLoader(8)};
+  MarkStandingCosts(base, now, diff, &d);
+  ASSERT_TRUE(d.findings[0].standing);  // the same share then and now
+  PatternChange appeared;
+  appeared.function = "enumerate(DataLoader)";
+  appeared.category = Category::kDataloader;
+  appeared.kind = ChangeKind::kAppeared;
+  diff.functions.push_back(appeared);
+  d.findings = {GlobalLoader(8)};
+  MarkStandingCosts(base, now, diff, &d);
+  EXPECT_FALSE(d.findings[0].standing) << d.findings[0].evidence;
+}
+
 // The baseline's window ran 40 ms a step slower elsewhere (a first profiled window): the loader's
 // 20 ms, 0.125 of that step, are 0.17 of the faster step now at 21 ms. Where the job runs no
 // slower than at the baseline the loader's time a step says it did not grow; where the job got

@@ -99,7 +99,7 @@ struct WorkerPattern {
   std::array<double, kCategoryCount> category_beta{};  // Σβ per category, before pruning
   // The same per iteration (share of that iteration): a fault persists, noise moves around.
   std::vector<std::array<float, kCategoryCount>> iteration_category_beta;
-  double dataloader_ops_per_iter = 0;  // ops run inside the data loader: its items' work
+  double dataloader_ops_per_iter = 0;  // calls of the data loader's most frequent op: its items
   double compute_calls_per_iter = 0;
   std::vector<CollectiveCall> collectives;  // the window's first collective calls, in order
   std::vector<FunctionPattern> functions;   // by β, descending; the tail folded into "(other ...)"

@@ -94,6 +94,33 @@ TEST(SummarizeTest, CpuTrainingExactBetas) {
   EXPECT_NEAR(p.category_beta[static_cast<int>(Category::kCommunication)], 0.15, 1e-9);
 }
 
+// The loader's items, as its ops count them: the calls of its most frequent op. Each of 4 items a
+// step runs aten::lift_fresh twice and aten::to once; this rank's dataset also reads a shared
+// counter per item (aten::select, aten::item): 4 more ops a step, no more items.
+TEST(SummarizeTest, LoaderItemsAreItsMostFrequentOpsCalls) {
+  std::string events;
+  for (int step = 0; step < 2; ++step) {
+    int64_t base = step * 1000;
+    events += fmt::format(
+        R"({{"name":"ProfilerStep#{}","ph":"X","ts":{},"dur":1000,"tid":1,"pid":"CPU functions"}},)", step + 1, base);
+    events += fmt::format(
+        R"({{"name":"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__","ph":"X","ts":{},"dur":400,"tid":1,"pid":"CPU functions"}},)",
+        base);
+    for (int item = 0; item < 4; ++item) {
+      int64_t at = base + 10 + item * 90;
+      for (const char* op : {"aten::lift_fresh", "aten::lift_fresh", "aten::to", "aten::select", "aten::item"}) {
+        events += fmt::format(R"({{"name":"{}","ph":"X","ts":{},"dur":5,"tid":1,"pid":"CPU functions"}},)", op, at);
+        at += 10;
+      }
+    }
+    events += fmt::format(R"({{"name":"aten::mm","ph":"X","ts":{},"dur":300,"tid":1,"pid":"CPU functions"}},)",
+                          base + 500);
+  }
+  events.pop_back();
+  WorkerPattern p = SummarizeText("[" + events + "]", "worker1.pt.trace.json");
+  EXPECT_DOUBLE_EQ(p.dataloader_ops_per_iter, 8);  // lift_fresh: 2 an item, 4 items
+}
+
 // CPU training: gloo's thread recorded the end of step 1's all-reduce 600 µs into step 2 (it was
 // descheduled; the step had moved on, so the collective was done). Painted to its step's end,
 // step 2's 400 µs of Python before its first op is Python, not waiting; the call's duration is
