@@ -101,8 +101,8 @@ TEST(SummarizeTest, LoaderItemsAreItsMostFrequentOpsCalls) {
   std::string events;
   for (int step = 0; step < 2; ++step) {
     int64_t base = step * 1000;
-    events += fmt::format(
-        R"({{"name":"ProfilerStep#{}","ph":"X","ts":{},"dur":1000,"tid":1,"pid":"CPU functions"}},)", step + 1, base);
+    events += fmt::format(R"({{"name":"ProfilerStep#{}","ph":"X","ts":{},"dur":1000,"tid":1,"pid":"CPU functions"}},)",
+                          step + 1, base);
     events += fmt::format(
         R"({{"name":"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__","ph":"X","ts":{},"dur":400,"tid":1,"pid":"CPU functions"}},)",
         base);
@@ -113,8 +113,8 @@ TEST(SummarizeTest, LoaderItemsAreItsMostFrequentOpsCalls) {
         at += 10;
       }
     }
-    events += fmt::format(R"({{"name":"aten::mm","ph":"X","ts":{},"dur":300,"tid":1,"pid":"CPU functions"}},)",
-                          base + 500);
+    events +=
+        fmt::format(R"({{"name":"aten::mm","ph":"X","ts":{},"dur":300,"tid":1,"pid":"CPU functions"}},)", base + 500);
   }
   events.pop_back();
   WorkerPattern p = SummarizeText("[" + events + "]", "worker1.pt.trace.json");
