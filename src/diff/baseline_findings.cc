@@ -173,8 +173,13 @@ double StepMs(const PatternDiff& diff) {
 }
 
 std::string SlowdownSource(const PatternDiff& diff, const BaselineOptions& options, double slowdown_ms) {
-  std::string text =
-      fmt::format("(iteration {:.1f} ms at the baseline, {:.1f} ms now", diff.base.iteration_ms, diff.now.iteration_ms);
+  // What other findings explained is not this cause's (UnexplainedSlowdownMs): say of how much.
+  const double whole_ms = std::max(diff.now.iteration_ms - diff.base.iteration_ms, options.detected_slowdown_ms);
+  std::string text = whole_ms > slowdown_ms + 0.05
+                         ? fmt::format("(what the other findings leave of a {:.1f} ms/iter slowdown; ", whole_ms)
+                         : std::string("(");
+  text +=
+      fmt::format("iteration {:.1f} ms at the baseline, {:.1f} ms now", diff.base.iteration_ms, diff.now.iteration_ms);
   if (options.detected_slowdown_ms > 0 && options.detected_slowdown_ms >= slowdown_ms) {
     text += fmt::format(" in profiled windows; unprofiled, the detector's window ran {:.1f} ms/iter above its best)",
                         options.detected_slowdown_ms);

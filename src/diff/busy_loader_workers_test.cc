@@ -255,6 +255,10 @@ TEST(LoaderWorkersTakingCores, APartlyExplainedSlowdownLeavesTheRestToFindMostCo
   // 5 ranks x (23.6 - 2.4) ms over 2 cores, within the 82.9 ms the evaluation pass leaves.
   EXPECT_NEAR(d.findings[0].impact_s_per_iter, 5 * (0.07 * 337.5 - 0.01 * 235.6) / 2 / 1e3, 1e-4);
   EXPECT_EQ(d.findings[1].location, "/job/train.py:119(main)");
+  EXPECT_NE(d.findings[0].evidence.find("of the 82.9 ms/iter slowdown on the busiest node's cores (what the other "
+                                        "findings leave of a 101.9 ms/iter slowdown; iteration 235.6 ms"),
+            std::string::npos)
+      << d.findings[0].evidence;
   // The workers' added CPU took less than the new code: it goes second, held to what is left.
   d.findings = {new_code(0.045)};
   FindLoaderWorkersTakingCores(base, LoaderJob(5, 0.3375, 233, 0.04f), IterationsOnly(235.6, 337.5), &d);

@@ -185,8 +185,8 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
       "Every rank now runs code at {} that it did not run at the baseline: the job does more work than it did. Move it "
       "out of the step, run it less often, or make it cheaper.",
       f.location);
-  // No hang, no global finding and no local one that explains the slowdown: it comes first
-  // (behind a cause found so that costs more).
+  // No hang, no global finding of the window's and none that explains the slowdown: it goes by
+  // its cost (InsertUnexplainedCause).
   FoldSlowerOpsInto(diagnosis, &f, cores);
   InsertUnexplainedCause(diagnosis, std::move(f), cores);
 }
