@@ -192,11 +192,11 @@ std::string SlowdownSource(const PatternDiff& diff, const BaselineOptions& optio
 CoresNow ReadCoresNow(const std::vector<WorkerPattern>& now) {
   CoresNow cores;
   std::vector<double> busy;
-  const double quota_bar = Expectations{}.min_excess_beta;  // HeldBackByQuota's
+  const Expectations defaults;
   for (const WorkerPattern& w : now) {
     if (!w.cpu) continue;
     busy.push_back(w.cpu->host_busy);
-    if (w.cpu->throttled >= quota_bar) cores.held_by_quota.insert(w.rank);
+    if (HeldBackByQuota(w.cpu, defaults)) cores.held_by_quota.insert(w.rank);
   }
   cores.busy = 2 * busy.size() > now.size() && MedianInPlace(busy) >= kBusyCoresShare;
   return cores;

@@ -19,8 +19,8 @@ bool LoaderWorkersRead(const CpuShare& cpu) {
   return cpu.loader_cpu > 0 || cpu.loader_run_delay > 0 || cpu.loader_making >= 0 || cpu.loader_asleep >= 0;
 }
 
-bool HeldBackByQuota(const WorkerRow& row, const Expectations& e) {
-  return row.cpu && row.cpu->throttled >= e.min_excess_beta;
+bool HeldBackByQuota(const std::optional<CpuShare>& cpu, const Expectations& e) {
+  return cpu && cpu->throttled >= e.min_excess_beta;
 }
 
 std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group) {

@@ -36,7 +36,8 @@ bool LoaderWorkersRead(const CpuShare& cpu);
 // Its cgroup's quota held the rank back for the noise floor (`min_excess_beta`) of the window or
 // more: its own CPU limit, which stretches every op in whole periods and queues every runnable
 // thread at once.
-bool HeldBackByQuota(const WorkerRow& row, const Expectations& e);
+bool HeldBackByQuota(const std::optional<CpuShare>& cpu, const Expectations& e);
+inline bool HeldBackByQuota(const WorkerRow& row, const Expectations& e) { return HeldBackByQuota(row.cpu, e); }
 
 // Medians over the members that have readings; nullopt unless most members have one.
 std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group);
