@@ -158,7 +158,7 @@ class Exchange:
 
     def _forget(self, key: str) -> None:
         try:  # frees the store's memory; a store without delete_key keeps the few KB
-            self.store.delete_key(self.prefix + key)
+            trigger._call(self.store.delete_key, self.prefix + key)
         except Exception:
             pass
 

@@ -51,6 +51,9 @@ def _thread_cpu() -> Optional[Tuple[int, float, int]]:
 _DATALOADER_MODE_AFTER_BATCHES = 100
 _MODE_NONE, _MODE_OPTIMIZER, _MODE_DATALOADER = 0, 1, 2
 _STORE_RETRY_S = 5.0
+# Of the exit bound, kept for our store calls in flight to return before the interpreter
+# finalizes: a live store answers in milliseconds.
+_STORE_DRAIN_S = 0.5
 # An automatic baseline waits for iteration times to stop falling at most this many detector
 # windows past its earliest iteration.
 _BASELINE_SETTLE_WINDOWS = 1
@@ -511,11 +514,11 @@ class Runtime:
         self._monitor = threading.Thread(target=self._monitor_main, name="eroica-monitor",
                                          daemon=True)
         self._monitor.start()
-        atexit.register(self.shutdown)
+        atexit.register(self.shutdown, True)
         try:  # fork-started multiprocessing children leave through os._exit, not atexit
             from multiprocessing import util
 
-            util.Finalize(None, self.shutdown, exitpriority=50)
+            util.Finalize(None, self.shutdown, args=(True,), exitpriority=50)
         except Exception:
             pass
 
@@ -740,16 +743,20 @@ class Runtime:
 
     # ---- exit ------------------------------------------------------------------------------
 
-    def shutdown(self) -> None:
+    def shutdown(self, process_exit: bool = False) -> None:
         """At exit: stop a window cut short by the end of training and write its files.
 
         The whole of it takes at most EROICA_EXIT_WAIT_S (finish.wait_at_exit says what
         happens to work still running then), plus the profiler's own stop when the exit cuts
-        a window short: that runs here, on the thread that owns the profiler."""
+        a window short: that runs here, on the thread that owns the profiler. At the process's
+        exit (`process_exit`: atexit, multiprocessing's finalizers) no store call of ours
+        starts after it, and it waits, within the bound, for those in flight."""
         if self._shut_down:
             return
         self._shut_down = True
         deadline_s = time.monotonic() + self.cfg.exit_wait_s
+        # The bound's last part: for store calls in flight to return (trigger._StoreCalls).
+        drain_s = min(_STORE_DRAIN_S, self.cfg.exit_wait_s / 4) if process_exit else 0.0
         self._stopping = True
         self._wake.set()
         monitor = self._monitor
@@ -782,9 +789,14 @@ class Runtime:
                             "the job ended at iteration %d" % self.iteration,
                             self._detector_state())
             self._pending = []
-            finish.wait_at_exit(self._finishers, deadline_s)
+            finish.wait_at_exit(self._finishers, deadline_s - drain_s)
         except Exception as e:
             log.info("could not write the session at exit: %s: %s" % (type(e).__name__, e))
+        finally:
+            # A finisher left running (one that handed off, one still exporting) must not be
+            # inside a store call when the interpreter finalizes (trigger._StoreCalls says why).
+            if process_exit and not trigger.STORE_CALLS.close(deadline_s - time.monotonic()):
+                log.debug("exit: a store call of ours was still in flight at the bound")
         self.coord = None
 
     def _sessions_after_the_last_step(self) -> None:
@@ -811,7 +823,7 @@ class Runtime:
 
         def probe():
             try:
-                coord.store.add(trigger.EPOCH_KEY, 0)
+                trigger._call(coord.store.add, trigger.EPOCH_KEY, 0)
                 answered.append(True)
             except Exception:
                 pass

@@ -53,9 +53,49 @@ class MemoryStore:
             return self._data[key]
 
 
+class _StoreCalls:
+    """Which of our threads is inside a store call, so that none is when the process ends.
+
+    torch's store calls release the GIL inside C++ frames that must not unwind. A daemon
+    thread of ours that comes back from one after the interpreter began to finalize is ended
+    by the interpreter (pthread_exit), whose unwinding through those frames calls
+    std::terminate: the job's process aborted (SIGABRT) instead of exiting with its own code.
+    Seen on rank 0 when it handed its diagnosis off at the exit bound and its finisher then
+    settled the session in the store, 4 runs in 5 of a 3-rank job with a rank killed."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._in_flight = 0
+        self._closed = False
+
+    def call(self, op: Callable, *args):
+        with self._cond:
+            if self._closed:
+                raise StoreUnavailable("the process is exiting")
+            self._in_flight += 1
+        try:
+            return op(*args)
+        finally:
+            with self._cond:
+                self._in_flight -= 1
+                self._cond.notify_all()
+
+    def close(self, timeout_s: float) -> bool:
+        """At the interpreter's exit: no store call starts after this; waits up to timeout_s for those in flight to
+        return. False when one is still in flight (a store that does not answer)."""
+        with self._cond:
+            self._closed = True
+            return self._cond.wait_for(lambda: self._in_flight == 0, timeout=max(0.0, timeout_s))
+
+
+STORE_CALLS = _StoreCalls()
+
+
 def _call(op: Callable, *args):
     try:
-        return op(*args)
+        return STORE_CALLS.call(op, *args)
+    except StoreUnavailable:
+        raise
     except Exception as e:
         raise StoreUnavailable("%s: %s" % (type(e).__name__, e)) from e
 

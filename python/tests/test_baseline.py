@@ -105,9 +105,15 @@ def test_a_job_that_got_faster_since_its_baseline_gets_a_new_one(tmp_path):
     assert baselines[0] < 90 < baselines[1], baselines
     assert "before the baseline: a new baseline" in done.stderr, done.stderr[-3000:]
     assert done.stderr.count("baseline of %d ranks kept" % WORLD) == 2, done.stderr[-3000:]
-    # The bundle is the second baseline's: its window ran at the faster pace.
-    second = [d for d, doc in sessions.items() if doc["reason"] == "baseline" and doc["target_iteration"] > 90]
-    window = json.load(open(os.path.join(second[0], "rank-0.meta.json")))["iteration_times_s"]
-    assert statistics.median(window) < 0.04, window
+    # The bundle is the second baseline's: its window ran without the 40 ms sleep. Compared with
+    # the first baseline's window, not with a fixed bar: on a loaded CI machine the job's own pace
+    # alone once had a median of 40.0 ms.
+    def window_of(after_90):
+        d = [d for d, doc in sessions.items()
+             if doc["reason"] == "baseline" and (doc["target_iteration"] > 90) == after_90][0]
+        return d, json.load(open(os.path.join(d, "rank-0.meta.json")))["iteration_times_s"]
+    _, slow = window_of(False)
+    second, fast = window_of(True)
+    assert statistics.median(slow) - statistics.median(fast) > 0.02, (slow, fast)
     assert (tmp_path / "bjob.baseline.pattern").stat().st_mtime >= os.path.getmtime(
-        os.path.join(second[0], "session.json")), sessions
+        os.path.join(second, "session.json")), sessions

@@ -506,3 +506,45 @@ def test_a_faster_baseline_whose_pace_is_gone_before_times_settle_is_dropped(tmp
     assert rt._faster_baselines == 1 and rt._baseline_at < 0 and not rt._faster_due
     rt, asked, _ = _run_baseline_then(tmp_path, noisy, falling + [62] * 30)
     assert [reason for _, reason in asked] == ["baseline"], asked
+
+
+_EXIT_WITH_A_STORE_CALL_IN_FLIGHT = r"""
+import datetime, sys, threading, time
+from torch.distributed import TCPStore
+from eroica import config, trigger
+from eroica.runtime import Runtime
+
+rt = Runtime(config.load({"EROICA_DIR": sys.argv[1], "EROICA_EXIT_WAIT_S": "2"}))
+rt._ensure_started()  # the monitor thread and the exit's registration, as in a job
+store = TCPStore("127.0.0.1", 0, 1, True, datetime.timedelta(seconds=5))
+rt.coord = trigger.Coordinator(store)
+
+def finisher_left_running():  # one that handed off at the bound and then settles its session
+    while True:
+        try:
+            trigger._call(store.add, "eroica/session/settled/1", 1)
+        except trigger.StoreUnavailable:
+            time.sleep(0.01)
+
+threading.Thread(target=finisher_left_running, daemon=True).start()
+time.sleep(0.3)
+"""
+
+
+def test_the_exit_waits_for_a_store_call_in_flight_instead_of_aborting(tmp_path):
+    """torch's store calls release the GIL inside frames that must not unwind: a daemon
+    thread that comes back from one after the interpreter began to finalize aborts the
+    process (std::terminate, exit -6: the job's own exit code lost). Without the exit's wait
+    for our store calls, this script aborted in 8 of 8 runs."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for _ in range(3):
+        start = time.monotonic()
+        done = subprocess.run([sys.executable, "-c", _EXIT_WITH_A_STORE_CALL_IN_FLIGHT, str(tmp_path)],
+                              env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert "terminate called" not in done.stderr
+        assert time.monotonic() - start < 20

@@ -165,3 +165,27 @@ def test_job_id_is_file_name_safe(monkeypatch):
     assert trigger.job_id("my job/1") == "my_job_1"
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "abc123")
     assert trigger.job_id("") == "abc123"
+
+
+def test_store_calls_close_waits_for_those_in_flight_and_refuses_new_ones():
+    """At the process's exit no thread of ours may be inside a store call (trigger._StoreCalls):
+    close() waits for the call in flight, bounded, and later calls fail as StoreUnavailable."""
+    calls = trigger._StoreCalls()
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_add(key, amount):
+        entered.set()
+        release.wait(5)
+        return amount
+
+    worker = threading.Thread(target=calls.call, args=(slow_add, "k", 1), daemon=True)
+    worker.start()
+    assert entered.wait(5)
+    start = time.monotonic()
+    assert calls.close(0.2) is False  # still in flight at the bound
+    assert 0.15 < time.monotonic() - start < 2.0
+    release.set()
+    worker.join(5)
+    assert calls.close(0.2) is True
+    with pytest.raises(trigger.StoreUnavailable):
+        calls.call(slow_add, "k", 1)
