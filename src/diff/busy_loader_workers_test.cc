@@ -202,13 +202,40 @@ TEST(LoaderWorkersTakingCores, OneRanksLongestWaitIsItsTurnWhereItsWorkersGrewLi
   ASSERT_EQ(d.findings.size(), 1U) << d.findings[1].evidence;
   EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
   EXPECT_NE(d.findings[0].evidence.find("rank 1 waited longest for its batches in this window (98.5 ms/iter over its "
-                                        "peers), its workers' CPU grown no more than theirs: its turn"),
+                                        "peers), its workers' CPU grown +59.1 ms/iter against the others' +56.0 "
+                                        "(median), more of it shared than its own: its turn"),
             std::string::npos)
       << d.findings[0].evidence;
-  now[1].cpu->loader_cpu = 0.40f;  // its workers did twice the others' added work: its own
+  now[1].cpu->loader_cpu = 0.40f;  // its workers did more than twice the others' added work: its own
   d.findings = {turn};
   FindLoaderWorkersTakingCores(base, now, IterationsOnly(172.5, 310), &d);
   EXPECT_EQ(d.findings.size(), 1U);
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
+}
+
+// An unseen 5-rank contrastive job (one loader worker a rank, 2 cores) whose every rank's colour
+// jitter began running Python passes: 226 -> 470 ms a step, every rank's workers +82 to +119 ms of
+// CPU a step, rank 0's 1.34 times the others' median; rank 0 waited 0.29 of its step for batches
+// (+128.9 ms over its peers) and was named `local dataloader`. Most of its growth is every rank's:
+// its turn. Where the others' workers grew by less than half of its own, the wait is its own.
+TEST(LoaderWorkersTakingCores, ARankWhoseWorkersGrewMostlyAsEveryRanksWaitsByItsTurn) {
+  const std::vector<WorkerPattern> base = LoaderJob(5, 0.226, 170, 0.08f, 0.96f);
+  std::vector<WorkerPattern> now = LoaderJob(5, 0.4705, 250, 0.22f, 1.0f);
+  now[0].cpu->loader_cpu = 0.296f;  // 139.3 ms against the others' 103.5: +121.2 against +85.4
+  Finding stall;
+  stall.scope = FindingScope::kLocal;
+  stall.category = FindingCategory::kDataloader;
+  stall.workers = {0};
+  stall.impact_s_per_iter = 0.1289;
+  Diagnosis d;
+  d.findings = {stall};
+  FindLoaderWorkersTakingCores(base, now, IterationsOnly(226.1, 470.5), &d);
+  ASSERT_EQ(d.findings.size(), 1U) << d.findings[1].evidence;
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
+  EXPECT_EQ(d.findings[0].workers, (std::vector<int>{0, 1, 2, 3, 4}));
+  now[0].cpu->loader_cpu = 0.45f;  // +193.7 against +85.4: more its own than shared
+  d.findings = {stall};
+  FindLoaderWorkersTakingCores(base, now, IterationsOnly(226.1, 470.5), &d);
   EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
 }
 
