@@ -159,6 +159,20 @@ def test_a_cause_that_explains_part_of_the_slowdown_leaves_the_rest_to_find():
     assert "so that time came from the training threads" in findings[0]["evidence"], findings[0]
 
 
+SIMCLR = SOURCE_DIR / "tests" / "e2e" / "data" / "simclr"  # README.md there: how it was made
+
+
+def test_a_ranks_loader_wait_whose_workers_grew_mostly_as_every_ranks_is_its_turn():
+    """A real 5-rank contrastive job whose every rank's colour jitter began running Python passes
+    in its one loader worker: rank 0's workers grew 1.34 times the others' median and rank 0
+    waited longest for batches. Every rank's workers are the cause; rank 0's wait its turn."""
+    findings = diagnosis_of(SIMCLR / "jitter_turn")["findings"]
+    assert [(f["scope"], f["category"]) for f in findings] == [("global", "dataloader")], findings
+    assert findings[0]["workers"] == [0, 1, 2, 3, 4], findings[0]
+    assert findings[0]["location"].endswith("train_simclr.py:71(<listcomp>)"), findings[0]
+    assert "rank 0 waited longest for its batches" in findings[0]["evidence"], findings[0]
+
+
 REC = SOURCE_DIR / "tests" / "e2e" / "data" / "rec"  # README.md there: how each was made
 
 
