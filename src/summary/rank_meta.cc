@@ -31,4 +31,8 @@ std::string RankMetaHost(const Json& meta) {
   return name.size() <= kMaxHostBytes ? name : "";
 }
 
+std::vector<int64_t> RankMetaCompletedSteps(const Json& meta) {
+  return JsonInts(JsonField(meta, {"iteration_ids"}), 0);
+}
+
 }  // namespace eroica

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/json_access.h"
 #include "trace/trace.h"
@@ -17,5 +18,12 @@ std::optional<Json> ReadRankMeta(const Trace& trace);
 // The host the rank ran on, from its meta file ("" when not named): ranks on one host share its
 // processors, which a CPU-only trace cannot say by itself.
 std::string RankMetaHost(const Json& meta);
+
+// The iterations that ended inside the window (`iteration_ids`), in the file's order. A window the
+// job's exit cut short holds one more ProfilerStep, opened at the last boundary and closed by the
+// exit: the loop's end, the process group's teardown. Read as a step, a healthy 3-rank job's last
+// session (its only iteration 200 and that tail) named the tail `global host` at the script's
+// `main()` call, 15.6 ms a step.
+std::vector<int64_t> RankMetaCompletedSteps(const Json& meta);
 
 }  // namespace eroica

@@ -80,10 +80,11 @@ FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads,
         errors[i] = trace.status().message();
         continue;
       }
-      // A bare CPU trace names no host; the rank's meta file does (ranks sharing one compare
-      // on the same processors: localize/cpu_contention.h SharesPeersProcessors).
-      if (trace->meta.host.empty()) {
-        if (std::optional<Json> meta = ReadRankMeta(*trace)) trace->meta.host = RankMetaHost(*meta);
+      if (std::optional<Json> meta = ReadRankMeta(*trace)) {
+        // A bare CPU trace names no host; the rank's meta file does (ranks sharing one compare
+        // on the same processors: localize/cpu_contention.h SharesPeersProcessors).
+        if (trace->meta.host.empty()) trace->meta.host = RankMetaHost(*meta);
+        trace->meta.completed_steps = RankMetaCompletedSteps(*meta);
       }
       SummarizeOptions trace_options = options;
       if (samples_for) trace_options.samples = samples_for(*trace, &notes[i]);

@@ -86,5 +86,27 @@ TEST(SummarizeFilesTest, TheHostOfABareCpuTraceComesFromTheRanksMetaFile) {
   EXPECT_EQ(out.patterns[1].host, "");  // longer than any host name: not one
 }
 
+// A window the job's exit cut short: iteration 200 ended in it (the meta lists it), then the step
+// opened at its boundary ran the loop's end and the process group's teardown until the exit
+// stopped the profiler. That step is no iteration; a trace whose steps the meta does not list at
+// all (another trace's meta) keeps them.
+TEST(SummarizeFilesTest, AStepTheJobsExitCutShortIsNoIteration) {
+  TempDir dir;
+  const std::string events =
+      R"([{"name": "ProfilerStep#200", "ph": "X", "ts": 0, "dur": 900, "tid": 1, "pid": "CPU functions"},)"
+      R"({"name": "aten::mm", "ph": "X", "ts": 100, "dur": 500, "tid": 1, "pid": "CPU functions"},)"
+      R"({"name": "ProfilerStep#201", "ph": "X", "ts": 900, "dur": 3000, "tid": 1, "pid": "CPU functions"},)"
+      R"({"name": "aten::select", "ph": "X", "ts": 3800, "dur": 10, "tid": 1, "pid": "CPU functions"}])";
+  std::string cut = dir.Write("rank-0.json", events);
+  dir.Write("rank-0.meta.json", R"({"rank": 0, "iteration_ids": [200], "stop_reason": "exit"})");
+  std::string other = dir.Write("rank-1.json", events);
+  dir.Write("rank-1.meta.json", R"({"rank": 1, "iteration_ids": [7, 8]})");
+  FileSummaries out = SummarizeFiles({cut, other}, 1);
+  ASSERT_EQ(out.patterns.size(), 2u);
+  EXPECT_EQ(out.patterns[0].step_ids, std::vector<int64_t>{200});
+  EXPECT_EQ(out.patterns[0].window_ns, 900000);
+  EXPECT_EQ(out.patterns[1].step_ids, (std::vector<int64_t>{200, 201}));
+}
+
 }  // namespace
 }  // namespace eroica

@@ -33,6 +33,18 @@ int64_t StepId(std::string_view name) {
   return id;
 }
 
+// Where the rank's meta lists the iterations that ended in the window, a step it does not list
+// (the one the job's exit cut short) is no iteration (summary/rank_meta.h). Left as they are when
+// the meta lists none of the trace's steps: the list then describes another trace.
+void LeaveOutUnfinishedSteps(const Trace& trace, std::vector<const TraceEvent*>* steps) {
+  const std::vector<int64_t>& completed = trace.meta.completed_steps;
+  if (completed.empty()) return;
+  std::unordered_set<int64_t> ended(completed.begin(), completed.end());
+  auto unfinished = [&](const TraceEvent* step) { return !ended.contains(StepId(trace.Str(step->name))); };
+  if (std::all_of(steps->begin(), steps->end(), unfinished)) return;
+  std::erase_if(*steps, unfinished);
+}
+
 }  // namespace
 
 WorkerWindow FindWorkerWindow(const Trace& trace, const BigVector<EventRole>& roles) {
@@ -41,6 +53,7 @@ WorkerWindow FindWorkerWindow(const Trace& trace, const BigVector<EventRole>& ro
   for (size_t i = 0; i < trace.events.size(); ++i) {
     if (roles[i] == EventRole::kStepMarker) steps.push_back(&trace.events[i]);
   }
+  LeaveOutUnfinishedSteps(trace, &steps);
   if (steps.empty()) {
     window.main_pid = MostCommonCpuPid(trace, roles);
     window.start_ns = std::numeric_limits<int64_t>::max();

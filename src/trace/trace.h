@@ -87,6 +87,9 @@ struct TraceMetadata {
   std::string device_name;       // deviceProperties[0].name
   int device_count = 0;
   std::string host;  // host_name when the trace carries it
+  // From the rank's meta file beside an eroica session's trace: the iterations that ended inside
+  // the window (summary/rank_meta.h); empty for other traces.
+  std::vector<int64_t> completed_steps;
 };
 
 // Data-quality counters: bad input is data, not an error (perfetto's stats table).
