@@ -34,6 +34,16 @@ std::vector<WorkerPattern> LoaderJob(int n, double iteration_s, double compute_m
   return job;
 }
 
+// The window's `local dataloader` finding of one rank's wait for its batches.
+Finding LocalLoaderWait(int rank, double impact_s) {
+  Finding f;
+  f.scope = FindingScope::kLocal;
+  f.category = FindingCategory::kDataloader;
+  f.workers = {rank};
+  f.impact_s_per_iter = impact_s;
+  return f;
+}
+
 // An unseen 4-rank audio job on 2 cores, 2 workers a rank, whose every rank's dataset began
 // masking time bands in Python: 169 -> 250 ms a step, every rank's workers 2.8-4.3 -> 19.3-21.6 ms
 // of CPU a step on cores 98 % busy, training's wait for batches unchanged (0.03-0.07 of a step),
@@ -191,11 +201,7 @@ TEST(LoaderWorkersTakingCores, OneRanksLongestWaitIsItsTurnWhereItsWorkersGrewLi
   const std::vector<WorkerPattern> base = LoaderJob(5, 0.172, 100, 0.035f, 0.98f);
   std::vector<WorkerPattern> now = LoaderJob(5, 0.310, 116, 0.20f, 1.0f);
   now[1].cpu->loader_cpu = 0.21f;
-  Finding turn;
-  turn.scope = FindingScope::kLocal;
-  turn.category = FindingCategory::kDataloader;
-  turn.workers = {1};
-  turn.impact_s_per_iter = 0.0985;
+  const Finding turn = LocalLoaderWait(1, 0.0985);
   Diagnosis d;
   d.findings = {turn};
   FindLoaderWorkersTakingCores(base, now, IterationsOnly(172.5, 310), &d);
@@ -222,11 +228,7 @@ TEST(LoaderWorkersTakingCores, ARankWhoseWorkersGrewMostlyAsEveryRanksWaitsByIts
   const std::vector<WorkerPattern> base = LoaderJob(5, 0.226, 170, 0.08f, 0.96f);
   std::vector<WorkerPattern> now = LoaderJob(5, 0.4705, 250, 0.22f, 1.0f);
   now[0].cpu->loader_cpu = 0.296f;  // 139.3 ms against the others' 103.5: +121.2 against +85.4
-  Finding stall;
-  stall.scope = FindingScope::kLocal;
-  stall.category = FindingCategory::kDataloader;
-  stall.workers = {0};
-  stall.impact_s_per_iter = 0.1289;
+  const Finding stall = LocalLoaderWait(0, 0.1289);
   Diagnosis d;
   d.findings = {stall};
   FindLoaderWorkersTakingCores(base, now, IterationsOnly(226.1, 470.5), &d);
