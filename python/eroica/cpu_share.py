@@ -51,9 +51,9 @@ def _host_jiffies() -> Optional[tuple]:
 
 
 def _threads(main_tid: Optional[int]) -> tuple:
-    """(on-CPU ns, run-delay ns, threads) summed over this process's threads, and the same two
-    for thread `main_tid` alone (None when not given or gone)."""
-    on_cpu = delay = count = 0
+    """({thread id: (on-CPU ns, run-delay ns)} over this process's threads, and the same pair
+    for thread `main_tid` alone (None when not given or gone))."""
+    tasks: Dict[str, Tuple[int, int]] = {}
     main = None
     task_dir = "/proc/self/task"
     for name in os.listdir(task_dir)[:_MAX_THREADS]:
@@ -62,12 +62,19 @@ def _threads(main_tid: Optional[int]) -> tuple:
         except OSError:
             continue  # the thread ended meanwhile
         if len(fields) >= 2:
-            on_cpu += int(fields[0])
-            delay += int(fields[1])
-            count += 1
+            tasks[name] = (int(fields[0]), int(fields[1]))
             if main_tid is not None and name == str(main_tid):
-                main = (int(fields[0]), int(fields[1]))
-    return on_cpu, delay, count, main
+                main = tasks[name]
+    return tasks, main
+
+
+def _grown(start: Dict[str, Any], end: Dict[str, Any], field: int) -> int:
+    """What this process's threads added between two snapshots, thread by thread: a thread born
+    inside the window counts from zero; one that ended inside it takes its time with it. Summed
+    over the process instead, the threads a job's exit ends (its process group's, its loader's)
+    took more than the rest added: an exit-cut window read 0 of a core for every rank."""
+    before = start["tasks"]
+    return sum(max(0, now[field] - before.get(tid, (0, 0))[field]) for tid, now in end["tasks"].items())
 
 
 class ThreadRunDelay:
@@ -155,11 +162,11 @@ def snapshot(main_tid: Optional[int] = None) -> Optional[Dict[str, Any]]:
     """The readings now; `main_tid` (a native thread id of this process) is read on its own too."""
     try:
         host = _host_jiffies()
-        on_cpu, delay, threads, main = _threads(main_tid)
-        if host is None or threads == 0:
+        tasks, main = _threads(main_tid)
+        if host is None or not tasks:
             return None
-        snap = {"ns": time.monotonic_ns(), "busy": host[0], "total": host[1], "on_cpu": on_cpu,
-                "delay": delay, "threads": threads}
+        snap = {"ns": time.monotonic_ns(), "busy": host[0], "total": host[1], "tasks": tasks,
+                "threads": len(tasks)}
         if main is not None:
             snap["main"] = main
     except Exception:
@@ -194,8 +201,8 @@ def _window(start: Optional[Dict[str, Any]], end: Optional[Dict[str, Any]]) -> O
         allowed = 0
     share = {"window_ns": window_ns, "cpus": os.cpu_count() or 0, "allowed_cpus": allowed,
              "host_busy": round(max(0.0, min(1.0, (end["busy"] - start["busy"]) / jiffies)), 4),
-             "process_cpu": round(max(0, end["on_cpu"] - start["on_cpu"]) / window_ns, 4),
-             "run_delay": round(max(0, end["delay"] - start["delay"]) / window_ns, 4),
+             "process_cpu": round(_grown(start, end, 0) / window_ns, 4),
+             "run_delay": round(_grown(start, end, 1) / window_ns, 4),
              "threads": end["threads"]}
     if start.get("main") and end.get("main"):
         share["main_cpu"] = round(max(0, end["main"][0] - start["main"][0]) / window_ns, 4)

@@ -40,6 +40,7 @@ from . import cpu_share, log, safe_fs, stack_sampler
 
 POLL_S = 0.1
 COLLECT_WAIT_S = 2.0
+FINISH_WAIT_S = 1.0  # a worker whose loop ended waits this long at most for its window's file
 MAX_WORKER_FILE_BYTES = 16 << 20  # a worker's window: at most stack_max_samples samples
 MAX_WORKERS = 256  # files taken per window (a DataLoader's workers, with room)
 _PAGE = struct.Struct("<8sQQqdIi")  # magic, seq, generation, until_unix_ns, hz, max_samples, rank
@@ -151,11 +152,17 @@ def _worker_main(folder: str, *args, **kwargs):
         # A spawned worker's own eroica (the boot hook of `eroica run`) made a folder; a worker
         # never captures, and it exits without running atexit.
         _control.close()
+    watcher = None
     try:
-        _Watcher(folder, threading.get_ident(), threading.get_native_id()).start()
+        watcher = _Watcher(folder, threading.get_ident(), threading.get_native_id())
+        watcher.start()
     except Exception:
         pass  # no samples from this worker; its work goes on
-    return loop(*args, **kwargs)
+    try:
+        return loop(*args, **kwargs)
+    finally:
+        if watcher is not None:
+            watcher.finish()
 
 
 class _Watcher:
@@ -170,9 +177,23 @@ class _Watcher:
         self.native_id = native_id
         self.parent_pid = os.getppid()
         self._page = None
+        self._thread: Optional[threading.Thread] = None
+        self._finishing = threading.Event()
 
     def start(self) -> None:
-        threading.Thread(target=self._main, name="eroica-loader-stacks", daemon=True).start()
+        self._thread = threading.Thread(target=self._main, name="eroica-loader-stacks", daemon=True)
+        self._thread.start()
+
+    def finish(self) -> None:
+        """The worker's loop ended (its iterator shut the workers down: the job's loop is over,
+        often inside a window that the job's exit then cuts short). A window in progress is
+        written now, bounded, or its samples and the worker's CPU would die with the process and
+        the window read no loader at all (an unseen 3-rank job's last session, rank 1's slow
+        jitter in 2 workers: healthy)."""
+        self._finishing.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join(FINISH_WAIT_S)
 
     def _read(self):
         """(generation, until_unix_ns, hz, max_samples, rank) or None while being written."""
@@ -193,8 +214,8 @@ class _Watcher:
             finally:
                 os.close(fd)
             done = 0
-            while os.getppid() == self.parent_pid:
-                time.sleep(POLL_S)
+            while os.getppid() == self.parent_pid and not self._finishing.is_set():
+                self._finishing.wait(POLL_S)
                 state = self._read()
                 if state is None or state[0] == 0 or state[0] == done:
                     continue
@@ -222,7 +243,7 @@ class _Watcher:
         # other Python thread is this watcher, so a shorter interval costs a switch per sample.
         sampler.shorten_switch_interval(_WORKER_SWITCH_INTERVAL_S)
         try:
-            while time.time_ns() < until_unix_ns:
+            while time.time_ns() < until_unix_ns and not self._finishing.is_set():
                 state = self._read()
                 if state is not None and state[0] != generation:
                     break  # the parent closed the window
@@ -231,7 +252,7 @@ class _Watcher:
                 sampler.busy_ns += time.thread_time_ns() - start_ns
                 if not more:
                     break
-                time.sleep(period_s)
+                self._finishing.wait(period_s)
             sampler.cpu = cpu_share.window(cpu_start, cpu_share.snapshot(self.native_id))
             doc = sampler.doc(rank, 0)
             doc["role"] = "dataloader worker"

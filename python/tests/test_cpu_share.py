@@ -145,3 +145,15 @@ def test_a_threads_run_delay_counts_its_wait_for_a_cpu():
     assert queued is not None and queued >= 0.05e9, queued
     reading.close()
     assert reading.since_last() is None  # closed: no reading, no exception
+
+
+def test_threads_that_end_inside_the_window_leave_the_others_time_counted():
+    """At a job's exit its process group's threads end inside the window: summed over the
+    process, their lost time outweighed what the others added (0 of a core); thread by thread,
+    the threads still there count what they added and a thread born inside counts from zero."""
+    start = {"ns": 0, "busy": 0, "total": 100, "threads": 2,
+             "tasks": {"101": (100, 10), "102": (10 ** 9, 10 ** 9)}}
+    end = {"ns": 10 ** 9, "busy": 50, "total": 200, "threads": 2,
+           "tasks": {"101": (100 + 5 * 10 ** 8, 10 + 10 ** 8), "103": (10 ** 8, 0)}}
+    share = cpu_share.window(start, end)
+    assert share["process_cpu"] == 0.6 and share["run_delay"] == 0.1, share

@@ -133,6 +133,28 @@ def test_each_worker_samples_its_own_code_in_the_window_only(patched, context):
     del batches
 
 
+def test_a_window_open_when_the_workers_shut_down_is_written_by_them(patched):
+    """The job's loop ends inside a window (its exit then cuts the window short): the iterator
+    shuts its workers down first, and each writes the window's samples and CPU as it ends,
+    instead of dying with them."""
+    import gc
+
+    loader = torch.utils.data.DataLoader(SlowSamples(), batch_size=4, num_workers=2)
+    batches = iter(loader)
+    next(batches)
+    generation = patched.begin(0, 200.0, 10000, time.time_ns() + int(30e9))
+    end = time.monotonic() + 0.6
+    while time.monotonic() < end:
+        next(batches)
+    del batches  # torch's iterator shuts its workers down; the window is still open
+    gc.collect()
+    docs = patched.collect(generation, wait_s=0)
+    patched.end()
+    assert len(docs) == 2, os.listdir(patched.folder)
+    for doc in docs:
+        assert doc["cpu"]["window_ns"] > 0 and len(doc["samples"]) >= 10, doc.get("cpu")
+
+
 def samples_at_line(control, dataset, mark, seconds):
     """One worker's window over `dataset`: its samples' innermost lines in this file (the samples
     in the dataset's own code), and how many of those are at the line marked `mark`. A worker whose

@@ -150,6 +150,29 @@ TEST(StandingCosts, ALocalCostIsStandingWhereItsRankStoodOutAsMuchAtTheBaseline)
   EXPECT_FALSE(d2.findings[0].standing);
 }
 
+// A rank's loader workers that keep up by taking cores cost what they take: standing only where
+// they took as much at the baseline, whatever the rank's wait for them did. An unseen 3-rank job
+// whose rank 1's jitter ran Python passes in its 2 workers: 0.78 cores against its peers' 0.09 now,
+// like theirs at the baseline, its wait +0.02 of the step over its peers' then and +0.04 now.
+TEST(StandingCosts, ALoaderWhoseWorkersTookCoresOnlyNowIsNotStanding) {
+  auto workers = [](std::vector<WorkerPattern> job, float rank3_cores) {
+    for (WorkerPattern& w : job) {
+      w.cpu = CpuShare{.cpus = 2, .loader_cpu = w.rank == 3 ? rank3_cores : 0.09f};
+      w.cpu->loader_making = 0.3f;
+    }
+    return job;
+  };
+  auto standing = [](const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now) {
+    Diagnosis d;
+    d.findings = {LocalLoader(3, 30)};
+    MarkStandingCosts(base, now, DiffPatterns(base, now), &d);
+    return d.findings[0].standing;
+  };
+  // Its wait over its peers' as large then as now (standing by the wait alone).
+  EXPECT_FALSE(standing(workers(WithLoader(10, 40), 0.09f), workers(WithLoader(10, 45), 0.78f)));
+  EXPECT_TRUE(standing(workers(WithLoader(10, 40), 0.75f), workers(WithLoader(10, 45), 0.78f)));
+}
+
 // A quota that holds the rank back now and did not at the baseline is new, whatever the rank's
 // excess then: m-quota1's rank 1 (5 ranks on 2 cores, a 45 % quota after the baseline).
 TEST(StandingCosts, AFindingOnARankANewQuotaHoldsBackIsNotStanding) {

@@ -173,6 +173,16 @@ def test_a_ranks_loader_wait_whose_workers_grew_mostly_as_every_ranks_is_its_tur
     assert "rank 0 waited longest for its batches" in findings[0]["evidence"], findings[0]
 
 
+def test_a_ranks_loader_workers_that_took_cores_only_now_are_no_standing_cost():
+    """A real 3-rank contrastive job whose rank 1's jitter began running Python passes in its 2
+    loader workers: they took 0.78 cores against their peers' 0.09, like theirs at the baseline;
+    rank 1's wait for batches was a little over its peers' at the baseline too (noise)."""
+    findings = diagnosis_of(SIMCLR / "workers_took_cores")["findings"]
+    first = findings[0]
+    assert (first["scope"], first["category"], first["workers"]) == ("local", "dataloader", [1]), findings
+    assert not first["standing"] and first["location"].endswith("train_simclr.py:71(<listcomp>)"), first
+
+
 REC = SOURCE_DIR / "tests" / "e2e" / "data" / "rec"  # README.md there: how each was made
 
 
