@@ -81,8 +81,9 @@ class _StoreCalls:
                 self._cond.notify_all()
 
     def close(self, timeout_s: float) -> bool:
-        """At the interpreter's exit: no store call starts after this; waits up to timeout_s for those in flight to
-        return. False when one is still in flight (a store that does not answer)."""
+        """At the process's exit: no store call starts after this; waits up to timeout_s for
+        those in flight to return. False when one is still in flight (a store that does not
+        answer)."""
         with self._cond:
             self._closed = True
             return self._cond.wait_for(lambda: self._in_flight == 0, timeout=max(0.0, timeout_s))
