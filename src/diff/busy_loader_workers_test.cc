@@ -34,14 +34,19 @@ std::vector<WorkerPattern> LoaderJob(int n, double iteration_s, double compute_m
   return job;
 }
 
-// The window's `local dataloader` finding of one rank's wait for its batches.
-Finding LocalLoaderWait(int rank, double impact_s) {
-  Finding f;
-  f.scope = FindingScope::kLocal;
-  f.category = FindingCategory::kDataloader;
-  f.workers = {rank};
-  f.impact_s_per_iter = impact_s;
-  return f;
+// The diagnosis after the rule, of a window whose one finding was `rank`'s wait for its batches
+// (`local dataloader`, `impact_s` a step).
+Diagnosis AfterALoaderWait(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now, int rank,
+                           double impact_s, const PatternDiff& diff) {
+  Finding wait;
+  wait.scope = FindingScope::kLocal;
+  wait.category = FindingCategory::kDataloader;
+  wait.workers = {rank};
+  wait.impact_s_per_iter = impact_s;
+  Diagnosis d;
+  d.findings = {wait};
+  FindLoaderWorkersTakingCores(base, now, diff, &d);
+  return d;
 }
 
 // An unseen 4-rank audio job on 2 cores, 2 workers a rank, whose every rank's dataset began
@@ -201,10 +206,7 @@ TEST(LoaderWorkersTakingCores, OneRanksLongestWaitIsItsTurnWhereItsWorkersGrewLi
   const std::vector<WorkerPattern> base = LoaderJob(5, 0.172, 100, 0.035f, 0.98f);
   std::vector<WorkerPattern> now = LoaderJob(5, 0.310, 116, 0.20f, 1.0f);
   now[1].cpu->loader_cpu = 0.21f;
-  const Finding turn = LocalLoaderWait(1, 0.0985);
-  Diagnosis d;
-  d.findings = {turn};
-  FindLoaderWorkersTakingCores(base, now, IterationsOnly(172.5, 310), &d);
+  Diagnosis d = AfterALoaderWait(base, now, 1, 0.0985, IterationsOnly(172.5, 310));
   ASSERT_EQ(d.findings.size(), 1U) << d.findings[1].evidence;
   EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
   EXPECT_NE(d.findings[0].evidence.find("rank 1 waited longest for its batches in this window (98.5 ms/iter over its "
@@ -213,8 +215,7 @@ TEST(LoaderWorkersTakingCores, OneRanksLongestWaitIsItsTurnWhereItsWorkersGrewLi
             std::string::npos)
       << d.findings[0].evidence;
   now[1].cpu->loader_cpu = 0.40f;  // its workers did more than twice the others' added work: its own
-  d.findings = {turn};
-  FindLoaderWorkersTakingCores(base, now, IterationsOnly(172.5, 310), &d);
+  d = AfterALoaderWait(base, now, 1, 0.0985, IterationsOnly(172.5, 310));
   EXPECT_EQ(d.findings.size(), 1U);
   EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
 }
@@ -228,16 +229,12 @@ TEST(LoaderWorkersTakingCores, ARankWhoseWorkersGrewMostlyAsEveryRanksWaitsByIts
   const std::vector<WorkerPattern> base = LoaderJob(5, 0.226, 170, 0.08f, 0.96f);
   std::vector<WorkerPattern> now = LoaderJob(5, 0.4705, 250, 0.22f, 1.0f);
   now[0].cpu->loader_cpu = 0.296f;  // 139.3 ms against the others' 103.5: +121.2 against +85.4
-  const Finding stall = LocalLoaderWait(0, 0.1289);
-  Diagnosis d;
-  d.findings = {stall};
-  FindLoaderWorkersTakingCores(base, now, IterationsOnly(226.1, 470.5), &d);
+  Diagnosis d = AfterALoaderWait(base, now, 0, 0.1289, IterationsOnly(226.1, 470.5));
   ASSERT_EQ(d.findings.size(), 1U) << d.findings[1].evidence;
   EXPECT_EQ(d.findings[0].scope, FindingScope::kGlobal);
   EXPECT_EQ(d.findings[0].workers, (std::vector<int>{0, 1, 2, 3, 4}));
   now[0].cpu->loader_cpu = 0.45f;  // +193.7 against +85.4: more its own than shared
-  d.findings = {stall};
-  FindLoaderWorkersTakingCores(base, now, IterationsOnly(226.1, 470.5), &d);
+  d = AfterALoaderWait(base, now, 0, 0.1289, IterationsOnly(226.1, 470.5));
   EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
 }
 
