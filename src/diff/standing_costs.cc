@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <unordered_set>
 
@@ -38,38 +39,35 @@ std::optional<Shares> GlobalShares(const std::vector<RankPair>& pairs, const Fin
   return Shares{MedianInPlace(base), MedianInPlace(now), MedianInPlace(base_ms), MedianInPlace(now_ms)};
 }
 
-// The rank's excess over the median of the others' share, on one side.
-std::optional<double> ExcessOverOthers(const std::vector<RankPair>& pairs, int rank, Category c, bool base_side) {
+// The rank's excess over the median of the others' `value`, on one side; nullopt where any rank
+// has no value there.
+std::optional<double> ExcessOverOthers(const std::vector<RankPair>& pairs, int rank, bool base_side,
+                                       const std::function<std::optional<double>(const WorkerPattern&)>& value) {
   std::optional<double> mine;
   std::vector<double> others;
   for (const RankPair& p : pairs) {
-    const WorkerPattern& w = base_side ? *p.base : *p.now;
+    std::optional<double> v = value(base_side ? *p.base : *p.now);
+    if (!v) return std::nullopt;
     if (p.now->rank == rank) {
-      mine = Share(w, c);
+      mine = v;
     } else {
-      others.push_back(Share(w, c));
+      others.push_back(*v);
     }
   }
   if (!mine || others.empty()) return std::nullopt;
   return *mine - MedianInPlace(others);
 }
 
-// The rank's DataLoader workers' cores beyond the median of the others' workers', on one side;
-// nullopt where any rank's workers were not read there (none, or loading in the training process).
-std::optional<double> LoaderCoresOverOthers(const std::vector<RankPair>& pairs, int rank, bool base_side) {
-  std::optional<double> mine;
-  std::vector<double> others;
-  for (const RankPair& p : pairs) {
-    const WorkerPattern& w = base_side ? *p.base : *p.now;
-    if (!w.cpu || !LoaderWorkersRead(*w.cpu)) return std::nullopt;
-    if (p.now->rank == rank) {
-      mine = w.cpu->loader_cpu;
-    } else {
-      others.push_back(w.cpu->loader_cpu);
-    }
-  }
-  if (!mine || others.empty()) return std::nullopt;
-  return *mine - MedianInPlace(others);
+// A rank's share of the step in category `c`.
+auto ShareOf(Category c) {
+  return [c](const WorkerPattern& w) -> std::optional<double> { return Share(w, c); };
+}
+
+// A rank's DataLoader workers' cores; none where they were not read (none, or it loads in its
+// training process).
+std::optional<double> LoaderCores(const WorkerPattern& w) {
+  if (!w.cpu || !LoaderWorkersRead(*w.cpu)) return std::nullopt;
+  return w.cpu->loader_cpu;
 }
 
 // Whether the rank's CPU quota holds it back now and held it back less than half as long at the
@@ -118,8 +116,8 @@ std::optional<std::string> StandingEvidence(const std::vector<RankPair>& pairs, 
         CategoryName(c), s->base, s->now, s->base_ms, s->now_ms);
   }
   if (f.workers.size() != 1 || QuotaNewSinceTheBaseline(pairs, f.workers.front())) return std::nullopt;
-  std::optional<double> then = ExcessOverOthers(pairs, f.workers.front(), c, true);
-  std::optional<double> now = ExcessOverOthers(pairs, f.workers.front(), c, false);
+  std::optional<double> then = ExcessOverOthers(pairs, f.workers.front(), true, ShareOf(c));
+  std::optional<double> now = ExcessOverOthers(pairs, f.workers.front(), false, ShareOf(c));
   if (!then || !now || *now <= 0 || *then < 0.5 * *now) return std::nullopt;
   // A rank's loader workers that keep up by taking cores cost what they take, not the rank's wait
   // for them: that is the cost the baseline must have had. An unseen 3-rank contrastive job whose
@@ -127,8 +125,8 @@ std::optional<std::string> StandingEvidence(const std::vector<RankPair>& pairs, 
   // like theirs at the baseline; its wait for batches +0.02 of the step over its peers' then (noise)
   // and +0.04 now had read "as at the baseline".
   if (f.category == FindingCategory::kDataloader) {
-    std::optional<double> cores_then = LoaderCoresOverOthers(pairs, f.workers.front(), true);
-    std::optional<double> cores_now = LoaderCoresOverOthers(pairs, f.workers.front(), false);
+    std::optional<double> cores_then = ExcessOverOthers(pairs, f.workers.front(), true, LoaderCores);
+    std::optional<double> cores_now = ExcessOverOthers(pairs, f.workers.front(), false, LoaderCores);
     if (cores_then && cores_now && *cores_now > 0 && *cores_then < 0.5 * *cores_now) return std::nullopt;
   }
   return fmt::format(
