@@ -577,6 +577,61 @@ TEST(LocalizerTest, MoreWorkIsImbalanceSameWorkSlowerIsCompute) {
   EXPECT_NE(more.findings[0].evidence.find("192"), std::string::npos);
 }
 
+// An unseen 5-rank LSTM job loading in the training process (2 cores, 0.81 busy), as read:
+// rank 2's dataset slept 3 ms an item and read a step counter with one more tensor op an item
+// (96 loader ops a step against 64). Its training thread slept outside the collectives 0.09 of
+// the window beyond its peers', most of its wait for batches beyond theirs: a slow read, not more
+// items (with the time on a CPU, its counts name it imbalanced: MoreWorkIsImbalance...).
+LocalizeInput LoaderCountsAroundASleep() {
+  // Per iteration: compute, memory, communication, dataloader, host.
+  const float iterations[5][5][5] = {{{0.204f, 0, 0.787f, 0.002f, 0.006f},
+                                      {0.324f, 0, 0.655f, 0.006f, 0.015f},
+                                      {0.189f, 0, 0.804f, 0.001f, 0.006f},
+                                      {0.646f, 0, 0.308f, 0.008f, 0.038f},
+                                      {0.929f, 0, 0.026f, 0.012f, 0.033f}},
+                                     {{0.746f, 0, 0.236f, 0.001f, 0.017f},
+                                      {0.328f, 0, 0.65f, 0.001f, 0.021f},
+                                      {0.976f, 0, 0.009f, 0.006f, 0.009f},
+                                      {0.651f, 0, 0.284f, 0.011f, 0.054f},
+                                      {0.582f, 0, 0.362f, 0.006f, 0.05f}},
+                                     {{0.167f, 0, 0.755f, 0.072f, 0.007f},
+                                      {0.847f, 0, 0.007f, 0.131f, 0.015f},
+                                      {0.194f, 0, 0.705f, 0.088f, 0.013f},
+                                      {0.67f, 0, 0.025f, 0.28f, 0.025f},
+                                      {0.433f, 0, 0.355f, 0.193f, 0.019f}},
+                                     {{0.767f, 0, 0.222f, 0.001f, 0.01f},
+                                      {0.387f, 0, 0.588f, 0.002f, 0.023f},
+                                      {0.258f, 0, 0.725f, 0.001f, 0.016f},
+                                      {0.844f, 0, 0.122f, 0.004f, 0.03f},
+                                      {0.524f, 0, 0.45f, 0.007f, 0.019f}},
+                                     {{0.979f, 0, 0.007f, 0.001f, 0.013f},
+                                      {0.368f, 0, 0.616f, 0.002f, 0.014f},
+                                      {0.265f, 0, 0.725f, 0.001f, 0.008f},
+                                      {0.813f, 0, 0.162f, 0.005f, 0.02f},
+                                      {0.515f, 0, 0.464f, 0.002f, 0.019f}}};
+  const double loader_ops[5] = {64, 64, 95.6, 63.2, 62.8};
+  const double calls[5] = {11334, 11309, 11441, 11116, 11436};
+  const float main_cpu[5] = {0.194f, 0.46f, 0.242f, 0.251f, 0.352f};
+  const float main_queued[5] = {0.17f, 0.274f, 0.168f, 0.302f, 0.263f};
+  LocalizeInput input;
+  for (int r = 0; r < 5; ++r) {
+    WorkerPattern w = WorkerOfIterations(r, 5, 1.05, iterations[r]);
+    w.compute_calls_per_iter = calls[r];
+    w.dataloader_ops_per_iter = loader_ops[r];
+    w.host = "node-a";
+    w.cpu = ThreadReadings(0.805f, main_cpu[r], main_queued[r], 0.02f, main_queued[r] + 0.05f);
+    input.workers.push_back(std::move(w));
+  }
+  return input;
+}
+
+TEST(LocalizerTest, ALoaderThatSleptIsSlowByItselfWhateverItsOpsCount) {
+  Diagnosis asleep = Localize(LoaderCountsAroundASleep(), DefaultExpectations());
+  ASSERT_FALSE(asleep.healthy());
+  EXPECT_EQ(asleep.findings[0].category, FindingCategory::kDataloader) << asleep.findings[0].evidence;
+  EXPECT_EQ(asleep.findings[0].workers, std::vector<int>{2});
+}
+
 // Without shapes, calls or items to count: a rank given longer sequences runs its batch's ops
 // slower and its model-sized work (gradient accumulation, the optimizer, the host's time between
 // ops) at its peers' pace; a slower processor stretches both.

@@ -52,6 +52,23 @@ bool LoaderOpsCountItems(const WorkerGroup& group, size_t k) {
   return true;
 }
 
+// Whether the suspect's wait for its loader beyond its peers' was mostly asleep: its training
+// thread slept (outside the collectives: SleptBeyondPeers) beyond theirs by at least half that
+// wait and by the noise floor. Loading more items is work in the training process, on a CPU or
+// queued for one, never asleep: a rank given more data wakes as seldom as its peers, which
+// sleep in their collectives waiting for it. Its loader's ops can still outnumber its peers' for
+// code of its own around a slow read: an unseen 5-rank LSTM job loading in the training process,
+// whose rank 2 slept 3 ms an item in its dataset and read a step counter there with one more
+// tensor op an item (64 -> 96 loader ops a step against its peers' 64), waited 0.115 of its
+// step for batches beyond its peers and slept 0.09 beyond theirs (its 32 sleeps of 3 ms: 0.091).
+bool LoaderWaitAsleep(const WorkerGroup& group, size_t suspect, const Expectations& e) {
+  std::optional<double> slept = SleptBeyondPeers(group)[suspect];
+  if (!slept) return false;
+  double wait = group.row(suspect).beta(Category::kDataloader) -
+                PeerMedian(group, suspect, [&](size_t k) { return group.row(k).beta(Category::kDataloader); });
+  return wait > 0 && *slept >= std::max(0.5 * wait, e.min_excess_beta);
+}
+
 // The majority's shapes for a function differ from the suspect's.
 bool ShapesDiffer(const WorkerGroup& group, size_t suspect, std::string* function) {
   const WorkerTable& table = *group.table;
@@ -236,11 +253,15 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
   const WorkerTable& table = *group.table;
   bool loader_counted = false;  // its peers' loaders report items
   bool items_counted = LoaderOpsCountItems(group, suspect);
+  // Items its loader slept over are no more data (LoaderWaitAsleep); its peers' counts still
+  // judge its compute calls below.
+  bool items_are_work = items_counted && !LoaderWaitAsleep(group, suspect, e);
   for (const Signal& signal : kSignals) {
     if (&signal == &kSignals[0] && !items_counted) continue;  // a worker loader's ops count batches
     double median = PeerMedian(group, suspect, [&](size_t k) { return signal.read(group.row(k)); });
     double mine = signal.read(group.row(suspect));
     if (&signal == &kSignals[0]) loader_counted = median > 0;
+    if (&signal == &kSignals[0] && !items_are_work) continue;
     if (median > 0 && mine >= ratio * median && mine - median >= 2) {
       // More compute calls while its loader hands it its peers' count of items are more data
       // only where they are calls of the ops its peers spend their time in (a pass over its
