@@ -225,6 +225,32 @@ TEST(BaselineFindings, LocalFindingThatExplainsTheSlowdownKeepsPriorityAndIsConf
   EXPECT_EQ(d.findings[1].scope, FindingScope::kGlobal);
 }
 
+// Two causes at once: every rank's own code (collections each step) and one rank's larger batches.
+// Each explains the slowdown; the one that costs more goes first, whichever its scope.
+TEST(BaselineFindings, EveryRanksOwnCodeThatCostsMoreGoesAheadOfALocalFinding) {
+  auto diagnose = [](double local_s) {
+    std::vector<WorkerPattern> now = JobWith(4, [](int) { return FunctionMs{{"gc.collect", Category::kHost, 140}}; });
+    Diagnosis d;
+    Finding local;
+    local.scope = FindingScope::kLocal;
+    local.category = FindingCategory::kImbalance;
+    local.workers = {3};
+    local.function = "aten::addmm";
+    local.impact_s_per_iter = local_s;
+    d.findings.push_back(local);
+    ApplyBaseline(DiffPatterns(Job(4), now), &d);
+    return d;
+  };
+  Diagnosis less = diagnose(0.120);
+  ASSERT_EQ(less.findings.size(), 2u);
+  EXPECT_EQ(less.findings[0].function, "gc.collect");
+  EXPECT_EQ(less.findings[0].scope, FindingScope::kGlobal);
+  EXPECT_EQ(less.findings[1].function, "aten::addmm");
+  Diagnosis more = diagnose(0.200);
+  ASSERT_EQ(more.findings.size(), 2u);
+  EXPECT_EQ(more.findings[0].function, "aten::addmm");
+}
+
 TEST(BaselineFindings, GlobalChangeGoesAheadOfALocalFindingThatExplainsLittle) {
   Diagnosis d;
   Finding local;
