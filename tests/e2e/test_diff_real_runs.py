@@ -183,6 +183,28 @@ def test_a_ranks_loader_workers_that_took_cores_only_now_are_no_standing_cost():
     assert not first["standing"] and first["location"].endswith("train_simclr.py:71(<listcomp>)"), first
 
 
+SEQCLS = SOURCE_DIR / "tests" / "e2e" / "data" / "seqcls"  # README.md there: how each was made
+
+
+def test_a_loader_that_slept_is_slow_by_itself_though_it_ran_more_ops():
+    """A real 5-rank LSTM job loading in the training process, whose rank 2's dataset slept 3 ms a
+    review and read a step counter with one more tensor op a review (96 loader ops a step against
+    64): its training thread slept beyond its peers' for most of its wait for batches."""
+    findings = diagnosis_of(SEQCLS / "slow_read_counted_ops")["findings"]
+    assert [(f["scope"], f["category"], f["workers"]) for f in findings] == [("local", "dataloader", [2])], findings
+    assert findings[0]["location"].endswith("train_seqcls.py:62(__iter__)"), findings[0]
+
+
+def test_two_causes_are_listed_most_costly_first():
+    """A real 5-rank LSTM job whose every rank collects reference cycles each step (136 ms a step)
+    and whose rank 3 got reviews 1.6 times as long (123 ms)."""
+    findings = diagnosis_of(SEQCLS / "gc_and_long_reviews")["findings"]
+    said = [(f["scope"], f["category"]) for f in findings]
+    assert said == [("global", "host"), ("local", "imbalance")], findings
+    assert findings[1]["workers"] == [3], findings[1]
+    assert findings[0]["impact_s_per_iter"] >= findings[1]["impact_s_per_iter"], findings
+
+
 REC = SOURCE_DIR / "tests" / "e2e" / "data" / "rec"  # README.md there: how each was made
 
 
