@@ -13,6 +13,7 @@
 #include "diff/baseline_findings.h"
 #include "diff/busy_loader_workers.h"
 #include "diff/new_code_lines.h"
+#include "diff/own_loader_growth.h"
 #include "diff/standing_costs.h"
 #include "localize/finding_location.h"
 #include "localize/localizer.h"
@@ -70,13 +71,15 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   ApplyBaseline(diff, &run->diagnosis);
   // A finding the baseline added has no code location yet: the window's stack samples give it
   // (the table is built again only then; localization's own is gone).
-  bool unlocated = std::any_of(run->diagnosis.findings.begin(), run->diagnosis.findings.end(),
-                               [](const Finding& f) { return f.location.empty() && f.from_baseline; });
-  if (unlocated) {
+  auto locate_baselines_findings = [&] {
+    bool unlocated = std::any_of(run->diagnosis.findings.begin(), run->diagnosis.findings.end(),
+                                 [](const Finding& f) { return f.location.empty() && f.from_baseline; });
+    if (!unlocated) return;
     WorkerTable table;
     for (const WorkerPattern& worker : run->input.workers) table.Add(worker);
     LocateFindings(table, &run->diagnosis.findings);
-  }
+  };
+  locate_baselines_findings();
   // What the window's own samples do not place (compute grown everywhere) may be code the
   // baseline never ran.
   LocateByNewCodeLines(base->workers, run->input.workers, &run->diagnosis.findings);
@@ -84,6 +87,9 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   options.detected_slowdown_ms = detected_slowdown_ms;
   FindNewCodeOnEveryRank(base->workers, run->input.workers, diff, &run->diagnosis, options);
   FindLoaderWorkersTakingCores(base->workers, run->input.workers, diff, &run->diagnosis, options);
+  // One rank's loader last: every rank's cause, where one stands, makes its wait a turn.
+  FindOwnLoaderGrowth(run->input.workers, diff, &run->diagnosis, options);
+  locate_baselines_findings();
   PutStandingCostsLast(&run->diagnosis);
   return diff;
 }

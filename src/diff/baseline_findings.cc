@@ -21,12 +21,6 @@ bool OnAlmostAll(const PatternChange& c, const BaselineOptions& options) {
   return static_cast<int>(c.ranks.size()) >= c.role_workers - may_miss;
 }
 
-std::string StepsText(const DiffSide& side) {
-  if (side.first_step < 0) return "";
-  return side.first_step == side.last_step ? fmt::format(" (iteration {})", side.first_step)
-                                           : fmt::format(" (iterations {}-{})", side.first_step, side.last_step);
-}
-
 // It runs more often than at the baseline: more work, not slower work.
 bool MoreCalls(const PatternChange& c) {
   return c.base_calls_per_iter > 0 && c.now_calls_per_iter > c.base_calls_per_iter * 1.1;
@@ -164,6 +158,12 @@ double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis
     }
   }
   return std::max(0.0, slowdown_ms - explained_ms);
+}
+
+std::string StepsText(const DiffSide& side) {
+  if (side.first_step < 0) return "";
+  return side.first_step == side.last_step ? fmt::format(" (iteration {})", side.first_step)
+                                           : fmt::format(" (iterations {}-{})", side.first_step, side.last_step);
 }
 
 double StepMs(const PatternDiff& diff) {

@@ -58,6 +58,9 @@ CoresNow ReadCoresNow(const std::vector<WorkerPattern>& now);
 double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options,
                              const CoresNow& cores);
 
+// The baseline's profiled iterations for an evidence: " (iterations A-B)", "" where unknown.
+std::string StepsText(const DiffSide& side);
+
 // How `slowdown_ms` (UnexplainedSlowdownMs) was measured, for a finding's evidence: "(iteration A
 // ms at the baseline, B ms now)", and the detector's figure where it was the larger.
 std::string SlowdownSource(const PatternDiff& diff, const BaselineOptions& options, double slowdown_ms);

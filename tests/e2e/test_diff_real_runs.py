@@ -195,6 +195,17 @@ def test_a_loader_that_slept_is_slow_by_itself_though_it_ran_more_ops():
     assert findings[0]["location"].endswith("train_seqcls.py:62(__iter__)"), findings[0]
 
 
+def test_a_ranks_loader_grown_since_the_baseline_is_found_where_its_peers_hide_it():
+    """A real 5-rank LSTM job loading in the training process, whose rank 2's collate began running
+    Python passes over each sequence: its wait for batches grew 2 -> 168 ms a step, while the
+    reviews' random lengths moved the slowest rank every step (rank 2 was last in one of five)."""
+    findings = diagnosis_of(SEQCLS / "slow_collate_hidden")["findings"]
+    assert [(f["scope"], f["category"], f["workers"]) for f in findings] == [("local", "dataloader", [2])], findings
+    assert findings[0]["location"].endswith("train_seqcls.py:80(<listcomp>)"), findings[0]
+    assert findings[0]["from_baseline"], findings[0]
+    assert not diagnosis_of(SEQCLS / "slow_collate_hidden", baseline=False)["findings"]
+
+
 def test_two_causes_are_listed_most_costly_first():
     """A real 5-rank LSTM job whose every rank collects reference cycles each step (136 ms a step)
     and whose rank 3 got reviews 1.6 times as long (123 ms)."""

@@ -1,0 +1,52 @@
+#include "diff/own_loader_growth.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <string>
+
+#include "diff/diff_report.h"
+
+namespace eroica {
+namespace {
+
+bool NamedForItsLoader(const Diagnosis& diagnosis, int rank) {
+  return std::any_of(diagnosis.findings.begin(), diagnosis.findings.end(), [&](const Finding& f) {
+    return f.category == FindingCategory::kDataloader &&
+           std::find(f.workers.begin(), f.workers.end(), rank) != f.workers.end();
+  });
+}
+
+}  // namespace
+
+void FindOwnLoaderGrowth(const std::vector<WorkerPattern>& now, const PatternDiff& diff, Diagnosis* diagnosis,
+                         const BaselineOptions& options) {
+  // Own work first, largest change first (PatternDiff::functions): the first such loader is the largest.
+  auto grown = std::find_if(diff.functions.begin(), diff.functions.end(), [&](const PatternChange& c) {
+    return c.grew() && c.category == Category::kDataloader && !c.ranks.empty() &&
+           2 * c.ranks.size() < static_cast<size_t>(c.role_workers) &&
+           std::none_of(c.ranks.begin(), c.ranks.end(), [&](int r) { return NamedForItsLoader(*diagnosis, r); });
+  });
+  if (grown == diff.functions.end()) return;
+  const CoresNow cores = ReadCoresNow(now);
+  const double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, options, cores);
+  if (slowdown_ms <= 0) return;
+  Finding f;
+  f.scope = FindingScope::kLocal;
+  f.category = FindingCategory::kDataloader;
+  f.workers = grown->ranks;
+  f.function = grown->function;
+  f.from_baseline = true;
+  f.impact_s_per_iter = std::min(grown->delta_ms_per_iter, slowdown_ms) / 1e3;
+  f.evidence = fmt::format(
+      "against the baseline{}: {} grew on {} alone, {:.1f} -> {:.1f} ms/iter ({:+.1f}, noise bar {:.1f}), its "
+      "{} peers' not: its own input pipeline (its dataset, collate, storage, worker processes) got slower, and each "
+      "step's collectives wait for the rank that is late; the ranks' steps vary more than that from step to step, "
+      "which hides it from the comparison with its peers {}",
+      StepsText(diff.base), f.function, RanksText(grown->ranks), grown->base_ms_per_iter, grown->now_ms_per_iter,
+      grown->delta_ms_per_iter, grown->noise_ms_per_iter, grown->role_workers - static_cast<int>(grown->ranks.size()),
+      SlowdownSource(diff, options, slowdown_ms));
+  InsertUnexplainedCause(diagnosis, std::move(f), cores);
+}
+
+}  // namespace eroica
