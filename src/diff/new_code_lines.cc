@@ -70,14 +70,11 @@ std::string GrownMost(const std::vector<const RankPair*>& ranks, Category catego
   return best;
 }
 
-}  // namespace
-
-void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
-                            const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options) {
-  const CoresNow cores = ReadCoresNow(now);
-  const double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, options, cores);
-  if (slowdown_ms <= 0) return;
-  std::vector<RankPair> sampled;  // ranks with samples at both times, whose code is where it was
+// Ranks with samples at both times whose code is where it was (and whose baseline's list of
+// lines is not full: a line missing from a full list may have been sampled below its last).
+std::vector<RankPair> SampledAtBothTimes(const std::vector<WorkerPattern>& base,
+                                         const std::vector<WorkerPattern>& now) {
+  std::vector<RankPair> sampled;
   for (const RankPair& p : PairsByRank(base, now)) {
     if (p.base->code_lines.empty() || p.now->code_lines.empty() || p.now->iteration_s <= 0 ||
         p.base->code_lines.size() >= kMaxCodeLines || !SameCode(*p.base, *p.now)) {
@@ -85,6 +82,40 @@ void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::v
     }
     sampled.push_back(p);
   }
+  return sampled;
+}
+
+}  // namespace
+
+bool LineNewSinceTheBaseline(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
+                             const std::string& location, const std::vector<int>& ranks) {
+  std::unordered_set<int> wanted(ranks.begin(), ranks.end());
+  size_t sampled = 0, listed_then = 0, new_now = 0;
+  double log_chance = 0;
+  for (const RankPair& p : SampledAtBothTimes(base, now)) {
+    if (!wanted.contains(p.now->rank)) continue;
+    ++sampled;
+    if (Listed(*p.base, location)) {
+      ++listed_then;
+      continue;
+    }
+    auto line = std::find_if(p.now->code_lines.begin(), p.now->code_lines.end(),
+                             [&](const CodeFrame& l) { return l.location == location; });
+    if (line == p.now->code_lines.end()) continue;
+    ++new_now;
+    log_chance += LogChanceLineMissed(line->share * p.now->code_line_periods, p.now->code_line_periods,
+                                      p.base->code_line_periods);
+  }
+  return sampled >= 2 && listed_then == 0 && 2 * new_now > sampled && log_chance < 0 &&
+         log_chance <= std::log(kChanceLineMissed);
+}
+
+void FindNewCodeOnEveryRank(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
+                            const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options) {
+  const CoresNow cores = ReadCoresNow(now);
+  const double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, options, cores);
+  if (slowdown_ms <= 0) return;
+  const std::vector<RankPair> sampled = SampledAtBothTimes(base, now);
   if (sampled.size() < 2) return;
   struct Line {
     uint32_t depth = 0;

@@ -22,6 +22,13 @@ namespace eroica {
 void LocateByNewCodeLines(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
                           std::vector<Finding>* findings);
 
+// Whether `location` (a line of the job's code) is code the baseline never ran on `ranks`: of
+// those ranks sampled at both times whose code is where it was, most list it now and their
+// baseline's lists (not full) lack it, with too many of its samples now for chance together
+// (kChanceLineMissed). False where too few such ranks were sampled.
+bool LineNewSinceTheBaseline(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
+                             const std::string& location, const std::vector<int>& ranks);
+
 // The same evidence where no finding stands for the slowdown: a job slower than its baseline
 // (by BaselineOptions::min_slowdown_share) in which almost every rank sampled at both times now
 // runs a line of its code that its baseline's samples never reached (their windows missing it by

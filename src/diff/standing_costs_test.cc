@@ -54,6 +54,37 @@ TEST(StandingCosts, ALoaderOverItsBoxAtTheBaselineTooIsAStandingCostAndFollowsWh
       << d.findings[1].evidence;
 }
 
+// The standing test above, made with every rank's training thread sampled: `line` among the
+// lines of each rank's window (`share` of it), over 150 sampling periods.
+void SampleLines(std::vector<WorkerPattern>* job, const char* line, double share) {
+  for (WorkerPattern& w : *job) {
+    w.code_line_periods = 150;
+    w.code_lines.push_back({.location = "train.py:20(main)", .share = 0.9f});
+    w.code_lines.push_back({.location = "train.py:30(main)", .share = 0.5f});
+    if (line != nullptr) w.code_lines.push_back({.location = line, .share = static_cast<float>(share)});
+  }
+}
+
+// Every rank's loader at its baseline's share, at a line the baseline never ran: new code, no
+// standing cost (a second fault that lengthens the step dilutes a new cost's share).
+TEST(StandingCosts, CodeTheBaselineNeverRanIsNoCostItHad) {
+  std::vector<WorkerPattern> base = WithLoader(20);
+  std::vector<WorkerPattern> now = WithLoader(22);
+  SampleLines(&base, nullptr, 0);
+  SampleLines(&now, "train.py:40(collate)", 0.15);
+  Finding loader = GlobalLoader(8);
+  loader.location = "train.py:40(collate)";
+  Diagnosis d;
+  d.findings = {loader};
+  MarkStandingCosts(base, now, DiffPatterns(base, now), &d);
+  EXPECT_FALSE(d.findings[0].standing) << d.findings[0].evidence;
+  // The same line sampled at the baseline too: the cost it had.
+  SampleLines(&base, "train.py:40(collate)", 0.14);
+  d.findings = {loader};
+  MarkStandingCosts(base, now, DiffPatterns(base, now), &d);
+  EXPECT_TRUE(d.findings[0].standing);
+}
+
 // Marking alone keeps the order; PutStandingCostsLast moves it.
 TEST(StandingCosts, MarkingAloneKeepsTheOrder) {
   std::vector<WorkerPattern> base = WithLoader(20);
