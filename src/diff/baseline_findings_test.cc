@@ -231,13 +231,7 @@ TEST(BaselineFindings, EveryRanksOwnCodeThatCostsMoreGoesAheadOfALocalFinding) {
   auto diagnose = [](double local_s) {
     std::vector<WorkerPattern> now = JobWith(4, [](int) { return FunctionMs{{"gc.collect", Category::kHost, 140}}; });
     Diagnosis d;
-    Finding local;
-    local.scope = FindingScope::kLocal;
-    local.category = FindingCategory::kImbalance;
-    local.workers = {3};
-    local.function = "aten::addmm";
-    local.impact_s_per_iter = local_s;
-    d.findings.push_back(local);
+    d.findings.push_back(FindingOf(FindingScope::kLocal, FindingCategory::kImbalance, {3}, local_s, "aten::addmm"));
     ApplyBaseline(DiffPatterns(Job(4), now), &d);
     return d;
   };

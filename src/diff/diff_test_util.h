@@ -4,9 +4,11 @@
 #include <functional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "diff/pattern_diff.h"
+#include "localize/finding.h"
 #include "summary/pattern.h"
 
 namespace eroica {
@@ -67,6 +69,18 @@ inline PatternDiff IterationsOnly(double base_ms, double now_ms) {
   diff.base.iteration_ms = base_ms;
   diff.now.iteration_ms = now_ms;
   return diff;
+}
+
+// A finding the window's analysis made, as the baseline's rules find it.
+inline Finding FindingOf(FindingScope scope, FindingCategory category, std::vector<int> workers, double impact_s,
+                         std::string function = "") {
+  Finding f;
+  f.scope = scope;
+  f.category = category;
+  f.workers = std::move(workers);
+  f.impact_s_per_iter = impact_s;
+  f.function = std::move(function);
+  return f;
 }
 
 }  // namespace eroica

@@ -17,7 +17,9 @@
 
 namespace eroica {
 
-// Where no finding stands for a slowdown against the baseline (UnexplainedSlowdownMs): a DataLoader
+// Where no finding stands for a slowdown against the baseline (UnexplainedSlowdownMs; a global
+// finding of the window's explains its impact only, and one of every rank's loader leaves no
+// rank's own): a DataLoader
 // function that grew on fewer than half of a role's ranks (a change on more is every rank's, which
 // ApplyBaseline reads) and on none of them already named for their loader. Adds one local
 // dataloader finding for those ranks, its impact their median growth (bounded by the slowdown),

@@ -41,12 +41,21 @@ TEST(OwnLoaderGrowth, AFindingThatExplainsTheSlowdownLeavesNothingToFind) {
   std::vector<WorkerPattern> now = LoaderJob(150, {1});
   PatternDiff diff = DiffPatterns(LoaderJob(0, {}), now);
   Diagnosis d;
-  Finding host;
-  host.scope = FindingScope::kGlobal;
-  host.category = FindingCategory::kHost;
-  host.workers = {0, 1, 2, 3};
-  host.impact_s_per_iter = 0.140;
-  d.findings.push_back(host);
+  d.findings.push_back(FindingOf(FindingScope::kGlobal, FindingCategory::kHost, {0, 1, 2, 3}, 0.140));
+  FindOwnLoaderGrowth(now, diff, &d);
+  EXPECT_EQ(d.findings.size(), 1u);
+}
+
+TEST(OwnLoaderGrowth, EveryRanksCostThatTheWindowFoundExplainsItsShareOnly) {
+  std::vector<WorkerPattern> now = LoaderJob(150, {1});
+  PatternDiff diff = DiffPatterns(LoaderJob(0, {}), now);
+  Diagnosis d;
+  d.findings.push_back(FindingOf(FindingScope::kGlobal, FindingCategory::kHost, {0, 1, 2, 3}, 0.040));
+  FindOwnLoaderGrowth(now, diff, &d);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});  // most costly first
+  // Every rank's loader: a rank's longer wait is its turn.
+  d.findings = {FindingOf(FindingScope::kGlobal, FindingCategory::kDataloader, {0, 1, 2, 3}, 0.040)};
   FindOwnLoaderGrowth(now, diff, &d);
   EXPECT_EQ(d.findings.size(), 1u);
 }
@@ -63,12 +72,8 @@ TEST(OwnLoaderGrowth, ARankAlreadyNamedForItsLoaderIsNotNamedAgain) {
   std::vector<WorkerPattern> now = LoaderJob(150, {1});
   PatternDiff diff = DiffPatterns(LoaderJob(0, {}), now);
   Diagnosis d;
-  Finding loader;
-  loader.scope = FindingScope::kLocal;
-  loader.category = FindingCategory::kDataloader;
-  loader.workers = {1};
-  loader.impact_s_per_iter = 0.020;  // explains too little to stand for the slowdown
-  d.findings.push_back(loader);
+  // It explains too little to stand for the slowdown.
+  d.findings.push_back(FindingOf(FindingScope::kLocal, FindingCategory::kDataloader, {1}, 0.020));
   FindOwnLoaderGrowth(now, diff, &d);
   EXPECT_EQ(d.findings.size(), 1u);
 }

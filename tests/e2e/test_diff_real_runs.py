@@ -206,6 +206,17 @@ def test_a_ranks_loader_grown_since_the_baseline_is_found_where_its_peers_hide_i
     assert not diagnosis_of(SEQCLS / "slow_collate_hidden", baseline=False)["findings"]
 
 
+def test_every_ranks_new_loop_is_no_standing_cost_beside_a_ranks_slower_loader():
+    """A real 4-rank LSTM job loading in the training process, whose every rank began a Python loop
+    each step while rank 2's collate began running Python passes over each sequence: the step
+    doubled, the loop's share of it only 0.04 -> 0.08, at a line the baseline never ran."""
+    findings = diagnosis_of(SEQCLS / "loop_beside_slow_collate")["findings"]
+    said = [(f["scope"], f["category"], f["workers"], f["standing"]) for f in findings]
+    assert said == [("local", "dataloader", [2], False), ("global", "host", [0, 1, 2, 3], False)], findings
+    assert findings[0]["location"].endswith("train_seqcls.py:80(<listcomp>)"), findings[0]
+    assert findings[1]["location"].endswith("train_seqcls.py:146(main)"), findings[1]
+
+
 def test_two_causes_are_listed_most_costly_first():
     """A real 5-rank LSTM job whose every rank collects reference cycles each step (136 ms a step)
     and whose rank 3 got reviews 1.6 times as long (123 ms)."""
