@@ -51,8 +51,8 @@ void FindOwnLoaderGrowth(const std::vector<WorkerPattern>& now, const PatternDif
   f.evidence = fmt::format(
       "against the baseline{}: {} grew on {} alone, {:.1f} -> {:.1f} ms/iter ({:+.1f}, noise bar {:.1f}), its "
       "{} peers' not: its own input pipeline (its dataset, collate, storage, worker processes) got slower, and each "
-      "step's collectives wait for the rank that is late; the ranks' steps vary more than that from step to step, "
-      "which hides it from the comparison with its peers {}",
+      "step's collectives wait for the rank that is late; the comparison with its peers did not single it out in "
+      "this window (where the ranks' steps vary more than that, the slowest rank moves from step to step) {}",
       StepsText(diff.base), f.function, RanksText(grown->ranks), grown->base_ms_per_iter, grown->now_ms_per_iter,
       grown->delta_ms_per_iter, grown->noise_ms_per_iter, grown->role_workers - static_cast<int>(grown->ranks.size()),
       SlowdownSource(diff, options, slowdown_ms));
