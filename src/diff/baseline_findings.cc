@@ -151,7 +151,7 @@ double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis
     if (MayBeASymptom(f, cores)) continue;
     const double impact_ms = f.impact_s_per_iter * 1e3;
     if (f.category == FindingCategory::kHang || impact_ms >= options.explains_share * slowdown_ms) return 0;
-    if (f.from_baseline) {
+    if (f.from_baseline || (f.scope == FindingScope::kGlobal && !options.window_globals_stand_for_it)) {
       explained_ms += impact_ms;
     } else if (f.scope == FindingScope::kGlobal) {
       return 0;

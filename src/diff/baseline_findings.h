@@ -27,6 +27,9 @@ struct BaselineOptions {
   // baseline window ran 126 ms a step where the job ran 94-100, and its session's, started by the
   // detector at 94 -> 106 ms, ran 126 ms too.
   double detected_slowdown_ms = 0;
+  // Whether a global finding of the window's own analysis stands for the whole slowdown
+  // (UnexplainedSlowdownMs); where not, it explains its impact, as a cause these rules measured.
+  bool window_globals_stand_for_it = true;
 };
 
 void ApplyBaseline(const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options = {});

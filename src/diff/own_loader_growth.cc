@@ -32,14 +32,15 @@ void FindOwnLoaderGrowth(const std::vector<WorkerPattern>& now, const PatternDif
   // this window's step is all they measure): an unseen 4-rank LSTM job whose every rank began a
   // Python loop (82 ms a step) while rank 2's collate grew 4 -> 167 ms had only the loop named.
   // Every rank's loader, though, makes a rank's longer wait its turn.
-  Diagnosis measured = *diagnosis;
-  for (Finding& f : measured.findings) {
-    if (f.from_baseline || f.scope != FindingScope::kGlobal || f.category == FindingCategory::kHang) continue;
-    if (f.category == FindingCategory::kDataloader) return;
-    f.from_baseline = true;
+  if (std::any_of(diagnosis->findings.begin(), diagnosis->findings.end(), [](const Finding& f) {
+        return f.scope == FindingScope::kGlobal && f.category == FindingCategory::kDataloader;
+      })) {
+    return;
   }
+  BaselineOptions measured = options;
+  measured.window_globals_stand_for_it = false;
   const CoresNow cores = ReadCoresNow(now);
-  const double slowdown_ms = UnexplainedSlowdownMs(diff, measured, options, cores);
+  const double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, measured, cores);
   if (slowdown_ms <= 0) return;
   Finding f;
   f.scope = FindingScope::kLocal;
@@ -55,7 +56,7 @@ void FindOwnLoaderGrowth(const std::vector<WorkerPattern>& now, const PatternDif
       "this window (where the ranks' steps vary more than that, the slowest rank moves from step to step) {}",
       StepsText(diff.base), f.function, RanksText(grown->ranks), grown->base_ms_per_iter, grown->now_ms_per_iter,
       grown->delta_ms_per_iter, grown->noise_ms_per_iter, grown->role_workers - static_cast<int>(grown->ranks.size()),
-      SlowdownSource(diff, options, slowdown_ms));
+      SlowdownSource(diff, measured, slowdown_ms));
   InsertUnexplainedCause(diagnosis, std::move(f), cores);
 }
 

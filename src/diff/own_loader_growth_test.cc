@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <utility>
 
 #include "diff/diff_test_util.h"
 
@@ -11,8 +12,8 @@ namespace {
 
 constexpr const char* kLoader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
 
-// 4 ranks whose loaders took `loader_ms` a step at the baseline; now those in `slower` take
-// `grown_ms` more, and the others wait that much longer in their all-reduce.
+// 4 ranks whose loaders took 2 ms a step at the baseline; now those in `slower` take `grown_ms`
+// more, and the others wait that much longer in their all-reduce.
 std::vector<WorkerPattern> LoaderJob(double grown_ms, const std::set<int>& slower) {
   return JobWith(4, [&](int r) {
     bool mine = slower.contains(r);
@@ -21,11 +22,17 @@ std::vector<WorkerPattern> LoaderJob(double grown_ms, const std::set<int>& slowe
   });
 }
 
-TEST(OwnLoaderGrowth, ARanksLoaderGrownSinceTheBaselineIsItsOwnSlowerInputPipeline) {
-  std::vector<WorkerPattern> now = LoaderJob(150, {1});
-  PatternDiff diff = DiffPatterns(LoaderJob(0, {}), now);
+// The rule run on LoaderJob(150, slower) against its baseline, after the window's `findings`.
+Diagnosis AfterLoaderGrowth(const std::set<int>& slower, std::vector<Finding> findings = {}) {
+  std::vector<WorkerPattern> now = LoaderJob(150, slower);
   Diagnosis d;
-  FindOwnLoaderGrowth(now, diff, &d);
+  d.findings = std::move(findings);
+  FindOwnLoaderGrowth(now, DiffPatterns(LoaderJob(0, {}), now), &d);
+  return d;
+}
+
+TEST(OwnLoaderGrowth, ARanksLoaderGrownSinceTheBaselineIsItsOwnSlowerInputPipeline) {
+  Diagnosis d = AfterLoaderGrowth({1});
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
   EXPECT_EQ(f.scope, FindingScope::kLocal);
@@ -38,44 +45,28 @@ TEST(OwnLoaderGrowth, ARanksLoaderGrownSinceTheBaselineIsItsOwnSlowerInputPipeli
 }
 
 TEST(OwnLoaderGrowth, AFindingThatExplainsTheSlowdownLeavesNothingToFind) {
-  std::vector<WorkerPattern> now = LoaderJob(150, {1});
-  PatternDiff diff = DiffPatterns(LoaderJob(0, {}), now);
-  Diagnosis d;
-  d.findings.push_back(FindingOf(FindingScope::kGlobal, FindingCategory::kHost, {0, 1, 2, 3}, 0.140));
-  FindOwnLoaderGrowth(now, diff, &d);
+  Diagnosis d = AfterLoaderGrowth({1}, {FindingOf(FindingScope::kGlobal, FindingCategory::kHost, {0, 1, 2, 3}, 0.140)});
   EXPECT_EQ(d.findings.size(), 1u);
 }
 
 TEST(OwnLoaderGrowth, EveryRanksCostThatTheWindowFoundExplainsItsShareOnly) {
-  std::vector<WorkerPattern> now = LoaderJob(150, {1});
-  PatternDiff diff = DiffPatterns(LoaderJob(0, {}), now);
-  Diagnosis d;
-  d.findings.push_back(FindingOf(FindingScope::kGlobal, FindingCategory::kHost, {0, 1, 2, 3}, 0.040));
-  FindOwnLoaderGrowth(now, diff, &d);
+  Diagnosis d = AfterLoaderGrowth({1}, {FindingOf(FindingScope::kGlobal, FindingCategory::kHost, {0, 1, 2, 3}, 0.040)});
   ASSERT_EQ(d.findings.size(), 2u);
   EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});  // most costly first
   // Every rank's loader: a rank's longer wait is its turn.
-  d.findings = {FindingOf(FindingScope::kGlobal, FindingCategory::kDataloader, {0, 1, 2, 3}, 0.040)};
-  FindOwnLoaderGrowth(now, diff, &d);
+  d = AfterLoaderGrowth({1}, {FindingOf(FindingScope::kGlobal, FindingCategory::kDataloader, {0, 1, 2, 3}, 0.040)});
   EXPECT_EQ(d.findings.size(), 1u);
 }
 
 TEST(OwnLoaderGrowth, LoadersGrownOnHalfTheRanksAreNoOneRanksOwn) {
-  std::vector<WorkerPattern> now = LoaderJob(150, {1, 2});
-  PatternDiff diff = DiffPatterns(LoaderJob(0, {}), now);
-  Diagnosis d;
-  FindOwnLoaderGrowth(now, diff, &d);
-  EXPECT_TRUE(d.findings.empty());
+  EXPECT_TRUE(AfterLoaderGrowth({1, 2}).findings.empty());
 }
 
 TEST(OwnLoaderGrowth, ARankAlreadyNamedForItsLoaderIsNotNamedAgain) {
-  std::vector<WorkerPattern> now = LoaderJob(150, {1});
-  PatternDiff diff = DiffPatterns(LoaderJob(0, {}), now);
-  Diagnosis d;
   // It explains too little to stand for the slowdown.
-  d.findings.push_back(FindingOf(FindingScope::kLocal, FindingCategory::kDataloader, {1}, 0.020));
-  FindOwnLoaderGrowth(now, diff, &d);
-  EXPECT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(AfterLoaderGrowth({1}, {FindingOf(FindingScope::kLocal, FindingCategory::kDataloader, {1}, 0.020)})
+                .findings.size(),
+            1u);
 }
 
 }  // namespace
