@@ -339,7 +339,22 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
   // does not (edge20's healthy 2-rank MLP, seed 800: aten::fill_'s 107 calls a step took 2.5x
   // its peer's time, aten::addmm and aten::mm 0.97x; summed, its batch-sized ops took 1.9x).
   if (sizes && sizes->measured()) {
-    if (!had_processor || !sizes->mean.Larger(ratio)) return out;
+    if (!had_processor) return out;
+    if (!sizes->mean.Larger(ratio)) {
+      // Where an op's calls outlast the scheduler's slice, both its median and its mean are
+      // the contention's, and its fastest calls the work's (CallSizes::FastestCallsMoreData).
+      if (!sizes->FastestCallsMoreData(ratio)) return out;
+      out.more_work = true;
+      out.source = WorkSource::kCallSizes;
+      out.evidence = fmt::format(
+          "its batch-sized ops' fastest calls (each op's lower quartile) take {:.2f}x its peers' (their median calls "
+          "{:.2f}x, stretched by the scheduler on every rank) while its gradient accumulation and optimizer step take "
+          "{:.2f}x, and its training thread waited for a CPU no longer than theirs: it was given more data per step "
+          "(longer sequences, larger samples), not a slower processor",
+          sizes->low_quartile.batch_ratio, sizes->median.batch_ratio,
+          std::min(sizes->low_quartile.model_ratio, sizes->median.model_ratio));
+      return out;
+    }
     out.more_work = true;
     out.source = WorkSource::kMeanTimings;
     out.evidence = fmt::format(

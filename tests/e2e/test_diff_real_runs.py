@@ -230,6 +230,18 @@ def test_two_causes_are_listed_most_costly_first():
 REC = SOURCE_DIR / "tests" / "e2e" / "data" / "rec"  # README.md there: how each was made
 
 
+GNN = SOURCE_DIR / "tests" / "e2e" / "data" / "gnn"  # README.md there: how each was made
+
+
+def test_more_data_shows_in_the_fastest_calls_where_the_scheduler_stretched_the_rest():
+    """A real 5-rank graph network on 2 cores whose rank 3's graphs had 1.8x the nodes: its
+    matrix products' median calls were the scheduler's (1.08x its peers'), their lower quartile
+    1.90x, its optimizer step 1.00x."""
+    findings = diagnosis_of(GNN / "larger_graphs")["findings"]
+    assert [(f["scope"], f["category"], f["workers"]) for f in findings] == [("local", "imbalance", [3])], findings
+    assert "fastest calls" in findings[0]["evidence"], findings[0]
+
+
 def diagnosis_of(folder, baseline=True):
     args = ["diagnose", folder / "session.pattern", "--format", "json"]
     if baseline:
