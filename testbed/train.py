@@ -352,7 +352,8 @@ class WindowStacks:
     def step(self, iteration, first, last):
         if iteration == first:
             self.start_unix_ns = time.time_ns()
-            self.sampler = stack_sampler.StackSampler(threading.get_ident(), self.hz, STACK_MAX_SAMPLES)
+            self.sampler = stack_sampler.StackSampler(threading.get_ident(), self.hz, STACK_MAX_SAMPLES,
+                                                        other_threads=True)
             self.sampler.start()
             control = loader_workers.control() if self.hz > 0 else None
             if control is not None:

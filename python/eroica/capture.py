@@ -224,7 +224,8 @@ class Capture:
         self.start_monotonic_ns = time.monotonic_ns()
         prof.start()
         # At stack_hz 0 the sampler only reads the window's CPU share (no thread, no samples).
-        self._sampler = stack_sampler.StackSampler(threading.get_ident(), self._stack_hz, self._stack_max_samples)
+        self._sampler = stack_sampler.StackSampler(threading.get_ident(), self._stack_hz, self._stack_max_samples,
+                                                     other_threads=True)
         self._sampler.start()
         if self._stack_hz > 0:
             self._open_loader_window()

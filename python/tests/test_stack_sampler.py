@@ -245,3 +245,54 @@ def test_the_gc_callback_never_raises_and_is_bounded():
     sampler._on_gc("start", {})
     sampler._on_gc("stop", {})
     assert "gc callback" in sampler.error
+
+
+def test_other_threads_of_the_process_are_sampled_with_their_cpu_time(tmp_path):
+    # A metrics thread beside the training thread runs pure Python most of the time: its own
+    # frames and its time on a CPU are what name it; eroica's threads and the sampler are left out.
+    stop = threading.Event()
+    busy = threading.Thread(target=busy_until, args=(stop,), name="metrics")
+    idle = threading.Thread(target=stop.wait, name="idle")
+    own = threading.Thread(target=stop.wait, name="eroica-monitor")
+    for t in (busy, idle, own):
+        t.start()
+    sampler = stack_sampler.StackSampler(threading.get_ident(), hz=200, max_samples=1000, other_threads=True)
+    sampler.start()
+    end = time.monotonic() + 0.4
+    while time.monotonic() < end:
+        time.sleep(0.002)  # the training thread mostly waits
+    sampler.stop()
+    stop.set()
+    for t in (busy, idle, own):
+        t.join()
+    sampler.write(str(tmp_path), 0, 0)
+    doc = json.load(open(stack_sampler.stacks_path(str(tmp_path), 0)))
+    others = {o["name"]: o for o in doc["other_threads"]}
+    assert set(others) == {"metrics", "idle"}, sorted(others)
+    metrics = others["metrics"]
+    assert metrics["native_id"] == busy.native_id and len(metrics["samples"]) >= 5
+    assert metrics["hz"] == 200 / stack_sampler._OTHER_THREADS_EVERY
+    innermost = {tuple(metrics["frames"][metrics["stacks"][s[1]][0]][::2]) for s in metrics["samples"]}
+    assert (__file__, "busy_until") in innermost, innermost
+    if "cpu_ns" in metrics:  # /proc readable: the busy thread ran far longer than the idle one
+        assert metrics["cpu_ns"] > 10 * others["idle"].get("cpu_ns", 0) and metrics["cpu_ns"] > 5e7, others
+    # Without the flag (a loader worker's sampler) no other thread is sampled.
+    plain = stack_sampler.StackSampler(threading.get_ident(), hz=200, max_samples=10)
+    plain.sample_once()
+    assert "other_threads" not in plain.doc(0, 0)
+
+
+def test_other_threads_samples_are_bounded():
+    stop = threading.Event()
+    threads = [threading.Thread(target=stop.wait, name="t%d" % i) for i in range(stack_sampler._MAX_OTHER_THREADS + 3)]
+    for t in threads:
+        t.start()
+    sampler = stack_sampler.StackSampler(threading.get_ident(), hz=200, max_samples=5, other_threads=True)
+    for _ in range(3 * stack_sampler._OTHER_THREADS_EVERY):
+        sampler.sample_once()
+    stop.set()
+    for t in threads:
+        t.join()
+    others = sampler.doc(0, 0)["other_threads"]
+    assert len(others) <= stack_sampler._MAX_OTHER_THREADS
+    assert sum(len(o["samples"]) for o in others) <= 5 and sampler.dropped > 0

@@ -527,6 +527,22 @@ std::string BusyThreadsAction(int rank) {
       rank);
 }
 
+// The busy threads' code where the sampler saw them run the job's own (a Python thread's; native
+// threads, gloo's or a library's, run none): at their hottest frame over the window, since no line
+// of the training thread's is the cause.
+void NameBusyThreadsCode(const WorkerRow& row, const WorkerTable& table, Finding* f) {
+  f->action = BusyThreadsAction(row.rank);
+  if (row.other_thread_frame == Interner::kEmpty) return;
+  f->location = std::string(table.name(row.other_thread_frame));
+  f->evidence +=
+      fmt::format(". Its other Python threads' stack samples put {:.0f}% of their running time in the job's code at {}",
+                  100.0 * row.other_thread_share, f->location);
+  f->action = fmt::format(
+      "Rank {}'s training process runs a busy thread beside its loop, at {}: move that work out of the process "
+      "(a subprocess, or less often) or off the interpreter lock.",
+      row.rank, f->location);
+}
+
 }  // namespace
 
 void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local) {
@@ -569,7 +585,7 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
     f.peer_beta = peers;
     f.location.clear();
     f.evidence += "; " + BusyThreadsEvidence(others[k], peers, group.row(k).cpu->main_cpu);
-    f.action = BusyThreadsAction(group.row(k).rank);
+    NameBusyThreadsCode(group.row(k), *group.table, &f);
   }
   // No straggler, on CPU training with cores the ranks share busy: the threads take the cores
   // every rank runs on, which slows them all alike. Named where they ran longer than the training
@@ -599,7 +615,7 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
                      "; no rank waits for it, but on cores the ranks share ({}) they took {:.2f} of the node's "
                      "{:.0f} cores from every rank's work",
                      shared, others[k] - peers, row.cpu->cpus);
-    f.action = BusyThreadsAction(row.rank);
+    NameBusyThreadsCode(row, *group.table, &f);
     local->push_back(std::move(f));
   }
 }

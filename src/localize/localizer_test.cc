@@ -243,6 +243,22 @@ TEST(LocalizerTest, ARankTheSchedulerQueuedOnANodeTheJobOversubscribesIsNoStragg
   EXPECT_NE(busy_threads.findings[0].evidence.find("other threads ran on a CPU 0.40 cores against its peers' 0.10"),
             std::string::npos)
       << busy_threads.findings[0].evidence;
+  // Where the sampler saw those threads run the job's code, the finding is at their line (no line
+  // of the training thread's is the cause).
+  LocalizeInput located = LoaderStragglerOnABusyNode({.other_threads = 0.4f});
+  for (WorkerPattern& w : located.workers) {
+    w.other_thread_frames = {{fmt::format("/job/train.py:{}(metrics_thread)", 140 + w.rank), 0.9F}};
+  }
+  Diagnosis named = Localize(located, DefaultExpectations());
+  ASSERT_FALSE(named.healthy());
+  EXPECT_EQ(named.findings[0].function, "(other threads of the training process)");
+  EXPECT_EQ(named.findings[0].location,
+            fmt::format("/job/train.py:{}(metrics_thread)", 140 + named.findings[0].workers[0]));
+  EXPECT_NE(named.findings[0].evidence.find("put 90% of their running time in the job's code at /job/train.py:"),
+            std::string::npos)
+      << named.findings[0].evidence;
+  EXPECT_NE(named.findings[0].action.find("runs a busy thread beside its loop, at /job/train.py:"), std::string::npos)
+      << named.findings[0].action;
   // Less than half its 0.18 excess beside it (0.08 more): the loader's or the scheduler's as before.
   ExpectHealthyWithNote(Localize(LoaderStragglerOnABusyNode({.other_threads = 0.18f}), DefaultExpectations()),
                         "scheduler gave rank 2 less");
@@ -392,6 +408,7 @@ TEST(LocalizerTest, AThreadBesideTheLoopThatTakesSharedCoresIsNamedWithoutAStrag
   EXPECT_EQ(f.function, "(other threads of the training process)");
   EXPECT_NEAR(f.impact_s_per_iter, (0.6 - 0.11) / 2 * 0.1, 1e-3);
   EXPECT_NE(f.evidence.find("no rank waits for it"), std::string::npos) << f.evidence;
+  EXPECT_TRUE(f.location.empty());  // its pattern names no other thread's code
   EXPECT_TRUE(Localize(BusyThreadOnSharedCores(0.28f), DefaultExpectations()).healthy());
   // (With half the cores idle, its 0.42 of each step in all-reduces is a slow network's: global.)
   Diagnosis spare = Localize(BusyThreadOnSharedCores(0.6f, 0.5f), DefaultExpectations());

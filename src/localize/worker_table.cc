@@ -19,6 +19,10 @@ void WorkerTable::Add(const WorkerPattern& w) {
     row.loader_worker_frame = names_.Intern(w.loader_worker_frames.front().location);
     row.loader_worker_share = w.loader_worker_frames.front().share;
   }
+  if (!w.other_thread_frames.empty()) {
+    row.other_thread_frame = names_.Intern(w.other_thread_frames.front().location);
+    row.other_thread_share = w.other_thread_frames.front().share;
+  }
   row.functions_begin = static_cast<uint32_t>(functions_.size());
   for (const FunctionPattern& f : w.functions) {
     FunctionEntry e;

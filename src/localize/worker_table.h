@@ -67,6 +67,9 @@ struct WorkerRow {
   // Its DataLoader workers' top frame over the window (WorkerPattern::loader_worker_frames).
   StringId loader_worker_frame = Interner::kEmpty;
   float loader_worker_share = 0;
+  // Its training process's other Python threads' top frame (WorkerPattern::other_thread_frames).
+  StringId other_thread_frame = Interner::kEmpty;
+  float other_thread_share = 0;
 
   float beta(Category c) const { return category_beta[static_cast<size_t>(c)]; }
 };

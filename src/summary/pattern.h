@@ -109,6 +109,11 @@ struct WorkerPattern {
   // (their stack samples; share: of their samples in the job's code), hottest first: what their
   // CPU went to, where they keep up and the training thread seldom waits for them.
   std::vector<HotFrame> loader_worker_frames;
+  // The training process's other Python threads' hottest frames of the job's own code over the
+  // window (stack_attribution.h HottestOtherThreadFrames), hottest first: the code of a thread
+  // that holds the interpreter lock or the cores beside the training loop, which no line of the
+  // training thread's names (patterns before version 10: empty).
+  std::vector<HotFrame> other_thread_frames;
   // The training thread's lines of the job's own code that held the most of the window's sampled
   // time (stack_attribution.h TrainingThreadLines), most first: a line a rank ran that its peers
   // never did names the code behind its extra work (localize/own_code_line.h).

@@ -142,6 +142,12 @@ void WriteWorker(const WorkerPattern& w, int version, StringTable* strings, Byte
   }
   if (version < 9) return;
   out->F32(w.code_line_periods);
+  if (version < 10) return;
+  out->Varint(w.other_thread_frames.size());
+  for (const HotFrame& frame : w.other_thread_frames) {
+    out->Varint(strings->Id(frame.location));
+    out->F32(frame.share);
+  }
 }
 
 // A call's duration as stored (median, lower quartile): 0, "not measured", for anything that is
@@ -229,6 +235,7 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
   w->loader_worker_frames.clear();
   w->code_lines.clear();
   w->code_line_periods = 0;
+  w->other_thread_frames.clear();
   if (version < 2) return in->ok();
   uint64_t located = in->Varint();
   if (!in->ok() || located > functions) return false;
@@ -287,6 +294,14 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
   if (version < 9) return in->ok();
   float periods = in->F32();
   w->code_line_periods = std::isfinite(periods) && periods > 0 ? periods : 0.0F;
+  if (version < 10) return in->ok();
+  uint64_t threads = in->Varint();
+  if (!in->ok() || threads > 16) return false;
+  w->other_thread_frames.resize(threads);
+  for (HotFrame& frame : w->other_thread_frames) {
+    assign(&frame.location, in->Varint());
+    frame.share = in->F32();
+  }
   return in->ok();
 }
 

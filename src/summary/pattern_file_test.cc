@@ -61,6 +61,7 @@ WorkerPattern MakeWorker(int rank) {
   w.loader_worker_frames = {{"data.py:30(tokenize)", 0.625F}};
   w.code_lines = {{"train.py:90(<module>)", 1.0F, 0}, {"train.py:75(main)", 0.5F, 1}};
   w.code_line_periods = 37.5F;
+  w.other_thread_frames = {{"train.py:140(metrics_thread)", 0.875F}};
   return w;
 }
 
@@ -112,6 +113,9 @@ TEST(PatternFileTest, RoundTripsEveryField) {
   EXPECT_FLOAT_EQ(w.code_lines[1].share, 0.5F);
   EXPECT_EQ(w.code_lines[1].depth, 1u);
   EXPECT_FLOAT_EQ(w.code_line_periods, 37.5F);
+  ASSERT_EQ(w.other_thread_frames.size(), 1u);
+  EXPECT_EQ(w.other_thread_frames[0].location, "train.py:140(metrics_thread)");
+  EXPECT_FLOAT_EQ(w.other_thread_frames[0].share, 0.875F);
 }
 
 // An older version's file, as that version's writer left it (what it lacks is left out).
@@ -121,6 +125,17 @@ std::string OlderVersionFile(const WorkerPattern& w, char version) {
   std::string file = writer.Finish();
   EXPECT_EQ(file[7], version);
   return file;
+}
+
+TEST(PatternFileTest, ReadsVersionNineFilesWithoutTheOtherThreadsFrames) {
+  TempDir dir;
+  std::string path = dir.Write("v9.pattern", OlderVersionFile(MakeWorker(9), '\x09'));
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_EQ(read->size(), 1u);
+  const WorkerPattern& w = (*read)[0];
+  EXPECT_FLOAT_EQ(w.code_line_periods, 37.5F);
+  EXPECT_TRUE(w.other_thread_frames.empty());
 }
 
 TEST(PatternFileTest, ReadsVersionEightFilesWithoutTheLinesSamplingPeriods) {
@@ -268,7 +283,7 @@ TEST(PatternFileTest, NewerVersionIsOneLineNamingTheFile) {
   ASSERT_FALSE(read.ok());
   std::string message = read.status().message();
   EXPECT_EQ(message, path +
-                         ": pattern format version 10 is not supported (this eroica reads 1 to 9; "
+                         ": pattern format version 11 is not supported (this eroica reads 1 to 10; "
                          "a newer eroica wrote it)");
   newer[7] = static_cast<char>(200);
   read = ReadPatternFile(dir.Write("v200.pattern", newer));
@@ -284,10 +299,10 @@ TEST(PatternFileTest, DamageIsAnErrorNotACrash) {
   EXPECT_FALSE(ReadPatternFile(dir.Write("cut.pattern", bytes.substr(0, bytes.size() - 5))).ok());
   EXPECT_FALSE(ReadPatternFile(dir.Write("magic.pattern", "NOTAPATTERNFILE")).ok());
   std::string future = bytes;
-  future[7] = 10;
-  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(dir.Write("v10.pattern", future));
+  future[7] = 11;
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(dir.Write("v11.pattern", future));
   ASSERT_FALSE(read.ok());
-  EXPECT_NE(read.status().message().find("version 10"), std::string::npos);
+  EXPECT_NE(read.status().message().find("version 11"), std::string::npos);
   for (size_t i = 8; i < bytes.size(); i += 3) {
     std::string flipped = bytes;
     flipped[i] = static_cast<char>(flipped[i] ^ 0x5a);

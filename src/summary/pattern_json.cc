@@ -79,6 +79,9 @@ nlohmann::json PatternToJson(const WorkerPattern& w) {
   for (const HotFrame& frame : w.loader_worker_frames) {
     doc["loader_worker_frames"].push_back({{"location", frame.location}, {"share", Round(frame.share, 3)}});
   }
+  for (const HotFrame& frame : w.other_thread_frames) {
+    doc["other_thread_frames"].push_back({{"location", frame.location}, {"share", Round(frame.share, 3)}});
+  }
   for (const CodeFrame& line : w.code_lines) {
     doc["code_lines"].push_back({{"location", line.location}, {"share", Round(line.share, 3)}, {"depth", line.depth}});
   }

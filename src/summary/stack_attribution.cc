@@ -212,6 +212,38 @@ std::vector<HotFrame> HottestLoaderWorkerFrames(const StackSamples& samples, int
   return HottestFrames(tally, 0, period_ns, max_frames, kMinSeenFramePeriods);
 }
 
+std::vector<HotFrame> HottestOtherThreadFrames(const StackSamples& samples, int64_t begin_ns, int64_t end_ns,
+                                               size_t max_frames) {
+  // As for the loader's workers (one pseudo-function, index 0), with each thread's samples
+  // weighed by how much of its sampled time it ran: the samples catch a thread wherever it is,
+  // asleep in its own `time.sleep()` as well as at work. A metrics thread looping 10 ms of Python
+  // between 1 ms naps ran most of its time, an idle one waiting for its next snapshot hardly any.
+  Tally tally;
+  int64_t period_ns = 0;
+  for (const StackSamples& thread : samples.other_threads) {
+    std::vector<int64_t> user_frames = UserFrames(thread);
+    std::vector<std::string> locations = UserFrameLocations(thread);
+    int64_t period = PeriodNs(thread);
+    period_ns = std::max(period_ns, period);
+    int64_t seen = 0;
+    for (const StackSample& sample : thread.samples) seen += sample.ts_ns >= begin_ns && sample.ts_ns < end_ns;
+    if (seen == 0 || period <= 0) continue;
+    double ran =
+        thread.cpu_ns < 0
+            ? 1.0
+            : std::clamp(static_cast<double>(thread.cpu_ns) / (static_cast<double>(seen) * static_cast<double>(period)),
+                         0.0, 1.0);
+    auto weighed = static_cast<int64_t>(ran * static_cast<double>(period));
+    for (const StackSample& sample : thread.samples) {
+      int64_t frame = user_frames[sample.stack];
+      if (frame < 0 || sample.ts_ns < begin_ns || sample.ts_ns >= end_ns) continue;
+      tally.sampled_ns[0] += weighed;
+      tally.frame_ns[0][locations[static_cast<size_t>(frame)]] += weighed;
+    }
+  }
+  return HottestFrames(tally, 0, period_ns, max_frames, kMinSeenFramePeriods);
+}
+
 TrainingLines TrainingThreadLines(const StackSamples& samples, int64_t begin_ns, int64_t end_ns, size_t max_lines) {
   struct Line {
     int64_t ns = 0;

@@ -53,6 +53,14 @@ std::unordered_map<uint32_t, std::vector<HotFrame>> AttributeStackSamples(const 
 std::vector<HotFrame> HottestLoaderWorkerFrames(const StackSamples& samples, int64_t begin_ns, int64_t end_ns,
                                                 size_t max_frames = 2);
 
+// The training process's other Python threads' hottest user frames (at most `max_frames`) over
+// [begin_ns, end_ns): each sample stands for the period after it, weighed by the share of its
+// thread's sampled time that the thread spent on a CPU (a thread asleep at a line of its own code
+// ran none of it); a frame's share is of their weighed time in the job's own code. Empty without
+// other threads' samples.
+std::vector<HotFrame> HottestOtherThreadFrames(const StackSamples& samples, int64_t begin_ns, int64_t end_ns,
+                                               size_t max_frames = 2);
+
 // The training thread's lines of the job's own code that held the most of [begin_ns, end_ns)'s
 // sampled time (at most `max_lines`), each counted once per sample wherever on the stack it sat:
 // an evaluation pass shows as its call's line on every sample taken inside it, under the model's

@@ -201,6 +201,42 @@ TEST(StackAttributionTest, TheLoaderWorkersHottestFramesOverTheWindow) {
   EXPECT_EQ(hot[0].location, "/job/data.py:30(tokenize)");
 }
 
+// A metrics thread beside the training loop: its samples in the job's code, weighed by how much of
+// its sampled time it ran on a CPU. An idle thread asleep at a line of its own code (a heartbeat's
+// sleep) is sampled as often but ran hardly any of it, so the busy thread's line comes first.
+TEST(StackAttributionTest, TheOtherThreadsHottestFramesWeighedByTheirTimeOnACpu) {
+  StackSamples samples;
+  samples.hz = 1e6;  // 1 µs period
+  samples.library_prefixes = {"/usr/lib/python3.11/"};
+  auto thread = [&](const char* function, int line, int64_t cpu_ns) {
+    StackSamples t;
+    t.hz = 1e6;
+    t.library_prefixes = samples.library_prefixes;
+    t.frames = {{"/job/train.py", line, function}, {"/usr/lib/python3.11/threading.py", 320, "wait"}};
+    t.stacks = {{0}, {1}};
+    for (int i = 0; i < 10; ++i) t.samples.push_back({1000 + 100 * i, 0});  // 10 periods in its code
+    t.samples.push_back({500, 0});                                          // before the window
+    t.cpu_ns = cpu_ns;
+    return t;
+  };
+  samples.other_threads.push_back(thread("heartbeat", 40, 500));  // ran 0.05 of its 10 sampled µs
+  samples.other_threads.push_back(thread("metrics", 25, 9000));   // ran 0.9 of them
+  std::vector<HotFrame> hot = HottestOtherThreadFrames(samples, 900, 5000);
+  ASSERT_EQ(hot.size(), 1u);  // the heartbeat's 0.05 of the weighed time is below a hot frame's share
+  EXPECT_EQ(hot[0].location, "/job/train.py:25(metrics)");
+  EXPECT_NEAR(hot[0].share, 0.9 / 0.95, 1e-3);
+  // Without CPU readings each sample counts a whole period, as a loader worker's does.
+  for (StackSamples& t : samples.other_threads) t.cpu_ns = -1;
+  hot = HottestOtherThreadFrames(samples, 900, 5000);
+  ASSERT_EQ(hot.size(), 2u);
+  EXPECT_FLOAT_EQ(hot[0].share, 0.5F);
+  // A thread waiting in the standard library all along names nothing.
+  samples.other_threads.resize(1);
+  for (StackSample& s : samples.other_threads[0].samples) s.stack = 1;
+  EXPECT_TRUE(HottestOtherThreadFrames(samples, 900, 5000).empty());
+  EXPECT_TRUE(HottestOtherThreadFrames(StackSamples{}, 0, 5000).empty());
+}
+
 TEST(StackAttributionTest, TheTrainingThreadsLinesCountWhereverOnTheStack) {
   StackSamples samples;
   samples.hz = 1e8;  // 10 ns period
@@ -499,6 +535,41 @@ TEST(StackAttributionTest, LoaderWorkersAreReadFromTheFileOnTheTrainingThreadsCl
   StatusOr<StackSamples> damaged = ParseStackSamples(bad, *trace, "rank-0.stacks.json");
   ASSERT_FALSE(damaged.ok());
   EXPECT_NE(damaged.status().message().find("rank-0.stacks.json (a loader worker)"), std::string::npos)
+      << damaged.status().message();
+}
+
+TEST(StackAttributionTest, OtherThreadsAreReadFromTheFileWithTheirCpuTime) {
+  TempDir dir;
+  StatusOr<Trace> trace = ReadTrace(dir.Write("rank-0.json", ThreeIterations()));
+  ASSERT_TRUE(trace.ok());
+  auto with_threads = [](const std::string& threads) {
+    std::string text = SamplesJson(0);
+    text.insert(text.rfind('}'), R"(,"other_threads":[)" + threads + "]");
+    return text;
+  };
+  std::string thread = fmt::format(
+      R"({{"name":"metrics","native_id":77,"cpu_ns":40000,"hz":10000,"library_prefixes":[],
+          "frames":[["/job/train.py",140,"metrics_thread"]],"stacks":[[0]],"samples":[[{},0],[{},0]]}})",
+      kStepZeroUnixNs, kStepZeroUnixNs + 50'000);
+  std::string unread = thread;
+  unread.erase(unread.find(R"("cpu_ns":40000,)"), 15);
+  StatusOr<StackSamples> samples = ParseStackSamples(with_threads(thread + "," + unread), *trace, "rank-0.stacks.json");
+  ASSERT_TRUE(samples.ok()) << samples.status().message();
+  ASSERT_EQ(samples->other_threads.size(), 2u);
+  EXPECT_EQ(samples->other_threads[0].cpu_ns, 40'000);
+  EXPECT_EQ(samples->other_threads[1].cpu_ns, -1);                                   // not read
+  EXPECT_EQ(samples->other_threads[0].samples[1].ts_ns, samples->samples[0].ts_ns);  // the training thread's clock
+  // At most eight are read, as the sampler keeps.
+  std::string many = thread;
+  for (int i = 0; i < 10; ++i) many += "," + thread;
+  StatusOr<StackSamples> bounded = ParseStackSamples(with_threads(many), *trace, "rank-0.stacks.json");
+  ASSERT_TRUE(bounded.ok());
+  EXPECT_EQ(bounded->other_threads.size(), 8u);
+  // A damaged one names the file and the thread.
+  StatusOr<StackSamples> damaged = ParseStackSamples(with_threads("7"), *trace, "rank-0.stacks.json");
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_NE(damaged.status().message().find("rank-0.stacks.json: damaged stack samples: an other thread"),
+            std::string::npos)
       << damaged.status().message();
 }
 

@@ -18,6 +18,7 @@ namespace {
 
 // A DataLoader's workers, with room; more are ignored.
 constexpr size_t kMaxLoaderWorkers = 256;
+constexpr size_t kMaxOtherThreads = 8;  // as many as the sampler keeps (stack_sampler.py)
 
 // A "cpu" reading's figure, or `absent` when it is missing or out of [0, max] (a core count, or
 // cores' worth of time per second, below a million; a share of the window at most 1).
@@ -158,6 +159,20 @@ StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& tra
       if (!samples.samples.empty()) out.loader_workers.push_back(std::move(samples));
     }
     if (out.cpu) loader.Finish(&*out.cpu);
+  }
+  // The process's other Python threads, sampled beside the training thread.
+  if (const Json* threads = JsonArrayField(doc, {"other_threads"})) {
+    size_t seen = 0;
+    for (const Json& thread : *threads) {
+      if (++seen > kMaxOtherThreads) break;
+      StackSamples samples;
+      if (!thread.is_object()) return ErrorStatus("{}: damaged stack samples: an other thread is not an object", path);
+      if (Status status = ParseSampleSet(thread, *offset, path + " (another thread)", &samples); !status.ok()) {
+        return status;
+      }
+      samples.cpu_ns = JsonIntOr(thread, {"cpu_ns"}, -1, 0, int64_t{1} << 62);
+      if (!samples.samples.empty()) out.other_threads.push_back(std::move(samples));
+    }
   }
   return out;
 }

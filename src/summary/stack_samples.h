@@ -39,10 +39,15 @@ struct StackSamples {
   // The DataLoader's worker processes, each its main thread (empty without workers): the
   // training thread only waits for them in the loader's __next__.
   std::vector<StackSamples> loader_workers;
+  // The training process's other Python threads, sampled at the training thread's moments (a
+  // metrics or logging thread): their code is what a rank's busy threads ran.
+  std::vector<StackSamples> other_threads;
+  // For one of other_threads: its time on a CPU over the window (ns; -1 where not read).
+  int64_t cpu_ns = -1;
   // Who had the processor over the window (the file's "cpu", its loader workers' summed in).
   std::optional<CpuShare> cpu;
 
-  bool empty() const { return samples.empty() && loader_workers.empty(); }
+  bool empty() const { return samples.empty() && loader_workers.empty() && other_threads.empty(); }
 };
 
 // Parses the file's text and moves its samples onto `trace`'s clock (trace_clock.h); `path`

@@ -444,6 +444,7 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
   AttachHotFrames(options.stack_samples, summary.critical_path, table, &pattern.functions);
   pattern.cpu = options.stack_samples.cpu;
   pattern.loader_worker_frames = HottestLoaderWorkerFrames(options.stack_samples, window.start_ns, window.end_ns);
+  pattern.other_thread_frames = HottestOtherThreadFrames(options.stack_samples, window.start_ns, window.end_ns);
   TrainingLines lines = TrainingThreadLines(options.stack_samples, window.start_ns, window.end_ns);
   pattern.code_lines = std::move(lines.lines);
   pattern.code_line_periods = lines.periods;
