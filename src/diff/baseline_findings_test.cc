@@ -245,6 +245,30 @@ TEST(BaselineFindings, EveryRanksOwnCodeThatCostsMoreGoesAheadOfALocalFinding) {
   EXPECT_EQ(more.findings[0].function, "aten::addmm");
 }
 
+// Two causes at once, neither explaining half the slowdown (the others' wait for rank 3 is the
+// rest): every rank's logging (56 ms a step) and rank 3's larger graphs (88 ms): the one that costs
+// more goes first, whichever its scope.
+TEST(BaselineFindings, ALocalFindingThatCostsMoreStaysAheadThoughItExplainsLessThanHalf) {
+  auto diagnose = [](double local_s) {
+    std::vector<WorkerPattern> now = JobWith(4, [](int r) {
+      return r == 3 ? FunctionMs{{"logging", Category::kHost, 56}, {"aten::addmm", Category::kCompute, 144}}
+                    : FunctionMs{{"logging", Category::kHost, 56}, {"gloo:broadcast", Category::kCommunication, 144}};
+    });
+    Diagnosis d;
+    d.findings.push_back(FindingOf(FindingScope::kLocal, FindingCategory::kImbalance, {3}, local_s, "aten::addmm"));
+    ApplyBaseline(DiffPatterns(Job(4), now), &d);
+    return d;
+  };
+  Diagnosis more = diagnose(0.088);
+  ASSERT_EQ(more.findings.size(), 2u);
+  EXPECT_EQ(more.findings[0].function, "aten::addmm");
+  EXPECT_EQ(more.findings[1].function, "logging");
+  EXPECT_EQ(more.findings[1].scope, FindingScope::kGlobal);
+  Diagnosis less = diagnose(0.040);
+  ASSERT_EQ(less.findings.size(), 2u);
+  EXPECT_EQ(less.findings[0].function, "logging");
+}
+
 TEST(BaselineFindings, GlobalChangeGoesAheadOfALocalFindingThatExplainsLittle) {
   Diagnosis d;
   Finding local;
