@@ -18,7 +18,8 @@ document, one per DataLoader worker process that sampled its own main thread in 
 document's fields ("hz", "library_prefixes", "frames", "stacks", "samples" as [unix ns, stack]),
 one per other Python thread of the training process seen in the window (at most 8; eroica's own
 left out), with "name", "native_id" and "cpu_ns" (its time on a CPU over the window, absent where
-/proc cannot be read); absent where none ran Python], "cpu": who had the processor over the window
+/proc cannot be read); absent where none ran Python], "other_threads_dropped" (their samples past
+the bound, as many as the training thread's; absent when none), "cpu": who had the processor over the window
 (cpu_share.py; absent where /proc cannot be read)}.
 
 The other threads are sampled at every 4th of the training thread's moments (one
@@ -159,6 +160,7 @@ class StackSampler:
         # ident -> its samples (None: not one to sample, eroica's own or past the limit).
         self._others: Optional[Dict[int, Optional[_ThreadSamples]]] = {} if other_threads else None
         self._other_samples = 0
+        self.other_dropped = 0  # other threads' samples past the bound (the file's "other_threads_dropped")
         self._samples_taken = 0
         self._cpu_start: Optional[Dict[str, Any]] = None
         self._cpu_end: Optional[Dict[str, Any]] = None
@@ -285,7 +287,7 @@ class StackSampler:
             if other is None:
                 continue
             if self._other_samples >= self.max_samples:
-                self.dropped += 1
+                self.other_dropped += 1
                 continue
             other.samples.append((now_ns, _intern(self._frame_keys(frame), other.frames, other.stacks)))
             self._other_samples += 1
@@ -383,6 +385,8 @@ class StackSampler:
         others = self._other_threads_doc(prefixes)
         if others:
             doc["other_threads"] = others
+        if self.other_dropped:
+            doc["other_threads_dropped"] = self.other_dropped
         if self.cpu:
             doc["cpu"] = self.cpu
         return doc

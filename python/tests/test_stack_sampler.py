@@ -295,4 +295,6 @@ def test_other_threads_samples_are_bounded():
         t.join()
     others = sampler.doc(0, 0)["other_threads"]
     assert len(others) <= stack_sampler._MAX_OTHER_THREADS
-    assert sum(len(o["samples"]) for o in others) <= 5 and sampler.dropped > 0
+    assert sum(len(o["samples"]) for o in others) <= 5 and sampler.other_dropped > 0
+    assert sampler.doc(0, 0)["other_threads_dropped"] == sampler.other_dropped
+    assert sampler.dropped == 3 * stack_sampler._OTHER_THREADS_EVERY - 5  # the training thread's own

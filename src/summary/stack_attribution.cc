@@ -183,63 +183,59 @@ bool MostlyInLibraryCode(const Tallies& tallies, uint32_t function) {
          2 * library->second > total->second;
 }
 
+// One sampled thread's samples in [begin_ns, end_ns) that name the job's own code, each standing for
+// its period times `weight`, into a pseudo-function's tally (index 0), with the longest period in
+// *period_ns: what a thread ran over the whole window, with no span whose edges a neighbour's time
+// could fill.
+void TallyWindow(const StackSamples& thread, int64_t begin_ns, int64_t end_ns, double weight, Tally* tally,
+                 int64_t* period_ns) {
+  std::vector<int64_t> user_frames = UserFrames(thread);
+  std::vector<std::string> locations = UserFrameLocations(thread);
+  int64_t period = PeriodNs(thread);
+  *period_ns = std::max(*period_ns, period);
+  auto weighed = static_cast<int64_t>(weight * static_cast<double>(period));
+  for (const StackSample& sample : thread.samples) {
+    int64_t frame = user_frames[sample.stack];
+    if (frame < 0 || sample.ts_ns < begin_ns || sample.ts_ns >= end_ns) continue;
+    tally->sampled_ns[0] += weighed;
+    tally->frame_ns[0][locations[static_cast<size_t>(frame)]] += weighed;
+  }
+}
+
 }  // namespace
 
 std::vector<HotFrame> HottestLoaderWorkerFrames(const StackSamples& samples, int64_t begin_ns, int64_t end_ns,
                                                 size_t max_frames) {
-  // One pseudo-function's tally (index 0): every worker's samples in the job's code, each one
-  // period. A worker waiting for its next indices sits in the standard library and counts for
-  // nothing; a late sample is a worker queued for a CPU, not one holding the GIL for others.
+  // Every worker's samples in the job's code, each one period. A worker waiting for its next
+  // indices sits in the standard library and counts for nothing; a late sample is a worker queued
+  // for a CPU, not one holding the GIL for others.
   Tally tally;
   int64_t period_ns = 0;
-  for (const StackSamples& worker : samples.loader_workers) {
-    std::vector<int64_t> user_frames = UserFrames(worker);
-    std::vector<std::string> locations = UserFrameLocations(worker);
-    int64_t period = PeriodNs(worker);
-    period_ns = std::max(period_ns, period);
-    for (const StackSample& sample : worker.samples) {
-      int64_t frame = user_frames[sample.stack];
-      if (frame < 0 || sample.ts_ns < begin_ns || sample.ts_ns >= end_ns) continue;
-      tally.sampled_ns[0] += period;
-      tally.frame_ns[0][locations[static_cast<size_t>(frame)]] += period;
-    }
-  }
-  // Each sample is what a worker ran at that moment, one period each, with no span whose edges
-  // a neighbour's time could fill: one period names a line, as for the samples taken inside a
-  // span. Short windows give a worker few samples: a global pure-Python augmentation in the
-  // workers of an unseen 4-rank job (8 steps of ~20 ms, 4-13 samples a worker) and a recommender
-  // job's per-sample transform on one rank were named at the training loop's line with three.
+  for (const StackSamples& worker : samples.loader_workers)
+    TallyWindow(worker, begin_ns, end_ns, 1.0, &tally, &period_ns);
+  // Each sample is what a worker ran at that moment: one period names a line, as for the samples
+  // taken inside a span. Short windows give a worker few samples: a global pure-Python
+  // augmentation in the workers of an unseen 4-rank job (8 steps of ~20 ms, 4-13 samples a
+  // worker) and a recommender job's per-sample transform on one rank were named at the training
+  // loop's line with three.
   return HottestFrames(tally, 0, period_ns, max_frames, kMinSeenFramePeriods);
 }
 
 std::vector<HotFrame> HottestOtherThreadFrames(const StackSamples& samples, int64_t begin_ns, int64_t end_ns,
                                                size_t max_frames) {
-  // As for the loader's workers (one pseudo-function, index 0), with each thread's samples
-  // weighed by how much of its sampled time it ran: the samples catch a thread wherever it is,
-  // asleep in its own `time.sleep()` as well as at work. A metrics thread looping 10 ms of Python
-  // between 1 ms naps ran most of its time, an idle one waiting for its next snapshot hardly any.
+  // As for the loader's workers, with each thread's samples weighed by how much of its sampled
+  // time it ran: the samples catch a thread wherever it is, asleep in its own `time.sleep()` as
+  // well as at work. A metrics thread looping 10 ms of Python between 1 ms naps ran most of its
+  // time, an idle one waiting for its next snapshot hardly any.
   Tally tally;
   int64_t period_ns = 0;
   for (const StackSamples& thread : samples.other_threads) {
-    std::vector<int64_t> user_frames = UserFrames(thread);
-    std::vector<std::string> locations = UserFrameLocations(thread);
-    int64_t period = PeriodNs(thread);
-    period_ns = std::max(period_ns, period);
     int64_t seen = 0;
     for (const StackSample& sample : thread.samples) seen += sample.ts_ns >= begin_ns && sample.ts_ns < end_ns;
-    if (seen == 0 || period <= 0) continue;
-    double ran =
-        thread.cpu_ns < 0
-            ? 1.0
-            : std::clamp(static_cast<double>(thread.cpu_ns) / (static_cast<double>(seen) * static_cast<double>(period)),
-                         0.0, 1.0);
-    auto weighed = static_cast<int64_t>(ran * static_cast<double>(period));
-    for (const StackSample& sample : thread.samples) {
-      int64_t frame = user_frames[sample.stack];
-      if (frame < 0 || sample.ts_ns < begin_ns || sample.ts_ns >= end_ns) continue;
-      tally.sampled_ns[0] += weighed;
-      tally.frame_ns[0][locations[static_cast<size_t>(frame)]] += weighed;
-    }
+    double sampled_ns = static_cast<double>(seen) * static_cast<double>(PeriodNs(thread));
+    if (sampled_ns <= 0) continue;
+    double ran = thread.cpu_ns < 0 ? 1.0 : std::clamp(static_cast<double>(thread.cpu_ns) / sampled_ns, 0.0, 1.0);
+    TallyWindow(thread, begin_ns, end_ns, ran, &tally, &period_ns);
   }
   return HottestFrames(tally, 0, period_ns, max_frames, kMinSeenFramePeriods);
 }

@@ -568,7 +568,7 @@ TEST(StackAttributionTest, OtherThreadsAreReadFromTheFileWithTheirCpuTime) {
   // A damaged one names the file and the thread.
   StatusOr<StackSamples> damaged = ParseStackSamples(with_threads("7"), *trace, "rank-0.stacks.json");
   ASSERT_FALSE(damaged.ok());
-  EXPECT_NE(damaged.status().message().find("rank-0.stacks.json: damaged stack samples: an other thread"),
+  EXPECT_NE(damaged.status().message().find("rank-0.stacks.json: damaged stack samples: an entry of other_threads"),
             std::string::npos)
       << damaged.status().message();
 }

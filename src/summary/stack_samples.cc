@@ -166,7 +166,8 @@ StatusOr<StackSamples> ParseStackSamples(std::string_view text, const Trace& tra
     for (const Json& thread : *threads) {
       if (++seen > kMaxOtherThreads) break;
       StackSamples samples;
-      if (!thread.is_object()) return ErrorStatus("{}: damaged stack samples: an other thread is not an object", path);
+      if (!thread.is_object())
+        return ErrorStatus("{}: damaged stack samples: an entry of other_threads is not an object", path);
       if (Status status = ParseSampleSet(thread, *offset, path + " (another thread)", &samples); !status.ok()) {
         return status;
       }
