@@ -569,6 +569,7 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
   };
   std::unordered_map<int, size_t> member_of = MembersByRank(group);
   std::vector<bool> named = NamedAlone(group, *local);
+  std::string shared = SharedBusyCores(group);
   for (Finding& f : *local) {
     std::optional<size_t> member = MemberNamedAlone(member_of, f);
     if (!member || !OwnWork(f.category)) continue;
@@ -585,7 +586,21 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
     f.peer_beta = peers;
     f.location.clear();
     f.evidence += "; " + BusyThreadsEvidence(others[k], peers, group.row(k).cpu->main_cpu);
-    NameBusyThreadsCode(group.row(k), *group.table, &f);
+    // On cores the ranks share busy, the cores the threads took are every rank's too, not only
+    // its own step's: what they cost is the larger of its lateness and that share of the node's
+    // cores (as below, where no rank waits for it). An unseen 5-rank graph network whose rank 0 ran
+    // a metrics thread (+0.30 of 2 cores) was 34 ms a step late, while every rank's compute grew
+    // 103 ms a step against the baseline, which then read as the first cause.
+    const WorkerRow& row = group.row(k);
+    double taken_s = row.cpu->cpus > 0 ? (others[k] - peers) / row.cpu->cpus * iteration_s : 0.0;
+    if (!shared.empty() && taken_s > f.impact_s_per_iter) {
+      f.impact_s_per_iter = taken_s;
+      f.evidence += fmt::format(
+          "; on cores the ranks share ({}) they took {:.2f} of the node's {:.0f} cores from every "
+          "rank's work, {:.1f} ms a step",
+          shared, others[k] - peers, row.cpu->cpus, 1e3 * taken_s);
+    }
+    NameBusyThreadsCode(row, *group.table, &f);
   }
   // No straggler, on CPU training with cores the ranks share busy: the threads take the cores
   // every rank runs on, which slows them all alike. Named where they ran longer than the training
@@ -593,7 +608,6 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
   // something else (healthy ranks' other threads: 0.05-0.24 cores, 0.10-0.86 of their training
   // thread's time on the 207 healthy ranks of the 27- and 28-series). What they cost is the share
   // of the node's cores they took.
-  std::string shared = SharedBusyCores(group);
   if (shared.empty()) return;
   for (size_t k = 0; k < group.size(); ++k) {
     const WorkerRow& row = group.row(k);

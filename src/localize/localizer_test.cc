@@ -259,6 +259,18 @@ TEST(LocalizerTest, ARankTheSchedulerQueuedOnANodeTheJobOversubscribesIsNoStragg
       << named.findings[0].evidence;
   EXPECT_NE(named.findings[0].action.find("runs a busy thread beside its loop, at /job/train.py:"), std::string::npos)
       << named.findings[0].action;
+  // On the busy cores every rank shares, the cores they took are every rank's too: the finding
+  // costs the larger of its lateness (0.18 of a step) and their share of the node's cores (0.5 of
+  // 2 here: 0.25 of a step). At 0.3 cores beyond its peers' (0.15) its lateness stands, as above.
+  Diagnosis wide = Localize(LoaderStragglerOnABusyNode({.other_threads = 0.6f}), DefaultExpectations());
+  ASSERT_FALSE(wide.healthy());
+  EXPECT_EQ(wide.findings[0].function, "(other threads of the training process)");
+  EXPECT_NEAR(wide.findings[0].impact_s_per_iter / busy_threads.findings[0].impact_s_per_iter, 0.25 / 0.18, 0.03);
+  EXPECT_NE(wide.findings[0].evidence.find("they took 0.50 of the node's 2 cores from every rank's work"),
+            std::string::npos)
+      << wide.findings[0].evidence;
+  EXPECT_EQ(busy_threads.findings[0].evidence.find("from every rank's work"), std::string::npos)
+      << busy_threads.findings[0].evidence;
   // Less than half its 0.18 excess beside it (0.08 more): the loader's or the scheduler's as before.
   ExpectHealthyWithNote(Localize(LoaderStragglerOnABusyNode({.other_threads = 0.18f}), DefaultExpectations()),
                         "scheduler gave rank 2 less");
