@@ -227,14 +227,20 @@ TEST(BaselineFindings, LocalFindingThatExplainsTheSlowdownKeepsPriorityAndIsConf
 
 // Two causes at once: every rank's own code (collections each step) and one rank's larger batches.
 // Each explains the slowdown; the one that costs more goes first, whichever its scope.
+// The window's one finding, rank 3's imbalance costing `local_s` a step, against a healthy 4-rank
+// baseline and `now`.
+Diagnosis RankThreesImbalanceAgainstTheBaseline(const std::vector<WorkerPattern>& now, double local_s) {
+  Diagnosis d;
+  d.findings.push_back(FindingOf(FindingScope::kLocal, FindingCategory::kImbalance, {3}, local_s, "aten::addmm"));
+  ApplyBaseline(DiffPatterns(Job(4), now), &d);
+  return d;
+}
+
 TEST(BaselineFindings, EveryRanksOwnCodeThatCostsMoreGoesAheadOfALocalFinding) {
-  auto diagnose = [](double local_s) {
-    std::vector<WorkerPattern> now = JobWith(4, [](int) { return FunctionMs{{"gc.collect", Category::kHost, 140}}; });
-    Diagnosis d;
-    d.findings.push_back(FindingOf(FindingScope::kLocal, FindingCategory::kImbalance, {3}, local_s, "aten::addmm"));
-    ApplyBaseline(DiffPatterns(Job(4), now), &d);
-    return d;
-  };
+  const std::vector<WorkerPattern> now = JobWith(4, [](int) {
+    return FunctionMs{{"gc.collect", Category::kHost, 140}};
+  });
+  auto diagnose = [&](double local_s) { return RankThreesImbalanceAgainstTheBaseline(now, local_s); };
   Diagnosis less = diagnose(0.120);
   ASSERT_EQ(less.findings.size(), 2u);
   EXPECT_EQ(less.findings[0].function, "gc.collect");
@@ -249,16 +255,11 @@ TEST(BaselineFindings, EveryRanksOwnCodeThatCostsMoreGoesAheadOfALocalFinding) {
 // rest): every rank's logging (56 ms a step) and rank 3's larger graphs (88 ms): the one that costs
 // more goes first, whichever its scope.
 TEST(BaselineFindings, ALocalFindingThatCostsMoreStaysAheadThoughItExplainsLessThanHalf) {
-  auto diagnose = [](double local_s) {
-    std::vector<WorkerPattern> now = JobWith(4, [](int r) {
-      return r == 3 ? FunctionMs{{"logging", Category::kHost, 56}, {"aten::addmm", Category::kCompute, 144}}
-                    : FunctionMs{{"logging", Category::kHost, 56}, {"gloo:broadcast", Category::kCommunication, 144}};
-    });
-    Diagnosis d;
-    d.findings.push_back(FindingOf(FindingScope::kLocal, FindingCategory::kImbalance, {3}, local_s, "aten::addmm"));
-    ApplyBaseline(DiffPatterns(Job(4), now), &d);
-    return d;
-  };
+  const std::vector<WorkerPattern> now = JobWith(4, [](int r) {
+    return r == 3 ? FunctionMs{{"logging", Category::kHost, 56}, {"aten::addmm", Category::kCompute, 144}}
+                  : FunctionMs{{"logging", Category::kHost, 56}, {"gloo:broadcast", Category::kCommunication, 144}};
+  });
+  auto diagnose = [&](double local_s) { return RankThreesImbalanceAgainstTheBaseline(now, local_s); };
   Diagnosis more = diagnose(0.088);
   ASSERT_EQ(more.findings.size(), 2u);
   EXPECT_EQ(more.findings[0].function, "aten::addmm");

@@ -340,10 +340,17 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
   // its peer's time, aten::addmm and aten::mm 0.97x; summed, its batch-sized ops took 1.9x).
   if (sizes && sizes->measured()) {
     if (!had_processor) return out;
-    if (!sizes->mean.Larger(ratio)) {
-      // Where an op's calls outlast the scheduler's slice, both its median and its mean are
-      // the contention's, and its fastest calls the work's (CallSizes::FastestCallsMoreData).
-      if (!sizes->FastestCallsMoreData(ratio)) return out;
+    if (sizes->mean.Larger(ratio)) {
+      out.more_work = true;
+      out.source = WorkSource::kMeanTimings;
+      out.evidence = fmt::format(
+          "its batch-sized ops' mean calls take {:.2f}x its peers' (their median calls {:.2f}x) while its gradient "
+          "accumulation and optimizer step take {:.2f}x, and its training thread waited for a CPU no longer than "
+          "theirs: it was given more data per step (longer sequences, larger samples), not a slower processor",
+          sizes->mean.batch_ratio, sizes->median.batch_ratio, sizes->mean.model_ratio);
+    } else if (sizes->FastestCallsMoreData(ratio)) {
+      // Where an op's calls outlast the scheduler's slice, both its median and its mean are the
+      // contention's, and its fastest calls the work's (CallSizes::FastestCallsMoreData).
       out.more_work = true;
       out.source = WorkSource::kCallSizes;
       out.evidence = fmt::format(
@@ -353,15 +360,7 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
           "(longer sequences, larger samples), not a slower processor",
           sizes->low_quartile.batch_ratio, sizes->median.batch_ratio,
           std::min(sizes->low_quartile.model_ratio, sizes->median.model_ratio));
-      return out;
     }
-    out.more_work = true;
-    out.source = WorkSource::kMeanTimings;
-    out.evidence = fmt::format(
-        "its batch-sized ops' mean calls take {:.2f}x its peers' (their median calls {:.2f}x) while its gradient "
-        "accumulation and optimizer step take {:.2f}x, and its training thread waited for a CPU no longer than "
-        "theirs: it was given more data per step (longer sequences, larger samples), not a slower processor",
-        sizes->mean.batch_ratio, sizes->median.batch_ratio, sizes->mean.model_ratio);
     return out;
   }
   double iteration_us = group.row(suspect).iteration_s * 1e6;
