@@ -3,7 +3,10 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "base/robust_stats.h"
 
@@ -21,6 +24,19 @@ constexpr double kSingleIterationWaitShare = 0.6;
 // 2-rank runs the most waited-for rank caused 0.56-0.88 of it, and in 141 healthy runs of 3-8
 // ranks at most 0.96, that one at 0.8 of the calls (a last arriver by the rule above anyway).
 constexpr double kNearlyAllWaitShare = 0.95;
+// Counting calls weighs a call where every rank arrived together (a small all-reduce of metrics
+// right after the gradients', a DDP bucket after the first) as much as one where the others
+// waited 100 ms: there the last to arrive is chance, and a straggler is last at only some of
+// them (a 4-rank graph network whose rank 3 had graphs 1.6x as large: last at 4 of its 5 gradient
+// all-reduces, at none of the 5 metrics ones, 0.4 of the calls; an LSTM under DDP whose rank 3
+// had reviews 1.3x as long: 0.20 of 50 calls, 0.98 of the waiting). So the window's iterations
+// vote instead, each for the rank its calls waited for most, and the waiting is summed: a rank
+// whose slowness moved to no other rank in 0.8 of the iterations, for 0.9 of the waiting. On the
+// three unseen jobs' 196 healthy sessions (stops 56-58: baselines and healthy runs, 4-6 ranks
+// on 2 cores) no rank reached 0.9 of the waiting (at most 0.86, and 0.84 where it led 0.8 of the
+// iterations); of the 118 faulty sessions' slow ranks, 47 reached both.
+constexpr double kAcrossIterationsShare = 0.8;
+constexpr double kAcrossWaitShare = 0.9;
 
 // How many leading calls every worker has with the same collective names.
 size_t AlignedCalls(const WorkerGroup& group) {
@@ -51,6 +67,29 @@ double MedianWait(const WorkerGroup& group, size_t last, size_t call) {
   return MedianInPlace(waits);
 }
 
+// Of the window's iterations, how many waited mostly for `member` (their calls' waits summed by
+// whom they waited for); {0, 0} where the calls do not split evenly into the iterations.
+std::pair<int, int> IterationsWaitedFor(const WorkerGroup& group, const std::vector<size_t>& last_at,
+                                        const std::vector<double>& wait_at, size_t member) {
+  size_t iterations = SIZE_MAX;
+  for (size_t k = 0; k < group.size(); ++k) {
+    iterations = std::min(iterations, static_cast<size_t>(std::max(0, group.row(k).iterations)));
+  }
+  size_t calls = last_at.size();
+  if (iterations == SIZE_MAX || iterations < 3 || calls % iterations != 0) return {0, 0};
+  size_t per_iteration = calls / iterations;
+  int waited_for = 0;
+  std::vector<double> waited(group.size());
+  for (size_t i = 0; i < iterations; ++i) {
+    std::fill(waited.begin(), waited.end(), 0.0);
+    for (size_t c = i * per_iteration; c < (i + 1) * per_iteration; ++c) waited[last_at[c]] += wait_at[c];
+    if (std::max_element(waited.begin(), waited.end()) - waited.begin() == static_cast<std::ptrdiff_t>(member)) {
+      ++waited_for;
+    }
+  }
+  return {static_cast<int>(iterations), waited_for};
+}
+
 }  // namespace
 
 std::optional<LastArriver> FindLastArriver(const WorkerGroup& group, const Expectations& e) {
@@ -60,14 +99,16 @@ std::optional<LastArriver> FindLastArriver(const WorkerGroup& group, const Expec
   std::vector<int> last_count(n, 0);
   std::vector<double> waited_us(n, 0);
   std::vector<size_t> last_at(calls);
+  std::vector<double> wait_at(calls);
   for (size_t c = 0; c < calls; ++c) {
     size_t last = 0;
     for (size_t k = 1; k < n; ++k) {
       if (Duration(group, k, c) < Duration(group, last, c)) last = k;
     }
     last_at[c] = last;
+    wait_at[c] = MedianWait(group, last, c);
     ++last_count[last];
-    waited_us[last] += MedianWait(group, last, c);
+    waited_us[last] += wait_at[c];
   }
   size_t best = static_cast<size_t>(std::max_element(waited_us.begin(), waited_us.end()) - waited_us.begin());
   double call_share = static_cast<double>(last_count[best]) / static_cast<double>(calls);
@@ -75,9 +116,13 @@ std::optional<LastArriver> FindLastArriver(const WorkerGroup& group, const Expec
   for (double w : waited_us) total_wait_us += w;
   double wait_share = total_wait_us > 0 ? waited_us[best] / total_wait_us : 0;
   const WorkerRow& w = group.row(best);
+  auto [iterations, waited_for] = IterationsWaitedFor(group, last_at, wait_at, best);
+  // With one peer the waiting has nowhere else to go: two ranks' waits say only which was slower.
+  bool across =
+      n >= 3 && iterations > 0 && waited_for >= kAcrossIterationsShare * iterations && wait_share >= kAcrossWaitShare;
   bool persistent = w.iterations >= 3
                         ? call_share >= kPersistentShare ||
-                              (call_share >= kSingleIterationCallShare && wait_share >= kNearlyAllWaitShare)
+                              (call_share >= kSingleIterationCallShare && wait_share >= kNearlyAllWaitShare) || across
                         : call_share >= kSingleIterationCallShare && wait_share >= kSingleIterationWaitShare;
   double per_iter_s = waited_us[best] / 1e6 / std::max(1, w.iterations);
   if (!persistent || per_iter_s < e.small_group_min_excess_beta * MedianIterationS(group)) return std::nullopt;
@@ -87,12 +132,20 @@ std::optional<LastArriver> FindLastArriver(const WorkerGroup& group, const Expec
   out.calls_compared = static_cast<int>(calls);
   out.calls_last = last_count[best];
   out.waited_s_per_iter = per_iter_s;
+  out.wait_share = wait_share;
+  out.iterations_compared = iterations;
+  out.iterations_waited_for = waited_for;
+  out.across_the_window = across;
   out.evidence = fmt::format(
       "rank {} arrives last at {} of {} collectives (the first: call #{} {}, where the others wait a "
       "median {:.2f} ms for it); in all the others wait {:.1f} ms per iteration for it",
       w.rank, out.calls_last, calls, first + 1,
       group.table->name(group.table->collectives(group.members[best])[first].name),
       MedianWait(group, best, first) / 1e3, per_iter_s * 1e3);
+  if (iterations > 0 && out.calls_last < out.calls_compared) {  // last at some calls only: who they waited for
+    out.evidence += fmt::format(", mostly for it in {} of {} iterations, {:.2f} of all their waiting", waited_for,
+                                iterations, wait_share);
+  }
   return out;
 }
 

@@ -356,9 +356,9 @@ std::string SameProcessorsAsPeers(const WorkerGroup& group, size_t member, doubl
   const WorkerRow& mine = group.row(member);
   return fmt::format(
       "rank {}'s ops took {:.2f} of a step longer than its peers', but on CPU training every rank of this group runs "
-      "on host {}'s processors, no CPU quota held it ({:.2f}), and its training thread had a CPU as long as theirs "
-      "({:.2f} of the window against {:.2f}): the same processors are not slower for one rank; the ranks' contention "
-      "for the host's shared caches and memory moves between them; no finding",
+      "on host {}'s processors, no CPU quota held it ({:.2f}), and its training thread had a CPU at least as long as "
+      "theirs ({:.2f} of the window against {:.2f}): the same processors are not slower for one rank; the ranks' "
+      "contention for the host's shared caches and memory moves between them; no finding",
       mine.rank, excess, group.table->name(mine.host), mine.cpu->throttled, mine.cpu->main_cpu, *peers_cpu);
 }
 

@@ -167,6 +167,16 @@ bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, const 
   if (excess < floor) return false;
   if (leaders.Persistent(index)) return true;
   bool arrives_last = last && last->member == index;
+  // The others waited for it across the window (collective_waits.h): the scheduler's noise moves
+  // between ranks, this did not, so its excess need not also stand out of its peers' spread. On
+  // 2 cores that spread is the job's own turns for a CPU: a 4-rank graph network whose rank 3 had
+  // graphs 1.6x as large held its compute 0.14 of a step above its peers' over the window, while
+  // their own work swung 0.49-0.96 of a step from iteration to iteration (2.4 spreads); the
+  // others waited for it in 4 of 5 iterations, 0.94 of all their waiting, 0.23 of a step.
+  if (arrives_last && last->across_the_window && window.iterations() >= 4 && window.MeanExcess(index) >= floor &&
+      OthersWaitFor(group, index) >= e.min_excess_beta) {
+    return true;
+  }
   bool steady = window.SmallestExcess(index) >= floor;
   // With one peer there is no spread of peers to hold a sum to: that the peer waits for this
   // worker at (nearly) every collective, or for it alone, is the evidence.
@@ -422,6 +432,28 @@ double ExpectationDistance(const Expectations& e, const FunctionEntry& f, bool h
   return e.Distance(f.category, f.host_kind, f.beta, f.mu, f.sigma, has_device);
 }
 
+// Evidence that `member`'s compute excess is more work, or "": its ops ran on the processors its
+// peers use, with a CPU at least as long as theirs (SharesPeersProcessors), which are not slower
+// for one rank; the node's contention for caches and memory moves between ranks and windows
+// (ExcuseScheduledOut's note), and here the others waited for this rank across the window
+// (collective_waits.h). Its call sizes need not show it: on shared cores the scheduler stretches
+// every rank's calls. An unseen LSTM job whose rank 3 had reviews 1.3x as long (5 ranks on 2
+// cores): its compute 0.67 of a step above its peers', its thread on a CPU 0.79 of the window
+// against 0.12-0.21, the others waiting for it in 4 of 5 iterations, 0.98 of their waiting.
+std::string MoreWorkOnTheSameProcessors(const WorkerGroup& group, size_t member, const Expectations& e) {
+  std::optional<double> peers_cpu = SharesPeersProcessors(group, member, e);
+  if (!peers_cpu) return "";
+  std::optional<LastArriver> last = FindLastArriver(group, e);
+  if (!last || last->member != member || !last->across_the_window) return "";
+  const WorkerRow& w = group.row(member);
+  return fmt::format(
+      "every rank of this group runs on host {}'s processors, no CPU quota held it and its training thread had a CPU "
+      "{:.2f} of the window against its peers' {:.2f}: the same processors are not slower for one rank, and the "
+      "others waited for it across the window (at the collectives, below), where the node's contention moves between "
+      "ranks: it has more work than its peers (more data, or work they do not run)",
+      group.table->name(w.host), w.cpu->main_cpu, *peers_cpu);
+}
+
 Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectations& e,
                     const std::vector<CallSizes>& sizes) {
   const WorkerRow& w = group.row(x.member);
@@ -512,6 +544,10 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
   } else if (work.more_work && (!timed || (x.category == Category::kCompute && !HeldBackByQuota(w, e)))) {
     f.category = FindingCategory::kImbalance;
     f.evidence += "; it is given more work: " + work.evidence;
+  } else if (std::string more = MoreWorkOnTheSameProcessors(group, x.member, e);
+             x.category == Category::kCompute && !more.empty()) {
+    f.category = FindingCategory::kImbalance;
+    f.evidence += "; " + more;
   } else if (x.category == Category::kCompute) {
     f.evidence += "; same work as its peers, done slower" + work.slower;
   }

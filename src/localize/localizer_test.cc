@@ -3838,6 +3838,80 @@ TEST(LocalizerTest, AStragglerIsNamedByTheCategoryHoldingMostOfItsExcess) {
   EXPECT_EQ(loader.findings[0].category, FindingCategory::kDataloader) << loader.findings[0].evidence;
 }
 
+// An unseen 4-rank graph network on 2 cores whose rank 3 had graphs 1.6x as large (d-big3w0,
+// session 2: per-iteration shares, the all-reduces in order, CPU readings): its compute 0.87 of
+// a step against its peers' 0.68, their own work swinging 0.45-0.88 of a step from iteration to
+// iteration, so its excess over the window stood only 2.4 spreads above theirs; rank 3 arrived
+// last at 4 of the 5 gradient all-reduces and at none of the small metrics ones (0.4 of the
+// calls), the others waiting for it in 4 of 5 iterations, 0.94 of all their waiting.
+// `waiting_moved`: ranks 0 takes the last arrivals of iterations 2 and 4 instead.
+LocalizeInput LargerGraphsOnRank3(const char* rank3_host, bool waiting_moved = false) {
+  const float it[4][5][5] = {{{0.884f, 0, 0.041f, 0.062f, 0.012f},
+                              {0.518f, 0, 0.437f, 0.037f, 0.008f},
+                              {0.445f, 0, 0.505f, 0.041f, 0.009f},
+                              {0.526f, 0, 0.410f, 0.043f, 0.020f},
+                              {0.674f, 0, 0.213f, 0.099f, 0.013f}},
+                             {{0.816f, 0, 0.086f, 0.075f, 0.023f},
+                              {0.706f, 0, 0.124f, 0.125f, 0.045f},
+                              {0.718f, 0, 0.146f, 0.096f, 0.040f},
+                              {0.619f, 0, 0.278f, 0.065f, 0.038f},
+                              {0.765f, 0, 0.121f, 0.096f, 0.018f}},
+                             {{0.862f, 0, 0.047f, 0.081f, 0.010f},
+                              {0.763f, 0, 0.071f, 0.132f, 0.034f},
+                              {0.637f, 0, 0.245f, 0.083f, 0.035f},
+                              {0.622f, 0, 0.303f, 0.054f, 0.022f},
+                              {0.459f, 0, 0.494f, 0.038f, 0.010f}},
+                             {{0.866f, 0, 0.068f, 0.055f, 0.011f},
+                              {0.820f, 0, 0.047f, 0.112f, 0.021f},
+                              {0.891f, 0, 0.010f, 0.084f, 0.015f},
+                              {0.866f, 0, 0.020f, 0.086f, 0.028f},
+                              {0.882f, 0, 0.012f, 0.087f, 0.019f}}};
+  float allreduce_us[4][10] = {{12135, 1334, 152664, 4022, 194668, 850, 209951, 1302, 113624, 1654},
+                               {22112, 7376, 34327, 9746, 52587, 5272, 137546, 2079, 63666, 2716},
+                               {10420, 5796, 19431, 6257, 94291, 1301, 153759, 774, 266384, 2514},
+                               {20457, 2841, 7603, 9393, 2723, 1002, 9208, 1060, 3391, 3203}};
+  if (waiting_moved) allreduce_us[0][4] = allreduce_us[0][8] = 1000;
+  const double iteration_s[] = {0.4272, 0.4298, 0.4308, 0.4310};
+  const float main_cpu[] = {0.3817f, 0.3968f, 0.3728f, 0.6114f}, main_queued[] = {0.2944f, 0.4487f, 0.3687f, 0.3595f};
+  const float others[] = {0.0256f, 0.0260f, 0.0270f, 0.0287f}, run_delay[] = {0.376f, 0.5191f, 0.4374f, 0.4416f};
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    WorkerPattern w = WorkerOfIterations(r, 4, iteration_s[r], it[r]);
+    w.host = r == 3 ? rank3_host : "vm";
+    AddAllreduces(&w, allreduce_us[r]);
+    w.cpu = ThreadReadings(0.937f, main_cpu[r], main_queued[r], others[r], run_delay[r]);
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
+// The scheduler's noise moves between ranks from iteration to iteration; a straggler's delay does
+// not. So the rank the others waited for across the window (in 0.8 of its iterations, for 0.9 of
+// their waiting) is a straggler by its excess over the window, however widely its peers' own work
+// swings. On the processors all its peers use, with a CPU longer than theirs, its slower ops are
+// more work, not a slower device. Where the waiting moved to another rank, the same excess is noise.
+TEST(LocalizerTest, TheRankTheOthersWaitedForAcrossTheWindowIsAStragglerThoughItsPeersSwing) {
+  Diagnosis d = Localize(LargerGraphsOnRank3("vm"), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{3}) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kImbalance) << d.findings[0].evidence;
+  EXPECT_NE(d.findings[0].evidence.find("the same processors are not slower for one rank, and the others waited for "
+                                        "it across the window"),
+            std::string::npos)
+      << d.findings[0].evidence;
+  EXPECT_NE(d.findings[0].evidence.find("mostly for it in 4 of 5 iterations, 0.94 of all their waiting"),
+            std::string::npos)
+      << d.findings[0].evidence;
+  // On a host of its own it can be the slower machine.
+  Diagnosis own_host = Localize(LargerGraphsOnRank3("vm2"), DefaultExpectations());
+  ASSERT_FALSE(own_host.healthy());
+  EXPECT_EQ(own_host.findings[0].workers, std::vector<int>{3});
+  EXPECT_EQ(own_host.findings[0].category, FindingCategory::kCompute) << own_host.findings[0].evidence;
+  // The waiting moved to rank 0 in two of the five iterations: no straggler.
+  Diagnosis moved = Localize(LargerGraphsOnRank3("vm", true), DefaultExpectations());
+  EXPECT_TRUE(moved.healthy()) << moved.findings[0].evidence;
+}
+
 // A declared world size of 2^31-1 used to make diagnose fill a list that long (SIGABRT or a
 // timeout).
 TEST(LocalizerTest, AnUnbelievableWorldSizeIsCutWithAWarning) {

@@ -227,6 +227,16 @@ def test_two_causes_are_listed_most_costly_first():
     assert findings[0]["impact_s_per_iter"] >= findings[1]["impact_s_per_iter"], findings
 
 
+def test_longer_reviews_on_the_same_processors_are_more_work_when_the_others_wait_for_them():
+    """A real 5-rank LSTM on 2 cores whose rank 3's reviews were 1.3x as long: its ops 0.67 of a
+    step above its peers', its thread on a CPU 0.79 of the window against 0.13, the others waiting
+    for it in 4 of 5 iterations (0.98 of their waiting) though it arrived last at only 10 of 50
+    collectives. "The same processors are not slower for one rank" had excused it as contention."""
+    findings = diagnosis_of(SEQCLS / "longer_reviews_excused")["findings"]
+    assert [(f["scope"], f["category"], f["workers"]) for f in findings] == [("local", "imbalance", [3])], findings
+    assert "waited for it across the window" in findings[0]["evidence"], findings[0]
+
+
 REC = SOURCE_DIR / "tests" / "e2e" / "data" / "rec"  # README.md there: how each was made
 
 
@@ -240,6 +250,16 @@ def test_more_data_shows_in_the_fastest_calls_where_the_scheduler_stretched_the_
     findings = diagnosis_of(GNN / "larger_graphs")["findings"]
     assert [(f["scope"], f["category"], f["workers"]) for f in findings] == [("local", "imbalance", [3])], findings
     assert "fastest calls" in findings[0]["evidence"], findings[0]
+
+
+def test_the_rank_waited_for_across_the_window_is_found_though_its_peers_swing():
+    """A real 4-rank graph network on 2 cores whose rank 3's graphs had 1.6x the nodes: its compute
+    0.87 of a step against 0.68, its peers' own work swinging 0.45-0.88 from step to step (its
+    excess 2.4 of their spreads); last at 4 of 10 all-reduces (none of the small metrics ones),
+    the others waited for it in 4 of 5 steps, 0.94 of their waiting."""
+    findings = diagnosis_of(GNN / "larger_graphs_peers_swing")["findings"]
+    assert [(f["scope"], f["category"], f["workers"]) for f in findings] == [("local", "imbalance", [3])], findings
+    assert "4 of 5 iterations" in findings[0]["evidence"], findings[0]
 
 
 def test_two_causes_most_costly_first_though_neither_explains_half():
