@@ -7,4 +7,8 @@ for r in range(n):
     env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(n), LOCAL_WORLD_SIZE=str(n),
                MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
     procs.append(subprocess.Popen([sys.executable, script], env=env))
-sys.exit(max(p.wait() for p in procs))
+codes = [p.wait() for p in procs]
+for r, code in enumerate(codes):
+    if code:  # which rank ended how (a signal is -N): the others' errors are only its effect
+        print(f"launch: rank {r} (pid {procs[r].pid}) exited {code}", file=sys.stderr, flush=True)
+sys.exit(max(codes, key=abs))
