@@ -13,7 +13,7 @@ CMAKE_COMMON = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEROICA_PYTHON=$(PYTHON) \
   -DCMAKE_UNITY_BUILD=$(UNITY) -DCMAKE_UNITY_BUILD_BATCH_SIZE=8
 PYTHON := /usr/bin/python3
 DEBIAN_PACKAGES := cmake g++ make pkg-config libsimdjson-dev libfmt-dev libcli11-dev zlib1g-dev \
-  libdeflate-dev libisal-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev python3-torch \
+  libdeflate-dev libisal-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev python3-torch python3-dev \
   python3-numpy python3-pytest nlohmann-json3-dev iproute2 gzip chromium clang-tidy clang-format clang libclang-rt-14-dev \
   dpkg-dev fakeroot lintian help2man man-db systemd python3-build python3-wheel python3-setuptools \
   python3-venv python3-pip util-linux python3-yaml

@@ -41,6 +41,11 @@ from torch.utils.data import DataLoader, Dataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "python"))
+# The stack sampler's native walker, where the build beside the binary made it (python/native/),
+# as `eroica run` puts it on the path.
+NATIVE_DIR = Path(os.environ.get("EROICA_BIN") or Path(__file__).resolve().parent.parent / "build" / "eroica").parent
+if (NATIVE_DIR / "python-native").is_dir():
+    sys.path.insert(2, str(NATIVE_DIR / "python-native"))
 import faults  # noqa: E402
 from eroica import loader_workers, stack_sampler  # noqa: E402  (no hooks: the samplers only)
 

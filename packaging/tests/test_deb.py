@@ -144,14 +144,17 @@ def test_installed_version_names_formats(root, tmp_path):
 
 
 def test_installed_run_uses_the_installed_python_package(root, tmp_path):
-    probe = "import eroica, os; print(eroica.__file__); print(os.environ['EROICA_BIN'])"
+    probe = ("import eroica, os; from eroica import stack_sampler; print(eroica.__file__); "
+             "print(os.environ['EROICA_BIN']); print(stack_sampler._native_frames.__file__)")
     done = run_without_source_tree(
         [os.path.join(root, "usr/bin/eroica"), "run", "--dir", str(tmp_path / "s"), "--",
          TORCH_PYTHON, "-c", probe], clean_env(EROICA_DISABLE=1), str(tmp_path))
     assert done.returncode == 0, done.stderr
-    package, binary = done.stdout.splitlines()
+    package, binary, walker = done.stdout.splitlines()
     assert package == os.path.join(root, "usr/lib/python3/dist-packages/eroica/__init__.py")
     assert binary == os.path.join(root, "usr/bin/eroica")
+    # The stack sampler's native walker, installed beside the package (python/native/).
+    assert walker.startswith(os.path.join(root, "usr/lib/python3/dist-packages/_eroica_frames")), walker
 
 
 def test_manual_page_and_unit(root, tmp_path):

@@ -19,7 +19,8 @@ document's fields ("hz", "library_prefixes", "frames", "stacks", "samples" as [u
 one per other Python thread of the training process seen in the window (at most 8; eroica's own
 left out), with "name", "native_id" and "cpu_ns" (its time on a CPU over the window, absent where
 /proc cannot be read); absent where none ran Python], "other_threads_dropped" (their samples past
-the bound, as many as the training thread's; absent when none), "cpu": who had the processor over the window
+the bound, as many as the training thread's; absent when none), "walker" ("interpreter frames" or
+"frame objects": how the stacks were read, below), "cpu": who had the processor over the window
 (cpu_share.py; absent where /proc cannot be read)}.
 
 The other threads are sampled at every 4th of the training thread's moments (one
@@ -39,6 +40,12 @@ waits for a CPU after its sleep, while the training thread runs on: each sample 
 wait, which stands for code no sample saw. The sampling period itself is
 split at its middle between the samples on either side (summary/stack_attribution.cc).
 
+How a stack is read: where the build made it for this interpreter (CPython 3.11), the native
+walker `_eroica_frames` (python/native/eroica_frames.c) reads every thread's interpreter frames in
+one call with the GIL held and no frame object made; elsewhere, frame objects from
+`sys._current_frames()`, which on 3.11 can crash the process when a sampled thread returns from
+frames the sampler holds (the .c file says where it did). "walker" in the file says which.
+
 With EROICA_STACK_HZ=0 nothing is sampled, but the file is still written with the window's
 CPU reading ("hz": 0, no samples): without it, a node whose cores are all busy would look like
 a slow network or a straggler.
@@ -57,6 +64,11 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import cpu_share, safe_fs
+
+try:  # built beside the binary for the interpreter it was built for (python/native/eroica_frames.c)
+    import _eroica_frames as _native_frames
+except ImportError:
+    _native_frames = None
 
 SCHEMA = "eroica.stack_samples/v2"  # v2: each sample may keep the sampler's wait for a CPU
 _MAX_DEPTH = 64  # innermost frames kept per sample: the user frame is near the top
@@ -148,6 +160,9 @@ class StackSampler:
         self.max_samples = max(1, int(max_samples))
         self._clock = clock
         self._current_frames = current_frames
+        # The stacks as the interpreter keeps them, read with the GIL held and no frame object
+        # made (eroica_frames.c says why); a test's own current_frames keeps the Python path.
+        self._native = _native_frames if current_frames is sys._current_frames else None
         self._frames: Dict[Tuple[str, int, str], int] = {}
         self._stacks: Dict[Tuple[int, ...], int] = {}
         self.samples: List[Tuple[int, ...]] = []  # (unix ns, stack index[, queued ns])
@@ -168,7 +183,7 @@ class StackSampler:
         self._switch_interval_set = _WINDOW_SWITCH_INTERVAL_S
         # A collection shorter than this delays a sample too little to move its time elsewhere.
         self._min_gc_ns = int(self.period_s * 1e9 / 4)
-        self._gc_started: Optional[Tuple[int, Any]] = None  # (unix ns, frame that triggered it)
+        self._gc_started: Optional[int] = None  # unix ns the collection on the sampled thread began
         self._gc_spans: List[Tuple[int, int, Tuple[Tuple[str, int, str], ...]]] = []  # start, end, frames
         self._gc_installed = False
         self.cpu: Optional[Dict[str, Any]] = None
@@ -263,22 +278,34 @@ class StackSampler:
         if len(self.samples) >= self.max_samples:
             self.dropped += 1
             return False
-        frames = self._current_frames()
-        frame = frames.get(self.thread_id)
-        now_ns = self._clock()
+        others = self._others is not None and self._samples_taken % _OTHER_THREADS_EVERY == 0
         self._samples_taken += 1
-        if self._others is not None and len(frames) > 1 and self._samples_taken % _OTHER_THREADS_EVERY == 1:
-            self._sample_others(frames, now_ns)
-        if frame is None:
-            return True  # the thread is gone or not yet running Python
-        stack_id = self._stack_id(frame)
+        if self._native is not None:
+            stacks = self._native.stacks(None if others else (self.thread_id,), _MAX_DEPTH, self.root_code)
+            now_ns = self._clock()
+            if others and len(stacks) > 1:
+                self._sample_others(stacks, now_ns, tuple)
+            keys = stacks.get(self.thread_id)
+            if keys is None:
+                return True  # the thread is gone or not yet running Python
+            stack_id = self._stack_id(keys=keys)
+        else:
+            frames = self._current_frames()
+            now_ns = self._clock()
+            if others and len(frames) > 1:
+                self._sample_others(frames, now_ns, self._frame_keys)
+            frame = frames.get(self.thread_id)
+            if frame is None:
+                return True  # the thread is gone or not yet running Python
+            stack_id = self._stack_id(frame)
         self.samples.append((now_ns, stack_id) if queued_ns is None else (now_ns, stack_id, queued_ns))
         return True
 
-    def _sample_others(self, frames: Dict[int, Any], now_ns: int) -> None:
-        """The other Python threads' stacks at this sample (sampler thread, GIL held)."""
+    def _sample_others(self, stacks: Dict[int, Any], now_ns: int, keys_of) -> None:
+        """The other Python threads' stacks at this sample (sampler thread, GIL held); `keys_of`
+        makes a thread's entry (its frame keys, or its frame) its frame keys, innermost first."""
         me = threading.get_ident()
-        for ident, frame in frames.items():
+        for ident, stack in stacks.items():
             if ident == self.thread_id or ident == me:
                 continue
             if ident not in self._others:
@@ -289,7 +316,7 @@ class StackSampler:
             if self._other_samples >= self.max_samples:
                 self.other_dropped += 1
                 continue
-            other.samples.append((now_ns, _intern(self._frame_keys(frame), other.frames, other.stacks)))
+            other.samples.append((now_ns, _intern(keys_of(stack), other.frames, other.stacks)))
             self._other_samples += 1
 
     def _new_other(self, ident: int) -> Optional[_ThreadSamples]:
@@ -330,17 +357,23 @@ class StackSampler:
                 return
             now_ns = self._clock()
             if phase == "start":
-                self._gc_started = (now_ns, sys._getframe(1))
+                self._gc_started = now_ns
                 return
             started, self._gc_started = self._gc_started, None
-            if started is None or now_ns - started[0] < self._min_gc_ns:
+            if started is None or now_ns - started < self._min_gc_ns:
                 return
             if len(self.samples) + 2 * len(self._gc_spans) + 2 > self.max_samples:
                 self.dropped += 2
                 return
-            # Frame keys only: the frame and stack tables are the sampler thread's, which this
-            # thread may have interrupted mid-update; doc() merges the spans once sampling stops.
-            self._gc_spans.append((started[0], now_ns, self._frame_keys(started[1])))
+            # The frame that triggered it is still the one below this callback: read now, only
+            # for a long collection, and no frame object kept across it. Frame keys only: the
+            # frame and stack tables are the sampler thread's, which this thread may have
+            # interrupted mid-update; doc() merges the spans once sampling stops.
+            if self._native is not None:
+                keys = self._native.stacks((self.thread_id,), _MAX_DEPTH + 1, self.root_code).get(self.thread_id, ())[1:]
+            else:
+                keys = self._frame_keys(sys._getframe(1))
+            self._gc_spans.append((started, now_ns, keys))
         except Exception as e:  # costs the collection's samples, never the training
             self._gc_started = None
             self.error = self.error or "gc callback: %s: %s" % (type(e).__name__, e)
@@ -377,7 +410,8 @@ class StackSampler:
                "step_start_unix_ns": dict(self.step_start_unix_ns),
                "library_prefixes": prefixes, "frames": frames, "stacks": stacks,
                "samples": [list(s) for s in samples], "dropped": self.dropped,
-               "busy_ns": self.busy_ns}
+               "busy_ns": self.busy_ns,
+               "walker": "interpreter frames" if self._native is not None else "frame objects"}
         if self.error:
             doc["error"] = self.error
         if loader_workers:

@@ -1,8 +1,10 @@
 """The window's stack sampler: bounded, off outside a window, never raising into training."""
 
 import gc
+import glob
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -298,3 +300,109 @@ def test_other_threads_samples_are_bounded():
     assert sum(len(o["samples"]) for o in others) <= 5 and sampler.other_dropped > 0
     assert sampler.doc(0, 0)["other_threads_dropped"] == sampler.other_dropped
     assert sampler.dropped == 3 * stack_sampler._OTHER_THREADS_EVERY - 5  # the training thread's own
+
+
+def native_walker_built() -> bool:
+    """Whether the build beside EROICA_BIN made the native walker (python/native/CMakeLists.txt)."""
+    binary = os.environ.get("EROICA_BIN", "")
+    return bool(binary) and bool(glob.glob(os.path.join(os.path.dirname(binary), "python-native", "_eroica_frames*")))
+
+
+def test_the_native_walker_is_used_where_the_build_made_it():
+    sampler = stack_sampler.StackSampler(threading.get_ident(), hz=100, max_samples=10)
+    if native_walker_built():
+        assert stack_sampler._native_frames is not None, "built, but not importable: PYTHONPATH"
+        assert sampler._native is not None
+        assert sampler.doc(0, 0)["walker"] == "interpreter frames"
+    else:
+        assert sampler.doc(0, 0)["walker"] == ("interpreter frames" if sampler._native else "frame objects")
+    # A test's own current_frames keeps the Python path.
+    assert stack_sampler.StackSampler(threading.get_ident(), hz=100, max_samples=10,
+                                      current_frames=lambda: {})._native is None
+
+
+def parked_in(event: threading.Event) -> None:
+    event.wait()  # the frame the walkers must agree on
+
+
+def test_the_native_walker_reads_what_frame_objects_say():
+    if stack_sampler._native_frames is None:
+        assert not native_walker_built()
+        return
+    event = threading.Event()
+    thread = threading.Thread(target=parked_in, args=(event,))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 5
+        while thread.ident not in sys._current_frames() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        python_path = stack_sampler.StackSampler(thread.ident, hz=100, max_samples=10, current_frames=lambda: {})
+        walked = stack_sampler._native_frames.stacks((thread.ident,), 64, None)[thread.ident]
+        assert walked == python_path._frame_keys(sys._current_frames()[thread.ident])
+        assert any(function == "parked_in" for _, _, function in walked), walked
+        # From the root code outwards nothing is kept (a forked loader worker's parent frames).
+        rooted = stack_sampler._native_frames.stacks((thread.ident,), 64, parked_in.__code__)[thread.ident]
+        assert rooted == walked[:[function for _, _, function in walked].index("parked_in")]
+        assert len(stack_sampler._native_frames.stacks((thread.ident,), 2, None)[thread.ident]) == 2
+        assert thread.ident not in stack_sampler._native_frames.stacks((threading.get_ident(),), 64, None)
+    finally:
+        event.set()
+        thread.join()
+
+
+CHURN = r"""
+import gc, sys, threading, time
+from eroica import stack_sampler
+
+class Node:
+    def __init__(self, x):
+        self.x, self.peer = x, None
+    def __del__(self):
+        pass
+
+def nodes(n):
+    for i in range(n):
+        yield Node(i)
+
+def deep(k, n):
+    if k == 0:
+        kept = []
+        for node in nodes(n):
+            a = Node(node); a.peer = a
+            kept.append(a)
+        return len(kept)
+    return (lambda: deep(k - 1, n))()
+
+def helper(cv):
+    while True:
+        with cv:
+            cv.wait(0.001)
+        deep(3, 5)
+
+cv = threading.Condition()
+for _ in range(3):
+    threading.Thread(target=helper, args=(cv,), daemon=True).start()
+gc.set_threshold(50, 5, 5)
+sampler = stack_sampler.StackSampler(threading.get_ident(), 2000, 10 ** 6, other_threads=True)
+sampler.start()
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    deep(6, 20)
+    with cv:
+        cv.notify_all()
+sampler.stop()
+print("|".join([sampler.doc(0, 0)["walker"], str(len(sampler.samples)), sampler.error or "no error"]))
+"""
+
+
+def test_sampling_threads_that_churn_their_frames_leaves_the_process_standing(tmp_path):
+    """Frames made and dropped under the sampler on every thread, collections in their setup and
+    teardown, finalizers, three threads waking each millisecond: the process ends by itself."""
+    script = tmp_path / "churn.py"
+    script.write_text(CHURN)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, str(script), "4"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    walker, samples, error = done.stdout.strip().split("|")
+    assert int(samples) > 100 and error == "no error", done.stdout
+    assert walker == "interpreter frames" or not native_walker_built(), done.stdout

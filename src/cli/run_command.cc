@@ -29,11 +29,17 @@ int RunRun(const RunOptions& options) {
     return 2;
   }
   const std::string& package = *found;
-  const char* old_path = std::getenv("PYTHONPATH");
-  std::string path = old_path && *old_path ? package + ":" + old_path : package;
-  setenv("PYTHONPATH", path.c_str(), 1);
   std::error_code error;
   std::string self = std::filesystem::read_symlink("/proc/self/exe", error).string();
+  std::string path = package;
+  // The stack sampler's frame walker where this binary was built (python/native/CMakeLists.txt);
+  // installed, it lies beside the package.
+  std::error_code native_error;
+  std::filesystem::path native = std::filesystem::path(self).parent_path() / "python-native";
+  if (!error && std::filesystem::is_directory(native, native_error)) path += ":" + native.string();
+  const char* old_path = std::getenv("PYTHONPATH");
+  if (old_path && *old_path) path += std::string(":") + old_path;
+  setenv("PYTHONPATH", path.c_str(), 1);
   if (!error && std::getenv("EROICA_BIN") == nullptr) setenv("EROICA_BIN", self.c_str(), 1);
   std::vector<std::string> args = {options.python, "-m", "eroica", "run"};
   if (!options.dir.empty()) args.insert(args.end(), {"--dir", options.dir});
