@@ -282,6 +282,8 @@ class StackSampler:
         self._samples_taken += 1
         if self._native is not None:
             stacks = self._native.stacks(None if others else (self.thread_id,), _MAX_DEPTH, self.root_code)
+            if others and self.thread_id not in stacks:  # past the walker's 64 threads (newest first)
+                stacks.update(self._native.stacks((self.thread_id,), _MAX_DEPTH, self.root_code))
             now_ns = self._clock()
             if others and len(stacks) > 1:
                 self._sample_others(stacks, now_ns, tuple)

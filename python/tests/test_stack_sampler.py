@@ -406,3 +406,24 @@ def test_sampling_threads_that_churn_their_frames_leaves_the_process_standing(tm
     walker, samples, error = done.stdout.strip().split("|")
     assert int(samples) > 100 and error == "no error", done.stdout
     assert walker == "interpreter frames" or not native_walker_built(), done.stdout
+
+
+def test_the_sampled_thread_is_kept_past_the_walkers_thread_limit():
+    """The native walker reads at most 64 threads, the newest first; the training thread (often the
+    oldest) is read on its own where the others filled it."""
+    event = threading.Event()
+    threads = [threading.Thread(target=parked_in, args=(event,), daemon=True) for _ in range(70)]
+    for thread in threads:
+        thread.start()
+    try:
+        sampler = stack_sampler.StackSampler(threading.get_ident(), hz=100, max_samples=10, other_threads=True)
+        assert sampler.sample_once() and len(sampler.samples) == 1
+        if sampler._native is not None:
+            assert len(sampler._native.stacks(None, 64, None)) == 64  # the limit this guards
+        doc = sampler.doc(0, 0)
+        sampled = {doc["frames"][frame][2] for frame in doc["stacks"][doc["samples"][0][1]]}
+        assert "test_the_sampled_thread_is_kept_past_the_walkers_thread_limit" in sampled, sampled
+    finally:
+        event.set()
+        for thread in threads:
+            thread.join()
