@@ -544,12 +544,10 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
   } else if (work.more_work && (!timed || (x.category == Category::kCompute && !HeldBackByQuota(w, e)))) {
     f.category = FindingCategory::kImbalance;
     f.evidence += "; it is given more work: " + work.evidence;
-  } else if (std::string more = MoreWorkOnTheSameProcessors(group, x.member, e);
-             x.category == Category::kCompute && !more.empty()) {
-    f.category = FindingCategory::kImbalance;
-    f.evidence += "; " + more;
   } else if (x.category == Category::kCompute) {
-    f.evidence += "; same work as its peers, done slower" + work.slower;
+    std::string more = MoreWorkOnTheSameProcessors(group, x.member, e);
+    if (!more.empty()) f.category = FindingCategory::kImbalance;
+    f.evidence += more.empty() ? "; same work as its peers, done slower" + work.slower : "; " + more;
   }
   if (group.size() == 2) f.evidence += " (only 2 workers: compared with each other)";
   f.action = AdviceFor(f.category, f.scope, w.rank);

@@ -3840,11 +3840,11 @@ TEST(LocalizerTest, AStragglerIsNamedByTheCategoryHoldingMostOfItsExcess) {
 
 // An unseen 4-rank graph network on 2 cores whose rank 3 had graphs 1.6x as large (d-big3w0,
 // session 2: per-iteration shares, the all-reduces in order, CPU readings): its compute 0.87 of
-// a step against its peers' 0.68, their own work swinging 0.45-0.88 of a step from iteration to
+// a step against its peers' 0.68, their own work swinging 0.49-0.96 of a step from iteration to
 // iteration, so its excess over the window stood only 2.4 spreads above theirs; rank 3 arrived
 // last at 4 of the 5 gradient all-reduces and at none of the small metrics ones (0.4 of the
 // calls), the others waiting for it in 4 of 5 iterations, 0.94 of all their waiting.
-// `waiting_moved`: ranks 0 takes the last arrivals of iterations 2 and 4 instead.
+// `waiting_moved`: rank 0 takes the last arrivals of iterations 2 and 4 instead.
 LocalizeInput LargerGraphsOnRank3(const char* rank3_host, bool waiting_moved = false) {
   const float it[4][5][5] = {{{0.884f, 0, 0.041f, 0.062f, 0.012f},
                               {0.518f, 0, 0.437f, 0.037f, 0.008f},
