@@ -628,7 +628,8 @@ class Testbed:
     def _online_env(self, env):
         env = dict(env)
         paths = [str(ONLINE_PACKAGE_PARENT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-        native = Path(self.online.get("bin") or ONLINE_PACKAGE_PARENT.parent / "build" / "eroica").parent / "python-native"
+        binary = Path(self.online.get("bin") or ONLINE_PACKAGE_PARENT.parent / "build" / "eroica")
+        native = binary.parent / "python-native"
         if native.is_dir():  # the stack sampler's native walker, as `eroica run` puts it on the path
             paths.insert(1, str(native))
         env["PYTHONPATH"] = os.pathsep.join(paths)

@@ -372,7 +372,8 @@ class StackSampler:
             # frame and stack tables are the sampler thread's, which this thread may have
             # interrupted mid-update; doc() merges the spans once sampling stops.
             if self._native is not None:
-                keys = self._native.stacks((self.thread_id,), _MAX_DEPTH + 1, self.root_code).get(self.thread_id, ())[1:]
+                stacks = self._native.stacks((self.thread_id,), _MAX_DEPTH + 1, self.root_code)
+                keys = stacks.get(self.thread_id, ())[1:]  # below this callback's own frame
             else:
                 keys = self._frame_keys(sys._getframe(1))
             self._gc_spans.append((started, now_ns, keys))

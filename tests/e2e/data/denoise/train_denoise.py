@@ -162,7 +162,8 @@ def main():
             dist.all_reduce(shown)
             if rank == 0:
                 psnr = -10 * math.log10(max(1e-8, float(shown) / world))
-                print(f"step {step} loss {float(shown) / world:.5f} psnr {psnr:.1f} {time.time() - t0:.1f}s", flush=True)
+                print(f"step {step} loss {float(shown) / world:.5f} psnr {psnr:.1f} {time.time() - t0:.1f}s",
+                      flush=True)
     dist.destroy_process_group()
 
 
