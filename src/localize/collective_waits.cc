@@ -32,7 +32,7 @@ constexpr double kNearlyAllWaitShare = 0.95;
 // had reviews 1.3x as long: 0.20 of 50 calls, 0.98 of the waiting). So the window's iterations
 // vote instead, each for the rank its calls waited for most, and the waiting is summed: a rank
 // whose slowness moved to no other rank in 0.8 of the iterations, for 0.9 of the waiting. On the
-// three unseen jobs' 196 healthy sessions (stops 56-58: baselines and healthy runs, 4-6 ranks
+// three unseen jobs' 196 healthy sessions (stops 56-58: baselines and healthy runs, 3-6 ranks
 // on 2 cores) no rank reached 0.9 of the waiting (at most 0.86, and 0.84 where it led 0.8 of the
 // iterations); of the 118 faulty sessions' slow ranks, 47 reached both.
 constexpr double kAcrossIterationsShare = 0.8;
