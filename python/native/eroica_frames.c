@@ -6,9 +6,10 @@
  * bytecodes at which the interpreter may hand the GIL to that thread, which then returns from
  * those frames while they are held. On CPython 3.11 that path has crashed processes whose
  * stacks were sampled so (a use-after-free: sentry-python #2386 and ddtrace #13567 saw it in
- * their samplers; cpython #106092), and it crashed rank processes here: a clean-clone CI run
- * whose rank died in `frame.f_code` on a frame whose interpreter frame was gone, and a 5-rank
- * job with two loader workers a rank whose rank died in a sampler-side thread.
+ * their samplers; cpython #106092). Two rank deaths here point at it (neither reproduced on
+ * demand): a clean-clone CI run whose rank died with SIGSEGV in `frame.f_code` on a frame whose
+ * interpreter frame was gone, and a 5-rank job with two loader workers a rank whose rank died
+ * with SIGSEGV in its first window, in a thread other than its training thread.
  *
  * Here every thread's frames are walked as the interpreter keeps them (the
  * _PyInterpreterFrame chain faulthandler walks too), without making a frame object, and

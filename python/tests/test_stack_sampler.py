@@ -314,11 +314,10 @@ def test_the_native_walker_is_used_where_the_build_made_it():
         assert stack_sampler._native_frames is not None, "built, but not importable: PYTHONPATH"
         assert sampler._native is not None
         assert sampler.doc(0, 0)["walker"] == "interpreter frames"
-    else:
-        assert sampler.doc(0, 0)["walker"] == ("interpreter frames" if sampler._native else "frame objects")
-    # A test's own current_frames keeps the Python path.
-    assert stack_sampler.StackSampler(threading.get_ident(), hz=100, max_samples=10,
-                                      current_frames=lambda: {})._native is None
+    # A test's own current_frames keeps the Python path, and the file says so.
+    python_path = stack_sampler.StackSampler(threading.get_ident(), hz=100, max_samples=10,
+                                             current_frames=sys._current_frames.__call__)
+    assert python_path._native is None and python_path.doc(0, 0)["walker"] == "frame objects"
 
 
 def parked_in(event: threading.Event) -> None:

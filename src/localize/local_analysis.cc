@@ -314,7 +314,8 @@ void PreferWhereMostOfItsExcessIs(const CategoryShares& s, size_t k, double own_
 // none enough alone). The finding's category is its largest outlying category (else its
 // largest excess), or the one holding most of its excess (PreferWhereMostOfItsExcessIs); the
 // impact is the whole own-work excess the others wait for.
-std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectations& e) {
+std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectations& e,
+                                     const std::optional<LastArriver>& last) {
   size_t n = group.size();
   CategoryShares by_category(group);
   const std::vector<std::vector<double>>& shares = by_category.shares;
@@ -323,7 +324,6 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   std::vector<double> host_leads = HostFunctionLeads(group);
   std::vector<std::optional<double>> loader_slept = LoaderSleptBeyondPeers(group);
   std::vector<std::optional<double>> thread_slept = SleptBeyondPeers(group);
-  std::optional<LastArriver> last = FindLastArriver(group, e);
   WindowExcess own_window(group, std::nullopt, e);
   for (size_t c = 0; c < kOwnCount; ++c) {
     size_t flagged = 0;
@@ -440,10 +440,10 @@ double ExpectationDistance(const Expectations& e, const FunctionEntry& f, bool h
 // every rank's calls. An unseen LSTM job whose rank 3 had reviews 1.3x as long (5 ranks on 2
 // cores): its compute 0.67 of a step above its peers', its thread on a CPU 0.79 of the window
 // against 0.12-0.21, the others waiting for it in 4 of 5 iterations, 0.98 of their waiting.
-std::string MoreWorkOnTheSameProcessors(const WorkerGroup& group, size_t member, const Expectations& e) {
+std::string MoreWorkOnTheSameProcessors(const WorkerGroup& group, size_t member, const Expectations& e,
+                                        const std::optional<LastArriver>& last) {
   std::optional<double> peers_cpu = SharesPeersProcessors(group, member, e);
   if (!peers_cpu) return "";
-  std::optional<LastArriver> last = FindLastArriver(group, e);
   if (!last || last->member != member || !last->across_the_window) return "";
   const WorkerRow& w = group.row(member);
   return fmt::format(
@@ -454,8 +454,9 @@ std::string MoreWorkOnTheSameProcessors(const WorkerGroup& group, size_t member,
       group.table->name(w.host), w.cpu->main_cpu, *peers_cpu);
 }
 
+// `last`: FindLastArriver's answer for the group, read once for all its findings.
 Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectations& e,
-                    const std::vector<CallSizes>& sizes) {
+                    const std::vector<CallSizes>& sizes, const std::optional<LastArriver>& last) {
   const WorkerRow& w = group.row(x.member);
   FunctionExcess top = TopFunction(group, x.member, x.category, e);
   double iteration_ms = MedianIterationS(group) * 1e3;
@@ -545,7 +546,7 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
     f.category = FindingCategory::kImbalance;
     f.evidence += "; it is given more work: " + work.evidence;
   } else if (x.category == Category::kCompute) {
-    std::string more = MoreWorkOnTheSameProcessors(group, x.member, e);
+    std::string more = MoreWorkOnTheSameProcessors(group, x.member, e, last);
     if (!more.empty()) f.category = FindingCategory::kImbalance;
     f.evidence += more.empty() ? "; same work as its peers, done slower" + work.slower : "; " + more;
   }
@@ -564,8 +565,7 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
 // The rank the others wait for at the collectives confirms a straggler finding; when no own-work
 // excess stands out (its delay began before the window), it is the finding itself.
 void AddLastArriver(const WorkerGroup& group, const Expectations& e, const std::vector<CallSizes>& sizes,
-                    std::vector<Finding>* findings) {
-  std::optional<LastArriver> last = FindLastArriver(group, e);
+                    const std::optional<LastArriver>& last, std::vector<Finding>* findings) {
   if (!last) return;
   int rank = group.row(last->member).rank;
   for (Finding& f : *findings) {
@@ -580,7 +580,7 @@ void AddLastArriver(const WorkerGroup& group, const Expectations& e, const std::
   // scheduling noise. Only a single-iteration window (its past unseen) names it from arrival.
   if (group.row(last->member).iterations >= 3) return;
   Excess best = LargestCategoryExcess(CategoryShares(group), last->member, e);
-  Finding f = MakeFinding(group, best, e, sizes);
+  Finding f = MakeFinding(group, best, e, sizes, last);
   double own_ms = std::max(0.0, best.excess) * MedianIterationS(group) * 1e3;
   f.impact_s_per_iter = last->waited_s_per_iter;
   f.evidence = last->evidence +
@@ -829,7 +829,9 @@ void KeepThoseTheOthersWaitFor(const WorkerGroup& group, const Expectations& e, 
 std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectations& e) {
   std::vector<Finding> findings;
   if (group.size() < 2) return findings;
-  std::vector<Excess> excesses = OutlyingExcesses(group, e);
+  // Who the others wait for at the collectives: one pass over the calls, for every rule below.
+  std::optional<LastArriver> last = FindLastArriver(group, e);
+  std::vector<Excess> excesses = OutlyingExcesses(group, e, last);
   DropHostTimeItsCodeDidNotSpend(group, e, &excesses);
   std::vector<CallSizes> sizes = CompareCallSizes(group);
   AddImbalancedWorkers(group, e, sizes, &excesses);
@@ -844,12 +846,12 @@ std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectati
   std::sort(excesses.begin(), excesses.end(), [](const Excess& a, const Excess& b) { return a.excess > b.excess; });
   // Many stragglers at once is a fleet-wide matter; name the worst and count the rest.
   size_t shown = std::min(excesses.size(), kMaxLocalFindings);
-  for (size_t i = 0; i < shown; ++i) findings.push_back(MakeFinding(group, excesses[i], e, sizes));
+  for (size_t i = 0; i < shown; ++i) findings.push_back(MakeFinding(group, excesses[i], e, sizes, last));
   if (excesses.size() > shown) {
     findings.back().evidence +=
         fmt::format("; {} more ranks of this group stand out less (not listed)", excesses.size() - shown);
   }
-  AddLastArriver(group, e, sizes, &findings);
+  AddLastArriver(group, e, sizes, last, &findings);
   return findings;
 }
 
