@@ -159,6 +159,15 @@ def test_a_cause_that_explains_part_of_the_slowdown_leaves_the_rest_to_find():
     assert "so that time came from the training threads" in findings[0]["evidence"], findings[0]
 
 
+def test_larger_median_calls_cost_only_what_the_ops_took_beyond_the_peers():
+    """A real healthy 4-rank forecaster (the same data on every rank) whose 2 cores were also busy
+    outside the job from step 130 on: rank 1's aten::mm median calls 1.69x its peers' (20 us calls
+    of two shapes), its model-sized work's 1.23x, its batch-sized ops 0.029 of a step beyond its
+    peers' in sum. Priced by its median calls (0.146 of a step) it was named `imbalance`."""
+    d = diagnosis_of(TS / "healthy_beside_a_compile")
+    assert d["findings"] == [], d["findings"]
+
+
 SIMCLR = SOURCE_DIR / "tests" / "e2e" / "data" / "simclr"  # README.md there: how it was made
 
 
