@@ -57,7 +57,9 @@ CoresNow ReadCoresNow(const std::vector<WorkerPattern>& now);
 // (`cores.busy`) a global compute or memory finding of the baseline's does not stand for it:
 // every rank's ops run slower there when something else takes the cores; nor does a rank named by
 // its ops' speed (local compute or imbalance, no CPU quota holding it back), which the same
-// contention moves between ranks. Such a rank's finding stays, after what the rules find.
+// contention moves between ranks. Such a rank's finding stays, after what the rules find. A rank
+// its own CPU quota held back explains its impact only, whatever its share (baseline_findings.cc,
+// HeldBackByItsQuota).
 double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options,
                              const CoresNow& cores);
 

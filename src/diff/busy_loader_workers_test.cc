@@ -308,5 +308,40 @@ TEST(LoaderWorkersTakingCores, APartlyExplainedSlowdownLeavesTheRestToFindMostCo
   EXPECT_NEAR(d.findings[2].impact_s_per_iter, (101.9 - 90) / 1e3, 1e-4);
 }
 
+// An unseen 4-rank denoiser (one loader worker a rank, 2 cores 94 % busy): rank 2 at a CPU quota of
+// 30 % of a core (throttled 0.42 of the window) while every rank's augmentation began running
+// Python passes in its worker (7.8-8.5 -> 32.8-36.2 ms of CPU a step): 233 -> 300 ms a step. The
+// quota's finding (40 ms, most of the slowdown) does not stand for the workers' taken cores: a
+// quota freezes its rank whatever the other cores do. Both are named, the costlier first; a rank
+// named by its ops' speed without a quota holding it back still stands for the slowdown.
+TEST(LoaderWorkersTakingCores, ARanksQuotaExplainsItsImpactNotTheCoresEveryRanksWorkersTook) {
+  Finding slower_rank;
+  slower_rank.scope = FindingScope::kLocal;
+  slower_rank.category = FindingCategory::kCompute;
+  slower_rank.workers = {2};
+  slower_rank.impact_s_per_iter = 0.040;
+  const std::vector<WorkerPattern> base = LoaderJob(4, 0.233, 180, 0.035f, 0.94f);
+  auto after = [&](bool throttled) {
+    std::vector<WorkerPattern> now = LoaderJob(4, 0.300, 240, 0.115f, 0.94f);
+    if (throttled) now[2].cpu->throttled = 0.42f;
+    Diagnosis d;
+    d.findings = {slower_rank};
+    FindLoaderWorkersTakingCores(base, now, IterationsOnly(233, 300), &d);
+    return d;
+  };
+  Diagnosis held = after(true);
+  ASSERT_EQ(held.findings.size(), 2U);
+  EXPECT_EQ(held.findings[0].category, FindingCategory::kCompute);
+  EXPECT_EQ(held.findings[1].scope, FindingScope::kGlobal);
+  EXPECT_EQ(held.findings[1].category, FindingCategory::kDataloader);
+  // 4 ranks x (34.5 - 8.2) ms over 2 cores is more than the 27 ms the quota's finding leaves.
+  EXPECT_NEAR(held.findings[1].impact_s_per_iter, (67.0 - 40.0) / 1e3, 1e-4);
+  // No quota: the rank named by its ops' speed on busy cores is what the taken cores may have
+  // caused (MayBeASymptom), and the workers' finding comes first, held to the whole slowdown.
+  Diagnosis unheld = after(false);
+  ASSERT_EQ(unheld.findings.size(), 2U);
+  EXPECT_EQ(unheld.findings[0].category, FindingCategory::kDataloader);
+}
+
 }  // namespace
 }  // namespace eroica
