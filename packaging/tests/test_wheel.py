@@ -28,9 +28,17 @@ def test_wheel_runs_a_real_two_rank_job_from_a_venv(tmp_path, built_binary):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     wheels = glob.glob(str(dist / "*.whl"))
-    assert [os.path.basename(w) for w in wheels] == ["eroica-%s-py3-none-any.whl" % version()]
+    # Built by Debian's python3 (build_wheel.sh): with 3.11's headers the wheel holds the frame
+    # walker and is tagged for that interpreter, else it is the pure package (python/setup.py).
+    walker = subprocess.run(
+        ["/usr/bin/python3", "-c", "import os, sys, sysconfig; print(sys.version_info[:2] == (3, 11) and "
+         "os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'internal', 'pycore_frame.h')))"],
+        stdout=subprocess.PIPE, text=True, check=True).stdout.strip() == "True"
+    tag = "cp311-cp311-linux_x86_64" if walker else "py3-none-any"
+    assert [os.path.basename(w) for w in wheels] == ["eroica-%s-%s.whl" % (version(), tag)]
     names = zipfile.ZipFile(wheels[0]).namelist()
     assert "eroica/_boot/sitecustomize.py" in names and "eroica/binary.py" in names
+    assert bool([n for n in names if n.startswith("_eroica_frames.") and n.endswith(".so")]) == walker, names
     assert not [n for n in names if "tests/" in n or n.endswith(".pyc")]
     assert not os.path.exists(os.path.join(SOURCE_DIR, "python", "build"))  # built from a copy
 
@@ -65,6 +73,9 @@ def test_wheel_runs_a_real_two_rank_job_from_a_venv(tmp_path, built_binary):
         assert meta["eroica_version"] == version(), meta
         assert len(meta["iteration_ids"]) == 5, meta  # the whole window, on both ranks
         assert os.path.getsize(os.path.join(session, "rank-%d.json.gz" % rank)) > 0
+        # The window's stacks were read by the wheel's walker where it holds one.
+        stacks = json.load(open(os.path.join(session, "rank-%d.stacks.json" % rank)))
+        assert stacks["walker"] == ("interpreter frames" if walker else "frame objects"), stacks.get("walker")
     report = json.load(open(os.path.join(session, "report.json")))
     assert report["schema"] == "eroica.diagnosis/v1" and report["workers"] == 2, report
     lines = [l for l in job.stderr.splitlines() if l.startswith("eroica:") and "report:" in l]
