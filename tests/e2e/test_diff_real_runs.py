@@ -172,6 +172,20 @@ def test_larger_median_calls_cost_only_what_the_ops_took_beyond_the_peers():
     assert d["findings"] == [], d["findings"]
 
 
+DENOISE = SOURCE_DIR / "tests" / "e2e" / "data" / "denoise"  # README.md there: how it was made
+
+
+def test_a_ranks_quota_leaves_the_cores_every_ranks_loader_workers_took_to_find():
+    """A real 4-rank denoiser whose rank 2 ran at a 30 % CPU quota while every rank's loader
+    workers began running Python passes (8.0 -> 34.2 ms of CPU a step on 2 busy cores): the
+    quota's 40 ms of a 67 ms slowdown stood for all of it; both causes, the costlier first."""
+    findings = diagnosis_of(DENOISE / "quota_beside_every_loader")["findings"]
+    said = [(f["scope"], f["category"], f["workers"]) for f in findings]
+    assert said == [("local", "compute", [2]), ("global", "dataloader", [0, 1, 2, 3])], findings
+    assert findings[1]["location"].endswith("train_denoise.py:70(<listcomp>)"), findings[1]
+    assert "what the other findings leave of a 67.3 ms/iter slowdown" in findings[1]["evidence"], findings[1]
+
+
 SIMCLR = SOURCE_DIR / "tests" / "e2e" / "data" / "simclr"  # README.md there: how it was made
 
 
