@@ -656,12 +656,32 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
     // window longer; a healthy 8-rank run's rank the calls named (edge25 s805), -0.002, and two
     // other ranks they named without counts 0.019 and 0.022.
     if (larger_calls && !counted && on_cpu_beyond[k] && cpu_beyond < e.min_excess_beta) larger_calls = false;
-    if (!counted && !larger_calls) continue;
+    // Its fastest calls larger (CallSizes::FastestCallsMoreData: where calls outlast the scheduler's
+    // slice, the median's are the contention's), where the two other measures of more work agree,
+    // each by the floor a rank's excess over 4+ iterations is held to: its batch-sized ops held
+    // that much more of a step than its peers' in sum, and its training thread ran on a CPU that
+    // much longer (more data is more work done on the processor). Whether it had the processor as
+    // readily as its peers is CompareWork's question below. A 6-rank GAN on 2 cores whose rank 2
+    // had 1.8x the batch: lower quartile calls 3.77x its peers', median 1.04x, 0.15 of a step more
+    // in its batch-sized ops, its thread 0.15 of the window longer, the others waiting 0.14 of a
+    // step more than it; its own work did not stand out of a 6-rank spread (another rank's compute
+    // up 0.07) and the calls did not split into iterations for the waiting to be read across the
+    // window. The ranks given more data of stops 56-59's jobs that these calls found: both 0.063
+    // or more (the batch-sized ops 0.063-0.330, the threads 0.097-0.359); the other ranks they
+    // found: the smaller of the two 0.033 at most. As in CallSizes::MoreData, not where another
+    // rank's median calls moved by the ratio: something stretched whole stretches of calls there as
+    // much as more data would (the healthy GRU whose ranks 1 and 2 ran every op about twice as long).
+    const bool fastest_calls = !counted && !larger_calls && !sizes.empty() && on_cpu_beyond[k] &&
+                               sizes[k].median.others_largest < e.imbalance_ratio &&
+                               sizes[k].FastestCallsMoreData(e.imbalance_ratio) &&
+                               std::min(sizes[k].batch_share_beyond, cpu_beyond) >= e.small_group_min_excess_beta;
+    if (!counted && !larger_calls && !fastest_calls) continue;
     double excess = own[k] - PeerCenter(own, own_center, k);
     auto listed = std::find_if(excesses->begin(), excesses->end(), [&](const Excess& x) { return x.member == k; });
     // Counts alone need some own-work excess (checked first: comparing work costs a pass over
     // the group, and noisy counts can touch many ranks of a large one).
-    if (!larger_calls && listed == excesses->end() && excess <= 0 && cpu_beyond < e.min_excess_beta) continue;
+    if (!larger_calls && !fastest_calls && listed == excesses->end() && excess <= 0 && cpu_beyond < e.min_excess_beta)
+      continue;
     WorkComparison work = CompareWork(group, k, e, sizes.empty() ? nullptr : &sizes[k]);
     if (!work.more_work) continue;
     std::string shared = work.source == WorkSource::kMeanTimings ? "" : SharedBusyCores(group);
@@ -689,6 +709,7 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
     // given more data of stops 56-59's unseen jobs that call sizes found: 0.06-0.33 beyond in sum.
     if (larger_calls && !shared.empty())
       excess = std::max(excess, std::min(sizes[k].extra_share, sizes[k].batch_share_beyond));
+    if (fastest_calls && !shared.empty()) excess = std::max(excess, sizes[k].batch_share_beyond);
     if (listed != excesses->end()) {
       // Already standing out: on busy shared cores the others need not wait for it either.
       if (!shared.empty()) {

@@ -2161,6 +2161,38 @@ TEST(LocalizerTest, TheQuartileIsSetAgainstTheModelSizedWorksNearerStatistic) {
   EXPECT_TRUE(slower.healthy()) << slower.findings[0].evidence;
 }
 
+// A rank found by its fastest calls alone (a 6-rank GAN whose rank 2 had 1.8x the batch: its ops'
+// lower quartile calls 3.77x its peers', their medians 1.04x, its own work not out of the peers'
+// spread): where its batch-sized ops held `beyond` more of a step than its peers' in sum and its
+// thread ran on a CPU `extra_cpu` of the window longer, both by the small group's floor (0.05).
+TEST(LocalizerTest, FastestCallsFindARankGivenMoreDataWhereItsOpsAndThreadTookThatMuchMore) {
+  auto run = [](double beyond, double extra_cpu, double rank3_median = 1.0) {
+    LocalizeInput input = CallSizesRun(1.0, 1.0, 0.97f, 400, extra_cpu, beyond);
+    for (WorkerPattern& w : input.workers) {
+      for (FunctionPattern& f : w.functions) {
+        bool batch_sized = f.category == Category::kCompute && f.name.find("AccumulateGrad") == std::string::npos;
+        f.low_quartile_duration_us = f.median_duration_us * 0.4;
+        if (w.rank == 1 && batch_sized) f.low_quartile_duration_us *= 2.0;
+        if (w.rank == 3 && batch_sized) f.median_duration_us *= rank3_median;
+      }
+    }
+    // Nobody waits for it more than for the noise: on busy shared cores its peers need not.
+    for (WorkerPattern& w : input.workers) w.category_beta[static_cast<int>(Category::kCommunication)] = 0.43f;
+    return Localize(input, DefaultExpectations());
+  };
+  Diagnosis more = run(0.06, 0.12);
+  ASSERT_FALSE(more.healthy());
+  EXPECT_EQ(more.findings[0].workers, std::vector<int>{1});
+  EXPECT_EQ(more.findings[0].category, FindingCategory::kImbalance) << more.findings[0].evidence;
+  EXPECT_NE(more.findings[0].evidence.find("fastest calls (each op's lower quartile) take 2.00x"), std::string::npos)
+      << more.findings[0].evidence;
+  // Its thread on a CPU no longer than the floor beyond theirs, or its ops no longer in sum: no finding.
+  EXPECT_TRUE(run(0.06, 0.03).healthy());
+  EXPECT_TRUE(run(0.03, 0.12).healthy());
+  // Another rank's median calls moved 1.6x with the same data: the calls are the scheduler's.
+  EXPECT_TRUE(run(0.06, 0.12, 1.6).healthy());
+}
+
 // A healthy 4-rank GRU's baseline window on 2 busy cores: ranks 1 and 2 ran their ops about twice
 // as long as ranks 0 and 3 (rank 1's median and lower quartile calls 2.00x its peers', rank 2's
 // median 1.89x, its lower quartile 1.06x). Rank 1's quartile is clear of the others' but its median

@@ -186,6 +186,19 @@ def test_a_ranks_quota_leaves_the_cores_every_ranks_loader_workers_took_to_find(
     assert "what the other findings leave of a 67.3 ms/iter slowdown" in findings[1]["evidence"], findings[1]
 
 
+GAN = SOURCE_DIR / "tests" / "e2e" / "data" / "gan"  # README.md there: how it was made
+
+
+def test_a_rank_given_more_data_is_found_by_its_fastest_calls_where_its_ops_and_thread_took_more():
+    """A real 6-rank GAN on 2 cores whose rank 2 had 1.8x the batch: its ops' lower quartile calls
+    3.77x its peers' (medians 1.04x), its batch-sized ops 0.15 of a step more in sum, its thread on
+    a CPU 0.15 of the window longer; its own work not out of a 6-rank spread, the calls not split
+    into iterations for the waiting across the window: read `healthy` before."""
+    findings = diagnosis_of(GAN / "larger_batch_six_ranks")["findings"]
+    assert [(f["scope"], f["category"], f["workers"]) for f in findings] == [("local", "imbalance", [2])], findings
+    assert "fastest calls (each op's lower quartile) take 3.77x" in findings[0]["evidence"], findings[0]
+
+
 SIMCLR = SOURCE_DIR / "tests" / "e2e" / "data" / "simclr"  # README.md there: how it was made
 
 
