@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import capture as capture_mod
 from . import agent_link, finish, hang, hooks, log, safe_fs, trigger
 from .config import Config
-from .detector import (Degradation, DegradationDetector, HangDetector, captured_pace, held_pace,
+from .detector import (Degradation, DegradationDetector, HangDetector, captured_pace, cycle_means, held_pace,
                        ran_faster_since, still_speeding_up)
 
 _perf_ns = time.perf_counter_ns
@@ -445,9 +445,15 @@ class Runtime:
             if cap.session.get("reason") == "baseline" and not cap.error:
                 self._pace_before_baseline = self._pace_before_capture
             if cap.session.get("reason") != "baseline":  # cool-down ends with a new baseline
-                captured = None if cap.error else captured_pace(cap.iteration_times_s,
+                cycle = self.detector.cycle
+                captured = None if cap.error else captured_pace(cycle_means(cap.iteration_times_s, cycle),
                                                                 self.detector.window)
-                pace = held_pace(captured, self._pace_before_capture) if captured else None
+                # A window of a few cycles has too few of them for a pace of its own: the pace
+                # just before it holds the job then.
+                if captured is None and cycle > 1 and not cap.error:
+                    pace = self._pace_before_capture
+                else:
+                    pace = held_pace(captured, self._pace_before_capture) if captured else None
                 self.detector.rebaseline(pace)
             self._captured.append((cap.session, cap.session_dir))
             self._spawn(self._finisher().capture_done, cap)
@@ -655,6 +661,17 @@ class Runtime:
 
         baseline = detection["reason"] == "baseline"
         capture_iters = self.cfg.baseline_iters if baseline else self.cfg.capture_iters
+        window_iters = trigger.window_iters(capture_iters, self.cfg.capture_s, mean_s)
+        # Whole cycles where the iterations repeat one (detector.py, "Cycles"): in any phase the
+        # window then holds each kind of iteration as often, the baseline's as a session's (5
+        # iterations of the PPO job held one rollout or two). Rounded up, or down to whole
+        # cycles where the T-second cap cut the window.
+        cycle = self.detector.cycle
+        if cycle > 1:
+            whole = -(-capture_iters // cycle) * cycle
+            window_iters = min(whole, trigger.window_iters(whole, self.cfg.capture_s, mean_s))
+            if window_iters >= cycle:
+                window_iters -= window_iters % cycle
 
         def build(slot: int) -> Dict[str, Any]:
             session_id = "%s-%s-%s%d-it%d" % (self.job_id, stamp, "baseline-s" if baseline else "s",
@@ -663,8 +680,7 @@ class Runtime:
             session = {"session_id": session_id, "job_id": self.job_id, "slot": slot,
                        "trigger_rank": self.rank, "trigger_host": self.host,
                        "target_iteration": target,
-                       "capture_iters": trigger.window_iters(capture_iters,
-                                                             self.cfg.capture_s, mean_s),
+                       "capture_iters": window_iters,
                        "capture_max_s": self.cfg.capture_s,
                        "threshold": self.cfg.threshold, "detector_window": self.cfg.window,
                        "proposed_at_iteration": self.iteration}

@@ -4,7 +4,8 @@ import random
 
 import pytest
 
-from eroica.detector import DegradationDetector, HangDetector, captured_pace, held_pace, ran_faster_since
+from eroica.detector import (DegradationDetector, HangDetector, captured_pace, cycle_length, cycle_means, held_pace,
+                             ran_faster_since)
 
 
 def feed(detector, series):
@@ -161,8 +162,9 @@ def test_the_held_pace_is_the_slower_of_the_captured_and_the_one_before():
     # The CI job as measured: steps at 12 or 16 ms, 14 ms on average before its session, its
     # 5 captured steps at 12.0-12.9 after the profiler's first (18.8).
     captured = captured_pace([0.0188, 0.0126, 0.0120, 0.0129, 0.0125], window=50)
+    # (Alternating exactly, the steps would read as cycles of two: the pace rule is tested here.)
     before_times = [0.012, 0.016] * 13
-    d = DegradationDetector(window=50, warmup=0)
+    d = DegradationDetector(window=50, warmup=0, max_cycle=1)
     for t in before_times:
         d.add(t)
     before = d.current_pace()
@@ -171,11 +173,11 @@ def test_the_held_pace_is_the_slower_of_the_captured_and_the_one_before():
     # Held to the captured pace alone, the job's usual 14 ms is a slowdown; held to the slower,
     # it is not, and a real one after the session still is.
     for pace, fires_at_usual in ((captured, True), (held_pace(captured, before), False)):
-        usual = DegradationDetector(window=50, warmup=0)
+        usual = DegradationDetector(window=50, warmup=0, max_cycle=1)
         usual.rebaseline(pace)
         fired = [usual.add(t) for t in [0.012, 0.016] * 30]
         assert any(fired) == fires_at_usual
-        slowed = DegradationDetector(window=50, warmup=0)
+        slowed = DegradationDetector(window=50, warmup=0, max_cycle=1)
         slowed.rebaseline(pace)
         assert any(slowed.add(t) for t in [0.024, 0.032] * 30)
     # A slowdown's session: the captured pace is the slower, and is kept.
@@ -308,3 +310,77 @@ def test_a_slowdown_that_came_with_page_faults_says_so():
     assert fired[0][1].best_faults == pytest.approx(3) and fired[0][1].current_faults > 1000
     plain = feed_with_cpu(DegradationDetector(), times, [0.03] * 300)  # no more faults: nothing said
     assert len(plain) == 1 and plain[0][1].current_faults is None
+
+
+def ppo(rng, n_cycles, rollout_s=0.060, update_s=0.012, noise=0.15):
+    """An unseen PPO job's iterations, as eroica counts them (one per optimizer step): the rollout
+    and the first update in one, three more updates after it, each with `noise` of itself."""
+    out = []
+    for _ in range(n_cycles):
+        out += [rollout_s * max(0.3, rng.gauss(1, noise))] + [update_s * max(0.3, rng.gauss(1, noise)) for _ in range(3)]
+    return out
+
+
+def test_the_period_iterations_repeat_is_read_and_noise_has_none():
+    rng = random.Random(7)
+    assert cycle_length(ppo(rng, 13)) == 4
+    assert cycle_length([0.06, 0.01] * 25) == 2
+    # Noise alone (30 % of a step): a period about once in a hundred windows of 50 at the first
+    # window's bar, once in thirty series of 200 at the fourth's.
+    found = sum(cycle_length([0.1 * max(0.3, rng.gauss(1, 0.3)) for _ in range(50)]) > 1 for _ in range(300))
+    assert found <= 9, found
+    found = sum(cycle_length([0.1 * max(0.3, rng.gauss(1, 0.3)) for _ in range(200)], ratio=0.5, min_cycles=25) > 1
+                for _ in range(300))
+    assert found <= 20, found
+    # The job's healthy iterations on busy cores: a rollout of 30-38 ms, updates 7-22 ms (the
+    # pattern half their variance). Not at the first window's bar; at the fourth's.
+    weak = ppo(rng, 50, rollout_s=0.033, update_s=0.015, noise=0.3)
+    assert cycle_length(weak[:50]) == 1
+    assert cycle_length(weak, ratio=0.5, min_cycles=25) == 4
+    # One long iteration now and then (a checkpoint), a constant pace, a pattern within 5 %: none.
+    assert cycle_length([1.0] * 24 + [30.0] + [1.0] * 25) == 1
+    assert cycle_length([0.1] * 50) == 1
+    assert cycle_length([0.100, 0.104] * 25) == 1
+    assert cycle_means([0.06, 0.01, 0.01, 0.02, 0.07, 0.01, 0.01, 0.01, 0.5], 4) == pytest.approx([0.025, 0.025])
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_slower_rollout_is_a_slowdown_read_over_whole_cycles(seed):
+    # The PPO job's rollout 1.35x longer from cycle 100 on: the step 1.25x. Read as single
+    # iterations, the clip (2x the mean iteration) cuts the rollout whatever it grows by, and the
+    # noise guard holds the pattern's spread for noise: no session, as in 8 of 10 such runs. Read
+    # over whole cycles (a window of 50 of them), it is found.
+    rng = random.Random(seed)
+    times = ppo(rng, 100) + ppo(rng, 100, rollout_s=0.081)
+    assert feed(DegradationDetector(max_cycle=1), times) == []
+    detector = DegradationDetector()
+    fired = feed(detector, times)
+    assert detector.cycle == 4
+    assert len(fired) == 1 and 400 <= fired[0] < 400 + 4 * 50, fired  # within a window of cycles
+    # The same job healthy throughout: nothing.
+    healthy = DegradationDetector()
+    assert feed(healthy, ppo(rng, 200)) == [] and healthy.cycle == 4
+    # Its pace is the mean iteration: a quarter of a cycle.
+    assert healthy.best_mean_s == pytest.approx((0.060 + 3 * 0.012) / 4, rel=0.1)
+
+
+def test_a_collection_in_one_iteration_of_every_cycle_is_found_though_the_pattern_was_weak():
+    # The PPO job whose every rank built reference cycles and collected them each step (4 ranks):
+    # healthy, a rollout of ~33 ms and updates of ~15 ms with 30 % noise; then 80 ms more in the
+    # step's last update. Read one by one, the clip cut it to 2x the mean iteration and the noise
+    # guard held it: no session though the job ran 1.7x slower. The period is read at the fourth
+    # window, and the collection is then a slower cycle.
+    rng = random.Random(11)
+    healthy = ppo(rng, 75, rollout_s=0.033, update_s=0.015, noise=0.3)
+    faulty = []
+    for _ in range(75):
+        cycle = ppo(rng, 1, rollout_s=0.033, update_s=0.015, noise=0.3)
+        cycle[3] += 0.080
+        faulty += cycle
+    assert feed(DegradationDetector(max_cycle=1), healthy + faulty) == []
+    detector = DegradationDetector()
+    fired = feed(detector, healthy + faulty)
+    assert detector.cycle == 4 and len(fired) == 1 and fired[0] >= 300, fired
+    # Healthy all along: read as cycles from the fourth window, nothing.
+    quiet = DegradationDetector()
+    assert feed(quiet, ppo(rng, 150, rollout_s=0.033, update_s=0.015, noise=0.3)) == [] and quiet.cycle == 4

@@ -94,8 +94,11 @@ def report(run, sdir, binary):
         return None
 
 
-def score(expect, from_step, default_out, argv=sys.argv[1:]):
-    """expect: fault kind -> (scope, categories, ranks or None for every rank)."""
+def score(expect, from_step, default_out, argv=sys.argv[1:], iterations_per_step=1):
+    """expect: fault kind -> (scope, categories, ranks or None for every rank). from_step is the
+    job's own step (its log's); eroica counts iterations by the optimizer's steps, which a job
+    may take several of a step (`iterations_per_step`: PPO's minibatch updates)."""
+    onset = from_step * iterations_per_step
     here = os.environ.get("OUT", default_out)
     binary = argv[0] if argv and os.path.isfile(argv[0]) else None
     prefixes = argv[1:] if binary else argv
@@ -107,7 +110,7 @@ def score(expect, from_step, default_out, argv=sys.argv[1:]):
             name = os.path.basename(run)
             kinds = kinds_of(name)
             label = "+".join(kinds) or "none"
-            chosen = chosen_session(run, from_step)
+            chosen = chosen_session(run, onset)
             if chosen is None:
                 print("%-20s %-12s no session after the onset" % (name, label))
                 tally.setdefault(prefix, []).append("none")
@@ -118,7 +121,7 @@ def score(expect, from_step, default_out, argv=sys.argv[1:]):
                 continue
             v = judge([expect[k] for k in kinds], rep)
             base = baseline_step(run)
-            if kinds and base is not None and base >= from_step - 2:
+            if kinds and base is not None and base >= onset - 2:
                 # The fault ran in the baseline's window: the job's own past has it too.
                 v = "baseline in the fault (%s)" % judge([expect[k] for k in kinds], rep, keep_standing=True)
             pace = pace_ratio(run + ".log", from_step)

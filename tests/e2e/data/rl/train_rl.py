@@ -12,7 +12,7 @@
 #   envall:K      every rank's environment does
 #   longroll3:F   rank 3 rolls out F times as many actions (more data in its update too)
 #   gcall:N       every rank builds N reference cycles a step and collects them
-#   ckpt0:1       rank 0 saves the model and optimizer with torch.save every step, fsynced
+#   render0:K     rank 0 renders K frames of its first environment in Python every step (a video log)
 import gc, math, os, random, time
 import numpy as np
 import torch, torch.nn as nn
@@ -22,8 +22,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 FAULTS = [f.split(":") for f in os.environ.get("FAULT", "none").split("+")]
 FROM = int(os.environ.get("FROM", "120"))
 STEPS = int(os.environ.get("STEPS", "200"))
-ENVS = int(os.environ.get("ENVS", "6"))
-ROLLOUT = int(os.environ.get("ROLLOUT", "24"))
+ENVS = int(os.environ.get("ENVS", "8"))
+ROLLOUT = int(os.environ.get("ROLLOUT", "32"))
 OUT = os.environ.get("OUT", "/tmp/novel21")
 rank = int(os.environ["RANK"]); world = int(os.environ["WORLD_SIZE"])
 torch.set_num_threads(1)
@@ -130,11 +130,21 @@ def make_cycles(n):
     gc.collect()
 
 
-def save_checkpoint(model, opt, step):
-    with open(os.path.join(OUT, f"rl-ckpt-rank{rank}.pt"), "wb") as f:
-        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, f)
-        f.flush()
-        os.fsync(f.fileno())
+def render(env, frames, side=32):
+    """Frames of the cart and pole as nested lists (a video logger's), drawn pixel by pixel."""
+    out = []
+    x, _, th, _ = env.s
+    for k in range(frames):
+        img = [[0] * side for _ in range(side)]
+        cx = int((x / 4.8 + 0.5) * (side - 1))
+        for i in range(side):
+            for j in range(side):
+                if abs(j - cx) < 3 and side - 6 < i < side - 2:
+                    img[i][j] = 255
+                elif abs((j - cx) * math.cos(th) + (side - 6 - i) * math.sin(th)) < 1 and i < side - 6:
+                    img[i][j] = 128
+        out.append(img)
+    return out
 
 
 def main():
@@ -172,8 +182,9 @@ def main():
         k = on("gcall", None, step)
         if k:
             make_cycles(int(k))
-        if on("ckpt0", 0, step):
-            save_checkpoint(model, opt, step)
+        k = on("render0", 0, step)
+        if k:
+            render(envs[0], int(k))
         if step % 10 == 0:
             shown = torch.tensor([sum(returns[-10:]) / len(returns[-10:])])
             dist.all_reduce(shown)
