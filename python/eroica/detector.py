@@ -17,8 +17,8 @@ Cycles: a job may take several optimizer steps a step of its own (PPO's minibatc
 each rollout, k critic steps a generator step), and its iterations then repeat a pattern: one long
 (the rollout) and several short. A window's standard error read as if its iterations were
 independent is then the pattern's spread, not noise, and the clip cuts the long one whatever it
-grows by: an unseen 4-6-rank PPO job (4 updates a rollout, 2 cores) was 1.16-1.74x slower after
-its faults and no session followed in 8 of 10 runs. So after the first warm-up the detector reads
+grows by: 7 of an unseen 4-6-rank PPO job's 10 faulty runs (4 updates a rollout, 2 cores) got no
+session after the onset, 5 of them 1.12-1.56x slower. So after the first warm-up the detector reads
 whether its samples repeat with a period of 2 to `max_cycle` iterations (`cycle_length`): from
 its first window, where the pattern holds 9/10 of their variance (then an automatic baseline,
 taken as that window fills, already captures whole cycles), else from its first four windows,
