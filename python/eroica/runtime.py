@@ -669,7 +669,7 @@ class Runtime:
         cycle = self.detector.cycle
         if cycle > 1:
             whole = -(-capture_iters // cycle) * cycle
-            window_iters = min(whole, trigger.window_iters(whole, self.cfg.capture_s, mean_s))
+            window_iters = trigger.window_iters(whole, self.cfg.capture_s, mean_s)
             if window_iters >= cycle:
                 window_iters -= window_iters % cycle
 

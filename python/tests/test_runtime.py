@@ -548,3 +548,44 @@ def test_the_exit_waits_for_a_store_call_in_flight_instead_of_aborting(tmp_path)
         assert done.returncode == 0, done.stderr
         assert "terminate called" not in done.stderr
         assert time.monotonic() - start < 20
+
+
+@pytest.mark.parametrize("cycle, capture_s, expected", [(1, 20.0, 5), (4, 20.0, 8), (3, 20.0, 6), (4, 0.1, 4)])
+def test_a_session_window_is_whole_cycles_where_the_iterations_repeat_one(tmp_path, cycle, capture_s, expected):
+    """Where the detector read a period (detector.py, "Cycles"), the window it asks for is whole
+    cycles: rounded up, or down where the T-second cap cut it (0.1 s of 20 ms iterations: 5)."""
+    from eroica import trigger
+
+    rt = quiet_runtime(EROICA_DIR=tmp_path, EROICA_CAPTURE_S=capture_s)
+    rt.coord = trigger.Coordinator(trigger.MemoryStore())
+    rt.detector.cycle = cycle
+    rt._propose(rt.coord, {"reason": "degradation", "best_mean_s": 0.015, "current_mean_s": 0.020,
+                           "detected_iteration": 0})
+    sessions = [session for kind, session in rt._mail if kind == "session"]
+    assert len(sessions) == 1 and sessions[0]["capture_iters"] == expected, sessions
+
+
+def test_after_a_window_of_a_few_cycles_the_job_is_held_to_the_pace_before_it(tmp_path):
+    """Two cycles of four are too few for a captured pace of their own (captured_pace asks 3):
+    the detector starts again from the pace just before the window, not from nothing."""
+    class Window:
+        session = {"session_id": "s", "reason": "degradation"}
+        session_dir = str(tmp_path)
+        error = None
+        iteration_times_s = [0.060, 0.012, 0.012, 0.012] * 2
+
+        def on_boundary(self, iteration, finished_s):
+            return True
+
+    rt = quiet_runtime(EROICA_DIR=tmp_path)
+    rt._spawn = lambda *args: None
+    rt.detector.cycle = 4
+    rt.capture, rt._pace_before_capture = Window(), (0.024, 0.001)
+    rt._capture_boundary(10, 0.012)
+    assert rt.detector.best_pace() == (0.024, 0.001)
+    # Iterations one by one (no cycle), five times: their own pace, as before.
+    rt.detector.cycle = 1
+    Window.iteration_times_s = [0.020, 0.021, 0.020, 0.022, 0.020]
+    rt.capture = Window()
+    rt._capture_boundary(20, 0.020)
+    assert rt.detector.best_pace()[0] == pytest.approx(0.024)  # the slower of the two: held_pace
