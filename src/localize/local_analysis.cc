@@ -703,7 +703,7 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
     // time, as far as it spent that time: its batch-sized ops' time beyond its peers' in sum (a
     // typical call can be larger without the ops taking longer, where the peers' calls spread
     // wider). Found by that alone, the cost must clear the general floor. A healthy 4-rank
-    // forecaster on 2 cores a compile also used (95 % busy): rank 1's aten::mm median calls 1.69x
+    // forecaster on 2 cores also busy outside the job (95 %): rank 1's aten::mm median calls 1.69x
     // its peers' (20 us calls of two shapes), its batch-sized ops 0.029 of a step beyond theirs in
     // sum, which its median calls had priced at 0.146 (32 ms a step, named `imbalance`). The ranks
     // given more data of stops 56-59's unseen jobs that call sizes found: 0.06-0.33 beyond in sum.

@@ -2025,8 +2025,8 @@ TEST(LocalizerTest, LongerSequencesShowInTheMedianCallsWhenNothingElseStandsOut)
   EXPECT_NE(d.findings[0].evidence.find("median calls take 2.00x"), std::string::npos) << d.findings[0].evidence;
   EXPECT_NEAR(d.findings[0].impact_s_per_iter, 0.1 * 0.06, 0.002);
   // Its median calls 2x its peers' but its batch-sized ops only 0.02 of a step beyond theirs in
-  // sum: under the floor, whatever the median calls price (a healthy 4-rank forecaster beside a
-  // compile: aten::mm's median calls 1.69x, 0.029 of a step beyond in sum, priced at 0.146).
+  // sum: under the floor, whatever the median calls price (a healthy 4-rank forecaster on cores
+  // also busy outside the job: aten::mm's median calls 1.69x, 0.029 beyond in sum, priced 0.146).
   EXPECT_TRUE(Localize(CallSizesRun(2.0, 1.05, 0.97f, 400, -1, 0.02), DefaultExpectations()).healthy());
   // Its Python a little up as well: the larger calls are still its batch-sized ops' excess.
   LocalizeInput python_up = CallSizesRun(2.0, 1.05);

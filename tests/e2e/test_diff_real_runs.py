@@ -168,7 +168,7 @@ def test_larger_median_calls_cost_only_what_the_ops_took_beyond_the_peers():
     outside the job from step 130 on: rank 1's aten::mm median calls 1.69x its peers' (20 us calls
     of two shapes), its model-sized work's 1.23x, its batch-sized ops 0.029 of a step beyond its
     peers' in sum. Priced by its median calls (0.146 of a step) it was named `imbalance`."""
-    d = diagnosis_of(TS / "healthy_beside_a_compile")
+    d = diagnosis_of(TS / "healthy_beside_other_work")
     assert d["findings"] == [], d["findings"]
 
 
