@@ -107,6 +107,10 @@ class Runtime:
         self._faster_baselines = 0
         # A baseline is due because the job got faster, and waits for times to settle.
         self._faster_due = False
+        # The kept baseline's window (iterations), and the period the detector had read when this
+        # runtime last looked (_check_cycle_read).
+        self._baseline_window: Optional[int] = None
+        self._cycle_seen = 1
         self._started_unix_ns = time.time_ns()
         # Cross-thread: the monitor appends, the training thread pops (deque ops are atomic).
         self._mail: collections.deque = collections.deque()
@@ -242,6 +246,7 @@ class Runtime:
                 if start_cpu is not None and now_cpu is not None and start_cpu[0] == now_cpu[0]:
                     cpu_s, faults = now_cpu[1] - start_cpu[1], now_cpu[2] - start_cpu[2]
                 degradation = self.detector.add(finished_s, cpu_s, faults)
+                self._check_cycle_read(finished)
                 if degradation is not None:
                     self._request_session(finished, "degradation", degradation.best_mean_s,
                                           degradation.current_mean_s, degradation)
@@ -313,6 +318,28 @@ class Runtime:
         say = log.info if self.rank == 0 else log.debug
         say("iterations run at %.1f ms against %.1f ms before the baseline: a new baseline"
             % (best[0] * 1e3, before[0] * 1e3))
+        self._baseline_at = finished + 1
+        self._baseline_settles = True
+        self._faster_due = True
+
+    def _check_cycle_read(self, finished: int) -> None:
+        """The detector read the job's period (detector.py, "Cycles") after the baseline was kept,
+        the baseline was proposed before any period was read, and its window is not whole cycles:
+        it holds the kinds of iteration in other proportions than a session's window does (5
+        iterations of an unseen PPO job held one rollout or two, its sessions' 8 two), so a new
+        baseline is due, taken as one due to a faster job is: once times settle, while the job
+        still runs at its best. Not for a baseline of whole cycles of another rank's reading: where
+        the pattern is weak a rank reads a wrong length now and then (one of that job's 5 ranks
+        read 3 where the baseline had been proposed at 4, 8 iterations; it asked for 6)."""
+        cycle = self.detector.cycle
+        if cycle == self._cycle_seen:
+            return
+        self._cycle_seen = cycle
+        if cycle <= 1 or not self._baseline_window or self._baseline_window % cycle == 0 or self._baseline_at >= 0:
+            return
+        say = log.info if self.rank == 0 else log.debug  # every rank asks; one line says why
+        say("iterations repeat every %d: a new baseline of whole cycles (the kept one has %d iterations)"
+            % (cycle, self._baseline_window))
         self._baseline_at = finished + 1
         self._baseline_settles = True
         self._faster_due = True
@@ -444,6 +471,10 @@ class Runtime:
             self.capture = None
             if cap.session.get("reason") == "baseline" and not cap.error:
                 self._pace_before_baseline = self._pace_before_capture
+                # Only a window proposed before any period was read is taken again for one
+                # (_check_cycle_read): ranks can read different lengths where the pattern is weak.
+                read = cap.session.get("cycle", 1)
+                self._baseline_window = (int(cap.session.get("capture_iters") or 0) or None) if read == 1 else None
             if cap.session.get("reason") != "baseline":  # cool-down ends with a new baseline
                 cycle = self.detector.cycle
                 captured = None if cap.error else captured_pace(cycle_means(cap.iteration_times_s, cycle),
@@ -680,7 +711,7 @@ class Runtime:
             session = {"session_id": session_id, "job_id": self.job_id, "slot": slot,
                        "trigger_rank": self.rank, "trigger_host": self.host,
                        "target_iteration": target,
-                       "capture_iters": window_iters,
+                       "capture_iters": window_iters, "cycle": cycle,
                        "capture_max_s": self.cfg.capture_s,
                        "threshold": self.cfg.threshold, "detector_window": self.cfg.window,
                        "proposed_at_iteration": self.iteration}

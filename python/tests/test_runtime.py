@@ -589,3 +589,31 @@ def test_after_a_window_of_a_few_cycles_the_job_is_held_to_the_pace_before_it(tm
     rt.capture = Window()
     rt._capture_boundary(20, 0.020)
     assert rt.detector.best_pace()[0] == pytest.approx(0.024)  # the slower of the two: held_pace
+
+
+def test_a_period_read_after_the_baseline_calls_for_a_baseline_of_whole_cycles(tmp_path):
+    """The detector reads a weak pattern's period at its fourth window, after the automatic
+    baseline was kept: a baseline of 5 iterations of a 4-iteration cycle is taken again (as a
+    faster job's is: settled, at its best); one of 8 is not, nor one where no period was read,
+    nor one proposed at another rank's period (this rank reading 3 where it was whole 4s)."""
+    class Baseline:
+        session = {"session_id": "b", "reason": "baseline", "capture_iters": 5}
+        session_dir = str(tmp_path)
+        error = None
+        iteration_times_s = [0.02] * 5
+
+        def on_boundary(self, iteration, finished_s):
+            return True
+
+    for window, proposed_at, cycle, due in ((5, 1, 4, True), (8, 1, 4, False), (5, 1, 1, False), (8, 4, 3, False)):
+        rt = quiet_runtime(EROICA_DIR=tmp_path)
+        rt._spawn = lambda *args: None
+        Baseline.session = dict(Baseline.session, capture_iters=window, cycle=proposed_at)
+        rt.capture, rt._baseline_at = Baseline(), -1
+        rt._capture_boundary(90, 0.02)
+        assert rt._baseline_window == (window if proposed_at == 1 else None)
+        rt.detector.cycle = cycle
+        rt._check_cycle_read(220)
+        assert (rt._baseline_at == 221 and rt._faster_due) == due, (window, cycle, rt._baseline_at)
+        rt._check_cycle_read(221)  # read once: asked once
+        assert rt._baseline_at == (221 if due else -1)
