@@ -22,10 +22,11 @@ session after the onset, 5 of them 1.12-1.56x slower. So after the first warm-up
 whether its samples repeat with a period of 2 to `max_cycle` iterations (`cycle_length`): from
 its first window, where the pattern holds 9/10 of their variance (then an automatic baseline,
 taken as that window fills, already captures whole cycles), else from its first four windows,
-where it holds half (that job's healthy iterations, before its faults: a rollout of 30-38 ms, its
-updates 7-22 ms; the pattern held 0.53-0.57 of their variance). Where they do, every rule reads
-whole cycles: a sample is a cycle's mean iteration (in any phase
-a cycle holds one of each), a window `window` cycles (the job's own steps: read as a quarter as
+where it holds half (that job's healthy iterations, before its faults: a rollout of 30-38 ms,
+its updates 7-22 ms; the pattern held 0.48-0.56 of their variance in three windows of 50); a
+baseline kept before (runtime.py, _check_cycle_read) is then taken again in whole cycles. Where
+they repeat, every rule reads whole cycles: a sample is a cycle's mean iteration (in any phase a
+cycle holds one of each), a window `window` cycles (the job's own steps: read as a quarter as
 many, 12 cycles of that job, their noise held a rollout 1.35x as long under the guard).
 
 Cool-down: after it fires the detector stays disarmed until `rebaseline()`, which forgets the
@@ -137,19 +138,22 @@ class _Windows:
 
 def cycle_length(samples_s, max_cycle: int = 8, min_spread: float = 0.05, ratio: float = 0.1,
                  min_cycles: int = 6) -> int:
-    """The period, in iterations, of a pattern the samples repeat (1: none): the shortest p in
-    2..max_cycle whose non-overlapping sums of p vary by less than `ratio` of what p independent
-    iterations would (the pattern holding over 1 - ratio of the iterations' variance), read over
-    at least `min_cycles` whole cycles. Measured on synthetic series (python/README.md): noise
-    alone (30 % of a step) read a period in 9 of 1,000 series of 50 at 0.1 over 6 cycles, in 31
-    of 1,000 series of 200 at 0.5 over 25 (a block of independent iterations read as a cycle is
-    still a fair sample, only a coarser one); the PPO job's strong pattern (a rollout 5x an
-    update) read 4 in 487 of 500 first windows, its weak healthy one (below) 4 in 368 of 500
-    fourth windows (another length in 113, none in 19); the 28 windows of 200 iterations its
-    real runs' sessions held after their faults' onset, 4 in 18, none in 10. One long iteration (a collection, a checkpoint)
-    lifts a sum as much as it lifts the iterations, so it is no pattern; nor is a spread under
-    `min_spread` of the mean (the degradation rule's own step, 5 %), which cannot hide a
-    slowdown from it."""
+    """The period, in iterations, of a pattern the samples repeat (1: none). A length p in
+    2..max_cycle passes where the non-overlapping sums of p vary by less than `ratio` of what p
+    independent iterations would (the pattern holding over 1 - ratio of the iterations'
+    variance), read over at least `min_cycles` whole cycles; of those that pass, the one whose
+    sums leave least, or its shortest divisor that passes too (below). One long iteration (a
+    collection, a checkpoint) lifts a sum as much as it lifts the iterations, so it is no
+    pattern; nor is a spread under `min_spread` of the mean (the degradation rule's own step,
+    5 %), which cannot hide a slowdown from it.
+
+    Measured on synthetic series (tests/test_detector.py draws them): noise alone (30 % of a
+    step) read a period in 9 of 1,000 series of 50 at 0.1 over 6 cycles, in 31 of 1,000 series
+    of 200 at 0.5 over 25 (a block of independent iterations read as a cycle is still a fair
+    sample, only a coarser one); the PPO job's strong pattern (a rollout 5x an update) read 4 in
+    487 of 500 first windows, its weak healthy one (the module docstring's) 4 in 368 of 500
+    fourth windows (another length in 113, none in 19). The 28 windows of 200 iterations its
+    real runs' sessions held after their faults' onset read 4 in 18, none in 10."""
     samples = list(samples_s)
     if len(samples) < 2 * min_cycles:
         return 1
