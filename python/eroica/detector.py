@@ -344,7 +344,8 @@ class DegradationDetector:
         time_s = math.fsum(t for t, _, _ in cycle) / n
         if any(c is None or f is None for _, c, f in cycle):
             return self._add_sample(time_s, None, None)
-        return self._add_sample(time_s, math.fsum(c for _, c, _ in cycle) / n, sum(f for _, _, f in cycle) / n)
+        cpu_s = math.fsum(c for _, c, _ in cycle) / n
+        return self._add_sample(time_s, cpu_s, sum(f for _, _, f in cycle) / n)
 
     def _add_sample(self, iteration_s: float, cpu_s: Optional[float],
                     page_faults: Optional[float]) -> Optional[Degradation]:

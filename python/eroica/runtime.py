@@ -26,8 +26,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import capture as capture_mod
 from . import agent_link, finish, hang, hooks, log, safe_fs, trigger
 from .config import Config
-from .detector import (Degradation, DegradationDetector, HangDetector, captured_pace, cycle_means, held_pace,
-                       ran_faster_since, still_speeding_up)
+from .detector import (Degradation, DegradationDetector, HangDetector, captured_pace, cycle_means,
+                       held_pace, ran_faster_since, still_speeding_up)
 
 _perf_ns = time.perf_counter_ns
 _RUSAGE_THREAD = getattr(resource, "RUSAGE_THREAD", None)  # Linux only
@@ -335,7 +335,8 @@ class Runtime:
         if cycle == self._cycle_seen:
             return
         self._cycle_seen = cycle
-        if cycle <= 1 or not self._baseline_window or self._baseline_window % cycle == 0 or self._baseline_at >= 0:
+        kept = self._baseline_window
+        if cycle <= 1 or not kept or kept % cycle == 0 or self._baseline_at >= 0:
             return
         say = log.info if self.rank == 0 else log.debug  # every rank asks; one line says why
         say("iterations repeat every %d: a new baseline of whole cycles (the kept one has %d iterations)"
@@ -473,8 +474,8 @@ class Runtime:
                 self._pace_before_baseline = self._pace_before_capture
                 # Only a window proposed before any period was read is taken again for one
                 # (_check_cycle_read): ranks can read different lengths where the pattern is weak.
-                read = cap.session.get("cycle", 1)
-                self._baseline_window = (int(cap.session.get("capture_iters") or 0) or None) if read == 1 else None
+                iters = int(cap.session.get("capture_iters") or 0)
+                self._baseline_window = iters if iters and cap.session.get("cycle", 1) == 1 else None
             if cap.session.get("reason") != "baseline":  # cool-down ends with a new baseline
                 cycle = self.detector.cycle
                 captured = None if cap.error else captured_pace(cycle_means(cap.iteration_times_s, cycle),

@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from eroica.detector import (DegradationDetector, HangDetector, captured_pace, cycle_length, cycle_means, held_pace,
-                             ran_faster_since)
+from eroica.detector import (DegradationDetector, HangDetector, captured_pace, cycle_length, cycle_means,
+                             held_pace, ran_faster_since)
 
 
 def feed(detector, series):
@@ -317,7 +317,8 @@ def ppo(rng, n_cycles, rollout_s=0.060, update_s=0.012, noise=0.15):
     and the first update in one, three more updates after it, each with `noise` of itself."""
     out = []
     for _ in range(n_cycles):
-        out += [rollout_s * max(0.3, rng.gauss(1, noise))] + [update_s * max(0.3, rng.gauss(1, noise)) for _ in range(3)]
+        out.append(rollout_s * max(0.3, rng.gauss(1, noise)))
+        out += [update_s * max(0.3, rng.gauss(1, noise)) for _ in range(3)]
     return out
 
 
@@ -329,8 +330,8 @@ def test_the_period_iterations_repeat_is_read_and_noise_has_none():
     # window's bar, once in thirty series of 200 at the fourth's.
     found = sum(cycle_length([0.1 * max(0.3, rng.gauss(1, 0.3)) for _ in range(50)]) > 1 for _ in range(300))
     assert found <= 9, found
-    found = sum(cycle_length([0.1 * max(0.3, rng.gauss(1, 0.3)) for _ in range(200)], ratio=0.5, min_cycles=25) > 1
-                for _ in range(300))
+    found = sum(cycle_length([0.1 * max(0.3, rng.gauss(1, 0.3)) for _ in range(200)], ratio=0.5,
+                             min_cycles=25) > 1 for _ in range(300))
     assert found <= 20, found
     # The job's healthy iterations on busy cores: a rollout of 30-38 ms, updates 7-22 ms (the
     # pattern half their variance). Not at the first window's bar; at the fourth's.
@@ -341,15 +342,16 @@ def test_the_period_iterations_repeat_is_read_and_noise_has_none():
     assert cycle_length([1.0] * 24 + [30.0] + [1.0] * 25) == 1
     assert cycle_length([0.1] * 50) == 1
     assert cycle_length([0.100, 0.104] * 25) == 1
-    assert cycle_means([0.06, 0.01, 0.01, 0.02, 0.07, 0.01, 0.01, 0.01, 0.5], 4) == pytest.approx([0.025, 0.025])
+    times = [0.06, 0.01, 0.01, 0.02, 0.07, 0.01, 0.01, 0.01, 0.5]
+    assert cycle_means(times, 4) == pytest.approx([0.025, 0.025])
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_slower_rollout_is_a_slowdown_read_over_whole_cycles(seed):
     # The PPO job's rollout 1.35x longer from cycle 100 on: the step 1.25x. Read as single
     # iterations, the clip (2x the mean iteration) cuts the rollout whatever it grows by, and the
-    # noise guard holds the pattern's spread for noise: no session, as in 7 of 10 such runs (5 of them 1.12-1.56x slower). Read
-    # over whole cycles (a window of 50 of them), it is found.
+    # noise guard holds the pattern's spread for noise: no session, as in 7 of 10 such runs (5 of
+    # them 1.12-1.56x slower). Read over whole cycles (a window of 50 of them), it is found.
     rng = random.Random(seed)
     times = ppo(rng, 100) + ppo(rng, 100, rollout_s=0.081)
     assert feed(DegradationDetector(max_cycle=1), times) == []

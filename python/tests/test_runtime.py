@@ -550,8 +550,10 @@ def test_the_exit_waits_for_a_store_call_in_flight_instead_of_aborting(tmp_path)
         assert time.monotonic() - start < 20
 
 
-@pytest.mark.parametrize("cycle, capture_s, expected", [(1, 20.0, 5), (4, 20.0, 8), (3, 20.0, 6), (4, 0.1, 4)])
-def test_a_session_window_is_whole_cycles_where_the_iterations_repeat_one(tmp_path, cycle, capture_s, expected):
+@pytest.mark.parametrize("cycle, capture_s, expected",
+                         [(1, 20.0, 5), (4, 20.0, 8), (3, 20.0, 6), (4, 0.1, 4)])
+def test_a_session_window_is_whole_cycles_where_the_iterations_repeat_one(tmp_path, cycle, capture_s,
+                                                                          expected):
     """Where the detector read a period (detector.py, "Cycles"), the window it asks for is whole
     cycles: rounded up, or down where the T-second cap cut it (0.1 s of 20 ms iterations: 5)."""
     from eroica import trigger
@@ -605,7 +607,8 @@ def test_a_period_read_after_the_baseline_calls_for_a_baseline_of_whole_cycles(t
         def on_boundary(self, iteration, finished_s):
             return True
 
-    for window, proposed_at, cycle, due in ((5, 1, 4, True), (8, 1, 4, False), (5, 1, 1, False), (8, 4, 3, False)):
+    cases = ((5, 1, 4, True), (8, 1, 4, False), (5, 1, 1, False), (8, 4, 3, False))
+    for window, proposed_at, cycle, due in cases:
         rt = quiet_runtime(EROICA_DIR=tmp_path)
         rt._spawn = lambda *args: None
         Baseline.session = dict(Baseline.session, capture_iters=window, cycle=proposed_at)
