@@ -136,6 +136,12 @@ class _Windows:
         return math.sqrt(variance / n)
 
 
+def _mean_and_variance(xs) -> Tuple[float, float]:
+    """The mean and the sample variance (n - 1) of at least two values."""
+    m = math.fsum(xs) / len(xs)
+    return m, math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+
+
 def cycle_length(samples_s, max_cycle: int = 8, min_spread: float = 0.05, ratio: float = 0.1,
                  min_cycles: int = 6) -> int:
     """The period, in iterations, of a pattern the samples repeat (1: none). A length p in
@@ -153,17 +159,12 @@ def cycle_length(samples_s, max_cycle: int = 8, min_spread: float = 0.05, ratio:
     sample, only a coarser one); the PPO job's strong pattern (a rollout 5x an update) read 4 in
     487 of 500 first windows, its weak healthy one (the module docstring's) 4 in 368 of 500
     fourth windows (another length in 113, none in 19). The 28 windows of 200 iterations its
-    real runs' sessions held after their faults' onset read 4 in 18, none in 10."""
+    real runs' sessions held from iteration 500 on (faulty and healthy runs) read 4 in 18, none
+    in 10."""
     samples = list(samples_s)
     if len(samples) < 2 * min_cycles:
         return 1
-    mean = math.fsum(samples) / len(samples)
-
-    def variance(xs):
-        m = math.fsum(xs) / len(xs)
-        return math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1)
-
-    single = variance(samples)
+    mean, single = _mean_and_variance(samples)
     if mean <= 0 or single <= (min_spread * mean) ** 2:
         return 1
     left = {}  # p: the share of the iterations' variance that sums of p leave
@@ -171,7 +172,8 @@ def cycle_length(samples_s, max_cycle: int = 8, min_spread: float = 0.05, ratio:
         cycles = len(samples) // p
         if cycles < min_cycles:
             break
-        left[p] = variance([math.fsum(samples[i * p:(i + 1) * p]) for i in range(cycles)]) / (p * single)
+        sums = [math.fsum(samples[i * p:(i + 1) * p]) for i in range(cycles)]
+        left[p] = _mean_and_variance(sums)[1] / (p * single)
     passing = [p for p in left if left[p] < ratio]
     if not passing:
         return 1
@@ -254,7 +256,7 @@ class DegradationDetector:
         time's best starts afresh (a profiled window's CPU time is no pace of the job's)."""
         self._skip = self.warmup
         self._pace = pace
-        if getattr(self, "_probe", None) is not None:
+        if self._probe is not None:
             self._probe_since = len(self._probe)
         self._new_windows(pace)
         self._armed = True
@@ -443,13 +445,8 @@ def still_speeding_up(samples_s, sigmas: float = 2.0) -> bool:
     if half < 3:
         return False
     older, newer = samples[:half], samples[-half:]
-
-    def mean_and_var(xs):
-        m = math.fsum(xs) / len(xs)
-        return m, math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1)
-
-    m_old, v_old = mean_and_var(older)
-    m_new, v_new = mean_and_var(newer)
+    m_old, v_old = _mean_and_variance(older)
+    m_new, v_new = _mean_and_variance(newer)
     return m_old - m_new > sigmas * math.sqrt(v_old / half + v_new / half)
 
 

@@ -671,9 +671,15 @@ void AddImbalancedWorkers(const WorkerGroup& group, const Expectations& e, const
     // found: the smaller of the two 0.033 at most. As in CallSizes::MoreData, not where another
     // rank's median calls moved by the ratio: something stretched whole stretches of calls there as
     // much as more data would (the healthy GRU whose ranks 1 and 2 ran every op about twice as long).
+    // Nor where its mean calls are no larger than its peers': more data makes every call do more,
+    // and on a processor it had as readily as they did (CompareWork asks that) its mean carries no
+    // more preemption than theirs. A healthy baseline window of the unseen PPO job (5 ranks):
+    // rank 2's fastest calls 1.56x, its ops 0.053 of a step beyond in sum, its thread 0.059 of the
+    // window longer, its mean calls 0.998x; the ranks given more data these calls found, 1.035x to
+    // 1.78x (stops 56-60's jobs).
     const bool fastest_calls = !counted && !larger_calls && !sizes.empty() && on_cpu_beyond[k] &&
-                               sizes[k].median.others_largest < e.imbalance_ratio &&
-                               sizes[k].FastestCallsMoreData(e.imbalance_ratio) &&
+                               sizes[k].median.others_largest < e.imbalance_ratio && sizes[k].mean.measured &&
+                               sizes[k].mean.batch_ratio > 1 && sizes[k].FastestCallsMoreData(e.imbalance_ratio) &&
                                std::min(sizes[k].batch_share_beyond, cpu_beyond) >= e.small_group_min_excess_beta;
     if (!counted && !larger_calls && !fastest_calls) continue;
     double excess = own[k] - PeerCenter(own, own_center, k);

@@ -2166,12 +2166,14 @@ TEST(LocalizerTest, TheQuartileIsSetAgainstTheModelSizedWorksNearerStatistic) {
 // spread): where its batch-sized ops held `beyond` more of a step than its peers' in sum and its
 // thread ran on a CPU `extra_cpu` of the window longer, both by the small group's floor (0.05).
 TEST(LocalizerTest, FastestCallsFindARankGivenMoreDataWhereItsOpsAndThreadTookThatMuchMore) {
-  auto run = [](double beyond, double extra_cpu, double rank3_median = 1.0) {
+  // `mean`: rank 1's batch-sized ops' mean calls over its peers'.
+  auto run = [](double beyond, double extra_cpu, double rank3_median = 1.0, double mean = 1.2) {
     LocalizeInput input = CallSizesRun(1.0, 1.0, 0.97f, 400, extra_cpu, beyond);
     for (WorkerPattern& w : input.workers) {
       for (FunctionPattern& f : w.functions) {
         bool batch_sized = f.category == Category::kCompute && f.name.find("AccumulateGrad") == std::string::npos;
         f.low_quartile_duration_us = f.median_duration_us * 0.4;
+        if (batch_sized) f.mean_duration_us = f.median_duration_us * 1.5 * (w.rank == 1 ? mean : 1.0);
         if (w.rank == 1 && batch_sized) f.low_quartile_duration_us *= 2.0;
         if (w.rank == 3 && batch_sized) f.median_duration_us *= rank3_median;
       }
@@ -2191,6 +2193,8 @@ TEST(LocalizerTest, FastestCallsFindARankGivenMoreDataWhereItsOpsAndThreadTookTh
   EXPECT_TRUE(run(0.03, 0.12).healthy());
   // Another rank's median calls moved 1.6x with the same data: the calls are the scheduler's.
   EXPECT_TRUE(run(0.06, 0.12, 1.6).healthy());
+  // Its mean calls no larger than its peers' (a healthy PPO baseline window: 0.998x): no more data.
+  EXPECT_TRUE(run(0.06, 0.12, 1.0, 0.998).healthy());
 }
 
 // A healthy 4-rank GRU's baseline window on 2 busy cores: ranks 1 and 2 ran their ops about twice

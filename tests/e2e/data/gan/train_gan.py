@@ -33,7 +33,6 @@ OUT = os.environ.get("OUT", "/tmp/novel20")
 rank = int(os.environ["RANK"]); world = int(os.environ["WORLD_SIZE"])
 torch.set_num_threads(1)
 torch.manual_seed(11 + rank)
-START = time.time()
 
 
 def on(kind, r, step):
@@ -45,11 +44,8 @@ def on(kind, r, step):
 
 
 class Blobs(Dataset):
-    """Rendered on demand; the loader workers learn the step from the clock, as a job's own
-    schedule would (the training loop's step is not theirs to see)."""
-
-    def __init__(self):
-        self.from_s = None
+    """Rendered on demand; the loader workers learn that the fault began from a file the training
+    loop writes at FROM (the loop's step is not theirs to see: blur_passes)."""
 
     def __len__(self):
         return 10 ** 6
