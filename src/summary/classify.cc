@@ -7,7 +7,7 @@
 namespace eroica {
 namespace {
 
-enum class Match : uint8_t { kAny, kPrefix, kContains, kPrefixNoCase };
+enum class Match : uint8_t { kAny, kPrefix, kContains, kPrefixNoCase, kAutogradFunction };
 
 struct Rule {
   std::string_view cat;  // "*" matches any cat, "" only events without one
@@ -37,6 +37,22 @@ constexpr std::array kRules = {
     Rule{"Kernel", Match::kAny, "", EventRole::kDeviceCompute},
     Rule{"gpu_memcpy", Match::kAny, "", EventRole::kDeviceMemory},
     Rule{"gpu_memset", Match::kAny, "", EventRole::kDeviceMemory},
+    // torch.distributed.nn.functional's autograd functions (their forward, their backward node,
+    // the engine's range around it): each starts a collective and waits for it, and their own
+    // time is that wait. Plain ranges, under the backend's range (gloo:*, painted above them) as
+    // the collective they wait for. Read as autograd nodes (a Backward in the name: compute on
+    // CPU training), an unseen mixture-of-experts job's backward all_to_all waits, 0.05-0.10 of
+    // each rank's step, counted as compute, the most on the ranks that waited longest.
+    Rule{"*", Match::kAutogradFunction, "_AlltoAllSingle", EventRole::kAnnotation},
+    Rule{"*", Match::kAutogradFunction, "_AlltoAll", EventRole::kAnnotation},
+    Rule{"*", Match::kAutogradFunction, "_AllReduce", EventRole::kAnnotation},
+    Rule{"*", Match::kAutogradFunction, "_AllGather", EventRole::kAnnotation},
+    Rule{"*", Match::kAutogradFunction, "_AllGatherBase", EventRole::kAnnotation},
+    Rule{"*", Match::kAutogradFunction, "_Reduce_Scatter", EventRole::kAnnotation},
+    Rule{"*", Match::kAutogradFunction, "_Reduce", EventRole::kAnnotation},
+    Rule{"*", Match::kAutogradFunction, "_Broadcast", EventRole::kAnnotation},
+    Rule{"*", Match::kAutogradFunction, "_Gather", EventRole::kAnnotation},
+    Rule{"*", Match::kAutogradFunction, "_Scatter", EventRole::kAnnotation},
     // Recognised CPU-side ranges.
     Rule{"*", Match::kPrefix, "enumerate(DataLoader)", EventRole::kDataloader},
     Rule{"*", Match::kPrefix, "eroica::gc", EventRole::kGc},
@@ -70,6 +86,19 @@ bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
   });
 }
 
+// `name` is the autograd function `function` itself, its backward node (function + "Backward",
+// a number after it in some versions) or the autograd engine's range around that node.
+bool IsAutogradFunction(std::string_view name, std::string_view function) {
+  constexpr std::string_view kEngine = "autograd::engine::evaluate_function: ";
+  if (name.starts_with(kEngine)) name.remove_prefix(kEngine.size());
+  if (!name.starts_with(function)) return false;
+  name.remove_prefix(function.size());
+  if (name.empty()) return true;
+  if (!name.starts_with("Backward")) return false;
+  name.remove_prefix(std::string_view("Backward").size());
+  return std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 bool Matches(const Rule& rule, std::string_view cat, std::string_view name) {
   if (rule.cat != "*" && rule.cat != cat) return false;
   switch (rule.match) {
@@ -81,6 +110,8 @@ bool Matches(const Rule& rule, std::string_view cat, std::string_view name) {
       return name.find(rule.text) != std::string_view::npos;
     case Match::kPrefixNoCase:
       return StartsWithNoCase(name, rule.text);
+    case Match::kAutogradFunction:
+      return IsAutogradFunction(name, rule.text);
   }
   return false;
 }

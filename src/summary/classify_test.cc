@@ -39,5 +39,23 @@ TEST(ClassifyEventTest, CpuSideRanges) {
   EXPECT_EQ(ClassifyEvent("user_annotation", "## forward ##"), EventRole::kAnnotation);
 }
 
+// torch.distributed.nn.functional's autograd functions wait for their collective: plain ranges, so
+// that the backend's range paints that time as the collective's, not their node's compute.
+TEST(ClassifyEventTest, DistributedAutogradFunctionsAreRangesNotCompute) {
+  for (std::string_view cat : {"", "cpu_op"}) {
+    EXPECT_EQ(ClassifyEvent(cat, "_AlltoAllSingle"), EventRole::kAnnotation);
+    EXPECT_EQ(ClassifyEvent(cat, "_AlltoAllSingleBackward"), EventRole::kAnnotation);
+    EXPECT_EQ(ClassifyEvent(cat, "autograd::engine::evaluate_function: _AlltoAllSingleBackward"),
+              EventRole::kAnnotation);
+    EXPECT_EQ(ClassifyEvent(cat, "_AllReduceBackward0"), EventRole::kAnnotation);
+    EXPECT_EQ(ClassifyEvent(cat, "_Reduce_ScatterBackward"), EventRole::kAnnotation);
+  }
+  // Autograd nodes of ops that only share a word stay compute.
+  EXPECT_EQ(ClassifyEvent("", "GatherBackward0"), EventRole::kCpuOp);
+  EXPECT_EQ(ClassifyEvent("", "autograd::engine::evaluate_function: ScatterAddBackward0"), EventRole::kCpuOp);
+  EXPECT_EQ(ClassifyEvent("", "_AllReduceFusedBackward"), EventRole::kCpuOp);
+  EXPECT_EQ(ClassifyEvent("cpu_op", "_GatherBackwardX"), EventRole::kCpuOp);
+}
+
 }  // namespace
 }  // namespace eroica

@@ -170,6 +170,35 @@ TEST(SummarizeTest, ALastCollectiveWhoseBackendRangeWasNeverRecordedLastsUntilTh
   EXPECT_NEAR(host(no_backend), 490 / 2000.0, 1e-9);
 }
 
+// torch.distributed.nn.functional's all_to_all_single, as an unseen mixture-of-experts job
+// recorded it on CPU (torch 1.13): the training thread runs the autograd function (forward
+// `_AlltoAllSingle`, backward `_AlltoAllSingleBackward` around another `_AlltoAllSingle`) and
+// waits inside it while gloo's thread records the collective. The wait is the collective's in both
+// directions, not the backward node's compute.
+TEST(SummarizeTest, ADistributedAutogradFunctionsWaitIsItsCollectives) {
+  constexpr std::string_view trace = R"json([
+    {"name":"ProfilerStep#1","ph":"X","ts":0,"dur":1000,"tid":1,"pid":7},
+    {"name":"ProfilerStep#2","ph":"X","ts":1000,"dur":1000,"tid":1,"pid":7},
+    {"name":"aten::mm","ph":"X","ts":0,"dur":200,"tid":1,"pid":7},
+    {"name":"_AlltoAllSingle","ph":"X","ts":200,"dur":300,"tid":1,"pid":7},
+    {"name":"aten::empty","ph":"X","ts":205,"dur":5,"tid":1,"pid":7},
+    {"name":"gloo:all_to_all","ph":"X","ts":220,"dur":270,"tid":2,"pid":7},
+    {"name":"aten::mm","ph":"X","ts":500,"dur":500,"tid":1,"pid":7},
+    {"name":"autograd::engine::evaluate_function: _AlltoAllSingleBackward","ph":"X","ts":1000,"dur":400,"tid":1,"pid":7},
+    {"name":"_AlltoAllSingleBackward","ph":"X","ts":1001,"dur":398,"tid":1,"pid":7},
+    {"name":"_AlltoAllSingle","ph":"X","ts":1010,"dur":385,"tid":1,"pid":7},
+    {"name":"gloo:all_to_all","ph":"X","ts":1020,"dur":370,"tid":3,"pid":7},
+    {"name":"aten::mm","ph":"X","ts":1400,"dur":600,"tid":1,"pid":7}
+  ])json";
+  WorkerPattern p = SummarizeText(trace);
+  std::map<std::string, double> beta = BetaByName(p);
+  EXPECT_NEAR(beta["alltoall"], (270 + 370) / 2000.0, 1e-9);
+  EXPECT_NEAR(beta["_AlltoAllSingleBackward"], (9 + 4) / 2000.0, 1e-9);  // around the call: host
+  EXPECT_NEAR(p.category_beta[static_cast<int>(Category::kCompute)], (200 + 5 + 500 + 600) / 2000.0, 1e-9);
+  ASSERT_EQ(p.collectives.size(), 2u);
+  EXPECT_FLOAT_EQ(p.collectives[1].duration_us, 370);
+}
+
 TEST(SummarizeTest, NoStepMarkersCoverTheWholeWindowWithAWarning) {
   WorkerPattern p = SummarizeText(R"([{"name":"aten::mm","ph":"X","ts":10,"dur":30,"tid":1,"pid":1},
                                       {"name":"aten::add","ph":"X","ts":60,"dur":50,"tid":1,"pid":1}])");
