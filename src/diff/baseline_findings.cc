@@ -137,39 +137,27 @@ bool MayBeASymptom(const Finding& f, const CoresNow& cores) {
   return cores.busy && (SlowerOpsSinceTheBaseline(f) || RankNamedByItsOpsSpeed(f, cores));
 }
 
-// A rank its own CPU quota held back (its cgroup's throttled time): a cause no rule against the
-// baseline measures, and none of theirs can be its symptom (a quota freezes the rank whatever the
-// node's other cores do). It explains its impact, never the whole slowdown, so a cause that every
-// rank has beside it is still looked for: an unseen 4-rank denoiser whose rank 2 ran at a 30 %
-// quota while every rank's loader workers took 26 ms more of CPU a step (2 cores, 94 % busy) was
-// 67 ms a step slower; the quota's finding, 40 ms, stood for all of it.
-bool HeldBackByItsQuota(const Finding& f, const CoresNow& cores) {
-  return f.scope == FindingScope::kLocal && f.category == FindingCategory::kCompute && f.workers.size() == 1 &&
-         cores.held_by_quota.contains(f.workers.front());
-}
-
 }  // namespace
 
 double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options,
                              const CoresNow& cores) {
   double slowdown_ms = diff.now.iteration_ms - diff.base.iteration_ms;
-  if (slowdown_ms <= options.min_slowdown_share * diff.base.iteration_ms) slowdown_ms = 0;
+  const double floor_ms = options.min_slowdown_share * diff.base.iteration_ms;
+  if (slowdown_ms <= floor_ms) slowdown_ms = 0;
   slowdown_ms = std::max(slowdown_ms, options.detected_slowdown_ms);
   if (slowdown_ms <= 0) return 0;
-  double explained_ms = 0;  // by what the baseline's rules measured and that explains less alone
+  double explained_ms = 0;  // by the findings that measured what they cost
   for (const Finding& f : diagnosis.findings) {
     if (f.standing) continue;  // the baseline had it too (standing_costs.h)
     if (MayBeASymptom(f, cores)) continue;
-    const double impact_ms = f.impact_s_per_iter * 1e3;
-    const bool quota = HeldBackByItsQuota(f, cores);
-    if (f.category == FindingCategory::kHang || (impact_ms >= options.explains_share * slowdown_ms && !quota)) return 0;
-    if (quota || f.from_baseline || (f.scope == FindingScope::kGlobal && !options.window_globals_stand_for_it)) {
-      explained_ms += impact_ms;
-    } else if (f.scope == FindingScope::kGlobal) {
-      return 0;
-    }
+    if (f.category == FindingCategory::kHang) return 0;
+    const bool window_global = f.scope == FindingScope::kGlobal && !f.from_baseline;
+    if (window_global && options.window_globals_stand_for_it) return 0;
+    explained_ms += f.impact_s_per_iter * 1e3;
   }
-  return std::max(0.0, slowdown_ms - explained_ms);
+  // What they leave is a cause of its own only where it would be a slowdown by itself.
+  const double left_ms = slowdown_ms - explained_ms;
+  return left_ms > floor_ms ? left_ms : 0;
 }
 
 std::string StepsText(const DiffSide& side) {

@@ -45,21 +45,23 @@ struct CoresNow {
 CoresNow ReadCoresNow(const std::vector<WorkerPattern>& now);
 
 // The slowdown against the baseline (ms per iteration: the profiled windows' difference where it
-// exceeds min_slowdown_share of the baseline's iteration, or the detector's, the larger) where no
-// finding stands for it (no hang, no global finding of the window's, none that explains half of
-// it), else 0: where the rules below (new_code_lines.h, busy_loader_workers.h) look for a cause
-// the pattern diff's bars missed. A finding the baseline's rules made measures what grew since
-// then, so what it explains is its impact, whatever its scope: less than half leaves the rest to
-// find (the forecaster's 5-rank session whose every loader worker took the cores, 101.8 ms a step
-// slower, had its evaluation pass, 19.0 ms once in 5 steps, found first as new code and the
-// loader's 53 ms not looked for). A global finding of the window's (a share of this window's
-// step, not a growth) stands for the slowdown. On busy shared cores
-// (`cores.busy`) a global compute or memory finding of the baseline's does not stand for it:
-// every rank's ops run slower there when something else takes the cores; nor does a rank named by
-// its ops' speed (local compute or imbalance, no CPU quota holding it back), which the same
-// contention moves between ranks. Such a rank's finding stays, after what the rules find. A rank
-// its own CPU quota held back explains its impact only, whatever its share (baseline_findings.cc,
-// HeldBackByItsQuota).
+// exceeds min_slowdown_share of the baseline's iteration, or the detector's, the larger) that the
+// findings leave, where that is a slowdown by the same rule, else 0: where the rules below
+// (new_code_lines.h, busy_loader_workers.h, own_loader_growth.h) look for a cause the pattern
+// diff's bars missed, each by its own measure, held to what is left. A hang stands for all of it,
+// and so does a global finding of the window's own analysis (a share of this window's step, not a
+// growth) unless `window_globals_stand_for_it` is off. Every other finding explains its impact,
+// whatever its share: a rank's own cost measured against its peers is what that rank cost, not
+// what the rest of the job lost meanwhile. An unseen 5-rank GAN whose rank 0 ran per-sample
+// statistics in Python (86 ms a step) while every rank's loader workers took 16.5 ms more of CPU
+// a step on the 2 shared cores went 190 -> 290 ms a step; the statistics stood for all of it
+// where a finding explaining half the slowdown stood for the whole (stop 60's rule). A rank its
+// own CPU quota held back already explained its impact only: a 4-rank denoiser's quota, 40 ms of
+// a 67 ms slowdown, had stood for the cores every rank's loader workers took. On busy shared cores
+// (`cores.busy`) a global compute or memory finding of the baseline's explains nothing: every
+// rank's ops run slower there when something else takes the cores; nor does a rank named by its
+// ops' speed (local compute or imbalance, no CPU quota holding it back), which the same
+// contention moves between ranks. Such a rank's finding stays, after what the rules find.
 double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options,
                              const CoresNow& cores);
 

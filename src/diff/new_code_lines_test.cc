@@ -187,13 +187,20 @@ TEST(NewCodeOnEveryRank, NothingWhereTheLineIsNotTheSlowdownsOrAFindingAlreadyIs
   // The baseline ran it too.
   FindNewCodeOnEveryRank(Timed(SampledJob(6, 0.05F, true, 300), 0.219, 11, 150), now, IterationsOnly(219, 247), &d);
   EXPECT_TRUE(d.findings.empty());
-  // A local finding explains the slowdown (half of it), or a global one stands for it already.
+  // A local finding explains the slowdown (all but less than 5 % of the baseline's step), or a
+  // global one stands for it already.
   Finding local;
   local.scope = FindingScope::kLocal;
-  local.impact_s_per_iter = 0.015;
+  local.impact_s_per_iter = 0.018;
   d.findings = {local};
   FindNewCodeOnEveryRank(base, now, IterationsOnly(219, 247), &d);
   EXPECT_EQ(d.findings.size(), 1U);
+  local.impact_s_per_iter = 0.015;  // half of it: the rest, 13 ms, is the new code's
+  d.findings = {local};
+  FindNewCodeOnEveryRank(base, now, IterationsOnly(219, 247), &d);
+  ASSERT_EQ(d.findings.size(), 2U);
+  EXPECT_NEAR(d.findings[0].impact_s_per_iter, 0.015, 1e-9);
+  EXPECT_NEAR(d.findings[1].impact_s_per_iter, 0.013, 1e-6);
   d.findings = {GlobalCompute(0.01)};
   FindNewCodeOnEveryRank(base, now, IterationsOnly(219, 247), &d);
   EXPECT_EQ(d.findings.size(), 1U);
