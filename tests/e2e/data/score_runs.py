@@ -81,12 +81,31 @@ def chosen_session(run, from_step):
     return chosen
 
 
+def baseline_of(run, sdir):
+    """What a session is diagnosed against when re-diagnosed: the traces of the run's last baseline
+    session before it, summarized by the same binary (the run's kept .baseline.pattern was
+    summarized by the binary that made the run; a summarizer's change would read as a change of
+    the job), else that kept pattern, else None."""
+    target = json.load(open(os.path.join(sdir, "session.json"))).get("target_iteration", 0)
+    best = None
+    for s in glob.glob(os.path.join(run, "*", "session.json")):
+        doc = json.load(open(s))
+        if doc.get("reason") == "baseline" and doc.get("target_iteration", 0) < target:
+            if glob.glob(os.path.join(os.path.dirname(s), "rank-*.json*")) and (
+                    best is None or doc["target_iteration"] > best[0]):
+                best = (doc["target_iteration"], os.path.dirname(s))
+    if best:
+        return best[1]
+    kept = glob.glob(os.path.join(run, "*.baseline.pattern"))
+    return kept[0] if kept else None
+
+
 def report(run, sdir, binary):
     if not binary:
         p = os.path.join(sdir, "report.json")
         return json.load(open(p)) if os.path.exists(p) else None
-    base = glob.glob(os.path.join(run, "*.baseline.pattern"))
-    cmd = [binary, "diagnose", sdir, "--format", "json"] + (["--baseline", base[0]] if base else [])
+    base = baseline_of(run, sdir)
+    cmd = [binary, "diagnose", sdir, "--format", "json"] + (["--baseline", base] if base else [])
     out = subprocess.run(cmd, capture_output=True, text=True)
     try:
         return json.loads(out.stdout)
