@@ -41,8 +41,9 @@ constexpr std::array kRules = {
     // the engine's range around it): each starts a collective and waits for it, and their own
     // time is that wait. Plain ranges, under the backend's range (gloo:*, painted above them) as
     // the collective they wait for. Read as autograd nodes (a Backward in the name: compute on
-    // CPU training), an unseen mixture-of-experts job's backward all_to_all waits, 0.05-0.10 of
-    // each rank's step, counted as compute, the most on the ranks that waited longest.
+    // CPU training), an unseen mixture-of-experts job's backward all_to_all waits counted as
+    // compute, 0.05-0.10 of each rank's 5-step window (0.25 of one step), the most on the ranks
+    // that waited longest.
     Rule{"*", Match::kAutogradFunction, "_AlltoAllSingle", EventRole::kAnnotation},
     Rule{"*", Match::kAutogradFunction, "_AlltoAll", EventRole::kAnnotation},
     Rule{"*", Match::kAutogradFunction, "_AllReduce", EventRole::kAnnotation},
