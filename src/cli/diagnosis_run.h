@@ -69,6 +69,7 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   // the rules below look past it).
   MarkStandingCosts(base->workers, run->input.workers, diff, &run->diagnosis);
   ApplyBaseline(diff, &run->diagnosis);
+  FoldSlowerOpsIntoTakenCores(run->input.workers, &run->diagnosis);
   // A finding the baseline added has no code location yet: the window's stack samples give it
   // (the table is built again only then; localization's own is gone).
   auto locate_baselines_findings = [&] {

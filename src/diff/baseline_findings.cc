@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -224,6 +225,30 @@ void FoldSlowerOpsInto(Diagnosis* diagnosis, Finding* cause, const CoresNow& cor
                     f.function, f.evidence.substr(std::string_view("against the baseline: ").size()));
     return true;
   });
+}
+
+void FoldSlowerOpsIntoTakenCores(const std::vector<WorkerPattern>& now, Diagnosis* diagnosis) {
+  if (!ReadCoresNow(now).busy) return;
+  double taken_s = 0;
+  std::optional<size_t> taker;  // the finding whose processes took the most
+  for (size_t i = 0; i < diagnosis->findings.size(); ++i) {
+    const Finding& f = diagnosis->findings[i];
+    if (f.standing || f.from_baseline || f.cores_taken_s_per_iter <= 0) continue;
+    taken_s += f.cores_taken_s_per_iter;
+    if (!taker || f.cores_taken_s_per_iter > diagnosis->findings[*taker].cores_taken_s_per_iter) taker = i;
+  }
+  if (!taker) return;
+  auto symptom = [&](const Finding& f) { return SlowerOpsSinceTheBaseline(f) && f.impact_s_per_iter <= taken_s; };
+  Finding& cause = diagnosis->findings[*taker];
+  for (const Finding& f : diagnosis->findings) {
+    if (!symptom(f)) continue;
+    cause.evidence += fmt::format(
+        "; every rank's ops ran slower beside it on the cores its processes took, {:.1f} ms/iter of the {:.1f} they "
+        "took ({} {}: {})",
+        1e3 * f.impact_s_per_iter, 1e3 * taken_s, Name(f.category), f.function,
+        f.evidence.substr(std::string_view("against the baseline: ").size()));
+  }
+  std::erase_if(diagnosis->findings, symptom);  // never the cause: a window's own finding
 }
 
 std::vector<RankPair> PairsByRank(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now) {

@@ -81,6 +81,16 @@ inline constexpr std::string_view kNewCodeEvidence = "code their baseline's samp
 // that the cores were taken; a rule that found what took the cores calls it.
 void FoldSlowerOpsInto(Diagnosis* diagnosis, Finding* cause, const CoresNow& cores);
 
+// On busy shared cores (`cores.busy`), a window's finding of one rank's own processes that took
+// cores every rank runs on (Finding::cores_taken_s_per_iter: its loader workers, its other
+// threads) slows every rank's ops alike: the baseline's finding that every rank's ops got slower
+// (SlowerOpsSinceTheBaseline) is their symptom where it costs no more than they took, and goes
+// into the finding that took the most, as its evidence. An unseen 4-rank mixture of experts whose
+// rank 3's loader worker took 0.36 of the 2 cores (97 % busy) while rank 2 had twice the batch
+// listed `global compute` (every rank's matrix products 9.7 -> 13.9 ms a call, 53.6 ms a step)
+// between the loader (79.1 ms) and rank 2's imbalance (28.1 ms).
+void FoldSlowerOpsIntoTakenCores(const std::vector<WorkerPattern>& now, Diagnosis* diagnosis);
+
 // Adds a finding a rule for an unexplained slowdown made (UnexplainedSlowdownMs), most costly
 // first: behind the findings that cost more, ahead of standing costs and, on busy cores, of what
 // may be their symptom (slower ops; a rank named by its ops' speed). A 5-rank forecaster whose rank

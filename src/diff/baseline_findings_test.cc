@@ -283,5 +283,58 @@ TEST(BaselineFindings, GlobalChangeGoesAheadOfALocalFindingThatExplainsLittle) {
   EXPECT_EQ(d.findings[0].function, "aten::mm");
 }
 
+// An unseen 4-rank mixture of experts on 2 cores 97 % busy: rank 3's loader worker took 0.36 of
+// the cores (79.1 ms of a 440 ms step) while rank 2 had twice the batch; the baseline's `global
+// compute` (every rank's matrix products slower, 53.6 ms a step) is what the taken cores did, and
+// goes into the loader's finding. Larger than what they took, or on cores not busy, it stays.
+TEST(BaselineFindings, EveryRanksSlowerOpsBesideARanksProcessesThatTookTheCoresAreTheirSymptom) {
+  auto now = [](float busy) {
+    std::vector<WorkerPattern> job = Job(4);
+    for (WorkerPattern& w : job) w.cpu = CpuShare{.cpus = 2, .host_busy = busy};
+    return job;
+  };
+  Finding loader;
+  loader.category = FindingCategory::kDataloader;
+  loader.workers = {3};
+  loader.impact_s_per_iter = 0.0791;
+  loader.cores_taken_s_per_iter = 0.0791;
+  Finding imbalance;
+  imbalance.category = FindingCategory::kImbalance;
+  imbalance.workers = {2};
+  imbalance.impact_s_per_iter = 0.0281;
+  auto slower_ops = [](double impact_s) {
+    Finding f;
+    f.scope = FindingScope::kGlobal;
+    f.category = FindingCategory::kCompute;
+    f.from_baseline = true;
+    f.function = "aten::mm";
+    f.workers = {0, 1, 2, 3};
+    f.impact_s_per_iter = impact_s;
+    f.evidence = "against the baseline: 3 of 4 ranks' aten::mm takes 13.86 ms per call, 9.72 ms at the baseline";
+    return f;
+  };
+  Diagnosis d;
+  d.findings = {loader, slower_ops(0.0536), imbalance};
+  FoldSlowerOpsIntoTakenCores(now(0.97f), &d);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kDataloader);
+  EXPECT_EQ(d.findings[1].category, FindingCategory::kImbalance);
+  EXPECT_NE(d.findings[0].evidence.find("every rank's ops ran slower beside it on the cores its processes took, 53.6 "
+                                        "ms/iter of the 79.1 they took (compute aten::mm: 3 of 4 ranks' aten::mm"),
+            std::string::npos)
+      << d.findings[0].evidence;
+  d.findings = {loader, slower_ops(0.100), imbalance};
+  FoldSlowerOpsIntoTakenCores(now(0.97f), &d);
+  ASSERT_EQ(d.findings.size(), 3u);
+  EXPECT_EQ(d.findings[1].category, FindingCategory::kCompute);
+  d.findings = {loader, slower_ops(0.0536), imbalance};
+  FoldSlowerOpsIntoTakenCores(now(0.6f), &d);
+  EXPECT_EQ(d.findings.size(), 3u);
+  loader.cores_taken_s_per_iter = 0;  // a loader that took no cores of every rank's
+  d.findings = {loader, slower_ops(0.0536), imbalance};
+  FoldSlowerOpsIntoTakenCores(now(0.97f), &d);
+  EXPECT_EQ(d.findings.size(), 3u);
+}
+
 }  // namespace
 }  // namespace eroica

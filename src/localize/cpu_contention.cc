@@ -593,6 +593,7 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
     // 103 ms a step against the baseline, which then read as the first cause.
     const WorkerRow& row = group.row(k);
     double taken_s = row.cpu->cpus > 0 ? (others[k] - peers) / row.cpu->cpus * iteration_s : 0.0;
+    if (!shared.empty()) f.cores_taken_s_per_iter = taken_s;
     if (!shared.empty() && taken_s > f.impact_s_per_iter) {
       f.impact_s_per_iter = taken_s;
       f.evidence += fmt::format(
@@ -624,6 +625,7 @@ void BlameBusyThreadsOfItsProcess(const WorkerGroup& group, const Expectations& 
     f.beta = others[k];
     f.peer_beta = peers;
     f.impact_s_per_iter = share * iteration_s;
+    f.cores_taken_s_per_iter = share * iteration_s;
     f.evidence = fmt::format("rank {}: ", row.rank) + BusyThreadsEvidence(others[k], peers, row.cpu->main_cpu) +
                  fmt::format(
                      "; no rank waits for it, but on cores the ranks share ({}) they took {:.2f} of the node's "
@@ -707,6 +709,7 @@ void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std
     if (peers < 0 || workers[k] - peers < 0.5 * f.impact_s_per_iter / iteration_s) continue;
     f.evidence += "; " + BusyLoaderWorkersEvidence(group.row(k), workers[k], peers, shared) +
                   " (its own training thread's among them)";
+    f.cores_taken_s_per_iter = (workers[k] - peers) / group.row(k).cpu->cpus * iteration_s;
     NameBusyLoaderWorkers(group, k, workers[k], peers, &f);
   }
   std::vector<bool> named = NamedAlone(group, *local);
@@ -721,6 +724,7 @@ void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std
     f.scope = FindingScope::kLocal;
     f.workers = {row.rank};
     f.impact_s_per_iter = share * iteration_s;
+    f.cores_taken_s_per_iter = share * iteration_s;
     f.evidence = fmt::format("rank {}: ", row.rank) + BusyLoaderWorkersEvidence(row, workers[k], peers, shared);
     NameBusyLoaderWorkers(group, k, workers[k], peers, &f);
     local->push_back(std::move(f));

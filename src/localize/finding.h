@@ -27,6 +27,11 @@ struct Finding {
   // same cost (diff/standing_costs.h): the job already paid it, it is not what changed.
   bool from_baseline = false;
   bool standing = false;
+  // A rank's own processes (its loader workers, its other threads) that took cores every rank
+  // runs on, busy and shared (cpu_contention.h): that share of the node's cores, seconds of each
+  // rank's step. Every rank's ops then run slower (diff/baseline_findings.h
+  // FoldSlowerOpsIntoTakenCores). 0 otherwise; not written to the diagnosis document.
+  double cores_taken_s_per_iter = 0;
 };
 
 struct Diagnosis {
