@@ -235,5 +235,34 @@ TEST(StandingCosts, AStandingCostLeavesTheSlowdownUnexplained) {
   EXPECT_NEAR(UnexplainedSlowdownMs(IterationsOnly(68, 82), d, {}, {}), 14, 1e-9);
 }
 
+// An unseen 5-rank mixture of experts whose rank 2 had 2.2x the batch, named as host time (calls
+// of its own) at 0.35 of the step here, its excess in its ops: its host share a little above its
+// peers' then and now says nothing of that cost. Its own work (all but waiting) then, level with
+// its peers', is what is compared: no cost the job already had.
+TEST(StandingCosts, AFindingWhoseCostIsItsOwnWorkInAllIsComparedByItsOwnWork) {
+  std::vector<WorkerPattern> base = JobWith(4, [](int r) {
+    return FunctionMs{{"(own python)", Category::kHost, r == 2 ? 3.0 : 1.5}};
+  });
+  std::vector<WorkerPattern> now = JobWith(4, [](int r) {
+    if (r == 2) return FunctionMs{{"(own python)", Category::kHost, 3.0}, {"aten::bmm", Category::kCompute, 60}};
+    return FunctionMs{{"(own python)", Category::kHost, 1.5}, {"gloo:wait", Category::kCommunication, 60}};
+  });
+  Finding own_calls = FindingOf(FindingScope::kLocal, FindingCategory::kHost, {2}, 0.057);
+  Diagnosis d;
+  d.findings = {own_calls};
+  MarkStandingCosts(base, now, DiffPatterns(base, now), &d);
+  EXPECT_FALSE(d.findings[0].standing) << d.findings[0].evidence;
+  // Its own work over its peers' at the baseline too: standing, by that measure.
+  base = JobWith(4, [](int r) {
+    if (r == 2) return FunctionMs{{"(own python)", Category::kHost, 3.0}, {"aten::bmm", Category::kCompute, 60}};
+    return FunctionMs{{"(own python)", Category::kHost, 1.5}, {"gloo:wait", Category::kCommunication, 60}};
+  });
+  d.findings = {own_calls};
+  MarkStandingCosts(base, now, DiffPatterns(base, now), &d);
+  EXPECT_TRUE(d.findings[0].standing);
+  EXPECT_NE(d.findings[0].evidence.find("as at the baseline (its own work +0.3"), std::string::npos)
+      << d.findings[0].evidence;
+}
+
 }  // namespace
 }  // namespace eroica
