@@ -699,11 +699,16 @@ void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std
   // spent 1.5 ms of CPU a sample (testbed loader_workers_busy, seed 9900): its workers 0.70 cores
   // against 0.08, its compute 0.27 of a step against 0.19 (+0.17 of a step in all), its training
   // thread queued 0.18 s a second against 0.08-0.10: `local compute rank 1`. On 379 ranks with
-  // workers read, workers ran at most 0.082 cores beyond their peers' but for the busy ones.
+  // workers read, workers ran at most 0.082 cores beyond their peers' but for the busy ones. So
+  // is a straggler late to run again after its collectives (host time at a resume point: its
+  // thread queued for a CPU): the same scenario in a clean clone of stop 61, rank 2's workers 0.59
+  // cores against 0.01-0.02, its thread queued 0.32 s a second, named `local host` at "(resuming
+  // after allreduce)" (0.177 of its step).
   std::unordered_map<int, size_t> member_of = MembersByRank(group);
   for (Finding& f : *local) {
     std::optional<size_t> member = MemberNamedAlone(member_of, f);
-    if (!member || f.category != FindingCategory::kCompute) continue;
+    const bool queued = f.category == FindingCategory::kHost && IsResumePoint(f.function);
+    if (!member || (f.category != FindingCategory::kCompute && !queued)) continue;
     size_t k = *member;
     double peers = outlier(k);
     if (peers < 0 || workers[k] - peers < 0.5 * f.impact_s_per_iter / iteration_s) continue;

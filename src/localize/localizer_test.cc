@@ -507,6 +507,42 @@ TEST(LocalizerTest, AStragglerWhoseOwnLoaderWorkersTookTheCoresIsTheirs) {
   EXPECT_EQ(idle.findings[0].workers, std::vector<int>{1});
 }
 
+// A straggler late to run again after its all-reduce (its thread queued for a CPU) whose own loader
+// workers took 0.6 cores against its peers' 0.01-0.02 (a clean clone's testbed
+// loader_workers_busy run): the queueing is its workers' doing, named at its loader.
+TEST(LocalizerTest, AStragglerQueuedAfterItsCollectivesWhoseOwnLoaderWorkersTookTheCoresIsTheirs) {
+  auto job = [](float rank2_workers) {
+    LocalizeInput input;
+    for (int r = 0; r < 4; ++r) {
+      double late = r == 2 ? 0.18 : 0.01;
+      WorkerPattern w = Worker(r, 0.25, 0.09, 0.0, 0.63 - late);
+      w.world_size = 4;
+      AddHostPoint(&w, "(resuming after allreduce, before aten::as_strided)", late);
+      for (int i = 0; i < 5; ++i) {
+        w.iteration_category_beta.push_back(
+            {0.25f, 0, static_cast<float>(0.63 - late), 0.09f, static_cast<float>(late)});
+      }
+      w.cpu = ThreadReadings(0.97f, 0.3f, 0.45f, 0.1f, 0.9f);
+      w.cpu->loader_cpu = r == 2 ? rank2_workers : 0.01f + 0.002f * static_cast<float>(r);
+      w.cpu->loader_run_delay = 0.1f;
+      w.cpu->loader_making = 0.05f;
+      w.cpu->loader_asleep = 0;
+      input.workers.push_back(w);
+    }
+    return input;
+  };
+  Diagnosis busy = Localize(job(0.6f), DefaultExpectations());
+  ASSERT_FALSE(busy.healthy());
+  EXPECT_EQ(busy.findings[0].category, FindingCategory::kDataloader) << busy.findings[0].evidence;
+  EXPECT_EQ(busy.findings[0].workers, std::vector<int>{2});
+  EXPECT_NE(busy.findings[0].evidence.find("its own training thread's among them"), std::string::npos)
+      << busy.findings[0].evidence;
+  Diagnosis idle = Localize(job(0.012f), DefaultExpectations());
+  ASSERT_FALSE(idle.healthy());
+  EXPECT_EQ(idle.findings[0].category, FindingCategory::kHost);
+  EXPECT_EQ(idle.findings[0].function, "(resuming after allreduce, before aten::as_strided)");
+}
+
 // Four ranks alike on 2 busy cores (compute 0.6, all-reduce 0.25 of a 0.4 s step); rank 0 also
 // logs every parameter's norm with .item() (a real 4-rank ViT: 1,740 aten::frobenius_norm and 1,769
 // aten::item calls a step its peers never made, the Python between them 0.05 of its step), while
