@@ -133,7 +133,7 @@ std::optional<std::string> StandingEvidence(const std::vector<WorkerPattern>& ba
   // the batch, named as host time (6,899 compute ops a step against 4,044) at 57 ms (0.108 of the
   // step, its own work +0.105): its host +0.01 over its peers then, +0.00 now, read "as at the
   // baseline". Not where its cost is the cores its processes took from every rank
-  // (Finding::cores_taken_s_per_iter): its own work does not hold that (a 4-rank graph network
+  // (Finding::cores_taken_s_per_iter): its own work does not hold that (a 5-rank graph network
   // whose rank 0's metrics thread took 0.32 of the cores, its own work +0.04 over its peers then).
   std::function<std::optional<double>(const WorkerPattern&)> measure = ShareOf(c);
   std::string_view measured = CategoryName(c);
