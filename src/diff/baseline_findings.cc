@@ -210,6 +210,19 @@ void InsertUnexplainedCause(Diagnosis* diagnosis, Finding cause, const CoresNow&
   diagnosis->findings.insert(at, std::move(cause));
 }
 
+namespace {
+
+// A folded "every rank's ops got slower" finding, as a clause of its cause's evidence: its
+// category, function and evidence (without the words every baseline finding's evidence opens with).
+std::string SlowerOpsClause(const Finding& slower) {
+  std::string_view evidence = slower.evidence;
+  constexpr std::string_view kOpening = "against the baseline: ";
+  if (evidence.starts_with(kOpening)) evidence.remove_prefix(kOpening.size());
+  return fmt::format("{} {}: {}", Name(slower.category), slower.function, evidence);
+}
+
+}  // namespace
+
 void FoldSlowerOpsInto(Diagnosis* diagnosis, Finding* cause, const CoresNow& cores) {
   for (Finding& f : diagnosis->findings) {
     if (!RankNamedByItsOpsSpeed(f, cores)) continue;
@@ -221,8 +234,7 @@ void FoldSlowerOpsInto(Diagnosis* diagnosis, Finding* cause, const CoresNow& cor
   std::erase_if(diagnosis->findings, [&](const Finding& f) {
     if (!SlowerOpsSinceTheBaseline(f)) return false;
     cause->evidence +=
-        fmt::format("; every rank's ops ran slower beside it on the cores it took ({} {}: {})", Name(f.category),
-                    f.function, f.evidence.substr(std::string_view("against the baseline: ").size()));
+        fmt::format("; every rank's ops ran slower beside it on the cores it took ({})", SlowerOpsClause(f));
     return true;
   });
 }
@@ -244,9 +256,8 @@ void FoldSlowerOpsIntoTakenCores(const std::vector<WorkerPattern>& now, Diagnosi
     if (!symptom(f)) continue;
     cause.evidence += fmt::format(
         "; every rank's ops ran slower beside it on the cores its processes took, {:.1f} ms/iter of the {:.1f} they "
-        "took ({} {}: {})",
-        1e3 * f.impact_s_per_iter, 1e3 * taken_s, Name(f.category), f.function,
-        f.evidence.substr(std::string_view("against the baseline: ").size()));
+        "took ({})",
+        1e3 * f.impact_s_per_iter, 1e3 * taken_s, SlowerOpsClause(f));
   }
   std::erase_if(diagnosis->findings, symptom);  // never the cause: a window's own finding
 }

@@ -507,27 +507,38 @@ TEST(LocalizerTest, AStragglerWhoseOwnLoaderWorkersTookTheCoresIsTheirs) {
   EXPECT_EQ(idle.findings[0].workers, std::vector<int>{1});
 }
 
+// Four ranks alike (compute `compute`, loader `loader`, all-reduce and `point` together `rest` of
+// the step) but for rank 2, late at every step by `late` of it at `point`, its resumption after
+// the all-reduce: the others wait that much longer.
+LocalizeInput LateByItsResumption(double compute, double loader, double rest, double late, const char* point) {
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    double at_point = r == 2 ? late : 0.01;
+    WorkerPattern w = Worker(r, compute, loader, 0.0, rest - at_point);
+    w.world_size = 4;
+    AddHostPoint(&w, point, at_point);
+    for (int i = 0; i < 5; ++i) {
+      w.iteration_category_beta.push_back({static_cast<float>(compute), 0, static_cast<float>(rest - at_point),
+                                           static_cast<float>(loader), static_cast<float>(at_point)});
+    }
+    input.workers.push_back(w);
+  }
+  return input;
+}
+
 // A straggler late to run again after its all-reduce (its thread queued for a CPU) whose own loader
 // workers took 0.6 cores against its peers' 0.01-0.02 (a clean clone's testbed
 // loader_workers_busy run): the queueing is its workers' doing, named at its loader.
 TEST(LocalizerTest, AStragglerQueuedAfterItsCollectivesWhoseOwnLoaderWorkersTookTheCoresIsTheirs) {
   auto job = [](float rank2_workers) {
-    LocalizeInput input;
-    for (int r = 0; r < 4; ++r) {
-      double late = r == 2 ? 0.18 : 0.01;
-      WorkerPattern w = Worker(r, 0.25, 0.09, 0.0, 0.63 - late);
-      w.world_size = 4;
-      AddHostPoint(&w, "(resuming after allreduce, before aten::as_strided)", late);
-      for (int i = 0; i < 5; ++i) {
-        w.iteration_category_beta.push_back(
-            {0.25f, 0, static_cast<float>(0.63 - late), 0.09f, static_cast<float>(late)});
-      }
+    LocalizeInput input =
+        LateByItsResumption(0.25, 0.09, 0.63, 0.18, "(resuming after allreduce, before aten::as_strided)");
+    for (WorkerPattern& w : input.workers) {
       w.cpu = ThreadReadings(0.97f, 0.3f, 0.45f, 0.1f, 0.9f);
-      w.cpu->loader_cpu = r == 2 ? rank2_workers : 0.01f + 0.002f * static_cast<float>(r);
+      w.cpu->loader_cpu = w.rank == 2 ? rank2_workers : 0.01f + 0.002f * static_cast<float>(w.rank);
       w.cpu->loader_run_delay = 0.1f;
       w.cpu->loader_making = 0.05f;
       w.cpu->loader_asleep = 0;
-      input.workers.push_back(w);
     }
     return input;
   };
@@ -1087,17 +1098,7 @@ TEST(LocalizerTest, ARankPayingAGlobalPointFasterStillPaysIt) {
 // A rank late at every step by its resumption after the all-reduce (the others wait for it) is
 // a straggler, and what it is told to look at is its CPU, not its code.
 TEST(LocalizerTest, AStragglerByItsResumptionIsToldToLookAtItsCpu) {
-  LocalizeInput input;
-  for (int r = 0; r < 4; ++r) {
-    double late = r == 2 ? 0.40 : 0.01;
-    WorkerPattern w = Worker(r, 0.40, 0.02, 0.0, 0.45 - late);
-    w.world_size = 4;
-    AddHostPoint(&w, "(resuming after allreduce, before aten::mm)", late);
-    for (int i = 0; i < 5; ++i) {
-      w.iteration_category_beta.push_back({0.40f, 0, static_cast<float>(0.45 - late), 0.02f, static_cast<float>(late)});
-    }
-    input.workers.push_back(w);
-  }
+  LocalizeInput input = LateByItsResumption(0.40, 0.02, 0.45, 0.40, "(resuming after allreduce, before aten::mm)");
   Diagnosis d = Localize(input, DefaultExpectations());
   ASSERT_FALSE(d.healthy());
   EXPECT_EQ(d.findings[0].workers, std::vector<int>{2});
