@@ -293,23 +293,12 @@ TEST(BaselineFindings, EveryRanksSlowerOpsBesideARanksProcessesThatTookTheCoresA
     for (WorkerPattern& w : job) w.cpu = CpuShare{.cpus = 2, .host_busy = busy};
     return job;
   };
-  Finding loader;
-  loader.category = FindingCategory::kDataloader;
-  loader.workers = {3};
-  loader.impact_s_per_iter = 0.0791;
+  Finding loader = FindingOf(FindingScope::kLocal, FindingCategory::kDataloader, {3}, 0.0791);
   loader.cores_taken_s_per_iter = 0.0791;
-  Finding imbalance;
-  imbalance.category = FindingCategory::kImbalance;
-  imbalance.workers = {2};
-  imbalance.impact_s_per_iter = 0.0281;
+  const Finding imbalance = FindingOf(FindingScope::kLocal, FindingCategory::kImbalance, {2}, 0.0281);
   auto slower_ops = [](double impact_s) {
-    Finding f;
-    f.scope = FindingScope::kGlobal;
-    f.category = FindingCategory::kCompute;
+    Finding f = FindingOf(FindingScope::kGlobal, FindingCategory::kCompute, {0, 1, 2, 3}, impact_s, "aten::mm");
     f.from_baseline = true;
-    f.function = "aten::mm";
-    f.workers = {0, 1, 2, 3};
-    f.impact_s_per_iter = impact_s;
     f.evidence = "against the baseline: 3 of 4 ranks' aten::mm takes 13.86 ms per call, 9.72 ms at the baseline";
     return f;
   };

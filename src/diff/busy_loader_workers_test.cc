@@ -359,11 +359,7 @@ TEST(LoaderWorkersTakingCores, ARanksQuotaExplainsItsImpactNotTheCoresEveryRanks
 // cores are named second, held to the 13.8 ms left. A rank's own cost that leaves less than a
 // slowdown's worth (5 % of the baseline's step) stands for it.
 TEST(LoaderWorkersTakingCores, ARanksOwnCostExplainsItsImpactNotTheCoresEveryRanksWorkersTook) {
-  Finding statistics;
-  statistics.scope = FindingScope::kLocal;
-  statistics.category = FindingCategory::kHost;
-  statistics.workers = {0};
-  statistics.impact_s_per_iter = 0.0863;
+  Finding statistics = FindingOf(FindingScope::kLocal, FindingCategory::kHost, {0}, 0.0863);
   const std::vector<WorkerPattern> base = LoaderJob(5, 0.1897, 120, 0.02f, 0.94f);
   const std::vector<WorkerPattern> now = LoaderJob(5, 0.2898, 140, 0.077f, 0.94f);
   Diagnosis d;
