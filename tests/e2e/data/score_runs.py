@@ -19,9 +19,12 @@ def kinds_of(name):
     return kinds
 
 
-def matches(expect, f):
+def matches(expect, f, world=None):
+    """ranks: None (any), the sorted list named, or a test of (workers, world size)."""
     scope, cats, ranks = expect
     ok = f["scope"] == scope and f["category"] in cats
+    if callable(ranks):
+        return ok and ranks(f.get("workers", []), world)
     return ok and (ranks is None or sorted(f.get("workers", [])) == ranks)
 
 
@@ -33,11 +36,11 @@ def judge(expects, doc, keep_standing=False):
     if not findings:
         return "MISS (healthy)"
     if len(expects) == 1:
-        return "ok" if matches(expects[0], findings[0]) else "WRONG"
+        return "ok" if matches(expects[0], findings[0], doc.get("world_size")) else "WRONG"
     top = findings[:len(expects)]
     left = list(expects)
     for f in top:
-        hit = next((e for e in left if matches(e, f)), None)
+        hit = next((e for e in left if matches(e, f, doc.get("world_size"))), None)
         if hit is not None:
             left.remove(hit)
     if not left:
