@@ -1,6 +1,7 @@
 #include "localize/groups.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 #include <vector>
 
@@ -31,6 +32,12 @@ struct RoleSignature {
   // issues the other's calls (a 2-stage pipeline's stages had 0.67 of their calls in common).
   // Data-parallel peers issue none, or the same in the same order.
   std::vector<bool> p2p_sends;
+  // How many point-to-point calls it issued before each of its other collectives (the k-th entry:
+  // before the k-th). A position's schedule passes as many per step between its stage's own
+  // collectives on every replica; an inner stage passes data both ways, twice an edge stage's
+  // calls, in the same alternating order as the last stage (3 stages of 2 replicas: 16 receives
+  // and sends a step on the middle stage, 8 on the last, both "rsrs...").
+  std::vector<uint32_t> p2p_before_collective;
 };
 
 // Collective names whose calls say which way the data moves (summary/function_name.h:
@@ -66,6 +73,16 @@ RoleSignature SignatureOf(const WorkerTable& table, size_t worker) {
     i = j;
   }
   s.p2p_sends = PointToPointOrder(table, worker);
+  uint32_t p2p = 0;
+  for (const CollectiveEntry& c : table.collectives(worker)) {
+    std::string_view name = table.name(c.name);
+    if (name == kSend || name == kReceive) {
+      ++p2p;
+    } else {
+      s.p2p_before_collective.push_back(p2p);
+    }
+  }
+  if (p2p == 0) s.p2p_before_collective.clear();
   return s;
 }
 
@@ -111,8 +128,26 @@ bool SamePointToPointOrder(const std::vector<bool>& a, const std::vector<bool>& 
   return std::equal(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n), b.begin());
 }
 
+// Below this ratio two ranks' point-to-point calls per step are two positions' schedules: an inner
+// stage issues twice an edge stage's (1/2), one schedule the same count (1), a window's cut none
+// (both are counted up to the same number of other collectives); halfway between, as a ratio.
+const double kSamePointToPointRate = 1 / std::sqrt(2.0);
+
+// Point-to-point calls an async collective's start can move across it on the backend's thread
+// (its begin time orders the sequence): a call each way.
+constexpr uint32_t kPointToPointJitter = 2;
+
+// As many sends and receives between their collectives, counted up to the collective both reached.
+bool SamePointToPointRate(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+  size_t n = std::min(a.size(), b.size());
+  if (n == 0) return true;
+  uint32_t low = std::min(a[n - 1], b[n - 1]), high = std::max(a[n - 1], b[n - 1]);
+  return high - low <= kPointToPointJitter || low >= kSamePointToPointRate * high;
+}
+
 bool SameRole(const RoleSignature& a, const RoleSignature& b) {
   return SamePointToPointOrder(a.p2p_sends, b.p2p_sends) &&
+         SamePointToPointRate(a.p2p_before_collective, b.p2p_before_collective) &&
          Containment(a.operations, b.operations) >= kSameRoleOverlap &&
          CollectiveOverlap(a.collectives, b.collectives) >= kSameRoleOverlap;
 }

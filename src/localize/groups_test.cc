@@ -130,5 +130,36 @@ TEST(GroupsTest, PipelineStagesThatSendAndReceiveInOppositeOrderAreDifferentRole
   EXPECT_EQ(Groups(workers, &short_window).size(), 2u);
 }
 
+// 3 stages of 2 replicas (an unseen 6-rank job, 4 micro-batches a step, each stage all-reducing
+// its gradients once a step): the middle stage receives and sends in the last stage's order, but
+// twice as often between its all-reduces (it passes data both ways). Its 2.9x compute calls had
+// read as more work than the last stage's: a healthy run named ranks 4 and 5 `local imbalance`.
+TEST(GroupsTest, AnInnerPipelineStageIsNotTheLastStage) {
+  auto stage = [](int rank, std::string_view step, int steps) {
+    WorkerPattern w = Worker(rank, 0.04);
+    w.collectives.clear();
+    for (int i = 0; i < steps; ++i) {
+      for (char c : step) w.collectives.push_back({c == 's' ? "send" : c == 'r' ? "recv" : "allreduce", 1000});
+    }
+    return w;
+  };
+  const std::string first = "ssssrrrrA", middle = "rsrsrsrsrsrsrsrsA", last = "rsrsrsrsA";
+  // The middle stage's window holds fewer steps: the summarizer keeps a window's first 64 calls.
+  std::vector<WorkerPattern> workers = {stage(0, first, 5),  stage(1, first, 5), stage(2, middle, 3),
+                                        stage(3, middle, 3), stage(4, last, 5),  stage(5, last, 5)};
+  WorkerTable table;
+  std::vector<WorkerGroup> groups = Groups(workers, &table);
+  ASSERT_EQ(groups.size(), 3u);
+  for (const WorkerGroup& g : groups) {
+    ASSERT_EQ(g.size(), 2u);
+    EXPECT_EQ(g.row(0).rank + 1, g.row(1).rank);
+  }
+  // A replica whose all-reduce began a call later on the backend's thread stays with its peer.
+  workers = {stage(4, last, 5), stage(5, last, 5)};
+  std::swap(workers[1].collectives[8], workers[1].collectives[7]);
+  WorkerTable late;
+  EXPECT_EQ(Groups(workers, &late).size(), 1u);
+}
+
 }  // namespace
 }  // namespace eroica
