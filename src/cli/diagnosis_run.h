@@ -88,6 +88,7 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   options.detected_slowdown_ms = detected_slowdown_ms;
   FindNewCodeOnEveryRank(base->workers, run->input.workers, diff, &run->diagnosis, options);
   FindLoaderWorkersTakingCores(base->workers, run->input.workers, diff, &run->diagnosis, options);
+  FindOwnLoaderWorkersTakingCores(base->workers, run->input.workers, diff, &run->diagnosis, options);
   // One rank's loader last: every rank's cause, where one stands, makes its wait a turn.
   FindOwnLoaderGrowth(run->input.workers, diff, &run->diagnosis, options);
   locate_baselines_findings();

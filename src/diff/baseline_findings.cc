@@ -250,16 +250,21 @@ void FoldSlowerOpsIntoTakenCores(const std::vector<WorkerPattern>& now, Diagnosi
     if (!taker || f.cores_taken_s_per_iter > diagnosis->findings[*taker].cores_taken_s_per_iter) taker = i;
   }
   if (!taker) return;
+  // Never the cause itself, a window's own finding (not SlowerOpsSinceTheBaseline).
+  FoldSlowerOpsCostingNoMoreThan(diagnosis, &diagnosis->findings[*taker], taken_s);
+}
+
+void FoldSlowerOpsCostingNoMoreThan(Diagnosis* diagnosis, Finding* cause, double taken_s) {
   auto symptom = [&](const Finding& f) { return SlowerOpsSinceTheBaseline(f) && f.impact_s_per_iter <= taken_s; };
-  Finding& cause = diagnosis->findings[*taker];
+  // Every clause is written before any finding is erased: `cause` may be one of the findings.
   for (const Finding& f : diagnosis->findings) {
     if (!symptom(f)) continue;
-    cause.evidence += fmt::format(
+    cause->evidence += fmt::format(
         "; every rank's ops ran slower beside it on the cores its processes took, {:.1f} ms/iter of the {:.1f} they "
         "took ({})",
         1e3 * f.impact_s_per_iter, 1e3 * taken_s, SlowerOpsClause(f));
   }
-  std::erase_if(diagnosis->findings, symptom);  // never the cause: a window's own finding
+  std::erase_if(diagnosis->findings, symptom);
 }
 
 std::vector<RankPair> PairsByRank(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now) {

@@ -91,6 +91,11 @@ void FoldSlowerOpsInto(Diagnosis* diagnosis, Finding* cause, const CoresNow& cor
 // between the loader (79.1 ms) and rank 2's imbalance (28.1 ms).
 void FoldSlowerOpsIntoTakenCores(const std::vector<WorkerPattern>& now, Diagnosis* diagnosis);
 
+// Moves every "every rank's ops got slower" finding (SlowerOpsSinceTheBaseline) that costs no more
+// than `taken_s` per iteration into `cause`'s evidence, as the symptom of the cores its processes
+// took; `cause` may be one of the diagnosis's findings (never such a one itself).
+void FoldSlowerOpsCostingNoMoreThan(Diagnosis* diagnosis, Finding* cause, double taken_s);
+
 // Adds a finding a rule for an unexplained slowdown made (UnexplainedSlowdownMs), most costly
 // first: behind the findings that cost more, ahead of standing costs and, on busy cores, of what
 // may be their symptom (slower ops; a rank named by its ops' speed). A 5-rank forecaster whose rank

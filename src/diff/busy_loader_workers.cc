@@ -79,7 +79,80 @@ bool IsATurn(const Finding& f, const std::vector<Grown>& grown) {
   return growth.mine >= 0 && growth.mine <= kTurnRatio * growth.others;
 }
 
+// The rank's workers' hottest frame that their baseline did not list ("" where none).
+std::string NewHottestFrame(const Grown& g) {
+  for (const HotFrame& frame : g.now->loader_worker_frames) {
+    if (std::none_of(g.base->loader_worker_frames.begin(), g.base->loader_worker_frames.end(),
+                     [&](const HotFrame& old) { return old.location == frame.location; })) {
+      return frame.location;
+    }
+  }
+  return "";
+}
+
+// Whether a finding of the diagnosis (not standing) already names the rank's loader.
+bool LoaderNamed(const Diagnosis& diagnosis, int rank) {
+  return std::any_of(diagnosis.findings.begin(), diagnosis.findings.end(), [&](const Finding& f) {
+    return !f.standing && f.category == FindingCategory::kDataloader &&
+           std::find(f.workers.begin(), f.workers.end(), rank) != f.workers.end();
+  });
+}
+
 }  // namespace
+
+void FindOwnLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
+                                     const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options) {
+  std::vector<Grown> read;  // every rank whose workers were read at both times, grown or not
+  for (const auto& [b, w] : PairsByRank(base, now)) {
+    if (!w->cpu || !b->cpu || !LoaderWorkersRead(*w->cpu) || !LoaderWorkersRead(*b->cpu)) continue;
+    read.push_back({b, w, LoaderCpuMs(*w) - LoaderCpuMs(*b)});
+  }
+  if (read.size() < 2) return;
+  const double step_ms = StepMs(diff);
+  const auto grew = [&](const Grown& g) { return g.grown_ms >= kRankGrewShare * step_ms; };
+  // Almost every rank's: FindLoaderWorkersTakingCores's, or what it left.
+  if (AlmostAll(static_cast<size_t>(std::count_if(read.begin(), read.end(), grew)), read.size(), options)) return;
+  std::sort(read.begin(), read.end(), [](const Grown& a, const Grown& b) { return a.grown_ms > b.grown_ms; });
+  const CoresNow cores = ReadCoresNow(now);
+  for (const Grown& g : read) {
+    if (!grew(g)) break;
+    const GrowthAgainstOthers growth = GrowthOf(read, g.now->rank);
+    const double own_ms = growth.mine - std::max(0.0, growth.others);
+    if (growth.mine <= kTurnRatio * std::max(0.0, growth.others)) continue;  // mostly what every rank adds
+    if (g.now->cpu->host_busy < kBusyCoresShare) continue;                   // an idle core gave them their time
+    const double node_cores = std::max(1.0, static_cast<double>(g.now->cpu->cpus));
+    const double taken_ms = own_ms / node_cores;
+    if (taken_ms < options.min_slowdown_share * step_ms || LoaderNamed(*diagnosis, g.now->rank)) continue;
+    const double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, options, cores);
+    if (slowdown_ms <= 0) return;
+    Finding f;
+    f.from_baseline = true;
+    f.scope = FindingScope::kLocal;
+    f.category = FindingCategory::kDataloader;
+    f.workers = {g.now->rank};
+    f.function = LoaderFunction(*g.now);
+    if (f.function.empty()) f.function = "(DataLoader worker processes)";
+    f.location = NewHottestFrame(g);
+    f.impact_s_per_iter = std::min(taken_ms, slowdown_ms) / 1e3;
+    f.cores_taken_s_per_iter = taken_ms / 1e3;
+    f.beta = diff.now.iteration_ms > 0 ? std::min(taken_ms, slowdown_ms) / diff.now.iteration_ms : 0;
+    f.evidence = fmt::format(
+        "against the baseline: rank {}'s DataLoader workers use {:.1f} ms of CPU per iteration, {:.1f} ms at the "
+        "baseline ({:+.1f}; the other ranks' {:+.1f}, median); its node's {:.0f} cores were busy {:.0f}% of the "
+        "window, so that time came from the training threads of every rank on them: {:.1f} ms/iter of the {:.1f} "
+        "ms/iter slowdown {}",
+        g.now->rank, LoaderCpuMs(*g.now), LoaderCpuMs(*g.base), growth.mine, growth.others, node_cores,
+        100 * g.now->cpu->host_busy, std::min(taken_ms, slowdown_ms), slowdown_ms,
+        SlowdownSource(diff, options, slowdown_ms));
+    f.action = fmt::format(
+        "Rank {}'s DataLoader workers do more work per batch than at the baseline{} on cores the training needs: find "
+        "what changed in its data (py-spy dump --pid of a worker), make that work cheaper, or give the workers "
+        "cores of their own.",
+        g.now->rank, f.location.empty() ? "" : fmt::format(" (their hottest code: {})", f.location));
+    FoldSlowerOpsCostingNoMoreThan(diagnosis, &f, f.cores_taken_s_per_iter);
+    InsertUnexplainedCause(diagnosis, std::move(f), cores);
+  }
+}
 
 void FindLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
                                   const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options) {
@@ -96,7 +169,16 @@ void FindLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const 
   Diagnosis without_turns = *diagnosis;
   std::erase_if(without_turns.findings, [&](const Finding& f) { return IsATurn(f, grown); });
   const CoresNow cores = ReadCoresNow(now);
-  const double slowdown_ms = UnexplainedSlowdownMs(diff, without_turns, options, cores);
+  // What the workers took is measured on its own, not as what the other findings leave: a
+  // finding's impact, read from how long the others wait for its rank, overstates what the job
+  // lost where that waiting overlapped slack it had anyway. An unseen 2-stage pipeline whose rank 3
+  // (last stage, idle through every step's fill) saved checkpoints (304 ms/iter) while every
+  // rank's workers took 64 ms/iter of the 2 cores went 274 -> 431 ms a step: the checkpoint had
+  // explained all of it. Bounded then by the whole slowdown.
+  double slowdown_ms = UnexplainedSlowdownMs(diff, without_turns, options, cores);
+  const bool hang = std::any_of(diagnosis->findings.begin(), diagnosis->findings.end(),
+                                [](const Finding& f) { return f.category == FindingCategory::kHang; });
+  if (slowdown_ms <= 0 && !hang) slowdown_ms = UnexplainedSlowdownMs(diff, Diagnosis{}, options, cores);
   if (slowdown_ms <= 0) return;
   // Every rank's loader named already is this cause, whatever it explains.
   if (std::any_of(diagnosis->findings.begin(), diagnosis->findings.end(), [](const Finding& f) {
