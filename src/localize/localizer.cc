@@ -244,6 +244,7 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
     by_group.push_back({&group, std::move(local), std::move(global)});
   }
   FoldWaitsForAnotherStage(&by_group);
+  SeeWaitsForABusierStage(&by_group, expectations, &d.notes);
   for (GroupFindings& g : by_group) {
     d.findings.insert(d.findings.end(), g.local.begin(), g.local.end());
     d.findings.insert(d.findings.end(), g.global.begin(), g.global.end());

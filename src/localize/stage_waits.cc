@@ -3,6 +3,11 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <string>
+#include <string_view>
+
+#include "base/robust_stats.h"
+
 namespace eroica {
 
 // A real 2-stage x 2-replica gloo pipeline whose rank 0 (stage 0) slept 20 ms in its loader each
@@ -33,6 +38,43 @@ void FoldWaitsForAnotherStage(std::vector<GroupFindings>* groups) {
           "{:.1f} ms per iteration, the stages passing their data point-to-point",
           fmt::join(wait.workers, ","), wait.beta, wait.function, wait.impact_s_per_iter * 1e3);
       return true;
+    });
+  }
+}
+
+void SeeWaitsForABusierStage(std::vector<GroupFindings>* groups, const Expectations& e,
+                             std::vector<std::string>* notes) {
+  // Receives: what the summarizer names gloo's (summary/function_name.h), as groups.cc reads them.
+  constexpr std::string_view kReceive = "recv";
+  std::vector<bool> stage(groups->size());
+  for (size_t g = 0; g < groups->size(); ++g) stage[g] = ExchangesPointToPoint(*(*groups)[g].group);
+  // A stage with no finding of its own, waiting within its box: its time is its own work.
+  auto busier = [&](size_t other, double* wait) {
+    const GroupFindings& g = (*groups)[other];
+    if (!stage[other] || !g.local.empty() || !g.global.empty()) return false;
+    std::vector<double> betas = CategoryBetas(*g.group, Category::kCommunication);
+    *wait = MedianInPlace(betas);
+    return e.CategoryDistance(Category::kCommunication, *wait, g.group->row(0).has_device) <= 0;
+  };
+  for (size_t waiting = 0; waiting < groups->size(); ++waiting) {
+    if (!stage[waiting]) continue;
+    std::erase_if((*groups)[waiting].global, [&](const Finding& wait) {
+      if (wait.category != FindingCategory::kCommunication || wait.function != kReceive) return false;
+      for (size_t other = 0; other < groups->size(); ++other) {
+        double other_wait = 0;
+        if (other == waiting || !busier(other, &other_wait)) continue;
+        std::vector<int> ranks;
+        for (size_t k = 0; k < (*groups)[other].group->size(); ++k) ranks.push_back((*groups)[other].group->row(k).rank);
+        notes->push_back(fmt::format(
+            "the pipeline stage of ranks {} waits β {:.2f} of each step in its receives ({:.1f} ms per iteration over "
+            "its box) for the stage of ranks {}, which waits β {:.2f}, within its box: that stage's work (the "
+            "schedule's fill and drain, stages of unequal work), not the network; more micro-batches a step or "
+            "layers moved between the stages shrink it",
+            fmt::join(wait.workers, ","), wait.beta, wait.impact_s_per_iter * 1e3, fmt::join(ranks, ","),
+            other_wait));
+        return true;
+      }
+      return false;
     });
   }
 }

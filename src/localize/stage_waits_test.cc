@@ -51,8 +51,13 @@ struct Job {
   std::vector<WorkerGroup> groups;
   std::vector<GroupFindings> findings;
 
-  Job(std::string_view first, std::string_view second) {
-    for (int r : {0, 1}) table.Add(Rank(r, first));
+  // `first_wait`: the first stage's share of each step in communication.
+  Job(std::string_view first, std::string_view second, double first_wait = 0) {
+    for (int r : {0, 1}) {
+      WorkerPattern w = Rank(r, first);
+      w.category_beta[static_cast<size_t>(Category::kCommunication)] = first_wait;
+      table.Add(w);
+    }
     for (int r : {2, 3}) table.Add(Rank(r, second));
     groups = GroupWorkers(table);
     for (const WorkerGroup& g : groups) findings.push_back({&g, {}, {}});
@@ -104,6 +109,33 @@ TEST(StageWaitsTest, OnlyAStragglerThatCostsAsMuchInAnotherStageExplainsTheWait)
                                          {&groups[1], {}, {Waiting({2, 3}, 0.0323)}}};
   FoldWaitsForAnotherStage(&findings);
   EXPECT_EQ(findings[1].global.size(), 1u);
+}
+
+// A healthy pipeline: stage 1 waits in its receives for stage 0, which waits within its box (its
+// time is its work). A note, not a network problem. Not where the other stage waits over its box
+// too (a slow network holds every stage), has a finding of its own, or the wait is not in receives.
+TEST(StageWaitsTest, AStageWaitingForABusierStageIsThePipelinesScheduleNotTheNetwork) {
+  const Expectations e = DefaultExpectations();  // communication's box: at most 0.35 of a step
+  auto after = [&](double other_wait, bool other_finding, std::string function) {
+    Job job("ssrr", "rrss", other_wait);
+    if (other_finding) job.findings[0].local.push_back(Straggler(0, FindingCategory::kCommunication, 0.01));
+    Finding wait = Waiting({2, 3}, 0.0323);
+    wait.function = std::move(function);
+    job.findings[1].global.push_back(wait);
+    std::vector<std::string> notes;
+    SeeWaitsForABusierStage(&job.findings, e, &notes);
+    return std::make_pair(job.findings[1].global.size(), notes);
+  };
+  auto [left, notes] = after(0.27, false, "recv");
+  EXPECT_EQ(left, 0u);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("the pipeline stage of ranks 2,3 waits β 0.92 of each step in its receives (32.3 ms per "
+                          "iteration over its box) for the stage of ranks 0,1, which waits β 0.27, within its box"),
+            std::string::npos)
+      << notes[0];
+  EXPECT_EQ(after(0.60, false, "recv").first, 1u);
+  EXPECT_EQ(after(0.27, true, "recv").first, 1u);
+  EXPECT_EQ(after(0.27, false, "allreduce").first, 1u);
 }
 
 }  // namespace
