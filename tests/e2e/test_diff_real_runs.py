@@ -210,6 +210,41 @@ def test_a_ranks_own_cost_explains_its_impact_and_every_ranks_loader_workers_the
     assert 0.010 < findings[1]["impact_s_per_iter"] < 0.015, findings[1]
 
 
+PP = SOURCE_DIR / "tests" / "e2e" / "data" / "pp"  # README.md there: how it was made
+
+
+def test_an_inner_pipeline_stage_is_its_own_role_and_its_waits_the_schedules():
+    """A real healthy 3-stage pipeline of 2 replicas: the middle stage receives and sends in the
+    last stage's order, twice as often between its all-reduces. Grouped with the last stage it
+    read `local imbalance` on ranks 4 and 5 (2.9x compute calls); alone, the first two stages'
+    receives wait for the last stage's work, which waits within its box: the schedule's, noted."""
+    d = diagnosis_of(PP / "inner_stage_healthy", baseline=False)
+    assert d["findings"] == [], d["findings"]
+    notes = " ".join(d["notes"])
+    assert "3 groups of like roles (sizes 2, 2, 2)" in notes, notes
+    assert "the pipeline stage of ranks 2,3 waits" in notes and "for the stage of ranks 4,5" in notes, notes
+
+
+def test_one_ranks_loader_workers_that_took_the_cores_are_named_against_its_past():
+    """A real 2-stage pipeline (2 replicas a stage, 2 cores 99 % busy) whose rank 3's workers
+    went 13.3 -> 141.1 ms of CPU a step: +20 % a step, no peer in its stage to compare with."""
+    findings = diagnosis_of(PP / "one_ranks_workers_took_the_cores")["findings"]
+    assert [(f["scope"], f["category"], f["workers"]) for f in findings] == [("local", "dataloader", [3])], findings
+    assert findings[0]["location"].endswith("train_pp.py:82(__getitem__)"), findings[0]
+    assert 0.050 < findings[0]["impact_s_per_iter"] < 0.065, findings[0]
+
+
+def test_every_ranks_loader_workers_beside_a_stage_whose_wait_overstates_its_cost():
+    """A real 2-stage pipeline: rank 3 (the last stage) checkpointing 304 ms a step of which its
+    slack absorbs half, every rank's workers +32 ms of CPU a step on 2 cores: 274 -> 431 ms a
+    step. The checkpoint's impact claimed all of the slowdown; the workers' taken cores are named."""
+    findings = diagnosis_of(PP / "checkpoint_beside_every_loader")["findings"]
+    assert [(f["scope"], f["category"], f["workers"]) for f in findings] == [
+        ("local", "host", [3]), ("global", "dataloader", [0, 1, 2, 3])], findings
+    assert findings[0]["location"].endswith("train_pp.py:140(save_checkpoint)"), findings[0]
+    assert 0.055 < findings[1]["impact_s_per_iter"] < 0.075, findings[1]
+
+
 RL = SOURCE_DIR / "tests" / "e2e" / "data" / "rl"  # README.md there: how it was made
 
 
