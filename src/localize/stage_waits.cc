@@ -64,14 +64,14 @@ void SeeWaitsForABusierStage(std::vector<GroupFindings>* groups, const Expectati
         double other_wait = 0;
         if (other == waiting || !busier(other, &other_wait)) continue;
         std::vector<int> ranks;
-        for (size_t k = 0; k < (*groups)[other].group->size(); ++k) ranks.push_back((*groups)[other].group->row(k).rank);
+        for (size_t k = 0; k < (*groups)[other].group->size(); ++k)
+          ranks.push_back((*groups)[other].group->row(k).rank);
         notes->push_back(fmt::format(
             "the pipeline stage of ranks {} waits β {:.2f} of each step in its receives ({:.1f} ms per iteration over "
             "its box) for the stage of ranks {}, which waits β {:.2f}, within its box: that stage's work (the "
             "schedule's fill and drain, stages of unequal work), not the network; more micro-batches a step or "
             "layers moved between the stages shrink it",
-            fmt::join(wait.workers, ","), wait.beta, wait.impact_s_per_iter * 1e3, fmt::join(ranks, ","),
-            other_wait));
+            fmt::join(wait.workers, ","), wait.beta, wait.impact_s_per_iter * 1e3, fmt::join(ranks, ","), other_wait));
         return true;
       }
       return false;
