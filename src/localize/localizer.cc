@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "base/rank_ranges.h"
+#include "localize/across_roles.h"
 #include "localize/cpu_contention.h"
 #include "localize/finding_location.h"
 #include "localize/global_analysis.h"
@@ -249,6 +250,7 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
     d.findings.insert(d.findings.end(), g.local.begin(), g.local.end());
     d.findings.insert(d.findings.end(), g.global.begin(), g.global.end());
   }
+  MergeGlobalFindingsAcrossRoles(&d.findings);
   LocateFindings(table, &d.findings);
   std::stable_sort(d.findings.begin(), d.findings.end(), MoreUrgent);
   if (dropped > 0) d.warnings.push_back(fmt::format("... and {} more warnings", dropped));

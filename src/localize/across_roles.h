@@ -1,0 +1,18 @@
+// One cause paid by every role. Role groups are compared only within themselves (groups.h), so
+// code every rank runs (a collection, a hot loop, a checkpoint on all) is found once per group:
+// a 2-stage pipeline whose every rank built reference cycles and collected them read `global host
+// ranks 2,3: eroica::gc` and `global host ranks 0,1: eroica::gc`, two lines for one problem.
+#pragma once
+
+#include <vector>
+
+#include "localize/finding.h"
+
+namespace eroica {
+
+// Merges the global findings of one category and function (made by different role groups) into
+// the first of them: every rank it names, the largest impact and β (the roles pay it side by
+// side, each step is held by the slowest), each other group's evidence after its own.
+void MergeGlobalFindingsAcrossRoles(std::vector<Finding>* findings);
+
+}  // namespace eroica
