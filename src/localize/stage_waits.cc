@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -48,10 +49,16 @@ void SeeWaitsForABusierStage(std::vector<GroupFindings>* groups, const Expectati
   constexpr std::string_view kReceive = "recv";
   std::vector<bool> stage(groups->size());
   for (size_t g = 0; g < groups->size(); ++g) stage[g] = ExchangesPointToPoint(*(*groups)[g].group);
-  // A stage with no finding of its own, waiting within its box: its time is its own work.
+  // A stage waiting within its box: its time is its own work (a straggler's among it, where one
+  // is slower than its peers) -- unless a finding of its own is in communication (a degraded
+  // link of its own).
   auto busier = [&](size_t other, double* wait) {
     const GroupFindings& g = (*groups)[other];
-    if (!stage[other] || !g.local.empty() || !g.global.empty()) return false;
+    auto in_communication = [](const Finding& f) { return f.category == FindingCategory::kCommunication; };
+    if (!stage[other] || std::any_of(g.local.begin(), g.local.end(), in_communication) ||
+        std::any_of(g.global.begin(), g.global.end(), in_communication)) {
+      return false;
+    }
     std::vector<double> betas = CategoryBetas(*g.group, Category::kCommunication);
     *wait = MedianInPlace(betas);
     return e.CategoryDistance(Category::kCommunication, *wait, g.group->row(0).has_device) <= 0;

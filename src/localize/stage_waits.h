@@ -26,14 +26,16 @@ struct GroupFindings {
 // that stage waited for it too.
 void FoldWaitsForAnotherStage(std::vector<GroupFindings>* groups);
 
-// A stage's global communication finding in its receives (no straggler anywhere to fold it into)
-// where another stage that exchanges point-to-point waits within its communication box: the
-// receives wait for that stage's work (the schedule's fill and drain, stages of unequal work), as
-// every healthy pipeline's do, not for the network, whose slowness would hold every stage. A
-// healthy 3-stage pipeline of 2 replicas (4 micro-batches a step) waited β 0.46-0.55 in its first
-// two stages' receives while the last stage, with the head and the loss, computed 0.61-0.66 and
-// waited 0.25-0.30. The finding becomes a note saying so; a change of it against the baseline is
-// still the baseline's to find.
+// A stage's global communication finding in its receives (not folded into a straggler that
+// costs as much) where another stage that exchanges point-to-point waits within its communication
+// box, no finding of its own in communication: the receives wait for that stage's work (the
+// schedule's fill and drain, stages of unequal work, a straggler's excess), as every healthy
+// pipeline's do, not for the network, whose slowness would hold every stage. A healthy 3-stage
+// pipeline of 2 replicas (4 micro-batches a step) waited β 0.46-0.55 in its first two stages'
+// receives while the last stage, with the head and the loss, computed 0.61-0.66 and waited
+// 0.25-0.30; with a CPU quota on one of its ranks that cost nothing measurable (its own finding,
+// 0 ms), the middle stage's wait had stood as `global communication` first. The finding becomes a
+// note saying so; a change of it against the baseline is still the baseline's to find.
 void SeeWaitsForABusierStage(std::vector<GroupFindings>* groups, const Expectations& e,
                              std::vector<std::string>* notes);
 

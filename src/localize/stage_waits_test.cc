@@ -112,13 +112,15 @@ TEST(StageWaitsTest, OnlyAStragglerThatCostsAsMuchInAnotherStageExplainsTheWait)
 }
 
 // A healthy pipeline: stage 1 waits in its receives for stage 0, which waits within its box (its
-// time is its work). A note, not a network problem. Not where the other stage waits over its box
-// too (a slow network holds every stage), has a finding of its own, or the wait is not in receives.
+// time is its work, a straggler's among it). A note, not a network problem. Not where the other
+// stage waits over its box too (a slow network holds every stage), has a finding of its own in
+// communication (a link), or the wait is not in receives.
 TEST(StageWaitsTest, AStageWaitingForABusierStageIsThePipelinesScheduleNotTheNetwork) {
   const Expectations e = DefaultExpectations();  // communication's box: at most 0.35 of a step
-  auto after = [&](double other_wait, bool other_finding, std::string function) {
+  auto after = [&](double other_wait, bool other_finding, std::string function,
+                   FindingCategory other_category = FindingCategory::kCommunication) {
     Job job("ssrr", "rrss", other_wait);
-    if (other_finding) job.findings[0].local.push_back(Straggler(0, FindingCategory::kCommunication, 0.01));
+    if (other_finding) job.findings[0].local.push_back(Straggler(0, other_category, 0.01));
     Finding wait = Waiting({2, 3}, 0.0323);
     wait.function = std::move(function);
     job.findings[1].global.push_back(wait);
@@ -135,6 +137,8 @@ TEST(StageWaitsTest, AStageWaitingForABusierStageIsThePipelinesScheduleNotTheNet
       << notes[0];
   EXPECT_EQ(after(0.60, false, "recv").first, 1u);
   EXPECT_EQ(after(0.27, true, "recv").first, 1u);
+  // A straggler of its own that costs less than the wait (a CPU quota that cost nothing measurable).
+  EXPECT_EQ(after(0.27, true, "recv", FindingCategory::kCompute).first, 0u);
   EXPECT_EQ(after(0.27, false, "allreduce").first, 1u);
 }
 
