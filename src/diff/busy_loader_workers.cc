@@ -114,6 +114,10 @@ void FindOwnLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, con
   if (AlmostAll(static_cast<size_t>(std::count_if(read.begin(), read.end(), grew)), read.size(), options)) return;
   std::sort(read.begin(), read.end(), [](const Grown& a, const Grown& b) { return a.grown_ms > b.grown_ms; });
   const CoresNow cores = ReadCoresNow(now);
+  // Measured on their own as every rank's workers are (FindLoaderWorkersTakingCores): where the
+  // other findings claim the whole slowdown (but for a hang), held to all of it.
+  const bool hang = std::any_of(diagnosis->findings.begin(), diagnosis->findings.end(),
+                                [](const Finding& f) { return f.category == FindingCategory::kHang; });
   for (const Grown& g : read) {
     if (!grew(g)) break;
     const GrowthAgainstOthers growth = GrowthOf(read, g.now->rank);
@@ -123,7 +127,8 @@ void FindOwnLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, con
     const double node_cores = std::max(1.0, static_cast<double>(g.now->cpu->cpus));
     const double taken_ms = own_ms / node_cores;
     if (taken_ms < options.min_slowdown_share * step_ms || LoaderNamed(*diagnosis, g.now->rank)) continue;
-    const double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, options, cores);
+    double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, options, cores);
+    if (slowdown_ms <= 0 && !hang) slowdown_ms = UnexplainedSlowdownMs(diff, Diagnosis{}, options, cores);
     if (slowdown_ms <= 0) return;
     Finding f;
     f.from_baseline = true;
