@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <unordered_map>
 #include <vector>
 
@@ -670,6 +671,18 @@ void NameBusyLoaderWorkers(const WorkerGroup& group, size_t k, double workers, d
       row.rank);
 }
 
+// How much longer the member's training thread had a CPU than its peers' median (share of the
+// window; +inf where not read, so that no comparison with it passes).
+double ThreadCpuBeyondPeers(const WorkerGroup& group, size_t member) {
+  const WorkerRow& mine = group.row(member);
+  std::vector<double> peers;
+  for (size_t k = 0; k < group.size(); ++k) {
+    if (k != member && HasTrainingThread(group.row(k))) peers.push_back(group.row(k).cpu->main_cpu);
+  }
+  if (!HasTrainingThread(mine) || peers.empty()) return std::numeric_limits<double>::infinity();
+  return mine.cpu->main_cpu - MedianInPlace(peers);
+}
+
 }  // namespace
 
 void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local) {
@@ -704,14 +717,21 @@ void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std
   // thread queued for a CPU): the same scenario in a clean clone of stop 61, rank 2's workers 0.59
   // cores against 0.01-0.02, its thread queued 0.32 s a second, named `local host` at "(resuming
   // after allreduce)" (0.177 of its step).
+  // So is one named for more work where its training thread had the CPU a little longer than its
+  // peers' but its workers took more beyond theirs than that: the thread's extra time is no more
+  // work than its own workers' queueing made (a clean clone of stop 62, the same scenario: rank 2's
+  // workers 0.53 cores against 0.02, its thread 0.22 against 0.17-0.19, named `local imbalance`).
+  // A rank given more data runs its model on it in the thread: the thread's excess leads there.
   std::unordered_map<int, size_t> member_of = MembersByRank(group);
   for (Finding& f : *local) {
     std::optional<size_t> member = MemberNamedAlone(member_of, f);
     const bool queued = f.category == FindingCategory::kHost && IsResumePoint(f.function);
-    if (!member || (f.category != FindingCategory::kCompute && !queued)) continue;
+    const bool more_work = f.category == FindingCategory::kImbalance;
+    if (!member || (f.category != FindingCategory::kCompute && !queued && !more_work)) continue;
     size_t k = *member;
     double peers = outlier(k);
     if (peers < 0 || workers[k] - peers < 0.5 * f.impact_s_per_iter / iteration_s) continue;
+    if (more_work && !(workers[k] - peers > ThreadCpuBeyondPeers(group, k))) continue;
     f.evidence += "; " + BusyLoaderWorkersEvidence(group.row(k), workers[k], peers, shared) +
                   " (its own training thread's among them)";
     f.cores_taken_s_per_iter = (workers[k] - peers) / group.row(k).cpu->cpus * iteration_s;

@@ -12,6 +12,9 @@
 #include <string_view>
 #include <utility>
 
+#include "localize/cpu_contention.h"
+#include "localize/groups.h"
+
 namespace eroica {
 namespace {
 
@@ -505,6 +508,37 @@ TEST(LocalizerTest, AStragglerWhoseOwnLoaderWorkersTookTheCoresIsTheirs) {
   ASSERT_FALSE(idle.healthy());
   EXPECT_EQ(idle.findings[0].category, FindingCategory::kCompute);
   EXPECT_EQ(idle.findings[0].workers, std::vector<int>{1});
+}
+
+// Rank 1 named for more work (its training thread had a CPU `thread_cpu` of the window against
+// its peers' 0.3) while its own loader workers ran 0.53 cores against 0.01-0.02 (a clean clone of
+// stop 62, testbed loader_workers_busy: its thread 0.22 against 0.17-0.19, `local imbalance`): the
+// thread's extra time is less than its workers took beyond theirs, named at its loader. A thread
+// that did more beyond its peers than that (a rank given more data) keeps its imbalance.
+TEST(LocalizerTest, MoreWorkByALittleMoreThreadTimeWhileItsOwnLoaderWorkersTookTheCoresIsTheirs) {
+  auto after = [](float thread_cpu) {
+    LocalizeInput input = LoaderWorkersOnSharedCores(0.53f);
+    input.workers[1].cpu->main_cpu = thread_cpu;
+    WorkerTable table;
+    for (const WorkerPattern& w : input.workers) table.Add(w);
+    std::vector<WorkerGroup> groups = GroupWorkers(table);
+    Finding more;
+    more.category = FindingCategory::kImbalance;
+    more.workers = {1};
+    more.function = "aten::addmm";
+    more.impact_s_per_iter = 0.0136;
+    more.evidence = "rank 1: it has more work than its peers";
+    std::vector<Finding> local = {more};
+    BlameBusyLoaderWorkers(groups[0], DefaultExpectations(), &local);
+    return local;
+  };
+  std::vector<Finding> theirs = after(0.35f);
+  ASSERT_EQ(theirs.size(), 1u);
+  EXPECT_EQ(theirs[0].category, FindingCategory::kDataloader);
+  EXPECT_NE(theirs[0].evidence.find("its own training thread's among them"), std::string::npos) << theirs[0].evidence;
+  std::vector<Finding> its_own = after(0.9f);
+  ASSERT_EQ(its_own.size(), 1u);
+  EXPECT_EQ(its_own[0].category, FindingCategory::kImbalance);
 }
 
 // Four ranks alike (compute `compute`, loader `loader`, all-reduce and `point` together `rest` of
