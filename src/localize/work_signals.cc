@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 #include "base/robust_stats.h"
 #include "localize/call_sizes.h"
@@ -194,6 +196,20 @@ bool HadTheProcessor(const WorkerGroup& group, size_t suspect, double ratio, con
   return own < ratio * peer || own - peer < e.min_excess_beta;
 }
 
+// Whether the suspect's training thread had a CPU longer than its peers' median over the window
+// (true where not read: nothing to say). On CPU training its thread runs its ops: more data per
+// step is more CPU time, however the scheduler queued it.
+bool RanLongerThanPeers(const WorkerGroup& group, size_t suspect) {
+  const std::optional<CpuShare>& mine = group.row(suspect).cpu;
+  if (!mine || mine->main_cpu < 0) return true;
+  std::vector<double> peers;
+  for (size_t k = 0; k < group.size(); ++k) {
+    const std::optional<CpuShare>& cpu = group.row(k).cpu;
+    if (k != suspect && cpu && cpu->main_cpu >= 0) peers.push_back(cpu->main_cpu);
+  }
+  return peers.empty() || mine->main_cpu > MedianInPlace(peers);
+}
+
 }  // namespace
 
 double CallsRatioOfPeersWork(const WorkerGroup& group, size_t suspect) {
@@ -348,9 +364,12 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
           "accumulation and optimizer step take {:.2f}x, and its training thread waited for a CPU no longer than "
           "theirs: it was given more data per step (longer sequences, larger samples), not a slower processor",
           sizes->mean.batch_ratio, sizes->median.batch_ratio, sizes->mean.model_ratio);
-    } else if (sizes->FastestCallsMoreData(ratio)) {
+    } else if (sizes->FastestCallsMoreData(ratio) && RanLongerThanPeers(group, suspect)) {
       // Where an op's calls outlast the scheduler's slice, both its median and its mean are the
-      // contention's, and its fastest calls the work's (CallSizes::FastestCallsMoreData).
+      // contention's, and its fastest calls the work's (CallSizes::FastestCallsMoreData) -- where
+      // its thread had the CPU longer too: a healthy 6-rank pipeline's rank 5 (2 loader workers a
+      // rank, 18 processes on 2 cores) had its fastest calls at 1.53x its peers' with its thread
+      // on a CPU 0.217 of the window against their 0.218, its compute stretched by queueing.
       out.more_work = true;
       out.source = WorkSource::kCallSizes;
       out.evidence = fmt::format(

@@ -245,6 +245,15 @@ def test_every_ranks_loader_workers_beside_a_stage_whose_wait_overstates_its_cos
     assert 0.055 < findings[1]["impact_s_per_iter"] < 0.075, findings[1]
 
 
+def test_fastest_calls_are_no_more_data_where_the_thread_had_the_cpu_no_longer():
+    """A real healthy 6-rank pipeline (2 loader workers a rank: 18 processes on 2 cores): rank 5's
+    fastest calls 1.53x its peers', its thread on a CPU 0.217 of the window against their 0.218,
+    queued 0.06 longer. Named `local imbalance` (33 ms a step) until the thread's CPU was asked."""
+    d = diagnosis_of(PP / "queued_not_more_data", baseline=False)
+    assert d["findings"] == [], d["findings"]
+    assert any("rank 5's own work" in n and "queued for a CPU" in n for n in d["notes"]), d["notes"]
+
+
 RL = SOURCE_DIR / "tests" / "e2e" / "data" / "rl"  # README.md there: how it was made
 
 
