@@ -11,6 +11,7 @@
 #include "base/robust_stats.h"
 #include "localize/call_sizes.h"
 #include "localize/cpu_contention.h"
+#include "localize/group_members.h"
 #include "summary/function_name.h"
 
 namespace eroica {
@@ -196,10 +197,14 @@ bool HadTheProcessor(const WorkerGroup& group, size_t suspect, double ratio, con
   return own < ratio * peer || own - peer < e.min_excess_beta;
 }
 
-// Whether the suspect's training thread had a CPU longer than its peers' median over the window
-// (true where not read: nothing to say). On CPU training its thread runs its ops: more data per
-// step is more CPU time, however the scheduler queued it.
-bool RanLongerThanPeers(const WorkerGroup& group, size_t suspect) {
+// Whether the suspect's training thread had a CPU longer than its peers' median over the window,
+// by the straggler floor of its group (true where not read: nothing to say). On CPU training its
+// thread runs its ops: more data per step is more CPU time, however the scheduler queued it. The
+// floor is the one a rank found by its fastest calls alone is held to (local_analysis.cc; the ranks
+// given more data of stops 56-59's jobs that those calls found: their threads 0.097-0.359 longer):
+// a healthy 3-stage pipeline's rank 4, its fastest calls 1.51x its one peer's and its compute
+// +0.11 of a step, had its thread on a CPU 0.012 of the window longer.
+bool RanLongerThanPeers(const WorkerGroup& group, size_t suspect, const Expectations& e) {
   const std::optional<CpuShare>& mine = group.row(suspect).cpu;
   if (!mine || mine->main_cpu < 0) return true;
   std::vector<double> peers;
@@ -207,7 +212,7 @@ bool RanLongerThanPeers(const WorkerGroup& group, size_t suspect) {
     const std::optional<CpuShare>& cpu = group.row(k).cpu;
     if (k != suspect && cpu && cpu->main_cpu >= 0) peers.push_back(cpu->main_cpu);
   }
-  return peers.empty() || mine->main_cpu > MedianInPlace(peers);
+  return peers.empty() || mine->main_cpu - MedianInPlace(peers) >= StragglerFloor(group, e);
 }
 
 }  // namespace
@@ -364,7 +369,7 @@ WorkComparison CompareWork(const WorkerGroup& group, size_t suspect, const Expec
           "accumulation and optimizer step take {:.2f}x, and its training thread waited for a CPU no longer than "
           "theirs: it was given more data per step (longer sequences, larger samples), not a slower processor",
           sizes->mean.batch_ratio, sizes->median.batch_ratio, sizes->mean.model_ratio);
-    } else if (sizes->FastestCallsMoreData(ratio) && RanLongerThanPeers(group, suspect)) {
+    } else if (sizes->FastestCallsMoreData(ratio) && RanLongerThanPeers(group, suspect, e)) {
       // Where an op's calls outlast the scheduler's slice, both its median and its mean are the
       // contention's, and its fastest calls the work's (CallSizes::FastestCallsMoreData) -- where
       // its thread had the CPU longer too: a healthy 6-rank pipeline's rank 5 (2 loader workers a
