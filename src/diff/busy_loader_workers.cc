@@ -90,6 +90,22 @@ std::string NewHottestFrame(const Grown& g) {
   return "";
 }
 
+// The slowdown the workers' taken cores are held to: what `diagnosis`'s findings leave of it
+// (UnexplainedSlowdownMs), or, where they claim all of it but for a hang, the whole slowdown.
+// What the workers took is measured on its own, not as what the other findings leave: a
+// finding's impact, read from how long the others wait for its rank, overstates what the job
+// lost where that waiting overlapped slack it had anyway. An unseen 2-stage pipeline whose rank 3
+// (last stage, idle through every step's fill) saved checkpoints (304 ms/iter) while every rank's
+// workers took 64 ms/iter of the 2 cores went 274 -> 431 ms a step: the checkpoint had explained
+// all of it.
+double SlowdownToHoldTo(const PatternDiff& diff, const Diagnosis& diagnosis, const BaselineOptions& options,
+                        const CoresNow& cores) {
+  const double left_ms = UnexplainedSlowdownMs(diff, diagnosis, options, cores);
+  const bool hang = std::any_of(diagnosis.findings.begin(), diagnosis.findings.end(),
+                                [](const Finding& f) { return f.category == FindingCategory::kHang; });
+  return left_ms > 0 || hang ? left_ms : UnexplainedSlowdownMs(diff, Diagnosis{}, options, cores);
+}
+
 // Whether a finding of the diagnosis (not standing) already names the rank's loader.
 bool LoaderNamed(const Diagnosis& diagnosis, int rank) {
   return std::any_of(diagnosis.findings.begin(), diagnosis.findings.end(), [&](const Finding& f) {
@@ -114,10 +130,6 @@ void FindOwnLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, con
   if (AlmostAll(static_cast<size_t>(std::count_if(read.begin(), read.end(), grew)), read.size(), options)) return;
   std::sort(read.begin(), read.end(), [](const Grown& a, const Grown& b) { return a.grown_ms > b.grown_ms; });
   const CoresNow cores = ReadCoresNow(now);
-  // Measured on their own as every rank's workers are (FindLoaderWorkersTakingCores): where the
-  // other findings claim the whole slowdown (but for a hang), held to all of it.
-  const bool hang = std::any_of(diagnosis->findings.begin(), diagnosis->findings.end(),
-                                [](const Finding& f) { return f.category == FindingCategory::kHang; });
   for (const Grown& g : read) {
     if (!grew(g)) break;
     const GrowthAgainstOthers growth = GrowthOf(read, g.now->rank);
@@ -127,8 +139,7 @@ void FindOwnLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, con
     const double node_cores = std::max(1.0, static_cast<double>(g.now->cpu->cpus));
     const double taken_ms = own_ms / node_cores;
     if (taken_ms < options.min_slowdown_share * step_ms || LoaderNamed(*diagnosis, g.now->rank)) continue;
-    double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, options, cores);
-    if (slowdown_ms <= 0 && !hang) slowdown_ms = UnexplainedSlowdownMs(diff, Diagnosis{}, options, cores);
+    const double slowdown_ms = SlowdownToHoldTo(diff, *diagnosis, options, cores);
     if (slowdown_ms <= 0) return;
     Finding f;
     f.from_baseline = true;
@@ -174,16 +185,7 @@ void FindLoaderWorkersTakingCores(const std::vector<WorkerPattern>& base, const 
   Diagnosis without_turns = *diagnosis;
   std::erase_if(without_turns.findings, [&](const Finding& f) { return IsATurn(f, grown); });
   const CoresNow cores = ReadCoresNow(now);
-  // What the workers took is measured on its own, not as what the other findings leave: a
-  // finding's impact, read from how long the others wait for its rank, overstates what the job
-  // lost where that waiting overlapped slack it had anyway. An unseen 2-stage pipeline whose rank 3
-  // (last stage, idle through every step's fill) saved checkpoints (304 ms/iter) while every
-  // rank's workers took 64 ms/iter of the 2 cores went 274 -> 431 ms a step: the checkpoint had
-  // explained all of it. Bounded then by the whole slowdown.
-  double slowdown_ms = UnexplainedSlowdownMs(diff, without_turns, options, cores);
-  const bool hang = std::any_of(diagnosis->findings.begin(), diagnosis->findings.end(),
-                                [](const Finding& f) { return f.category == FindingCategory::kHang; });
-  if (slowdown_ms <= 0 && !hang) slowdown_ms = UnexplainedSlowdownMs(diff, Diagnosis{}, options, cores);
+  const double slowdown_ms = SlowdownToHoldTo(diff, without_turns, options, cores);
   if (slowdown_ms <= 0) return;
   // Every rank's loader named already is this cause, whatever it explains.
   if (std::any_of(diagnosis->findings.begin(), diagnosis->findings.end(), [](const Finding& f) {
