@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <unordered_map>
 #include <vector>
 
@@ -671,18 +670,6 @@ void NameBusyLoaderWorkers(const WorkerGroup& group, size_t k, double workers, d
       row.rank);
 }
 
-// How much longer the member's training thread had a CPU than its peers' median (share of the
-// window; +inf where not read, so that no comparison with it passes).
-double ThreadCpuBeyondPeers(const WorkerGroup& group, size_t member) {
-  const WorkerRow& mine = group.row(member);
-  std::vector<double> peers;
-  for (size_t k = 0; k < group.size(); ++k) {
-    if (k != member && HasTrainingThread(group.row(k))) peers.push_back(group.row(k).cpu->main_cpu);
-  }
-  if (!HasTrainingThread(mine) || peers.empty()) return std::numeric_limits<double>::infinity();
-  return mine.cpu->main_cpu - MedianInPlace(peers);
-}
-
 }  // namespace
 
 void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local) {
@@ -723,6 +710,7 @@ void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std
   // workers 0.53 cores against 0.02, its thread 0.22 against 0.17-0.19, named `local imbalance`).
   // A rank given more data runs its model on it in the thread: the thread's excess leads there.
   std::unordered_map<int, size_t> member_of = MembersByRank(group);
+  const std::vector<std::optional<double>> thread_beyond = OnCpuBeyondPeers(group);
   for (Finding& f : *local) {
     std::optional<size_t> member = MemberNamedAlone(member_of, f);
     const bool queued = f.category == FindingCategory::kHost && IsResumePoint(f.function);
@@ -731,7 +719,7 @@ void BlameBusyLoaderWorkers(const WorkerGroup& group, const Expectations& e, std
     size_t k = *member;
     double peers = outlier(k);
     if (peers < 0 || workers[k] - peers < 0.5 * f.impact_s_per_iter / iteration_s) continue;
-    if (more_work && !(workers[k] - peers > ThreadCpuBeyondPeers(group, k))) continue;
+    if (more_work && !(thread_beyond[k] && workers[k] - peers > *thread_beyond[k])) continue;
     f.evidence += "; " + BusyLoaderWorkersEvidence(group.row(k), workers[k], peers, shared) +
                   " (its own training thread's among them)";
     f.cores_taken_s_per_iter = (workers[k] - peers) / group.row(k).cpu->cpus * iteration_s;

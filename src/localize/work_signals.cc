@@ -197,22 +197,16 @@ bool HadTheProcessor(const WorkerGroup& group, size_t suspect, double ratio, con
   return own < ratio * peer || own - peer < e.min_excess_beta;
 }
 
-// Whether the suspect's training thread had a CPU longer than its peers' median over the window,
-// by the straggler floor of its group (true where not read: nothing to say). On CPU training its
-// thread runs its ops: more data per step is more CPU time, however the scheduler queued it. The
-// floor is the one a rank found by its fastest calls alone is held to (local_analysis.cc; the ranks
-// given more data of stops 56-59's jobs that those calls found: their threads 0.097-0.359 longer):
-// a healthy 3-stage pipeline's rank 4, its fastest calls 1.51x its one peer's and its compute
-// +0.11 of a step, had its thread on a CPU 0.012 of the window longer.
+// Whether the suspect's training thread had a CPU longer than its peers' median over the window
+// (OnCpuBeyondPeers), by the straggler floor of its group (true where not read: nothing to say).
+// On CPU training its thread runs its ops: more data per step is more CPU time, however the
+// scheduler queued it. The floor is the one a rank found by its fastest calls alone is held to
+// (local_analysis.cc; the ranks given more data of stops 56-59's jobs that those calls found:
+// their threads 0.097-0.359 longer): a healthy 3-stage pipeline's rank 4, its fastest calls 1.51x
+// its one peer's and its compute +0.11 of a step, had its thread on a CPU 0.012 of the window longer.
 bool RanLongerThanPeers(const WorkerGroup& group, size_t suspect, const Expectations& e) {
-  const std::optional<CpuShare>& mine = group.row(suspect).cpu;
-  if (!mine || mine->main_cpu < 0) return true;
-  std::vector<double> peers;
-  for (size_t k = 0; k < group.size(); ++k) {
-    const std::optional<CpuShare>& cpu = group.row(k).cpu;
-    if (k != suspect && cpu && cpu->main_cpu >= 0) peers.push_back(cpu->main_cpu);
-  }
-  return peers.empty() || mine->main_cpu - MedianInPlace(peers) >= StragglerFloor(group, e);
+  const std::optional<double> beyond = OnCpuBeyondPeers(group)[suspect];
+  return !beyond || *beyond >= StragglerFloor(group, e);
 }
 
 }  // namespace
