@@ -7,23 +7,27 @@
 
 namespace eroica {
 
-void MergeGlobalFindingsAcrossRoles(std::vector<Finding>* findings) {
+void MergeFindingsOfOneCause(std::vector<Finding>* findings, FindingScope scope, std::string_view lead) {
   std::vector<bool> merged(findings->size(), false);  // into an earlier finding
   for (size_t i = 0; i < findings->size(); ++i) {
     Finding& into = (*findings)[i];
-    if (merged[i] || into.scope != FindingScope::kGlobal) continue;
+    if (merged[i] || into.scope != scope) continue;
     bool grew = false;
     for (size_t j = i + 1; j < findings->size(); ++j) {
       const Finding& other = (*findings)[j];
-      if (merged[j] || other.scope != FindingScope::kGlobal || other.category != into.category ||
-          other.function != into.function) {
+      if (merged[j] || other.scope != scope || other.category != into.category || other.function != into.function) {
         continue;
       }
       if (!grew) {  // its own group's evidence gets its ranks too
-        into.evidence = fmt::format("each role pays it: ranks {}: {}", fmt::join(into.workers, ","), into.evidence);
+        // A local finding's evidence starts with its rank already.
+        into.evidence = scope == FindingScope::kLocal
+                            ? fmt::format("{}: {}", lead, into.evidence)
+                            : fmt::format("{}: ranks {}: {}", lead, fmt::join(into.workers, ","), into.evidence);
         grew = true;
       }
-      into.evidence += fmt::format("; ranks {}: {}", fmt::join(other.workers, ","), other.evidence);
+      into.evidence += scope == FindingScope::kLocal
+                           ? fmt::format("; {}", other.evidence)
+                           : fmt::format("; ranks {}: {}", fmt::join(other.workers, ","), other.evidence);
       into.workers.insert(into.workers.end(), other.workers.begin(), other.workers.end());
       into.impact_s_per_iter = std::max(into.impact_s_per_iter, other.impact_s_per_iter);
       into.beta = std::max(into.beta, other.beta);
@@ -33,6 +37,10 @@ void MergeGlobalFindingsAcrossRoles(std::vector<Finding>* findings) {
   }
   size_t k = 0;
   std::erase_if(*findings, [&](const Finding&) { return merged[k++]; });
+}
+
+void MergeGlobalFindingsAcrossRoles(std::vector<Finding>* findings) {
+  MergeFindingsOfOneCause(findings, FindingScope::kGlobal, "each role pays it");
 }
 
 }  // namespace eroica

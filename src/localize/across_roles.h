@@ -4,6 +4,7 @@
 // ranks 2,3: eroica::gc` and `global host ranks 0,1: eroica::gc`, two lines for one problem.
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 #include "localize/finding.h"
@@ -14,5 +15,9 @@ namespace eroica {
 // the first of them: every rank it names, the largest impact and β (the roles pay it side by
 // side, each step is held by the slowest), each other group's evidence after its own.
 void MergeGlobalFindingsAcrossRoles(std::vector<Finding>* findings);
+
+// The same for findings of `scope` made apart for one cause (the ranks of a waited-for half,
+// waited_half.h): into the first, its evidence led by `lead`.
+void MergeFindingsOfOneCause(std::vector<Finding>* findings, FindingScope scope, std::string_view lead);
 
 }  // namespace eroica

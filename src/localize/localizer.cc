@@ -15,6 +15,7 @@
 #include "localize/local_analysis.h"
 #include "localize/own_ops.h"
 #include "localize/stage_waits.h"
+#include "localize/waited_half.h"
 
 namespace eroica {
 namespace {
@@ -173,6 +174,52 @@ void FoldLocalIntoGlobal(const WorkerGroup& group, const Expectations& e, std::v
   });
 }
 
+// A group's local findings: its stragglers (local_analysis.h), then what the processors, the
+// loader workers, the ops only one rank calls and CPU quotas say about each.
+std::vector<Finding> LocalFindings(const WorkerGroup& group, const Expectations& e, std::vector<std::string>* notes) {
+  std::vector<Finding> local = FindLocalProblems(group, e);
+  BlameBusyThreadsOfItsProcess(group, e, &local);
+  ExcuseScheduledOut(group, e, &local, notes);
+  BlameBusyLoaderWorkers(group, e, &local);
+  NameOpsOnlyItCalls(group, e, &local);
+  AddQuotaThrottled(group, e, &local);
+  return local;
+}
+
+// Whether every one of `members` runs the function a finding names.
+bool EveryoneRuns(const WorkerTable& table, const std::vector<uint32_t>& members, const std::string& function) {
+  return std::all_of(members.begin(), members.end(), [&](uint32_t m) {
+    auto functions = table.functions(m);
+    return std::any_of(functions.begin(), functions.end(),
+                       [&](const FunctionEntry& f) { return table.name(f.name) == function; });
+  });
+}
+
+// Where no rank of the group stands out but half of it waits for the other half
+// (waited_half.h): each rank of the waited-for half compared with the waiting half, its findings
+// that name it alone kept, one finding for a cause they share. Only at work the waiting half runs
+// too: where one half has work the other never does (the tensor-parallel rank that loads and
+// broadcasts each batch), that half is a role, its share of it no straggler's.
+std::vector<Finding> LocalFindingsOfAWaitedForHalf(const WorkerGroup& group, const Expectations& e,
+                                                   std::vector<std::string>* notes) {
+  std::optional<WaitingHalves> halves = SplitIntoWaitingHalves(group, e);
+  if (!halves) return {};
+  std::vector<Finding> found;
+  for (uint32_t member : halves->waited_for) {
+    int rank = group.table->row(member).rank;
+    for (Finding& f : LocalFindings(WithTheWaitingHalf(group, *halves, member), e, notes)) {
+      if (f.scope == FindingScope::kLocal && f.workers == std::vector<int>{rank} &&
+          EveryoneRuns(*group.table, halves->waiting, f.function)) {
+        found.push_back(std::move(f));
+      }
+    }
+  }
+  if (found.empty()) return found;
+  MergeFindingsOfOneCause(&found, FindingScope::kLocal, "alike on each rank the other half waits for");
+  notes->push_back(halves->evidence);
+  return found;
+}
+
 }  // namespace
 
 void LocalizeInput::AddWorker(WorkerPattern&& worker, bool keep_pattern) {
@@ -225,12 +272,12 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
       d.notes.push_back(
           fmt::format("rank {} has no peer with the same role: compared with expectations only", group.row(0).rank));
     }
-    std::vector<Finding> local = FindLocalProblems(group, expectations);
-    BlameBusyThreadsOfItsProcess(group, expectations, &local);
-    ExcuseScheduledOut(group, expectations, &local, &d.notes);
-    BlameBusyLoaderWorkers(group, expectations, &local);
-    NameOpsOnlyItCalls(group, expectations, &local);
-    AddQuotaThrottled(group, expectations, &local);
+    std::vector<Finding> local = LocalFindings(group, expectations, &d.notes);
+    if (std::none_of(local.begin(), local.end(),
+                     [](const Finding& f) { return f.category != FindingCategory::kCommunication; })) {
+      std::vector<Finding> half = LocalFindingsOfAWaitedForHalf(group, expectations, &d.notes);
+      local.insert(local.end(), half.begin(), half.end());
+    }
     std::vector<Finding> links = FindDegradedLinks(group, expectations);
     bool straggler = std::any_of(local.begin(), local.end(),
                                  [](const Finding& f) { return f.category != FindingCategory::kCommunication; });

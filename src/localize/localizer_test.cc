@@ -687,6 +687,78 @@ TEST(LocalizerTest, MoreWorkIsImbalanceSameWorkSlowerIsCompute) {
   EXPECT_NE(more.findings[0].evidence.find("192"), std::string::npos);
 }
 
+// An unseen 4-rank job of two tensor-parallel ranks a replica and two replicas (TP x DP), as read:
+// replica 1 (ranks 2, 3) given sequences twice as long. Half the data-parallel group is late, so
+// the group's median sits between the halves and no rank stands out of it; ranks 0 and 1 wait
+// 0.40 of each step for them (waited_half.h).
+LocalizeInput HalfTheGroupLate(bool late_half_waited_for = true) {
+  // Per iteration: compute, memory, communication, dataloader, host.
+  const float iterations[4][5][5] = {{{0.598f, 0, 0.347f, 0.024f, 0.032f},
+                                      {0.610f, 0, 0.372f, 0.002f, 0.016f},
+                                      {0.565f, 0, 0.403f, 0.007f, 0.025f},
+                                      {0.511f, 0, 0.457f, 0.008f, 0.025f},
+                                      {0.532f, 0, 0.437f, 0.003f, 0.029f}},
+                                     {{0.533f, 0, 0.457f, 0, 0.010f},
+                                      {0.595f, 0, 0.370f, 0, 0.034f},
+                                      {0.579f, 0, 0.396f, 0, 0.025f},
+                                      {0.547f, 0, 0.435f, 0, 0.018f},
+                                      {0.526f, 0, 0.448f, 0, 0.027f}},
+                                     {{0.857f, 0, 0.094f, 0.006f, 0.043f},
+                                      {0.867f, 0, 0.080f, 0.004f, 0.050f},
+                                      {0.877f, 0, 0.094f, 0.003f, 0.027f},
+                                      {0.859f, 0, 0.079f, 0.002f, 0.060f},
+                                      {0.835f, 0, 0.144f, 0.011f, 0.010f}},
+                                     {{0.845f, 0, 0.139f, 0, 0.015f},
+                                      {0.853f, 0, 0.102f, 0, 0.045f},
+                                      {0.908f, 0, 0.072f, 0, 0.019f},
+                                      {0.896f, 0, 0.064f, 0, 0.041f},
+                                      {0.859f, 0, 0.122f, 0, 0.019f}}};
+  LocalizeInput input;
+  for (int r = 0; r < 4; ++r) {
+    input.workers.push_back(WorkerOfIterations(r, 4, 0.4588, iterations[r]));
+    if (!late_half_waited_for) {  // every rank waits alike: their own work is the ranks' spread
+      WorkerPattern& w = input.workers.back();
+      w.category_beta[static_cast<size_t>(Category::kCommunication)] = 0.25;
+    }
+  }
+  return input;
+}
+
+TEST(LocalizerTest, HalfTheGroupTheOtherHalfWaitsForIsComparedWithTheHalfThatWaits) {
+  Diagnosis d = Localize(HalfTheGroupLate(), DefaultExpectations());
+  ASSERT_EQ(d.findings.size(), 1u) << (d.findings.empty() ? "healthy" : d.findings[1].evidence);
+  EXPECT_EQ(d.findings[0].scope, FindingScope::kLocal);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kCompute);
+  EXPECT_EQ(d.findings[0].workers, (std::vector<int>{2, 3}));
+  EXPECT_NE(d.findings[0].evidence.find("alike on each rank the other half waits for: rank 2: compute"),
+            std::string::npos)
+      << d.findings[0].evidence;
+  ASSERT_FALSE(d.notes.empty());
+  EXPECT_NE(d.notes.back().find("ranks 0,1 wait 0.40-0.42 of a step in collectives, ranks 2,3 0.10-0.10"),
+            std::string::npos)
+      << d.notes.back();
+}
+
+TEST(LocalizerTest, HalfTheGroupWithMoreOwnWorkButNoOneWaitingForItIsNoStraggler) {
+  EXPECT_TRUE(Localize(HalfTheGroupLate(false), DefaultExpectations()).healthy());
+}
+
+// The late half's excess at work the waiting half never runs (the tensor-parallel rank that loads
+// each batch and broadcasts it): a role, not a straggler.
+TEST(LocalizerTest, HalfTheGroupLateAtWorkTheOtherHalfNeverRunsIsARole) {
+  LocalizeInput input = HalfTheGroupLate();
+  for (int r : {2, 3}) {
+    WorkerPattern& w = input.workers[static_cast<size_t>(r)];
+    for (FunctionPattern& f : w.functions) {
+      if (f.category == Category::kCompute) f.name = "LoadAndBroadcast";
+    }
+  }
+  Diagnosis d = Localize(input, DefaultExpectations());
+  EXPECT_TRUE(std::none_of(d.findings.begin(), d.findings.end(), [](const Finding& f) {
+    return f.workers == std::vector<int>{2, 3};
+  })) << d.findings[0].evidence;
+}
+
 // An unseen 5-rank LSTM job loading in the training process (2 cores, 0.81 busy), as read:
 // rank 2's dataset slept 3 ms an item and read a step counter with one more tensor op an item
 // (96 loader ops a step against 64). Its training thread slept outside the collectives 0.09 of
