@@ -240,7 +240,8 @@ std::vector<HotFrame> HottestOtherThreadFrames(const StackSamples& samples, int6
   return HottestFrames(tally, 0, period_ns, max_frames, kMinSeenFramePeriods);
 }
 
-TrainingLines TrainingThreadLines(const StackSamples& samples, int64_t begin_ns, int64_t end_ns, size_t max_lines) {
+TrainingLines TrainingThreadLines(const StackSamples& samples, int64_t begin_ns, int64_t end_ns, const TimeSpans& waits,
+                                  size_t max_lines) {
   struct Line {
     int64_t ns = 0;
     uint32_t depth = UINT32_MAX;
@@ -250,6 +251,7 @@ TrainingLines TrainingThreadLines(const StackSamples& samples, int64_t begin_ns,
   int64_t total_ns = 0;
   std::optional<int64_t> previous_ns;    // the window's first sample stands for one period
   std::vector<const std::string*> seen;  // one sample's lines, each counted once (recursion)
+  auto wait = waits.begin();             // samples come in time order
   for (const StackSample& sample : samples.samples) {
     if (sample.ts_ns < begin_ns || sample.ts_ns >= end_ns) continue;
     // As in TallySamples: lateness the sampler spent queued for a CPU is time no sample saw.
@@ -262,6 +264,8 @@ TrainingLines TrainingThreadLines(const StackSamples& samples, int64_t begin_ns,
     }
     previous_ns = sample.ts_ns;
     total_ns += ns;
+    while (wait != waits.end() && wait->second <= sample.ts_ns) ++wait;
+    if (wait != waits.end() && wait->first <= sample.ts_ns) continue;  // blocked in a collective
     const std::vector<uint32_t>& stack = samples.stacks[sample.stack];
     seen.clear();
     uint32_t depth = 0;  // the job's frames outside this one: the stack is innermost first

@@ -68,12 +68,18 @@ std::vector<HotFrame> HottestOtherThreadFrames(const StackSamples& samples, int6
 // that kept the GIL from the sampler delays the next sample to its end), less the sampler's own
 // wait for a CPU in it, at most two seconds. `periods`: the time all the window's samples stand
 // for, in sampling periods (WorkerPattern::code_line_periods).
+// `waits`: the thread's spans in collectives (sorted, apart), whose samples count toward the window
+// but toward no line: a rank blocked in a broadcast sits at that call's line while it waits for a
+// late peer, longer than punctual peers whose samples never see it there, and the wait is not its
+// code's (an unseen TP x DP job's rank 3 had 8 % of its window at its batch broadcast, waiting for
+// a throttled partner, and was named for "code of its own").
 struct TrainingLines {
   std::vector<CodeFrame> lines;
   float periods = 0;
 };
+using TimeSpans = std::vector<std::pair<int64_t, int64_t>>;
 TrainingLines TrainingThreadLines(const StackSamples& samples, int64_t begin_ns, int64_t end_ns,
-                                  size_t max_lines = kMaxCodeLines);
+                                  const TimeSpans& waits = {}, size_t max_lines = kMaxCodeLines);
 
 // Code that is not the job's own: under one of `prefixes`, in an installed package, or not a
 // file ("<frozen ...>", "<string>").

@@ -276,7 +276,7 @@ TEST(StackAttributionTest, TheTrainingThreadsLinesCountWhereverOnTheStack) {
   EXPECT_EQ(find("/usr/lib/python3/dist-packages/torch/nn/modules/conv.py:313(forward)"), nullptr);
   EXPECT_EQ(lines.front().location, "/job/train.py:90(<module>)");  // most time first
   // At most `max_lines`, the most sampled kept.
-  lines = TrainingThreadLines(samples, 1000, 2000, 1).lines;
+  lines = TrainingThreadLines(samples, 1000, 2000, {}, 1).lines;
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].location, "/job/train.py:90(<module>)");
   EXPECT_TRUE(TrainingThreadLines(StackSamples{}, 0, 5000).lines.empty());
@@ -288,6 +288,31 @@ TEST(StackAttributionTest, TheTrainingThreadsLinesCountWhereverOnTheStack) {
   EXPECT_FLOAT_EQ(sampled.periods, 9.0F);
   ASSERT_NE(find("/job/rec.py:5(walk)"), nullptr);
   EXPECT_NEAR(find("/job/rec.py:5(walk)")->share, 10.0 / 90, 1e-6);
+}
+
+// A sample taken while the thread was blocked in a collective counts toward the window and toward
+// no line: waiting for a late peer at a broadcast's line is not the line's work.
+TEST(StackAttributionTest, SamplesInACollectiveCountForNoLine) {
+  StackSamples samples;
+  samples.hz = 1e8;  // 10 ns period
+  samples.frames = {{"/job/train.py", 60, "main"}, {"/job/train.py", 44, "next_batch"}};
+  samples.stacks = {{0}, {1, 0}};
+  for (int i = 0; i < 4; ++i) samples.samples.push_back({1000 + 10 * i, 0});
+  for (int i = 0; i < 4; ++i) samples.samples.push_back({1040 + 10 * i, 1});  // at the broadcast
+  auto share = [](const TrainingLines& sampled, std::string_view location) {
+    for (const CodeFrame& l : sampled.lines) {
+      if (l.location == location) return static_cast<double>(l.share);
+    }
+    return 0.0;
+  };
+  TrainingLines all = TrainingThreadLines(samples, 1000, 2000);
+  EXPECT_NEAR(share(all, "/job/train.py:44(next_batch)"), 0.5, 1e-6);
+  // Three of its four samples in the broadcast's wait, [1045, 1075): one left, and the window's
+  // time unchanged.
+  TrainingLines waited = TrainingThreadLines(samples, 1000, 2000, {{1005, 1008}, {1045, 1075}});
+  EXPECT_FLOAT_EQ(waited.periods, all.periods);
+  EXPECT_NEAR(share(waited, "/job/train.py:44(next_batch)"), 1.0 / 8, 1e-6);
+  EXPECT_NEAR(share(waited, "/job/train.py:60(main)"), 5.0 / 8, 1e-6);
 }
 
 TEST(StackAttributionTest, OneLateSampleStandsForTheWholeCallThatDelayedIt) {

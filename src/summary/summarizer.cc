@@ -391,6 +391,20 @@ void AttachHotFrames(const StackSamples& samples, const CriticalPath& path, cons
   }
 }
 
+// The path's spans in `category`, merged where they touch (stack_attribution.h TimeSpans).
+TimeSpans SpansOf(const CriticalPath& path, const FunctionTable& table, Category category) {
+  TimeSpans spans;
+  for (Span span : path) {
+    if (table.all()[span.function].category != category) continue;
+    if (!spans.empty() && spans.back().second == span.start_ns) {
+      spans.back().second = span.end_ns;
+    } else {
+      spans.emplace_back(span.start_ns, span.end_ns);
+    }
+  }
+  return spans;
+}
+
 }  // namespace
 
 StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options) {
@@ -445,7 +459,9 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
   pattern.cpu = options.stack_samples.cpu;
   pattern.loader_worker_frames = HottestLoaderWorkerFrames(options.stack_samples, window.start_ns, window.end_ns);
   pattern.other_thread_frames = HottestOtherThreadFrames(options.stack_samples, window.start_ns, window.end_ns);
-  TrainingLines lines = TrainingThreadLines(options.stack_samples, window.start_ns, window.end_ns);
+  TrainingLines lines =
+      TrainingThreadLines(options.stack_samples, window.start_ns, window.end_ns,
+                          has_device ? TimeSpans{} : SpansOf(summary.critical_path, table, Category::kCommunication));
   pattern.code_lines = std::move(lines.lines);
   pattern.code_line_periods = lines.periods;
   for (const FunctionStats& f : table.all()) summary.function_names.push_back(f.name);
