@@ -12,6 +12,7 @@
 #include "localize/collective_waits.h"
 #include "localize/cpu_contention.h"
 #include "localize/function_leads.h"
+#include "localize/group_members.h"
 #include "localize/host_gaps.h"
 #include "localize/iteration_evidence.h"
 #include "localize/own_code_line.h"
@@ -39,6 +40,7 @@ struct Excess {
   double z = 0;
   std::vector<AlsoUp> also;      // other categories up on this worker
   std::string uniform_slowdown;  // evidence when compute and host are up alike
+  bool late_alike = false;       // one of several ranks the others waited for in every iteration
   // Host time far above every peer at one program point (function_leads.h): the rank's code,
   // which costs the job whether the others then wait for it or, on shared cores, slow down in
   // their own ops because it holds the processor.
@@ -141,25 +143,43 @@ double OthersWaitFor(const WorkerGroup& group, size_t suspect) {
   return MedianInPlace(others) - group.row(suspect).beta(Category::kCommunication);
 }
 
-// Whether member `index`'s excess (in shares of an iteration) makes it an outlier. A fault
-// persists, noise moves around: a worker above all its peers in every profiled iteration is an
-// outlier at any group size, by a small floor when there are enough iterations to make chance
-// unlikely (4+), by a larger one with 2-3. So is one whose excess summed over the window stands
-// k noise-spreads above the group while the others wait for it in collectives: a loader that
-// stalls every second iteration misses persistence, not the sum. The sum is held to the noise
-// of all own work, where the scheduler moves it; to its category's own noise only when the
-// worker is also the one the others wait for at (nearly) every collective (`last`), or when its
-// excess stays in the category, above the iteration's median by the floor in every iteration of
-// the window (`steady`). The scheduler's noise moves between categories and iterations: it
-// stretches one rank's loader in one step and its Python in the next. A slow disk, a checkpoint
-// or a starved loader is there every time. A 6-rank run on 2 cores whose rank 1 read each
-// sample from a slow disk had its loader 0.17-0.39 above the iteration's median in each of 5
-// iterations (7.6 loader spreads over the window), while its own work as a whole was no higher
-// than a peer's: waiting on the disk, it left its CPU to the others. Large groups also accept a
-// robust z-score beyond k (the paper's k = 5). Without per-iteration data only a large excess
-// counts. With two workers, being the one the other waits for does (see below).
+// Which members the others waited for in every iteration of the window (4 or more), where several
+// are late alike: the median of the others' shares of each iteration in collectives above the
+// member's own by the straggler floor every time, for two members or more and fewer than half the
+// group. Several ranks late alike are each last at their own collectives, none at nearly every
+// call (FindLastArriver) and none above every peer in every iteration, but the others wait for
+// each of them in every step: the slowness did not move between ranks. An unseen 6-rank TP x DP
+// job whose replica 2 (ranks 4, 5) had sequences twice as long: ranks 4, 5 in collectives
+// 0.06-0.18 of each step, the others 0.31-0.41, in each of 5. One rank alone is held to
+// FindLastArriver's across-the-window test; half the group or more is a role or a global matter
+// (waited_half.h compares a late half).
+std::vector<bool> LateAlikeInEveryIteration(const WorkerGroup& group, const Expectations& e) {
+  const size_t n = group.size();
+  std::vector<bool> late(n, false);
+  size_t iterations = SIZE_MAX;
+  for (size_t k = 0; k < n; ++k) iterations = std::min<size_t>(iterations, group.row(k).iterations_count);
+  if (n < 3 || iterations == SIZE_MAX || iterations < 4) return late;
+  const double floor = StragglerFloor(group, e);
+  std::vector<double> least_gap(n, 1e300), comm(n);
+  for (size_t i = 0; i < iterations; ++i) {
+    for (size_t k = 0; k < n; ++k) comm[k] = IterationShare(group, k, i, Category::kCommunication);
+    std::vector<double> others = MedianOfOthers(comm);
+    for (size_t k = 0; k < n; ++k) least_gap[k] = std::min(least_gap[k], others[k] - comm[k]);
+  }
+  size_t count = 0;
+  for (size_t k = 0; k < n; ++k) {
+    late[k] = least_gap[k] >= floor;
+    count += late[k] ? 1 : 0;
+  }
+  if (count < 2 || 2 * count >= n) std::fill(late.begin(), late.end(), false);
+  return late;
+}
+
+// `late_alike`: one of several ranks the others waited for in every iteration
+// (LateAlikeInEveryIteration).
 bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, const WindowExcess& window, size_t index,
-               double excess, double z, const std::optional<LastArriver>& last, const Expectations& e) {
+               double excess, double z, const std::optional<LastArriver>& last, bool late_alike,
+               const Expectations& e) {
   if (excess < e.min_excess_beta) return false;
   if (static_cast<double>(group.size()) >= e.small_group && z >= e.outlier_z) return true;
   if (leaders.iterations() < 2) return excess >= e.fallback_excess_beta;
@@ -173,8 +193,11 @@ bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, const 
   // graphs 1.6x as large held its compute 0.14 of a step above its peers' over the window, while
   // their own work swung 0.49-0.96 of a step from iteration to iteration (2.4 spreads); the
   // others waited for it in 4 of 5 iterations, 0.94 of all their waiting, 0.23 of a step.
-  if (arrives_last && last->across_the_window && window.iterations() >= 4 && window.MeanExcess(index) >= floor &&
-      OthersWaitFor(group, index) >= e.min_excess_beta) {
+  // So is a rank the others waited for in every iteration where several are late alike (each of
+  // them last at its own collectives, none at nearly every call, none above every peer in every
+  // iteration): the slowness stayed with them.
+  if (((arrives_last && last->across_the_window) || late_alike) && window.iterations() >= 4 &&
+      window.MeanExcess(index) >= floor && OthersWaitFor(group, index) >= e.min_excess_beta) {
     return true;
   }
   bool steady = window.SmallestExcess(index) >= floor;
@@ -325,6 +348,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   std::vector<std::optional<double>> loader_slept = LoaderSleptBeyondPeers(group);
   std::vector<std::optional<double>> thread_slept = SleptBeyondPeers(group);
   WindowExcess own_window(group, std::nullopt, e);
+  const std::vector<bool> late_alike = LateAlikeInEveryIteration(group, e);
   for (size_t c = 0; c < kOwnCount; ++c) {
     size_t flagged = 0;
     IterationLeaders leaders(group, kOwnWork[c]);
@@ -332,7 +356,8 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
     for (size_t k = 0; k < n; ++k) {
       double excess = shares[c][k] - centers[c].median;
       double z = RobustZ(shares[c][k], centers[c], e.min_scale_beta);
-      outlier[c][k] = shares[c][k] >= e.min_beta && IsOutlier(group, leaders, window, k, excess, z, last, e);
+      outlier[c][k] =
+          shares[c][k] >= e.min_beta && IsOutlier(group, leaders, window, k, excess, z, last, late_alike[k], e);
       // Host time that sits at one program point far above every peer is the worker's code,
       // even when a noisy iteration elsewhere breaks the persistence test.
       if (kOwnWork[c] == Category::kHost && host_leads[k] >= e.point_lead_beta && excess >= e.min_excess_beta) {
@@ -361,7 +386,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   std::vector<Excess> out;
   for (size_t k = 0; k < n; ++k) {
     bool own_outlier = IsOutlier(group, own_leaders, own_window, k, own[k] - own_center.median,
-                                 RobustZ(own[k], own_center, e.min_scale_beta), last, e);
+                                 RobustZ(own[k], own_center, e.min_scale_beta), last, late_alike[k], e);
     bool any_category = false;
     for (size_t c = 0; c < kOwnCount; ++c) any_category = any_category || outlier[c][k];
     if (!own_outlier && !any_category) {
@@ -382,6 +407,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
         best.also.push_back({kOwnWork[c], shares[c][k], peers});
       }
     }
+    best.late_alike = late_alike[k];
     out.push_back(best);
   }
   return out;
@@ -436,22 +462,26 @@ double ExpectationDistance(const Expectations& e, const FunctionEntry& f, bool h
 // peers use, with a CPU at least as long as theirs (SharesPeersProcessors), which are not slower
 // for one rank; the node's contention for caches and memory moves between ranks and windows
 // (ExcuseScheduledOut's note), and here the others waited for this rank across the window
-// (collective_waits.h). Its call sizes need not show it: on shared cores the scheduler stretches
+// (collective_waits.h), or for it and the other ranks late alike in every step
+// (LateAlikeInEveryIteration). Its call sizes need not show it: on shared cores the scheduler stretches
 // every rank's calls. An unseen LSTM job whose rank 3 had reviews 1.3x as long (5 ranks on 2
 // cores): its compute 0.67 of a step above its peers', its thread on a CPU 0.79 of the window
 // against 0.12-0.21, the others waiting for it in 4 of 5 iterations, 0.98 of their waiting.
-std::string MoreWorkOnTheSameProcessors(const WorkerGroup& group, size_t member, const Expectations& e,
+std::string MoreWorkOnTheSameProcessors(const WorkerGroup& group, const Excess& x, const Expectations& e,
                                         const std::optional<LastArriver>& last) {
+  const size_t member = x.member;
   std::optional<double> peers_cpu = SharesPeersProcessors(group, member, e);
   if (!peers_cpu) return "";
-  if (!last || last->member != member || !last->across_the_window) return "";
+  bool last_across = last && last->member == member && last->across_the_window;
+  if (!last_across && !x.late_alike) return "";
   const WorkerRow& w = group.row(member);
   return fmt::format(
       "every rank of this group runs on host {}'s processors, no CPU quota held it and its training thread had a CPU "
       "{:.2f} of the window against its peers' {:.2f}: the same processors are not slower for one rank, and the "
-      "others waited for it across the window (at the collectives, below), where the node's contention moves between "
-      "ranks: it has more work than its peers (more data, or work they do not run)",
-      group.table->name(w.host), w.cpu->main_cpu, *peers_cpu);
+      "others waited for it {}, where the node's contention moves between ranks: it has more work than its peers "
+      "(more data, or work they do not run)",
+      group.table->name(w.host), w.cpu->main_cpu, *peers_cpu,
+      last_across ? "across the window (at the collectives, below)" : "in every step of the window");
 }
 
 // `last`: FindLastArriver's answer for the group, read once for all its findings.
@@ -546,7 +576,7 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
     f.category = FindingCategory::kImbalance;
     f.evidence += "; it is given more work: " + work.evidence;
   } else if (x.category == Category::kCompute) {
-    std::string more = MoreWorkOnTheSameProcessors(group, x.member, e, last);
+    std::string more = MoreWorkOnTheSameProcessors(group, x, e, last);
     if (!more.empty()) f.category = FindingCategory::kImbalance;
     f.evidence += more.empty() ? "; same work as its peers, done slower" + work.slower : "; " + more;
   }

@@ -759,6 +759,67 @@ TEST(LocalizerTest, HalfTheGroupLateAtWorkTheOtherHalfNeverRunsIsARole) {
   })) << d.findings[0].evidence;
 }
 
+// An unseen 6-rank TP x DP job (two tensor-parallel ranks a replica, three replicas), as read:
+// replica 2 (ranks 4, 5) given sequences twice as long. Two ranks late alike: each is last at its
+// own collectives and neither above every peer in every step, but the others wait for both in
+// each of the 5 steps (LateAlikeInEveryIteration). `late`: how many of ranks 4, 5 got the fault
+// (the other then runs like ranks 0-3).
+LocalizeInput TwoRanksLateAlike(int late = 2) {
+  // Per iteration: compute, memory, communication, dataloader, host.
+  const float punctual[4][5][5] = {{{0.627f, 0, 0.351f, 0.005f, 0.017f},
+                                    {0.605f, 0, 0.385f, 0.003f, 0.006f},
+                                    {0.578f, 0, 0.406f, 0.002f, 0.015f},
+                                    {0.644f, 0, 0.333f, 0.009f, 0.013f},
+                                    {0.620f, 0, 0.364f, 0.007f, 0.009f}},
+                                   {{0.631f, 0, 0.351f, 0, 0.018f},
+                                    {0.658f, 0, 0.314f, 0, 0.028f},
+                                    {0.563f, 0, 0.409f, 0, 0.029f},
+                                    {0.661f, 0, 0.307f, 0, 0.032f},
+                                    {0.608f, 0, 0.366f, 0, 0.026f}},
+                                   {{0.569f, 0, 0.397f, 0.009f, 0.025f},
+                                    {0.569f, 0, 0.378f, 0.016f, 0.037f},
+                                    {0.654f, 0, 0.318f, 0.008f, 0.020f},
+                                    {0.617f, 0, 0.350f, 0.011f, 0.021f},
+                                    {0.635f, 0, 0.339f, 0.013f, 0.013f}},
+                                   {{0.574f, 0, 0.402f, 0, 0.024f},
+                                    {0.570f, 0, 0.403f, 0, 0.026f},
+                                    {0.644f, 0, 0.341f, 0, 0.015f},
+                                    {0.627f, 0, 0.348f, 0, 0.025f},
+                                    {0.601f, 0, 0.378f, 0, 0.021f}}};
+  const float slow[2][5][5] = {{{0.892f, 0, 0.093f, 0.005f, 0.009f},
+                                {0.788f, 0, 0.179f, 0.009f, 0.024f},
+                                {0.809f, 0, 0.159f, 0.008f, 0.024f},
+                                {0.875f, 0, 0.076f, 0.014f, 0.036f},
+                                {0.894f, 0, 0.076f, 0.006f, 0.024f}},
+                               {{0.913f, 0, 0.060f, 0, 0.027f},
+                                {0.865f, 0, 0.099f, 0, 0.035f},
+                                {0.907f, 0, 0.070f, 0, 0.023f},
+                                {0.877f, 0, 0.088f, 0, 0.036f},
+                                {0.845f, 0, 0.127f, 0, 0.028f}}};
+  LocalizeInput input;
+  for (int r = 0; r < 6; ++r) {
+    bool is_late = r >= 6 - late;
+    input.workers.push_back(WorkerOfIterations(r, 6, 0.652, is_late ? slow[r - 4] : punctual[r % 4]));
+  }
+  return input;
+}
+
+TEST(LocalizerTest, SeveralRanksTheOthersWaitForInEveryStepAreEachAStraggler) {
+  Diagnosis d = Localize(TwoRanksLateAlike(), DefaultExpectations());
+  std::vector<int> named;
+  for (const Finding& f : d.findings) {
+    EXPECT_EQ(f.scope, FindingScope::kLocal) << f.evidence;
+    EXPECT_EQ(f.category, FindingCategory::kCompute) << f.evidence;
+    named.insert(named.end(), f.workers.begin(), f.workers.end());
+  }
+  std::sort(named.begin(), named.end());
+  EXPECT_EQ(named, (std::vector<int>{4, 5}));
+  // Alone, rank 5 is held to the one-rank rules (above every peer in every step here).
+  Diagnosis one = Localize(TwoRanksLateAlike(1), DefaultExpectations());
+  ASSERT_EQ(one.findings.size(), 1u);
+  EXPECT_EQ(one.findings[0].workers, std::vector<int>{5});
+}
+
 // An unseen 5-rank LSTM job loading in the training process (2 cores, 0.81 busy), as read:
 // rank 2's dataset slept 3 ms an item and read a step counter with one more tensor op an item
 // (96 loader ops a step against 64). Its training thread slept outside the collectives 0.09 of

@@ -31,8 +31,8 @@ std::vector<int> RanksOf(const WorkerGroup& group, const std::vector<size_t>& po
 // (a fault persists, noise moves between ranks), by `floor` over the window (`window_gap`: the
 // least late rank's share less the busiest waiting rank's); without per-iteration shares, by the
 // larger floor IsOutlier holds such a window to.
-bool LateInEveryIteration(const WorkerGroup& group, const std::vector<size_t>& late,
-                          const std::vector<size_t>& waiting, double window_gap, double floor, const Expectations& e) {
+bool LateInEveryIteration(const WorkerGroup& group, const std::vector<size_t>& late, const std::vector<size_t>& waiting,
+                          double window_gap, double floor, const Expectations& e) {
   size_t iterations = SIZE_MAX;
   for (size_t k = 0; k < group.size(); ++k) iterations = std::min<size_t>(iterations, group.row(k).iterations_count);
   if (iterations < 2) return window_gap >= e.fallback_excess_beta;
@@ -58,8 +58,8 @@ std::optional<WaitingHalves> SplitIntoWaitingHalves(const WorkerGroup& group, co
   std::vector<size_t> late(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n / 2));
   std::vector<size_t> waiting(order.begin() + static_cast<std::ptrdiff_t>(n / 2), order.end());
   auto range = [&](const std::vector<size_t>& half, auto value) {
-    auto [lo, hi] = std::minmax_element(half.begin(), half.end(),
-                                        [&](size_t a, size_t b) { return value(a) < value(b); });
+    auto [lo, hi] =
+        std::minmax_element(half.begin(), half.end(), [&](size_t a, size_t b) { return value(a) < value(b); });
     return std::pair{value(*lo), value(*hi)};
   };
   auto comm_of = [&](size_t k) { return comm[k]; };
