@@ -10,13 +10,9 @@
 namespace eroica {
 namespace {
 
-// Named for its loader, or given more data than its peers: a rank that loads more samples a step
-// waits longer for them, its growth that finding's (an unseen pipeline job whose replica 0 had
-// micro-batches 2.2x as large, loading in the training process: rank 0 named `imbalance` by its
-// loader's ops, 72 a step against 36, and its loader's growth, +22 ms, was named again before it).
-bool NamedForItsLoaderOrMoreData(const Diagnosis& diagnosis, int rank) {
+bool NamedForItsLoader(const Diagnosis& diagnosis, int rank) {
   return std::any_of(diagnosis.findings.begin(), diagnosis.findings.end(), [&](const Finding& f) {
-    return (f.category == FindingCategory::kDataloader || f.category == FindingCategory::kImbalance) &&
+    return f.category == FindingCategory::kDataloader &&
            std::find(f.workers.begin(), f.workers.end(), rank) != f.workers.end();
   });
 }
@@ -29,8 +25,7 @@ void FindOwnLoaderGrowth(const std::vector<WorkerPattern>& now, const PatternDif
   auto grown = std::find_if(diff.functions.begin(), diff.functions.end(), [&](const PatternChange& c) {
     return c.grew() && c.category == Category::kDataloader && !c.ranks.empty() &&
            2 * c.ranks.size() < static_cast<size_t>(c.role_workers) &&
-           std::none_of(c.ranks.begin(), c.ranks.end(),
-                        [&](int r) { return NamedForItsLoaderOrMoreData(*diagnosis, r); });
+           std::none_of(c.ranks.begin(), c.ranks.end(), [&](int r) { return NamedForItsLoader(*diagnosis, r); });
   });
   if (grown == diff.functions.end()) return;
   // The window's own global findings explain their impact here, not the whole slowdown (a share of

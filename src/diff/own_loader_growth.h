@@ -21,7 +21,7 @@ namespace eroica {
 // finding of the window's explains its impact only, and one of every rank's loader leaves no
 // rank's own): a DataLoader
 // function that grew on fewer than half of a role's ranks (a change on more is every rank's, which
-// ApplyBaseline reads) and on none of them already named for their loader or for more data. Adds one local
+// ApplyBaseline reads) and on none of them already named for their loader. Adds one local
 // dataloader finding for those ranks, its impact their median growth (bounded by the slowdown),
 // placed most costly first (InsertUnexplainedCause).
 void FindOwnLoaderGrowth(const std::vector<WorkerPattern>& now, const PatternDiff& diff, Diagnosis* diagnosis,

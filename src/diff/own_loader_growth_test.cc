@@ -74,16 +74,5 @@ TEST(OwnLoaderGrowth, ARankAlreadyNamedForItsLoaderIsNotNamedAgain) {
             1u);
 }
 
-// A rank given more data loads more samples a step: its loader's growth is that finding's.
-TEST(OwnLoaderGrowth, ARankNamedForMoreDataIsNotNamedAgainForItsLoader) {
-  EXPECT_EQ(AfterLoaderGrowth({1}, {FindingOf(FindingScope::kLocal, FindingCategory::kImbalance, {1}, 0.020)})
-                .findings.size(),
-            1u);
-  // Another rank's imbalance leaves rank 1's own loader to find.
-  EXPECT_EQ(AfterLoaderGrowth({1}, {FindingOf(FindingScope::kLocal, FindingCategory::kImbalance, {2}, 0.020)})
-                .findings.size(),
-            2u);
-}
-
 }  // namespace
 }  // namespace eroica

@@ -181,10 +181,7 @@ std::vector<PatternChange> CompareColumns(const Column& base, const Column& now,
                                           bool persistent) {
   std::vector<PatternChange> changes;
   if (base.samples.empty() || now.samples.empty()) return changes;
-  // The base's spread only: where half the ranks changed, the now side's MAD is half the change (a
-  // 4-rank TP x DP job whose replica 1's ops took 2x: "no difference above noise" at +50 % a step).
-  // A noisier now is held by each worker's own standard errors below.
-  const double noise = options.noise_spreads * Spread(base);
+  const double noise = options.noise_spreads * std::max(Spread(base), Spread(now));
   const Reference median = MedianReference(base);
   auto [base_low, base_high] =
       std::minmax_element(base.samples.begin(), base.samples.end(),

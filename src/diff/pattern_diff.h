@@ -14,8 +14,7 @@ namespace eroica {
 
 // When a difference counts as one (docs/REPORTS.md "How noise is judged"). A worker's change
 // must exceed `noise_spreads` robust spreads (1.4826·MAD) of that function's time per iteration
-// across the like workers of the base (the now side's spread holds the change itself where half
-// the ranks changed), and `min_iteration_share` of the worker's iteration:
+// across the like workers of *either* side, and `min_iteration_share` of the worker's iteration:
 // below that share the online detector (1.05 × the best mean) would not call it a slowdown.
 struct DiffOptions {
   double noise_spreads = 3.0;

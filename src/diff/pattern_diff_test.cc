@@ -56,21 +56,6 @@ TEST(PatternDiff, OneRanksNewFunctionIsNamedBeforeThePeersLongerWaits) {
   EXPECT_EQ(diff.functions[1].ranks, (std::vector<int>{0, 1, 3}));
 }
 
-// Half the ranks' ops twice as long (a replica of two tensor-parallel ranks given sequences twice
-// as long): the now side's spread across ranks is the change itself, so the noise is the base's.
-TEST(PatternDiff, AChangeOnHalfTheRanksIsNotItsOwnNoise) {
-  std::vector<WorkerPattern> now;
-  for (int r = 0; r < 4; ++r) {
-    auto ms = Healthy();
-    if (r >= 2) std::get<2>(ms[0]) = 120;  // aten::mm: 60 -> 120 ms per iteration on ranks 2, 3
-    now.push_back(Worker(r, 4, ms));
-  }
-  PatternDiff diff = DiffPatterns(Job(4), now);
-  ASSERT_FALSE(diff.functions.empty()) << FormatDiffText(diff);
-  EXPECT_EQ(diff.functions.front().function, "aten::mm");
-  EXPECT_EQ(diff.functions.front().ranks, (std::vector<int>{2, 3}));
-}
-
 TEST(PatternDiff, VanishedFunctionIsNamed) {
   std::vector<WorkerPattern> base;
   for (int r = 0; r < 4; ++r) {
