@@ -40,7 +40,8 @@ struct Excess {
   double z = 0;
   std::vector<AlsoUp> also;      // other categories up on this worker
   std::string uniform_slowdown;  // evidence when compute and host are up alike
-  bool late_alike = false;       // one of several ranks the others waited for in every iteration
+  // The others waited for it in every iteration (LateAlikeInEveryIteration, one rank or more).
+  bool waited_every_step = false;
   // Host time far above every peer at one program point (function_leads.h): the rank's code,
   // which costs the job whether the others then wait for it or, on shared cores, slow down in
   // their own ops because it holds the processor.
@@ -151,9 +152,11 @@ double OthersWaitFor(const WorkerGroup& group, size_t suspect) {
 // each of them in every step: the slowness did not move between ranks. An unseen 6-rank TP x DP
 // job whose replica 2 (ranks 4, 5) had sequences twice as long: ranks 4, 5 in collectives
 // 0.06-0.18 of each step, the others 0.31-0.41, in each of 5. One rank alone is held to
-// FindLastArriver's across-the-window test; half the group or more is a role or a global matter
-// (waited_half.h compares a late half).
-std::vector<bool> LateAlikeInEveryIteration(const WorkerGroup& group, const Expectations& e) {
+// FindLastArriver's across-the-window test for being an outlier; half the group or more is a role
+// or a global matter (waited_half.h compares a late half). `fewest`: how many such ranks it takes
+// (2 for the outlier test; 1 where a rank already stands out and its CPU time is read:
+// MoreWorkOnTheSameProcessors).
+std::vector<bool> LateAlikeInEveryIteration(const WorkerGroup& group, const Expectations& e, size_t fewest) {
   const size_t n = group.size();
   std::vector<bool> late(n, false);
   size_t iterations = SIZE_MAX;
@@ -171,7 +174,7 @@ std::vector<bool> LateAlikeInEveryIteration(const WorkerGroup& group, const Expe
     late[k] = least_gap[k] >= floor;
     count += late[k] ? 1 : 0;
   }
-  if (count < 2 || 2 * count >= n) std::fill(late.begin(), late.end(), false);
+  if (count < fewest || 2 * count >= n) std::fill(late.begin(), late.end(), false);
   return late;
 }
 
@@ -348,7 +351,8 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   std::vector<std::optional<double>> loader_slept = LoaderSleptBeyondPeers(group);
   std::vector<std::optional<double>> thread_slept = SleptBeyondPeers(group);
   WindowExcess own_window(group, std::nullopt, e);
-  const std::vector<bool> late_alike = LateAlikeInEveryIteration(group, e);
+  const std::vector<bool> late_alike = LateAlikeInEveryIteration(group, e, 2);
+  const std::vector<bool> waited_every_step = LateAlikeInEveryIteration(group, e, 1);
   for (size_t c = 0; c < kOwnCount; ++c) {
     size_t flagged = 0;
     IterationLeaders leaders(group, kOwnWork[c]);
@@ -407,7 +411,7 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
         best.also.push_back({kOwnWork[c], shares[c][k], peers});
       }
     }
-    best.late_alike = late_alike[k];
+    best.waited_every_step = waited_every_step[k];
     out.push_back(best);
   }
   return out;
@@ -462,8 +466,8 @@ double ExpectationDistance(const Expectations& e, const FunctionEntry& f, bool h
 // peers use, with a CPU at least as long as theirs (SharesPeersProcessors), which are not slower
 // for one rank; the node's contention for caches and memory moves between ranks and windows
 // (ExcuseScheduledOut's note), and here the others waited for this rank across the window
-// (collective_waits.h), or for it and the other ranks late alike in every step
-// (LateAlikeInEveryIteration). Its call sizes need not show it: on shared cores the scheduler stretches
+// (collective_waits.h), or for it (and any other rank late alike) in every step by the straggler
+// floor (LateAlikeInEveryIteration). Its call sizes need not show it: on shared cores the scheduler stretches
 // every rank's calls. An unseen LSTM job whose rank 3 had reviews 1.3x as long (5 ranks on 2
 // cores): its compute 0.67 of a step above its peers', its thread on a CPU 0.79 of the window
 // against 0.12-0.21, the others waiting for it in 4 of 5 iterations, 0.98 of their waiting.
@@ -473,7 +477,7 @@ std::string MoreWorkOnTheSameProcessors(const WorkerGroup& group, const Excess& 
   std::optional<double> peers_cpu = SharesPeersProcessors(group, member, e);
   if (!peers_cpu) return "";
   bool last_across = last && last->member == member && last->across_the_window;
-  if (!last_across && !x.late_alike) return "";
+  if (!last_across && !x.waited_every_step) return "";
   const WorkerRow& w = group.row(member);
   return fmt::format(
       "every rank of this group runs on host {}'s processors, no CPU quota held it and its training thread had a CPU "

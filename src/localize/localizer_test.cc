@@ -691,7 +691,7 @@ TEST(LocalizerTest, MoreWorkIsImbalanceSameWorkSlowerIsCompute) {
 // replica 1 (ranks 2, 3) given sequences twice as long. Half the data-parallel group is late, so
 // the group's median sits between the halves and no rank stands out of it; ranks 0 and 1 wait
 // 0.40 of each step for them (waited_half.h).
-LocalizeInput HalfTheGroupLate(bool late_half_waited_for = true) {
+LocalizeInput HalfTheGroupLate(bool late_half_waited_for = true, bool cpu_read = false) {
   // Per iteration: compute, memory, communication, dataloader, host.
   const float iterations[4][5][5] = {{{0.598f, 0, 0.347f, 0.024f, 0.032f},
                                       {0.610f, 0, 0.372f, 0.002f, 0.016f},
@@ -716,6 +716,10 @@ LocalizeInput HalfTheGroupLate(bool late_half_waited_for = true) {
   LocalizeInput input;
   for (int r = 0; r < 4; ++r) {
     input.workers.push_back(WorkerOfIterations(r, 4, 0.4588, iterations[r]));
+    if (cpu_read) {  // as read: one host, the late half's training threads on a CPU twice as long
+      input.workers.back().host = "vm";
+      input.workers.back().cpu = ThreadReadings(0.97f, r >= 2 ? 0.59f : 0.29f, 0.29f, 0.03f, 0.40f);
+    }
     if (!late_half_waited_for) {  // every rank waits alike: their own work is the ranks' spread
       WorkerPattern& w = input.workers.back();
       w.category_beta[static_cast<size_t>(Category::kCommunication)] = 0.25;
@@ -737,6 +741,18 @@ TEST(LocalizerTest, HalfTheGroupTheOtherHalfWaitsForIsComparedWithTheHalfThatWai
   EXPECT_NE(d.notes.back().find("ranks 0,1 wait 0.40-0.42 of a step in collectives, ranks 2,3 0.10-0.10"),
             std::string::npos)
       << d.notes.back();
+}
+
+// On the processors every rank shares, with a CPU twice its peers' and waited for in every step, a
+// late rank's slower ops are more work: no longer excused as the same processors' contention
+// (which asked for the one rank the others waited for across the window).
+TEST(LocalizerTest, ALateRankOnSharedProcessorsWaitedForInEveryStepHasMoreWork) {
+  Diagnosis d = Localize(HalfTheGroupLate(true, true), DefaultExpectations());
+  ASSERT_EQ(d.findings.size(), 1u) << (d.findings.empty() ? d.notes.back() : d.findings[1].evidence);
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kImbalance) << d.findings[0].evidence;
+  EXPECT_EQ(d.findings[0].workers, (std::vector<int>{2, 3}));
+  EXPECT_NE(d.findings[0].evidence.find("the others waited for it in every step of the window"), std::string::npos)
+      << d.findings[0].evidence;
 }
 
 TEST(LocalizerTest, HalfTheGroupWithMoreOwnWorkButNoOneWaitingForItIsNoStraggler) {

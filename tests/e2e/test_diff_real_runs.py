@@ -254,6 +254,29 @@ def test_fastest_calls_are_no_more_data_where_the_thread_had_the_cpu_no_longer()
     assert any("rank 5's own work" in n and "queued for a CPU" in n for n in d["notes"]), d["notes"]
 
 
+TP = SOURCE_DIR / "tests" / "e2e" / "data" / "tp"  # README.md there: how it was made
+
+
+def test_half_the_group_the_other_half_waits_for_is_named():
+    """A real 4-rank TP x DP transformer whose replica 1 (ranks 2, 3) had sequences twice as long:
+    ranks 2, 3 computing 0.86 of a step, ranks 0, 1 waiting 0.40; the group's median sat between
+    the halves and the run was healthy until each late rank was compared with the waiting half."""
+    d = diagnosis_of(TP / "half_the_group_late", baseline=False)
+    assert [(f["scope"], f["category"], f["workers"]) for f in d["findings"]] == [("local", "imbalance", [2, 3])], d
+    assert any("half the group waits for the other half" in n for n in d["notes"]), d["notes"]
+    with_base = diagnosis_of(TP / "half_the_group_late")["findings"]
+    assert [(f["scope"], f["category"], f["workers"]) for f in with_base] == [("local", "imbalance", [2, 3])], with_base
+
+
+def test_ranks_late_alike_in_every_step_are_each_named():
+    """A real 6-rank TP x DP transformer whose replica 2 (ranks 4, 5) had sequences twice as long:
+    neither rank last at nearly every call nor above every peer in every step; rank 5 was excused
+    as the same processors' contention though its thread ran on a CPU twice its peers'."""
+    findings = diagnosis_of(TP / "two_ranks_late_alike", baseline=False)["findings"]
+    assert sorted(w for f in findings for w in f["workers"]) == [4, 5], findings
+    assert all((f["scope"], f["category"]) == ("local", "imbalance") for f in findings), findings
+
+
 RL = SOURCE_DIR / "tests" / "e2e" / "data" / "rl"  # README.md there: how it was made
 
 
