@@ -17,6 +17,13 @@ namespace eroica {
 inline constexpr Category kOwnWork[] = {Category::kCompute, Category::kMemory, Category::kDataloader, Category::kHost};
 inline constexpr size_t kOwnCount = std::size(kOwnWork);
 
+// A worker's own work over its window, as a share of its own iteration.
+inline double OwnWorkBeta(const WorkerRow& w) {
+  double beta = 0;
+  for (Category c : kOwnWork) beta += w.beta(c);
+  return beta;
+}
+
 // Member k's share of iteration i in `category` (nullopt: all its own work).
 double IterationShare(const WorkerGroup& group, size_t k, size_t i, std::optional<Category> category);
 

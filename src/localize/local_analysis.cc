@@ -67,12 +67,7 @@ std::vector<double> OwnShares(const WorkerGroup& group, std::optional<Category> 
   shares.reserve(group.size());
   for (size_t k = 0; k < group.size(); ++k) {
     const WorkerRow& w = group.row(k);
-    double beta = 0;
-    if (category) {
-      beta = w.beta(*category);
-    } else {
-      for (Category c : kOwnWork) beta += w.beta(c);
-    }
+    double beta = category ? w.beta(*category) : OwnWorkBeta(w);
     shares.push_back(beta * w.iteration_s / median_s);
   }
   return shares;

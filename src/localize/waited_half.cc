@@ -12,13 +12,6 @@
 namespace eroica {
 namespace {
 
-// Each member's own work (compute, memory, loader, host) as a share of its own iteration.
-double OwnWorkBeta(const WorkerRow& w) {
-  double beta = 0;
-  for (Category c : kOwnWork) beta += w.beta(c);
-  return beta;
-}
-
 std::vector<int> RanksOf(const WorkerGroup& group, const std::vector<size_t>& positions) {
   std::vector<int> ranks;
   ranks.reserve(positions.size());
