@@ -472,7 +472,15 @@ std::string MoreWorkOnTheSameProcessors(const WorkerGroup& group, const Excess& 
   std::optional<double> peers_cpu = SharesPeersProcessors(group, member, e);
   if (!peers_cpu) return "";
   bool last_across = last && last->member == member && last->across_the_window;
-  if (!last_across && !x.waited_every_step) return "";
+  if (!last_across) {
+    // Waited for in every step, more work shows as more CPU: a rank whose ops only stretched is
+    // waiting inside them (a tensor-parallel partner of a throttled rank blocks in its backward's
+    // all-reduce, an autograd node read as compute: 0.66 of a step against 0.50, its thread on a CPU
+    // 0.23 of the window against 0.22).
+    if (!x.waited_every_step) return "";
+    std::optional<double> beyond = OnCpuBeyondPeers(group)[member];
+    if (!beyond || *beyond < StragglerFloor(group, e)) return "";
+  }
   const WorkerRow& w = group.row(member);
   return fmt::format(
       "every rank of this group runs on host {}'s processors, no CPU quota held it and its training thread had a CPU "

@@ -691,7 +691,7 @@ TEST(LocalizerTest, MoreWorkIsImbalanceSameWorkSlowerIsCompute) {
 // replica 1 (ranks 2, 3) given sequences twice as long. Half the data-parallel group is late, so
 // the group's median sits between the halves and no rank stands out of it; ranks 0 and 1 wait
 // 0.40 of each step for them (waited_half.h).
-LocalizeInput HalfTheGroupLate(bool late_half_waited_for = true, bool cpu_read = false) {
+LocalizeInput HalfTheGroupLate(bool late_half_waited_for = true, bool cpu_read = false, float late_cpu = 0.59f) {
   // Per iteration: compute, memory, communication, dataloader, host.
   const float iterations[4][5][5] = {{{0.598f, 0, 0.347f, 0.024f, 0.032f},
                                       {0.610f, 0, 0.372f, 0.002f, 0.016f},
@@ -718,7 +718,7 @@ LocalizeInput HalfTheGroupLate(bool late_half_waited_for = true, bool cpu_read =
     input.workers.push_back(WorkerOfIterations(r, 4, 0.4588, iterations[r]));
     if (cpu_read) {  // as read: one host, the late half's training threads on a CPU twice as long
       input.workers.back().host = "vm";
-      input.workers.back().cpu = ThreadReadings(0.97f, r >= 2 ? 0.59f : 0.29f, 0.29f, 0.03f, 0.40f);
+      input.workers.back().cpu = ThreadReadings(0.97f, r >= 2 ? late_cpu : 0.29f, 0.29f, 0.03f, 0.40f);
     }
     if (!late_half_waited_for) {  // every rank waits alike: their own work is the ranks' spread
       WorkerPattern& w = input.workers.back();
@@ -753,6 +753,11 @@ TEST(LocalizerTest, ALateRankOnSharedProcessorsWaitedForInEveryStepHasMoreWork) 
   EXPECT_EQ(d.findings[0].workers, (std::vector<int>{2, 3}));
   EXPECT_NE(d.findings[0].evidence.find("the others waited for it in every step of the window"), std::string::npos)
       << d.findings[0].evidence;
+  // Its ops stretched without the CPU to show for it (0.30 of the window against 0.29): waiting
+  // inside them, no more work.
+  for (const Finding& f : Localize(HalfTheGroupLate(true, true, 0.30f), DefaultExpectations()).findings) {
+    EXPECT_NE(f.category, FindingCategory::kImbalance) << f.evidence;
+  }
 }
 
 TEST(LocalizerTest, HalfTheGroupWithMoreOwnWorkButNoOneWaitingForItIsNoStraggler) {
