@@ -760,6 +760,24 @@ TEST(LocalizerTest, ALateRankOnSharedProcessorsWaitedForInEveryStepHasMoreWork) 
   }
 }
 
+// A late half of a large group: its busiest ranks compared one by one, the rest counted.
+TEST(LocalizerTest, ALargeLateHalfIsComparedByItsBusiestRanks) {
+  LocalizeInput four = HalfTheGroupLate();
+  LocalizeInput input;
+  for (int r = 0; r < 40; ++r) {
+    WorkerPattern w = four.workers[static_cast<size_t>((r < 20 ? 0 : 2) + r % 2)];
+    w.rank = r;
+    w.world_size = 40;
+    input.workers.push_back(w);
+  }
+  Diagnosis d = Localize(input, DefaultExpectations());
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].workers.size(), 16u);
+  for (int r : d.findings[0].workers) EXPECT_GE(r, 20);
+  EXPECT_NE(d.findings[0].evidence.find("; 4 more ranks of that half are waited for alike"), std::string::npos)
+      << d.findings[0].evidence;
+}
+
 TEST(LocalizerTest, HalfTheGroupWithMoreOwnWorkButNoOneWaitingForItIsNoStraggler) {
   EXPECT_TRUE(Localize(HalfTheGroupLate(false), DefaultExpectations()).healthy());
 }
