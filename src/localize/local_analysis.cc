@@ -173,6 +173,23 @@ std::vector<bool> LateAlikeInEveryIteration(const WorkerGroup& group, const Expe
   return late;
 }
 
+// Whether member `index`'s excess (in shares of an iteration) makes it an outlier. A fault
+// persists, noise moves around: a worker above all its peers in every profiled iteration is an
+// outlier at any group size, by a small floor when there are enough iterations to make chance
+// unlikely (4+), by a larger one with 2-3. So is one whose excess summed over the window stands
+// k noise-spreads above the group while the others wait for it in collectives: a loader that
+// stalls every second iteration misses persistence, not the sum. The sum is held to the noise
+// of all own work, where the scheduler moves it; to its category's own noise only when the
+// worker is also the one the others wait for at (nearly) every collective (`last`), or when its
+// excess stays in the category, above the iteration's median by the floor in every iteration of
+// the window (`steady`). The scheduler's noise moves between categories and iterations: it
+// stretches one rank's loader in one step and its Python in the next. A slow disk, a checkpoint
+// or a starved loader is there every time. A 6-rank run on 2 cores whose rank 1 read each
+// sample from a slow disk had its loader 0.17-0.39 above the iteration's median in each of 5
+// iterations (7.6 loader spreads over the window), while its own work as a whole was no higher
+// than a peer's: waiting on the disk, it left its CPU to the others. Large groups also accept a
+// robust z-score beyond k (the paper's k = 5). Without per-iteration data only a large excess
+// counts. With two workers, being the one the other waits for does (see below).
 // `late_alike`: one of several ranks the others waited for in every iteration
 // (LateAlikeInEveryIteration).
 bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, const WindowExcess& window, size_t index,
