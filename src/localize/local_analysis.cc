@@ -22,8 +22,6 @@
 namespace eroica {
 namespace {
 
-constexpr size_t kMaxLocalFindings = 16;
-
 struct AlsoUp {
   Category category;
   double share;

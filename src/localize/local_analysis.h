@@ -4,6 +4,7 @@
 // symptom").
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "localize/expectations.h"
@@ -11,6 +12,9 @@
 #include "localize/groups.h"
 
 namespace eroica {
+
+// Stragglers named one by one in a group at most; the rest are counted.
+inline constexpr size_t kMaxLocalFindings = 16;
 
 std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectations& expectations);
 

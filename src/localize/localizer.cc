@@ -201,23 +201,21 @@ bool EveryoneRuns(const WorkerTable& table, const std::vector<uint32_t>& members
 // that name it alone kept, one finding for a cause they share. Only at work the waiting half runs
 // too: where one half has work the other never does (the tensor-parallel rank that loads and
 // broadcasts each batch), that half is a role, its share of it no straggler's.
-// At most this many ranks of a late half are compared one by one (each comparison holds the whole
-// waiting half): the busiest by own work, the rest counted. Half of 20,000 ranks one by one is
-// 10,000 analyses of 10,001 ranks.
-constexpr size_t kMaxLateHalfCompared = 16;
-
+// At most kMaxLocalFindings ranks of a late half are compared one by one, the busiest by own work,
+// the rest counted: each comparison holds the whole waiting half, and half of 20,000 ranks one by
+// one is 10,000 analyses of 10,001 ranks.
 std::vector<Finding> LocalFindingsOfAWaitedForHalf(const WorkerGroup& group, const Expectations& e,
                                                    std::vector<std::string>* notes) {
   std::optional<WaitingHalves> halves = SplitIntoWaitingHalves(group, e);
   if (!halves) return {};
   std::vector<uint32_t> late = halves->waited_for;
-  const size_t not_compared = late.size() > kMaxLateHalfCompared ? late.size() - kMaxLateHalfCompared : 0;
+  const size_t not_compared = late.size() > kMaxLocalFindings ? late.size() - kMaxLocalFindings : 0;
   if (not_compared > 0) {
     auto busier = [&](uint32_t a, uint32_t b) {
       return OwnWorkBeta(group.table->row(a)) > OwnWorkBeta(group.table->row(b));
     };
-    std::partial_sort(late.begin(), late.begin() + kMaxLateHalfCompared, late.end(), busier);
-    late.resize(kMaxLateHalfCompared);
+    std::partial_sort(late.begin(), late.begin() + kMaxLocalFindings, late.end(), busier);
+    late.resize(kMaxLocalFindings);
   }
   std::vector<Finding> found;
   for (uint32_t member : late) {
@@ -234,7 +232,7 @@ std::vector<Finding> LocalFindingsOfAWaitedForHalf(const WorkerGroup& group, con
   if (not_compared > 0) {
     found.front().evidence +=
         fmt::format("; {} more ranks of that half are waited for alike (the {} busiest compared one by one)",
-                    not_compared, kMaxLateHalfCompared);
+                    not_compared, kMaxLocalFindings);
   }
   notes->push_back(halves->evidence);
   return found;
