@@ -8,6 +8,7 @@
 
 #include "base/huge_page_allocator.h"
 #include "summary/classify.h"
+#include "summary/collective_waits.h"
 #include "summary/function_name.h"
 #include "summary/function_table.h"
 #include "summary/pattern_builder.h"
@@ -415,7 +416,10 @@ StatusOr<Summary> Summarize(const Trace& trace, const SummarizeOptions& options)
   if (window.length_ns() <= 0) {
     return ErrorStatus("{}: no timed events to summarize", trace.meta.path);
   }
-  if (!has_device) FindUnrecordedCollective(trace, roles, &window);
+  if (!has_device) {
+    DropRangesThatWaitForACollective(trace, window, &roles);
+    FindUnrecordedCollective(trace, roles, &window);
+  }
   FunctionTable table;
   uint32_t unattributed = table.Intern(Category::kHost, HostKind::kPython, std::string(kUnattributedPython));
   BigVector<uint32_t> functions = AssignFunctions(trace, roles, has_device, &by_name, &table);

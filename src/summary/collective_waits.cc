@@ -1,0 +1,91 @@
+#include "summary/collective_waits.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace eroica {
+namespace {
+
+struct Launch {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t next_start_ns = std::numeric_limits<int64_t>::max();  // the thread's next event after it
+  int64_t backend_start_ns = -1;                                // the backend's range for it
+  int64_t backend_end_ns = -1;
+};
+
+bool MayWait(EventRole role) { return role == EventRole::kCpuOp || role == EventRole::kAnnotation; }
+
+}  // namespace
+
+void DropRangesThatWaitForACollective(const Trace& trace, const WorkerWindow& window, BigVector<EventRole>* roles) {
+  if (window.main_tid < 0) return;
+  auto on_thread = [&](const TraceEvent& e) { return e.pid == window.main_pid && e.tid == window.main_tid; };
+  std::vector<Launch> launches;
+  std::vector<std::pair<int64_t, int64_t>> backend;  // (start, end) of the backend's ranges
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if ((*roles)[i] != EventRole::kCpuComm || e.pid != window.main_pid) continue;
+    if (e.tid == window.main_tid) {
+      launches.push_back({e.ts_ns, e.end_ns()});
+    } else {
+      backend.emplace_back(e.ts_ns, e.end_ns());
+    }
+  }
+  if (launches.empty() || backend.empty()) return;
+  // One thread's launches never overlap: sorted by start, they are sorted by end too.
+  std::sort(launches.begin(), launches.end(), [](const Launch& a, const Launch& b) { return a.start_ns < b.start_ns; });
+  std::sort(backend.begin(), backend.end());
+  // Each launch's collective is the backend's first range to start after it: the backend runs a
+  // group's collectives in launch order, and a range of another group that starts in the few
+  // microseconds between a launch and its own range ends long after a range that did not wait.
+  for (Launch& launch : launches) {
+    auto it = std::lower_bound(backend.begin(), backend.end(), std::pair{launch.start_ns, int64_t{-1}});
+    if (it == backend.end()) continue;
+    launch.backend_start_ns = it->first;
+    launch.backend_end_ns = it->second;
+  }
+  // The thread's next event after each launch: each event is offered to the last launch that
+  // ended before it starts, then handed on to the launches before that one.
+  auto last_launch_before = [&](int64_t at_ns, bool by_end) {
+    auto it = std::upper_bound(launches.begin(), launches.end(), at_ns,
+                               [by_end](int64_t t, const Launch& l) { return t < (by_end ? l.end_ns : l.start_ns); });
+    return it == launches.begin() ? launches.size() : static_cast<size_t>(it - launches.begin()) - 1;
+  };
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    EventRole role = (*roles)[i];
+    if (!on_thread(e) || role == EventRole::kIgnore || role == EventRole::kStepMarker) continue;
+    size_t k = last_launch_before(e.ts_ns, /*by_end=*/true);
+    if (k < launches.size()) launches[k].next_start_ns = std::min(launches[k].next_start_ns, e.ts_ns);
+  }
+  for (size_t k = launches.size() - 1; k-- > 0;) {
+    launches[k].next_start_ns = std::min(launches[k].next_start_ns, launches[k + 1].next_start_ns);
+  }
+  // A range waits when its thread blocked on its last launch (recorded nothing more until the
+  // collective was half done) and it ran on past that point. The middle of the backend's range
+  // tells a wait from a launch that returned: a range that launched and went on records its next
+  // op microseconds later, long before a collective with other ranks is half done. Its end may
+  // come after the range's (gloo records it after waking the thread) and ops may follow the wait
+  // inside the range (autograd's view_as of a Function's output): neither is what it waited for.
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    EventRole role = (*roles)[i];
+    if (!MayWait(role) || !on_thread(e)) continue;
+    size_t k = last_launch_before(e.end_ns() - 1, /*by_end=*/false);
+    if (k == launches.size()) continue;
+    const Launch& launch = launches[k];
+    if (launch.backend_end_ns < 0 || launch.start_ns < e.ts_ns || launch.end_ns > e.end_ns()) continue;
+    int64_t middle_ns = launch.backend_start_ns + (launch.backend_end_ns - launch.backend_start_ns) / 2;
+    bool blocked = launch.next_start_ns >= middle_ns && e.end_ns() > middle_ns;
+    // An op's own time is compute, which would hide the wait: any op that blocked is dropped. An
+    // annotation (the lowest layer) only where waiting is most of it: a range around a model's
+    // forward that begins with a buffer broadcast keeps its name.
+    bool mostly_waiting = 2 * (launch.backend_end_ns - launch.start_ns) >= e.dur_ns;
+    if (blocked && (role == EventRole::kCpuOp || mostly_waiting)) (*roles)[i] = EventRole::kIgnore;
+  }
+}
+
+}  // namespace eroica
