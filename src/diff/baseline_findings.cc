@@ -340,6 +340,24 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
     }
   }
   if (cause == diff.functions.end()) return;
+  // Collectives grown by waiting, not by moving data: each call's shortest duration, the last
+  // arrival's (the transfer itself), grew by less than half of what a call grew. The ranks waited
+  // longer for late ranks (the window's own analysis names those), the network is as fast as it
+  // was. An unseen 6-rank tensor-parallel job whose rank 1 was throttled and rank 2's loader slow
+  // read `global communication` first: every rank's allreduce 3.2 -> 11.5 ms a call, its
+  // shortest calls 1.46 -> 1.69 ms.
+  if (cause->category == Category::kCommunication && cause->base_shortest_ms_per_call >= 0 &&
+      cause->now_shortest_ms_per_call >= 0 &&
+      cause->now_shortest_ms_per_call - cause->base_shortest_ms_per_call <
+          0.5 * (cause->now_ms_per_call - cause->base_ms_per_call)) {
+    d->notes.push_back(fmt::format(
+        "against the baseline: {}, {:+.1f} ms/iter, by waiting: its shortest call (the last rank to arrive, the "
+        "transfer itself) took {:.2f} ms then, {:.2f} ms now: the ranks waited longer for each other, the network "
+        "moved the data as fast",
+        WhatGrew(*cause, diff.base), cause->delta_ms_per_iter, cause->base_shortest_ms_per_call,
+        cause->now_shortest_ms_per_call));
+    return;
+  }
   // The peers' analysis found this window's collectives waiting for descheduled peers (the nodes'
   // cores busy, the ranks queued for a CPU longer than they waited): a collective grown since the
   // baseline on every rank is that same wait, not the network. A healthy control run in CI went

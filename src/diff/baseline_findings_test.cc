@@ -63,6 +63,39 @@ TEST(BaselineFindings, CollectivesGrownWhileTheyWaitedForACpuAreNoNetworkFinding
   }));
 }
 
+// Every rank's all-reduce 3x as long as at the baseline, all but one rank's calls only: the
+// others waited for that rank (the shortest call, the last arrival's, is as long as it was): no
+// network finding, a note. Every call longer on every rank, the shortest too: the network.
+TEST(BaselineFindings, CollectivesGrownByWaitingAreNoNetworkFinding) {
+  auto with_calls = [](std::vector<WorkerPattern> job, auto call_ms) {
+    for (WorkerPattern& w : job) {
+      for (int i = 0; i < 10; ++i) w.collectives.push_back({"gloo:all_reduce", static_cast<float>(1e3 * call_ms(w))});
+    }
+    return job;
+  };
+  auto run = [&](bool late_rank_waits_less) {
+    std::vector<WorkerPattern> now;
+    for (int r = 0; r < 4; ++r) {
+      FunctionMs ms = Healthy();
+      std::get<2>(ms[2]) = 60;  // gloo:all_reduce, 20 ms at the baseline
+      now.push_back(Worker(r, 4, ms));
+    }
+    now = with_calls(now, [&](const WorkerPattern& w) { return late_rank_waits_less && w.rank == 3 ? 2.0 : 6.0; });
+    Diagnosis d;
+    ApplyBaseline(DiffPatterns(with_calls(Job(4), [](const WorkerPattern&) { return 2.0; }), now), &d);
+    return d;
+  };
+  Diagnosis waiting = run(true);
+  EXPECT_TRUE(waiting.healthy()) << waiting.findings[0].evidence;
+  EXPECT_TRUE(std::any_of(waiting.notes.begin(), waiting.notes.end(), [](const std::string& note) {
+    return note.find("by waiting: its shortest call (the last rank to arrive, the transfer itself) took 2.00 ms then, "
+                     "2.00 ms now") != std::string::npos;
+  }));
+  Diagnosis network = run(false);
+  ASSERT_EQ(network.findings.size(), 1u);
+  EXPECT_EQ(network.findings[0].category, FindingCategory::kCommunication);
+}
+
 // Every rank calls an op more often, each call shorter (an evaluation pass added on every rank:
 // its small batches' convolutions): more work, said so, not "slow compute".
 TEST(BaselineFindings, MoreCallsEachNoSlowerAreMoreWorkNotSlowerWork) {

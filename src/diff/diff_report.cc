@@ -21,7 +21,7 @@ std::string SideText(const char* label, const DiffSide& side) {
 }
 
 nlohmann::json ChangeJson(const PatternChange& c) {
-  return {
+  nlohmann::json json = {
       {"role", c.role},
       {"function", c.function},
       {"category", CategoryName(c.category)},
@@ -38,6 +38,11 @@ nlohmann::json ChangeJson(const PatternChange& c) {
       {"now_calls_per_iter", RoundForJson(c.now_calls_per_iter, 2)},
       {"noise_ms_per_iter", RoundForJson(c.noise_ms_per_iter, 3)},
   };
+  if (c.base_shortest_ms_per_call >= 0 && c.now_shortest_ms_per_call >= 0) {
+    json["base_shortest_ms_per_call"] = RoundForJson(c.base_shortest_ms_per_call, 4);
+    json["now_shortest_ms_per_call"] = RoundForJson(c.now_shortest_ms_per_call, 4);
+  }
+  return json;
 }
 
 nlohmann::json SideJson(const DiffSide& side) {
@@ -65,6 +70,10 @@ std::string ChangeSentence(const PatternChange& c) {
   if (!c.function.empty() && (c.base_calls_per_iter > 0 || c.now_calls_per_iter > 0)) {
     text += fmt::format("; per call {:.3f} -> {:.3f} ms, calls/iter {:.1f} -> {:.1f}", c.base_ms_per_call,
                         c.now_ms_per_call, c.base_calls_per_iter, c.now_calls_per_iter);
+  }
+  if (c.base_shortest_ms_per_call >= 0 && c.now_shortest_ms_per_call >= 0) {
+    text += fmt::format("; its shortest call (the last rank to arrive) {:.3f} -> {:.3f} ms",
+                        c.base_shortest_ms_per_call, c.now_shortest_ms_per_call);
   }
   return text;
 }

@@ -244,6 +244,30 @@ std::string RoleName(const RoleKey& key) {
   return key.second.empty() ? std::string(key.first ? "GPU workers" : "CPU workers") : key.second;
 }
 
+// The mean over a collective's calls of the shortest of the workers' durations of each (its
+// calls aligned by their order among the collective's calls on each worker); -1 without calls on
+// two workers or more.
+double ShortestMsPerCall(const RoleWorkers& workers, const std::string& collective) {
+  std::vector<std::vector<float>> durations;  // per worker, its calls of `collective` in order
+  for (const WorkerPattern* w : workers) {
+    std::vector<float> calls;
+    for (const CollectiveCall& c : w->collectives) {
+      if (c.name == collective) calls.push_back(c.duration_us);
+    }
+    if (!calls.empty()) durations.push_back(std::move(calls));
+  }
+  if (durations.size() < 2) return -1;
+  size_t aligned = SIZE_MAX;
+  for (const auto& calls : durations) aligned = std::min(aligned, calls.size());
+  double sum_us = 0;
+  for (size_t i = 0; i < aligned; ++i) {
+    float shortest = durations.front()[i];
+    for (const auto& calls : durations) shortest = std::min(shortest, calls[i]);
+    sum_us += shortest;
+  }
+  return sum_us / static_cast<double>(aligned) / 1e3;
+}
+
 void DiffRole(const std::string& role, const RoleWorkers& base, const RoleWorkers& now, const DiffOptions& options,
               PatternDiff* diff) {
   std::vector<FunctionKey> keys;
@@ -260,6 +284,10 @@ void DiffRole(const std::string& role, const RoleWorkers& base, const RoleWorker
       c.role = role;
       c.function = key.first;
       c.category = key.second;
+      if (key.second == Category::kCommunication) {
+        c.base_shortest_ms_per_call = ShortestMsPerCall(base, key.first);
+        c.now_shortest_ms_per_call = ShortestMsPerCall(now, key.first);
+      }
       diff->functions.push_back(std::move(c));
     }
   }

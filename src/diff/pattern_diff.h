@@ -40,6 +40,13 @@ struct PatternChange {
   double base_calls_per_iter = 0;
   double now_calls_per_iter = 0;
   double noise_ms_per_iter = 0;  // the bar the change cleared
+  // A collective's calls, aligned by order across the role's workers (each worker's first calls
+  // of the window, pattern.h `collectives`): the mean of each call's shortest duration over the
+  // workers. Every rank waits at a collective until the last one arrives, so the shortest call,
+  // the last arrival's, is the transfer itself; the rest of a call is waiting. -1 where the
+  // patterns carry no such calls (older files, a function that is no collective).
+  double base_shortest_ms_per_call = -1;
+  double now_shortest_ms_per_call = -1;
   std::vector<int> ranks;        // affected workers (ranks on the "now" side)
   int role_workers = 0;          // workers of this role on the "now" side
 
