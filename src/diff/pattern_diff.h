@@ -47,8 +47,8 @@ struct PatternChange {
   // patterns carry no such calls (older files, a function that is no collective).
   double base_shortest_ms_per_call = -1;
   double now_shortest_ms_per_call = -1;
-  std::vector<int> ranks;        // affected workers (ranks on the "now" side)
-  int role_workers = 0;          // workers of this role on the "now" side
+  std::vector<int> ranks;  // affected workers (ranks on the "now" side)
+  int role_workers = 0;    // workers of this role on the "now" side
 
   bool grew() const { return kind == ChangeKind::kGrew || kind == ChangeKind::kAppeared; }
 };
