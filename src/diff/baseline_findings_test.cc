@@ -89,8 +89,8 @@ TEST(BaselineFindings, CollectivesGrownByWaitingAreNoNetworkFinding) {
   EXPECT_TRUE(waiting.healthy()) << waiting.findings[0].evidence;
   EXPECT_TRUE(std::any_of(waiting.notes.begin(), waiting.notes.end(), [](const std::string& note) {
     return note.find(
-               "by waiting: its shortest call (the last rank to arrive, the transfer itself) took 2.00 ms then, "
-               "2.00 ms now") != std::string::npos;
+               "by waiting: its calls took 2.00 ms then, 5.00 ms now, the shortest of each (the last rank to "
+               "arrive, the transfer itself) 2.00 ms then, 2.00 ms now") != std::string::npos;
   }));
   Diagnosis network = run(false);
   ASSERT_EQ(network.findings.size(), 1u);

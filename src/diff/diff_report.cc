@@ -38,9 +38,9 @@ nlohmann::json ChangeJson(const PatternChange& c) {
       {"now_calls_per_iter", RoundForJson(c.now_calls_per_iter, 2)},
       {"noise_ms_per_iter", RoundForJson(c.noise_ms_per_iter, 3)},
   };
-  if (c.base_shortest_ms_per_call >= 0 && c.now_shortest_ms_per_call >= 0) {
-    json["base_shortest_ms_per_call"] = RoundForJson(c.base_shortest_ms_per_call, 4);
-    json["now_shortest_ms_per_call"] = RoundForJson(c.now_shortest_ms_per_call, 4);
+  if (c.base_calls.known() && c.now_calls.known()) {
+    json["base_shortest_ms_per_call"] = RoundForJson(c.base_calls.shortest_ms, 4);
+    json["now_shortest_ms_per_call"] = RoundForJson(c.now_calls.shortest_ms, 4);
   }
   return json;
 }
@@ -71,9 +71,11 @@ std::string ChangeSentence(const PatternChange& c) {
     text += fmt::format("; per call {:.3f} -> {:.3f} ms, calls/iter {:.1f} -> {:.1f}", c.base_ms_per_call,
                         c.now_ms_per_call, c.base_calls_per_iter, c.now_calls_per_iter);
   }
-  if (c.base_shortest_ms_per_call >= 0 && c.now_shortest_ms_per_call >= 0) {
-    text += fmt::format("; its shortest call (the last rank to arrive) {:.3f} -> {:.3f} ms",
-                        c.base_shortest_ms_per_call, c.now_shortest_ms_per_call);
+  if (c.base_calls.known() && c.now_calls.known()) {
+    text += fmt::format(
+        "; its recorded calls {:.3f} -> {:.3f} ms, the shortest of each (the last rank to arrive) "
+        "{:.3f} -> {:.3f} ms",
+        c.base_calls.mean_ms, c.now_calls.mean_ms, c.base_calls.shortest_ms, c.now_calls.shortest_ms);
   }
   return text;
 }

@@ -244,10 +244,8 @@ std::string RoleName(const RoleKey& key) {
   return key.second.empty() ? std::string(key.first ? "GPU workers" : "CPU workers") : key.second;
 }
 
-// The mean over a collective's calls of the shortest of the workers' durations of each (its
-// calls aligned by their order among the collective's calls on each worker); -1 without calls on
-// two workers or more.
-double ShortestMsPerCall(const RoleWorkers& workers, const std::string& collective) {
+// A collective's calls on `workers`, aligned by their order among the collective's calls on each.
+CollectiveCalls CallsOf(const RoleWorkers& workers, const std::string& collective) {
   std::vector<std::vector<float>> durations;  // per worker, its calls of `collective` in order
   for (const WorkerPattern* w : workers) {
     std::vector<float> calls;
@@ -256,16 +254,20 @@ double ShortestMsPerCall(const RoleWorkers& workers, const std::string& collecti
     }
     if (!calls.empty()) durations.push_back(std::move(calls));
   }
-  if (durations.size() < 2) return -1;
+  if (durations.size() < 2) return {};
   size_t aligned = SIZE_MAX;
   for (const auto& calls : durations) aligned = std::min(aligned, calls.size());
-  double sum_us = 0;
+  double shortest_us = 0, all_us = 0;
   for (size_t i = 0; i < aligned; ++i) {
     float shortest = durations.front()[i];
-    for (const auto& calls : durations) shortest = std::min(shortest, calls[i]);
-    sum_us += shortest;
+    for (const auto& calls : durations) {
+      shortest = std::min(shortest, calls[i]);
+      all_us += calls[i];
+    }
+    shortest_us += shortest;
   }
-  return sum_us / static_cast<double>(aligned) / 1e3;
+  const auto n = static_cast<double>(aligned);
+  return {shortest_us / n / 1e3, all_us / n / static_cast<double>(durations.size()) / 1e3};
 }
 
 void DiffRole(const std::string& role, const RoleWorkers& base, const RoleWorkers& now, const DiffOptions& options,
@@ -285,8 +287,8 @@ void DiffRole(const std::string& role, const RoleWorkers& base, const RoleWorker
       c.function = key.first;
       c.category = key.second;
       if (key.second == Category::kCommunication) {
-        c.base_shortest_ms_per_call = ShortestMsPerCall(base, key.first);
-        c.now_shortest_ms_per_call = ShortestMsPerCall(now, key.first);
+        c.base_calls = CallsOf(base, key.first);
+        c.now_calls = CallsOf(now, key.first);
       }
       diff->functions.push_back(std::move(c));
     }

@@ -24,6 +24,16 @@ struct DiffOptions {
 enum class ChangeKind : uint8_t { kGrew, kShrank, kAppeared, kVanished };
 std::string_view Name(ChangeKind kind);
 
+// A collective's recorded calls on one side: the mean over its calls of each call's shortest
+// duration over the workers, and of their mean duration; -1 where fewer than two workers carry
+// such calls (older pattern files, a function that is no collective).
+struct CollectiveCalls {
+  double shortest_ms = -1;
+  double mean_ms = -1;
+
+  bool known() const { return shortest_ms >= 0; }
+};
+
 // One function's (or, with an empty `function`, one category's) change on the workers of one
 // role. Figures are medians over the affected workers.
 struct PatternChange {
@@ -41,12 +51,11 @@ struct PatternChange {
   double now_calls_per_iter = 0;
   double noise_ms_per_iter = 0;  // the bar the change cleared
   // A collective's calls, aligned by order across the role's workers (each worker's first calls
-  // of the window, pattern.h `collectives`): the mean of each call's shortest duration over the
-  // workers. Every rank waits at a collective until the last one arrives, so the shortest call,
-  // the last arrival's, is the transfer itself; the rest of a call is waiting. -1 where the
-  // patterns carry no such calls (older files, a function that is no collective).
-  double base_shortest_ms_per_call = -1;
-  double now_shortest_ms_per_call = -1;
+  // of the window, pattern.h `collectives`). Every rank waits at a collective until the last one
+  // arrives, so each call's shortest duration over the workers, the last arrival's, is the
+  // transfer itself, and the rest of a call is waiting.
+  CollectiveCalls base_calls;
+  CollectiveCalls now_calls;
   std::vector<int> ranks;  // affected workers (ranks on the "now" side)
   int role_workers = 0;    // workers of this role on the "now" side
 
