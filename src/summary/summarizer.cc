@@ -8,11 +8,11 @@
 
 #include "base/huge_page_allocator.h"
 #include "summary/classify.h"
-#include "summary/collective_waits.h"
 #include "summary/function_name.h"
 #include "summary/function_table.h"
 #include "summary/pattern_builder.h"
 #include "summary/program_points.h"
+#include "summary/ranges_that_wait.h"
 #include "summary/stack_attribution.h"
 #include "summary/worker_window.h"
 #include "trace/reader.h"

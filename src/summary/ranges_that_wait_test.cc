@@ -1,4 +1,4 @@
-#include "summary/collective_waits.h"
+#include "summary/ranges_that_wait.h"
 
 #include <gtest/gtest.h>
 
@@ -30,7 +30,7 @@ constexpr std::string_view kTensorParallelStep = R"json([
   {"name":"aten::mm","ph":"X","ts":800,"dur":200,"tid":1,"pid":7}
 ])json";
 
-TEST(CollectiveWaitsTest, AUserFunctionsWaitForItsCollectiveIsTheCollectivesNotItsCompute) {
+TEST(RangesThatWaitTest, AUserFunctionsWaitForItsCollectiveIsTheCollectivesNotItsCompute) {
   WorkerPattern p = SummarizeText(kTensorParallelStep);
   std::map<std::string, double> beta = BetaByName(p);
   EXPECT_NEAR(beta["allreduce"], (4 + 170 + 3 + 375) / 1000.0, 1e-9);  // launches and gloo's ranges
@@ -42,7 +42,7 @@ TEST(CollectiveWaitsTest, AUserFunctionsWaitForItsCollectiveIsTheCollectivesNotI
   EXPECT_NEAR(beta["(resuming after allreduce, before aten::mm)"], 5 / 1000.0, 1e-9);
 }
 
-TEST(CollectiveWaitsTest, TheBackendRecordingItsEndAfterWakingTheThreadStillCounts) {
+TEST(RangesThatWaitTest, TheBackendRecordingItsEndAfterWakingTheThreadStillCounts) {
   std::string trace(kTensorParallelStep);
   // gloo's thread records its range's end 30 us after the training thread had returned.
   trace.replace(trace.find(R"("dur":375)"), 9, R"("dur":410)");
@@ -53,7 +53,7 @@ TEST(CollectiveWaitsTest, TheBackendRecordingItsEndAfterWakingTheThreadStillCoun
 // DDP's gradient hook launches a bucket's all-reduce from the AccumulateGrad node and returns
 // (the launch is asynchronous): the node did not wait and stays compute; so does a node that
 // launched a collective and went on with ops of its own at once.
-TEST(CollectiveWaitsTest, ARangeThatDidNotWaitKeepsItsRole) {
+TEST(RangesThatWaitTest, ARangeThatDidNotWaitKeepsItsRole) {
   constexpr std::string_view trace = R"json([
     {"name":"ProfilerStep#1","ph":"X","ts":0,"dur":1000,"tid":1,"pid":7},
     {"name":"autograd::engine::evaluate_function: torch::autograd::AccumulateGrad","ph":"X","ts":0,"dur":60,"tid":1,"pid":7},
@@ -74,7 +74,7 @@ TEST(CollectiveWaitsTest, ARangeThatDidNotWaitKeepsItsRole) {
 // A model's forward that begins by broadcasting its buffers (DDP's range, an annotation) waits for
 // the broadcast and then runs the model: it keeps its name. A backward node that waited and then
 // went on (a custom op all-reducing, then computing) is read as its ops and the wait.
-TEST(CollectiveWaitsTest, AnAnnotationMostlyDoingOtherThingsKeepsItsName) {
+TEST(RangesThatWaitTest, AnAnnotationMostlyDoingOtherThingsKeepsItsName) {
   constexpr std::string_view trace = R"json([
     {"name":"ProfilerStep#1","ph":"X","ts":0,"dur":1000,"tid":1,"pid":7},
     {"name":"DistributedDataParallel.forward","ph":"X","ts":0,"dur":500,"tid":1,"pid":7},
@@ -92,7 +92,7 @@ TEST(CollectiveWaitsTest, AnAnnotationMostlyDoingOtherThingsKeepsItsName) {
 }
 
 // GPU training: the device runs the collective; a range around its launch is launch work.
-TEST(CollectiveWaitsTest, GpuTrainingIsLeftAlone) {
+TEST(RangesThatWaitTest, GpuTrainingIsLeftAlone) {
   constexpr std::string_view trace = R"json([
     {"name":"ProfilerStep#1","ph":"X","ts":0,"dur":1000,"tid":1,"pid":7,"cat":"user_annotation"},
     {"name":"ReduceFromTP","ph":"X","ts":100,"dur":200,"tid":1,"pid":7,"cat":"user_annotation"},

@@ -1,4 +1,4 @@
-#include "summary/collective_waits.h"
+#include "summary/ranges_that_wait.h"
 
 #include <algorithm>
 #include <cstdint>
