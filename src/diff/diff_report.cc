@@ -39,6 +39,8 @@ nlohmann::json ChangeJson(const PatternChange& c) {
       {"noise_ms_per_iter", RoundForJson(c.noise_ms_per_iter, 3)},
   };
   if (c.base_calls.known() && c.now_calls.known()) {
+    json["base_recorded_ms_per_call"] = RoundForJson(c.base_calls.mean_ms, 4);
+    json["now_recorded_ms_per_call"] = RoundForJson(c.now_calls.mean_ms, 4);
     json["base_shortest_ms_per_call"] = RoundForJson(c.base_calls.shortest_ms, 4);
     json["now_shortest_ms_per_call"] = RoundForJson(c.now_calls.shortest_ms, 4);
   }

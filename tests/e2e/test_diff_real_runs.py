@@ -287,6 +287,11 @@ def test_collectives_grown_by_waiting_for_two_stragglers_are_no_network_finding(
     assert found[:2] == [("local", "dataloader", [2]), ("local", "compute", [1])], d["findings"]
     assert all(f["category"] != "communication" for f in d["findings"]), d["findings"]
     assert any("by waiting" in n and "the shortest of each" in n for n in d["notes"]), d["notes"]
+    folder = TP / "waits_for_two_stragglers"
+    diff = json.loads(eroica("diff", folder / "baseline.pattern", folder / "session.pattern", "--format", "json").stdout)
+    allreduce = next(c for c in diff["functions"] if c["function"] == "allreduce")
+    grew = allreduce["now_recorded_ms_per_call"] - allreduce["base_recorded_ms_per_call"]
+    assert 0 <= allreduce["now_shortest_ms_per_call"] - allreduce["base_shortest_ms_per_call"] < 0.1 * grew, allreduce
 
 
 RL = SOURCE_DIR / "tests" / "e2e" / "data" / "rl"  # README.md there: how it was made
