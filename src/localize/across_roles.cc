@@ -7,7 +7,8 @@
 
 namespace eroica {
 
-void MergeFindingsOfOneCause(std::vector<Finding>* findings, FindingScope scope, std::string_view lead) {
+void MergeFindingsOfOneCause(std::vector<Finding>* findings, FindingScope scope, std::string_view lead,
+                             SameCause same) {
   std::vector<bool> merged(findings->size(), false);  // into an earlier finding
   for (size_t i = 0; i < findings->size(); ++i) {
     Finding& into = (*findings)[i];
@@ -15,9 +16,8 @@ void MergeFindingsOfOneCause(std::vector<Finding>* findings, FindingScope scope,
     bool grew = false;
     for (size_t j = i + 1; j < findings->size(); ++j) {
       const Finding& other = (*findings)[j];
-      if (merged[j] || other.scope != scope || other.category != into.category || other.function != into.function) {
-        continue;
-      }
+      bool same_function = same == SameCause::kCategory || other.function == into.function;
+      if (merged[j] || other.scope != scope || other.category != into.category || !same_function) continue;
       if (!grew) {  // its own group's evidence gets its ranks too
         // A local finding's evidence starts with its rank already.
         into.evidence = scope == FindingScope::kLocal

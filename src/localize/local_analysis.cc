@@ -912,6 +912,10 @@ void KeepThoseTheOthersWaitFor(const WorkerGroup& group, const Expectations& e, 
 
 }  // namespace
 
+std::vector<bool> RanksLateAlike(const WorkerGroup& group, const Expectations& e) {
+  return LateAlikeInEveryIteration(group, e, 2);
+}
+
 std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectations& e) {
   std::vector<Finding> findings;
   if (group.size() < 2) return findings;

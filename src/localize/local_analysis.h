@@ -18,4 +18,9 @@ inline constexpr size_t kMaxLocalFindings = 16;
 
 std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectations& expectations);
 
+// Which members the others waited for in every iteration of the window, where two or more and
+// fewer than half the group are (each late by the straggler floor in every one of 4+ iterations):
+// several ranks late alike, each a straggler.
+std::vector<bool> RanksLateAlike(const WorkerGroup& group, const Expectations& expectations);
+
 }  // namespace eroica

@@ -175,6 +175,33 @@ void FoldLocalIntoGlobal(const WorkerGroup& group, const Expectations& e, std::v
   });
 }
 
+// Ranks the others waited for alike in every step (local_analysis.h RanksLateAlike), each given
+// more work, are one line: data is sharded by replica, and the ranks of one replica get the same
+// batches (two tensor-parallel ranks given longer sequences read `local imbalance [0] aten::mm;
+// local imbalance [1] aten::addmm`, and a second fault of the run came third). The most costly
+// names it; each rank's evidence follows. Not other kinds: two ranks under a CPU quota each, or two
+// slower devices, are two things to fix.
+void MergeRanksLateAlike(const WorkerGroup& group, const Expectations& e, std::vector<Finding>* local) {
+  std::vector<bool> late = RanksLateAlike(group, e);
+  std::vector<int> late_ranks;
+  for (size_t k = 0; k < group.size(); ++k) {
+    if (late[k]) late_ranks.push_back(group.row(k).rank);
+  }
+  auto alike = [&](const Finding& f) {
+    return f.scope == FindingScope::kLocal && f.category == FindingCategory::kImbalance && f.workers.size() == 1 &&
+           std::find(late_ranks.begin(), late_ranks.end(), f.workers.front()) != late_ranks.end();
+  };
+  if (std::count_if(local->begin(), local->end(), alike) < 2) return;
+  auto first_other = std::stable_partition(local->begin(), local->end(), [&](const Finding& f) { return !alike(f); });
+  std::vector<Finding> merged(std::make_move_iterator(first_other), std::make_move_iterator(local->end()));
+  local->erase(first_other, local->end());
+  std::stable_sort(merged.begin(), merged.end(),
+                   [](const Finding& a, const Finding& b) { return a.impact_s_per_iter > b.impact_s_per_iter; });
+  MergeFindingsOfOneCause(&merged, FindingScope::kLocal, "alike on each rank the others wait for in every step",
+                          SameCause::kCategory);
+  local->insert(local->end(), std::make_move_iterator(merged.begin()), std::make_move_iterator(merged.end()));
+}
+
 // A group's local findings: its stragglers (local_analysis.h), then what the processors, the
 // loader workers, the ops only one rank calls and CPU quotas say about each.
 std::vector<Finding> LocalFindings(const WorkerGroup& group, const Expectations& e, std::vector<std::string>* notes) {
@@ -184,6 +211,7 @@ std::vector<Finding> LocalFindings(const WorkerGroup& group, const Expectations&
   BlameBusyLoaderWorkers(group, e, &local);
   NameOpsOnlyItCalls(group, e, &local);
   AddQuotaThrottled(group, e, &local);
+  MergeRanksLateAlike(group, e, &local);
   return local;
 }
 

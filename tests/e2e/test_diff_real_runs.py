@@ -275,6 +275,9 @@ def test_ranks_late_alike_in_every_step_are_each_named():
     findings = diagnosis_of(TP / "two_ranks_late_alike", baseline=False)["findings"]
     assert sorted(w for f in findings for w in f["workers"]) == [4, 5], findings
     assert all((f["scope"], f["category"]) == ("local", "imbalance") for f in findings), findings
+    # Given more work alike (one replica's batches): one line, each rank's evidence in it.
+    assert len(findings) == 1, findings
+    assert "alike on each rank the others wait for in every step: rank " in findings[0]["evidence"], findings[0]
 
 
 def test_collectives_grown_by_waiting_for_two_stragglers_are_no_network_finding():
