@@ -63,8 +63,13 @@ def pace_ratio(log, from_step):
     return ((at[d] - at[c]) / (d - c)) / ((at[b] - at[a]) / (b - a))
 
 
-def baseline_step(run):
-    """The first iteration of the run's baseline window (None without one)."""
+def baseline_step(run, sdir=None):
+    """The first iteration of the baseline window a session is diagnosed against (baseline_of; a
+    job may take its baseline again later, after a fault's onset), else of the run's first
+    baseline (None without one)."""
+    used = baseline_of(run, sdir) if sdir else None
+    if used and os.path.isdir(used):
+        return json.load(open(os.path.join(used, "session.json"))).get("target_iteration")
     for s in sorted(glob.glob(os.path.join(run, "*", "session.json"))):
         doc = json.load(open(s))
         if doc.get("reason") == "baseline":
@@ -142,7 +147,7 @@ def score(expect, from_step, default_out, argv=sys.argv[1:], iterations_per_step
                 print("%-20s %-12s no report" % (name, label))
                 continue
             v = judge([expect[k] for k in kinds], rep)
-            base = baseline_step(run)
+            base = baseline_step(run, chosen[0] if binary else None)
             if kinds and base is not None and base >= onset - 2:
                 # The fault ran in the baseline's window: the job's own past has it too.
                 v = "baseline in the fault (%s)" % judge([expect[k] for k in kinds], rep, keep_standing=True)
