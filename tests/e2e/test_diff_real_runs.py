@@ -277,7 +277,8 @@ def test_ranks_late_alike_in_every_step_are_each_named():
     assert all((f["scope"], f["category"]) == ("local", "imbalance") for f in findings), findings
     # Given more work alike (one replica's batches): one line, each rank's evidence in it.
     assert len(findings) == 1, findings
-    assert "alike on each rank the others wait for in every step: rank " in findings[0]["evidence"], findings[0]
+    lead = "alike on each rank the others wait for in every step: rank "
+    assert lead in findings[0]["evidence"], findings[0]
 
 
 def test_collectives_grown_by_waiting_for_two_stragglers_are_no_network_finding():
@@ -291,7 +292,8 @@ def test_collectives_grown_by_waiting_for_two_stragglers_are_no_network_finding(
     assert all(f["category"] != "communication" for f in d["findings"]), d["findings"]
     assert any("by waiting" in n and "the shortest of each" in n for n in d["notes"]), d["notes"]
     folder = TP / "waits_for_two_stragglers"
-    diff = json.loads(eroica("diff", folder / "baseline.pattern", folder / "session.pattern", "--format", "json").stdout)
+    diff = eroica("diff", folder / "baseline.pattern", folder / "session.pattern", "--format", "json")
+    diff = json.loads(diff.stdout)
     allreduce = next(c for c in diff["functions"] if c["function"] == "allreduce")
     grew = allreduce["now_recorded_ms_per_call"] - allreduce["base_recorded_ms_per_call"]
     assert 0 <= allreduce["now_shortest_ms_per_call"] - allreduce["base_shortest_ms_per_call"] < 0.1 * grew, allreduce
