@@ -1,4 +1,4 @@
-// Ranges of the training thread that only wait for a collective, found by what they do rather
+// Ranges of the training thread that wait for a collective they launched, found by what they do
 // than by name. On CPU training a collective called from inside an op (a user's autograd
 // Function that all-reduces: Megatron's copy-to / reduce-from tensor-parallel region, or any
 // custom op) is recorded as the op's range (its forward, its backward node and the engine's range
