@@ -1,5 +1,5 @@
 // Ranges of the training thread that wait for a collective they launched, found by what they do
-// than by name. On CPU training a collective called from inside an op (a user's autograd
+// rather than by name. On CPU training a collective called from inside an op (a user's autograd
 // Function that all-reduces: Megatron's copy-to / reduce-from tensor-parallel region, or any
 // custom op) is recorded as the op's range (its forward, its backward node and the engine's range
 // around that node), the launch (c10d::*) nested in it, and the backend's range (gloo:*) on the
