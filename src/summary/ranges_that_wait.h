@@ -28,8 +28,8 @@ namespace eroica {
 // Sets to kIgnore the role of every range of the window's training thread that waited for a
 // collective: one whose thread recorded nothing after the range's last collective launch until
 // the backend's range for it was half done, and that ran on past that point (a CPU op, or an
-// annotation that spent most of its time so). CPU training only (on GPU training the device runs
-// the collectives and the CPU thread does not wait for them).
+// annotation that recorded less work after the wait than the wait took). CPU training only (on GPU training the device
+// runs the collectives and the CPU thread does not wait for them).
 void DropRangesThatWaitForACollective(const Trace& trace, const WorkerWindow& window, BigVector<EventRole>* roles);
 
 }  // namespace eroica
