@@ -282,10 +282,10 @@ def test_ranks_late_alike_in_every_step_are_each_named():
 
 
 def test_collectives_grown_by_waiting_for_two_stragglers_are_no_network_finding():
-    """A real 6-rank TP x DP transformer whose rank 1 was throttled and rank 2's loader slow: every
-    rank's allreduce 3.24 -> 11.50 ms a call against the baseline, the shortest of each call (the
-    last arrival's) 1.46 -> 1.69 ms. Read as `global communication` first until the shortest calls
-    were asked; the two stragglers are the two findings, the waiting a note."""
+    """A real 6-rank TP x DP transformer whose rank 1 was throttled and rank 2's loader slow: its
+    recorded allreduces 5.48 -> 24.33 ms against the baseline, the shortest of each call (the last
+    arrival's) 1.46 -> 1.69 ms. Read as `global communication` first until the shortest calls were
+    asked; the two stragglers are the two findings, the waiting a note."""
     d = diagnosis_of(TP / "waits_for_two_stragglers")
     found = [(f["scope"], f["category"], f["workers"]) for f in d["findings"] if not f["standing"]]
     assert found[:2] == [("local", "dataloader", [2]), ("local", "compute", [1])], d["findings"]
