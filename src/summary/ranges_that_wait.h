@@ -13,9 +13,9 @@
 // from Python directly: the range is dropped, the backend's range paints the wait, the time the
 // thread took to come back after it is a resume point and the time before it a program point
 // (program_points.h), and any op the range runs itself still paints as that op. It needs the
-// launch recorded: torch.distributed.nn's functions, whose launch torch 1.13 does not record
-// (an unseen mixture-of-experts job: _AlltoAllSingle over gloo:all_to_all and nothing else), are
-// known by name instead (classify.cc).
+// launch recorded: torch.distributed.nn's functions whose launch torch 1.13 does not record (an
+// unseen mixture-of-experts job: _AlltoAllSingle over gloo:all_to_all and nothing else) are known
+// by name instead (classify.cc); _AlltoAll records its scatters and is taken here too.
 #pragma once
 
 #include "base/huge_page_allocator.h"
