@@ -137,18 +137,68 @@ double OthersWaitFor(const WorkerGroup& group, size_t suspect) {
   return MedianInPlace(others) - group.row(suspect).beta(Category::kCommunication);
 }
 
+// Ranks late alike that share a collective (one tensor-parallel replica) also wait for each
+// other in it: in each step the later of them holds up the other, whose share in collectives then
+// rises toward the others' although the set as a whole was late. Each member still finishes its
+// own work after the ranks outside the set (it waits for a member only what that member is later
+// still), so its share in collectives stays under theirs, if by less than the floor. So where no
+// two ranks are late alike one by one, the set is tested as one: of the ranks the others waited
+// for over the window (their median share in collectives above the rank's own by the floor on
+// average), those under the median of the ranks outside in every iteration, two or more and
+// fewer than half, whose mean share stays under that median by the floor in every iteration. The
+// mean keeps the members' waits for each other (it understates the set's lateness). An unseen
+// 6-rank TP x DP job whose replica 1 (ranks 2, 3) had sequences 1.8x as long: rank 3 in
+// collectives 0.07-0.15 of each step, rank 2 0.09-0.36 (0.29 and 0.36 in the two steps where it
+// waited 0.26 and 0.31 of the step for rank 3 in their all-reduces), ranks 0, 1, 4, 5 at a median
+// of 0.30-0.39; the set's mean 0.14-0.21 under them in each of 5 steps. A rank late in some steps
+// only is no member where one rank is late in all (an unseen 5-rank LSTM job: rank 1 under a CPU
+// quota, rank 4 over the others' median in 2 of 5 steps). `comm`: each iteration's shares in
+// collectives, by member.
+std::vector<bool> SetLateAlike(const std::vector<std::vector<double>>& comm, double floor) {
+  const size_t n = comm.empty() ? 0 : comm.front().size();
+  std::vector<bool> in_set(n, false), none(n, false);
+  std::vector<double> mean_gap(n, 0);
+  for (const std::vector<double>& iteration : comm) {
+    std::vector<double> others = MedianOfOthers(iteration);
+    for (size_t k = 0; k < n; ++k) mean_gap[k] += (others[k] - iteration[k]) / static_cast<double>(comm.size());
+  }
+  for (size_t k = 0; k < n; ++k) in_set[k] = mean_gap[k] >= floor;
+  // The median of the ranks outside the set in each iteration.
+  auto outside_median = [&](const std::vector<double>& iteration) {
+    std::vector<double> outside;
+    for (size_t k = 0; k < n; ++k) {
+      if (!in_set[k]) outside.push_back(iteration[k]);
+    }
+    return outside.empty() ? 0.0 : MedianInPlace(outside);
+  };
+  std::vector<bool> always_under = in_set;
+  for (const std::vector<double>& iteration : comm) {
+    double outside = outside_median(iteration);
+    for (size_t k = 0; k < n; ++k) always_under[k] = always_under[k] && iteration[k] < outside;
+  }
+  in_set = always_under;
+  const size_t count = static_cast<size_t>(std::count(in_set.begin(), in_set.end(), true));
+  if (count < 2 || 2 * count >= n) return none;
+  for (const std::vector<double>& iteration : comm) {
+    double set_mean = 0;
+    for (size_t k = 0; k < n; ++k) set_mean += in_set[k] ? iteration[k] / static_cast<double>(count) : 0;
+    if (outside_median(iteration) - set_mean < floor) return none;
+  }
+  return in_set;
+}
+
 // Which members the others waited for in every iteration of the window (4 or more), where several
 // are late alike: the median of the others' shares of each iteration in collectives above the
 // member's own by the straggler floor every time, for two members or more and fewer than half the
-// group. Several ranks late alike are each last at their own collectives, none at nearly every
-// call (FindLastArriver) and none above every peer in every iteration, but the others wait for
-// each of them in every step: the slowness did not move between ranks. An unseen 6-rank TP x DP
-// job whose replica 2 (ranks 4, 5) had sequences twice as long: ranks 4, 5 in collectives
-// 0.06-0.18 of each step, the others 0.31-0.41, in each of 5. One rank alone is held to
-// FindLastArriver's across-the-window test for being an outlier; half the group or more is a role
-// or a global matter (waited_half.h compares a late half). `fewest`: how many such ranks it takes
-// (2 for the outlier test; 1 where a rank already stands out and its CPU time is read:
-// MoreWorkOnTheSameProcessors).
+// group; else, where one rank or none is, a set of them as a whole (SetLateAlike). Several ranks late alike are each last at
+// their own collectives, none at nearly every call (FindLastArriver) and none above every peer in
+// every iteration, but the others wait for each of them in every step: the slowness did not move
+// between ranks. An unseen 6-rank TP x DP job whose replica 2 (ranks 4, 5) had sequences twice as
+// long: ranks 4, 5 in collectives 0.06-0.18 of each step, the others 0.31-0.41, in each of 5. One
+// rank alone is held to FindLastArriver's across-the-window test for being an outlier; half the
+// group or more is a role or a global matter (waited_half.h compares a late half). `fewest`: how
+// many such ranks it takes (2 for the outlier test; 1 where a rank already stands out and its CPU
+// time is read: MoreWorkOnTheSameProcessors).
 std::vector<bool> LateAlikeInEveryIteration(const WorkerGroup& group, const Expectations& e, size_t fewest) {
   const size_t n = group.size();
   std::vector<bool> late(n, false);
@@ -156,17 +206,21 @@ std::vector<bool> LateAlikeInEveryIteration(const WorkerGroup& group, const Expe
   for (size_t k = 0; k < n; ++k) iterations = std::min<size_t>(iterations, group.row(k).iterations_count);
   if (n < 3 || iterations == SIZE_MAX || iterations < 4) return late;
   const double floor = StragglerFloor(group, e);
-  std::vector<double> least_gap(n, 1e300), comm(n);
+  std::vector<std::vector<double>> comm(iterations, std::vector<double>(n));
+  std::vector<double> least_gap(n, 1e300);
   for (size_t i = 0; i < iterations; ++i) {
-    for (size_t k = 0; k < n; ++k) comm[k] = IterationShare(group, k, i, Category::kCommunication);
-    std::vector<double> others = MedianOfOthers(comm);
-    for (size_t k = 0; k < n; ++k) least_gap[k] = std::min(least_gap[k], others[k] - comm[k]);
+    for (size_t k = 0; k < n; ++k) comm[i][k] = IterationShare(group, k, i, Category::kCommunication);
+    std::vector<double> others = MedianOfOthers(comm[i]);
+    for (size_t k = 0; k < n; ++k) least_gap[k] = std::min(least_gap[k], others[k] - comm[i][k]);
   }
   size_t count = 0;
   for (size_t k = 0; k < n; ++k) {
     late[k] = least_gap[k] >= floor;
     count += late[k] ? 1 : 0;
   }
+  if (count >= 2 && 2 * count < n) return late;
+  std::vector<bool> set = SetLateAlike(comm, floor);
+  if (std::find(set.begin(), set.end(), true) != set.end()) return set;
   if (count < fewest || 2 * count >= n) std::fill(late.begin(), late.end(), false);
   return late;
 }

@@ -862,6 +862,116 @@ TEST(LocalizerTest, SeveralRanksTheOthersWaitForInEveryStepAreEachAStraggler) {
   EXPECT_EQ(one.findings[0].workers, std::vector<int>{5});
 }
 
+// An unseen 6-rank TP x DP job (three replicas of two tensor-parallel ranks), as read: replica 1
+// (ranks 2, 3) given sequences 1.8x as long. The two wait for each other in their tensor-parallel
+// all-reduces: rank 2 waited there 0.26 and 0.31 of steps 3 and 5 for rank 3, so its share in
+// collectives (0.29, 0.36) came near the others' (median 0.35, 0.39) although the replica was
+// late in every step; rank 3 alone stays under the others by the floor in each.
+// `punctual_in_step_3`: ranks 2, 3 run step 3 as ranks 1, 5 did.
+LocalizeInput ReplicaLateWhoseRanksWaitForEachOther(bool punctual_in_step_3 = false) {
+  // Per iteration: compute, memory, communication, dataloader, host.
+  float iterations[6][5][5] = {{{0.651f, 0, 0.265f, 0.005f, 0.079f},
+                                      {0.663f, 0, 0.289f, 0.009f, 0.039f},
+                                      {0.653f, 0, 0.309f, 0.006f, 0.032f},
+                                      {0.648f, 0, 0.309f, 0.002f, 0.041f},
+                                      {0.568f, 0, 0.371f, 0.013f, 0.048f}},
+                                     {{0.569f, 0, 0.400f, 0, 0.031f},
+                                      {0.668f, 0, 0.301f, 0, 0.031f},
+                                      {0.621f, 0, 0.358f, 0, 0.022f},
+                                      {0.604f, 0, 0.360f, 0, 0.036f},
+                                      {0.474f, 0, 0.484f, 0, 0.042f}},
+                                     {{0.855f, 0, 0.090f, 0.007f, 0.049f},
+                                      {0.848f, 0, 0.096f, 0.019f, 0.038f},
+                                      {0.662f, 0, 0.288f, 0.027f, 0.024f},
+                                      {0.739f, 0, 0.209f, 0.021f, 0.031f},
+                                      {0.627f, 0, 0.355f, 0.006f, 0.012f}},
+                                     {{0.808f, 0, 0.146f, 0, 0.046f},
+                                      {0.893f, 0, 0.073f, 0, 0.034f},
+                                      {0.851f, 0, 0.121f, 0, 0.028f},
+                                      {0.815f, 0, 0.134f, 0, 0.051f},
+                                      {0.895f, 0, 0.068f, 0, 0.037f}},
+                                     {{0.638f, 0, 0.277f, 0.012f, 0.073f},
+                                      {0.635f, 0, 0.344f, 0.005f, 0.016f},
+                                      {0.611f, 0, 0.333f, 0.007f, 0.049f},
+                                      {0.668f, 0, 0.282f, 0.012f, 0.038f},
+                                      {0.903f, 0, 0.080f, 0.006f, 0.011f}},
+                                     {{0.574f, 0, 0.390f, 0, 0.036f},
+                                      {0.699f, 0, 0.249f, 0, 0.053f},
+                                      {0.496f, 0, 0.460f, 0, 0.044f},
+                                      {0.464f, 0, 0.494f, 0, 0.042f},
+                                      {0.534f, 0, 0.416f, 0, 0.049f}}};
+  if (punctual_in_step_3) {
+    std::copy(std::begin(iterations[1][2]), std::end(iterations[1][2]), std::begin(iterations[2][2]));
+    std::copy(std::begin(iterations[5][2]), std::end(iterations[5][2]), std::begin(iterations[3][2]));
+  }
+  LocalizeInput input;
+  for (int r = 0; r < 6; ++r) input.workers.push_back(WorkerOfIterations(r, 6, 0.645, iterations[r]));
+  return input;
+}
+
+TEST(LocalizerTest, RanksLateAlikeThatWaitForEachOtherAreEachAStraggler) {
+  Diagnosis d = Localize(ReplicaLateWhoseRanksWaitForEachOther(), DefaultExpectations());
+  std::vector<int> named;
+  for (const Finding& f : d.findings) {
+    EXPECT_EQ(f.scope, FindingScope::kLocal) << f.evidence;
+    named.insert(named.end(), f.workers.begin(), f.workers.end());
+  }
+  std::sort(named.begin(), named.end());
+  EXPECT_EQ(named, (std::vector<int>{2, 3}));
+}
+
+// A set is late only where its mean stays under the ranks outside it in every step: with both
+// punctual in step 3, each is still late on average, the set not in every step.
+TEST(LocalizerTest, RanksLateOnAverageButNotAsASetInEveryStepAreNoStragglers) {
+  Diagnosis d = Localize(ReplicaLateWhoseRanksWaitForEachOther(true), DefaultExpectations());
+  for (const Finding& f : d.findings) {
+    EXPECT_EQ(std::count(f.workers.begin(), f.workers.end(), 2), 0) << f.evidence;
+  }
+}
+
+// An unseen 5-rank LSTM job, as read: rank 1 under a CPU quota, late in every step; rank 4 late
+// in steps 1, 4 and 5 (the others waited 1.16 s for it in step 5) and over the others' median
+// share in collectives in steps 2 and 3. On average both are late, and their mean stays under the
+// others in every step (rank 1's doing): rank 4 is no member of a set late alike.
+LocalizeInput OneRankLateInEveryStepOneInSome() {
+  // Per iteration: compute, memory, communication, dataloader, host.
+  const float iterations[5][5][5] = {{{0.167f, 0, 0.816f, 0.001f, 0.016f},
+                                      {0.310f, 0, 0.679f, 0.004f, 0.008f},
+                                      {0.283f, 0, 0.708f, 0.001f, 0.008f},
+                                      {0.730f, 0, 0.243f, 0.006f, 0.021f},
+                                      {0.174f, 0, 0.804f, 0.010f, 0.013f}},
+                                     {{0.982f, 0, 0.011f, 0.002f, 0.004f},
+                                      {0.946f, 0, 0.047f, 0.001f, 0.007f},
+                                      {0.976f, 0, 0.019f, 0, 0.004f},
+                                      {0.753f, 0, 0.114f, 0.003f, 0.130f},
+                                      {0.370f, 0, 0.616f, 0.001f, 0.012f}},
+                                     {{0.172f, 0, 0.817f, 0.005f, 0.006f},
+                                      {0.359f, 0, 0.610f, 0.013f, 0.018f},
+                                      {0.055f, 0, 0.941f, 0.001f, 0.004f},
+                                      {0.861f, 0, 0.077f, 0.017f, 0.045f},
+                                      {0.275f, 0, 0.714f, 0.002f, 0.009f}},
+                                     {{0.155f, 0, 0.831f, 0.003f, 0.011f},
+                                      {0.358f, 0, 0.625f, 0.003f, 0.015f},
+                                      {0.111f, 0, 0.882f, 0.003f, 0.004f},
+                                      {0.351f, 0, 0.618f, 0.007f, 0.024f},
+                                      {0.275f, 0, 0.701f, 0.009f, 0.015f}},
+                                     {{0.368f, 0, 0.622f, 0.005f, 0.005f},
+                                      {0.337f, 0, 0.649f, 0.005f, 0.008f},
+                                      {0.075f, 0, 0.919f, 0.002f, 0.004f},
+                                      {0.917f, 0, 0.030f, 0.022f, 0.030f},
+                                      {0.970f, 0, 0.011f, 0.006f, 0.013f}}};
+  LocalizeInput input;
+  for (int r = 0; r < 5; ++r) input.workers.push_back(WorkerOfIterations(r, 5, 1.99, iterations[r]));
+  return input;
+}
+
+TEST(LocalizerTest, ARankLateInSomeStepsIsNoMemberOfASetLateAlike) {
+  Diagnosis d = Localize(OneRankLateInEveryStepOneInSome(), DefaultExpectations());
+  for (const Finding& f : d.findings) {
+    EXPECT_EQ(std::count(f.workers.begin(), f.workers.end(), 4), 0) << f.evidence;
+  }
+}
+
 // An unseen 5-rank LSTM job loading in the training process (2 cores, 0.81 busy), as read:
 // rank 2's dataset slept 3 ms an item and read a step counter with one more tensor op an item
 // (96 loader ops a step against 64). Its training thread slept outside the collectives 0.09 of

@@ -281,6 +281,18 @@ def test_ranks_late_alike_in_every_step_are_each_named():
     assert lead in findings[0]["evidence"], findings[0]
 
 
+def test_a_late_replica_whose_ranks_wait_for_each_other_is_named():
+    """A real 6-rank TP x DP transformer whose replica 1 (ranks 2, 3) had sequences 1.8x as long:
+    rank 2 waited for rank 3 in their tensor-parallel all-reduces (0.26 and 0.31 of two steps), so
+    it was not under the others in collectives in every step though the replica was; healthy until
+    the two were tested as a set (the set's mean under the ranks outside it in every step)."""
+    for baseline in (False, True):
+        findings = diagnosis_of(TP / "replica_late_ranks_wait_for_each_other", baseline)["findings"]
+        late = [f for f in findings if f["scope"] == "local" and sorted(f["workers"]) == [2, 3]]
+        assert len(late) == 1 and late[0]["category"] == "imbalance", findings
+        assert all(w in (2, 3) for f in findings for w in f["workers"]), findings
+
+
 def test_collectives_grown_by_waiting_for_two_stragglers_are_no_network_finding():
     """A real 6-rank TP x DP transformer whose rank 1 was throttled and rank 2's loader slow: its
     recorded allreduces 5.48 -> 24.33 ms against the baseline, the shortest of each call (the last
