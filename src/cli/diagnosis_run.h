@@ -13,6 +13,7 @@
 #include "diff/baseline_findings.h"
 #include "diff/busy_loader_workers.h"
 #include "diff/new_code_lines.h"
+#include "diff/own_compute_growth.h"
 #include "diff/own_loader_growth.h"
 #include "diff/standing_costs.h"
 #include "localize/finding_location.h"
@@ -91,6 +92,8 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   FindOwnLoaderWorkersTakingCores(base->workers, run->input.workers, diff, &run->diagnosis, options);
   // One rank's loader last: every rank's cause, where one stands, makes its wait a turn.
   FindOwnLoaderGrowth(run->input.workers, diff, &run->diagnosis, options);
+  // So are one rank's ops, where its thread ran on a CPU longer than its peers' (its own work).
+  FindOwnComputeGrowth(run->input.workers, diff, &run->diagnosis, options);
   locate_baselines_findings();
   PutStandingCostsLast(&run->diagnosis);
   return diff;
