@@ -51,8 +51,8 @@ void FindOwnComputeGrowth(const std::vector<WorkerPattern>& now, const PatternDi
   });
   if (grown == diff.categories.end()) return;
   const Expectations e;
-  const double floor = static_cast<double>(grown->role_workers) < e.small_group ? e.small_group_min_excess_beta
-                                                                                  : e.min_excess_beta;
+  const double floor =
+      static_cast<double>(grown->role_workers) < e.small_group ? e.small_group_min_excess_beta : e.min_excess_beta;
   const std::optional<double> beyond = LeastOnCpuBeyondPeers(now, grown->ranks);
   const CoresNow cores = ReadCoresNow(now);
   if (beyond ? *beyond < floor : cores.busy) return;
@@ -74,14 +74,14 @@ void FindOwnComputeGrowth(const std::vector<WorkerPattern>& now, const PatternDi
   f.function = function != diff.functions.end() ? function->function : "";
   f.from_baseline = true;
   f.impact_s_per_iter = std::min(grown->delta_ms_per_iter, slowdown_ms) / 1e3;
-  std::string named =
-      function != diff.functions.end()
-          ? fmt::format(", most in {} ({:.1f} -> {:.1f} ms/iter)", function->function, function->base_ms_per_iter,
-                        function->now_ms_per_iter)
-          : "";
-  std::string cpu = beyond ? fmt::format(", and its training thread ran on a CPU {:.2f} of the window longer than its "
-                                         "peers': its own work (the scheduler gives a rank less processor, not more)",
-                                         *beyond)
+  std::string named = function != diff.functions.end()
+                          ? fmt::format(", most in {} ({:.1f} -> {:.1f} ms/iter)", function->function,
+                                        function->base_ms_per_iter, function->now_ms_per_iter)
+                          : "";
+  std::string cpu = beyond ? fmt::format(
+                                 ", and its training thread ran on a CPU {:.2f} of the window longer than its "
+                                 "peers': its own work (the scheduler gives a rank less processor, not more)",
+                                 *beyond)
                            : "";
   f.evidence = fmt::format(
       "against the baseline{}: compute grew on {} alone, {:.1f} -> {:.1f} ms/iter ({:+.1f}, noise bar {:.1f}){}, its "

@@ -63,9 +63,10 @@ TEST(OwnComputeGrowth, WithoutThreadReadingsTheGrowthAloneNamesIt) {
 }
 
 TEST(OwnComputeGrowth, ARankAFindingNamesAlreadyOrAFindingThatExplainsTheSlowdownLeaveNothing) {
-  EXPECT_EQ(AfterComputeGrowth(StallJob(150, 0.62f), {FindingOf(FindingScope::kLocal, FindingCategory::kHost, {1}, 0.02)})
-                .findings.size(),
-            1u);
+  EXPECT_EQ(
+      AfterComputeGrowth(StallJob(150, 0.62f), {FindingOf(FindingScope::kLocal, FindingCategory::kHost, {1}, 0.02)})
+          .findings.size(),
+      1u);
   EXPECT_EQ(AfterComputeGrowth(StallJob(150, 0.62f),
                                {FindingOf(FindingScope::kGlobal, FindingCategory::kHost, {0, 1, 2, 3}, 0.150)})
                 .findings.size(),

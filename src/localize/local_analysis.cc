@@ -190,15 +190,14 @@ std::vector<bool> SetLateAlike(const std::vector<std::vector<double>>& comm, dou
 // Which members the others waited for in every iteration of the window (4 or more), where several
 // are late alike: the median of the others' shares of each iteration in collectives above the
 // member's own by the straggler floor every time, for two members or more and fewer than half the
-// group; else, where one rank or none is, a set of them as a whole (SetLateAlike). Several ranks late alike are each last at
-// their own collectives, none at nearly every call (FindLastArriver) and none above every peer in
-// every iteration, but the others wait for each of them in every step: the slowness did not move
-// between ranks. An unseen 6-rank TP x DP job whose replica 2 (ranks 4, 5) had sequences twice as
-// long: ranks 4, 5 in collectives 0.06-0.18 of each step, the others 0.31-0.41, in each of 5. One
-// rank alone is held to FindLastArriver's across-the-window test for being an outlier; half the
-// group or more is a role or a global matter (waited_half.h compares a late half). `fewest`: how
-// many such ranks it takes (2 for the outlier test; 1 where a rank already stands out and its CPU
-// time is read: MoreWorkOnTheSameProcessors).
+// group; else, where one rank or none is, a set of them as a whole (SetLateAlike). Several ranks late alike are each
+// last at their own collectives, none at nearly every call (FindLastArriver) and none above every peer in every
+// iteration, but the others wait for each of them in every step: the slowness did not move between ranks. An unseen
+// 6-rank TP x DP job whose replica 2 (ranks 4, 5) had sequences twice as long: ranks 4, 5 in collectives 0.06-0.18 of
+// each step, the others 0.31-0.41, in each of 5. One rank alone is held to FindLastArriver's across-the-window test for
+// being an outlier; half the group or more is a role or a global matter (waited_half.h compares a late half). `fewest`:
+// how many such ranks it takes (2 for the outlier test; 1 where a rank already stands out and its CPU time is read:
+// MoreWorkOnTheSameProcessors).
 std::vector<bool> LateAlikeInEveryIteration(const WorkerGroup& group, const Expectations& e, size_t fewest) {
   const size_t n = group.size();
   std::vector<bool> late(n, false);
