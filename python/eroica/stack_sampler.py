@@ -163,6 +163,12 @@ class StackSampler:
         # The stacks as the interpreter keeps them, read with the GIL held and no frame object
         # made (eroica_frames.c says why); a test's own current_frames keeps the Python path.
         self._native = _native_frames if current_frames is sys._current_frames else None
+        # Without it on CPython 3.11, frame objects read from another thread can be freed under
+        # the reader (eroica_frames.c: rank deaths, and a clean-clone CI run's sampler that found a
+        # code object where a frame had been): no frame is read there, the CPU reading stays.
+        self.unsafe_frames = (self._native is None and current_frames is sys._current_frames and
+                              sys.implementation.name == "cpython" and sys.version_info[:2] == (3, 11))
+        self.sampling = self.sampling and not self.unsafe_frames
         self._frames: Dict[Tuple[str, int, str], int] = {}
         self._stacks: Dict[Tuple[int, ...], int] = {}
         self.samples: List[Tuple[int, ...]] = []  # (unix ns, stack index[, queued ns])
@@ -381,6 +387,14 @@ class StackSampler:
             self._gc_started = None
             self.error = self.error or "gc callback: %s: %s" % (type(e).__name__, e)
 
+    def walker(self) -> str:
+        """How stacks were read, for the file's "walker"."""
+        if self._native is not None:
+            return "interpreter frames"
+        if self.unsafe_frames:
+            return "none: no native walker for this CPython 3.11, and frame objects are unsafe there"
+        return "frame objects"
+
     def _frame_keys(self, frame) -> Tuple[Tuple[str, int, str], ...]:
         """(file, line, function) of `frame` and its callers, innermost first, up to the root code."""
         keys = []
@@ -414,7 +428,7 @@ class StackSampler:
                "library_prefixes": prefixes, "frames": frames, "stacks": stacks,
                "samples": [list(s) for s in samples], "dropped": self.dropped,
                "busy_ns": self.busy_ns,
-               "walker": "interpreter frames" if self._native is not None else "frame objects"}
+               "walker": self.walker()}
         if self.error:
             doc["error"] = self.error
         if loader_workers:

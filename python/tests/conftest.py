@@ -1,5 +1,6 @@
 """Shared helpers: paths, a fake `eroica` binary, and running commands under `eroica run`."""
 
+import glob
 import os
 import socket
 import subprocess
@@ -23,10 +24,14 @@ def free_port() -> int:
 
 
 def clean_env(**overrides) -> dict:
-    """The environment for a child: no EROICA_* from the caller, PYTHONPATH=python/, no
-    baseline capture unless asked for."""
+    """The environment for a child: no EROICA_* from the caller, PYTHONPATH=python/ and the
+    native stack walker's folder where the caller's PYTHONPATH has it (`eroica run` puts the
+    binary's beside the package: the children sample as a user's do), no baseline capture unless
+    asked for."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("EROICA_")}
-    env["PYTHONPATH"] = PYTHON_DIR
+    native = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+              if p and glob.glob(os.path.join(p, "_eroica_frames*"))]
+    env["PYTHONPATH"] = os.pathsep.join([PYTHON_DIR] + native)
     env["EROICA_BASELINE"] = "0"  # its extra session would change what the others count
     env.update({k: str(v) for k, v in overrides.items()})
     return env

@@ -54,6 +54,9 @@ def test_host_time_on_one_rank_is_named_by_file_and_line(tmp_path, knobs, mark):
     for rank in range(2):
         stacks = json.load(open(os.path.join(session, "rank-%d.stacks.json" % rank)))
         assert stacks["samples"] and not stacks.get("error"), stacks.get("error")
+        # The walker a user's `eroica run` gives its children, where the build made it.
+        if glob.glob(os.path.join(os.path.dirname(REAL_BIN), "python-native", "_eroica_frames*")):
+            assert stacks["walker"] == "interpreter frames", stacks["walker"]
     report = json.load(open(os.path.join(session, "report.json")))
     # file:line( — the function is the code object's: <genexpr> for the hot line.
     where = "%s:%d(" % (HOT, marked_line(HOT, mark))

@@ -320,6 +320,25 @@ def test_the_native_walker_is_used_where_the_build_made_it():
     assert python_path._native is None and python_path.doc(0, 0)["walker"] == "frame objects"
 
 
+def test_without_the_native_walker_cpython_3_11_reads_no_frame_objects(monkeypatch):
+    """Frame objects read from another thread can be freed under the reader on 3.11: there the
+    window keeps its CPU reading and samples nothing; elsewhere the Python path samples."""
+    monkeypatch.setattr(stack_sampler, "_native_frames", None)
+    sampler = stack_sampler.StackSampler(threading.get_ident(), hz=100, max_samples=10)
+    on_311 = sys.implementation.name == "cpython" and sys.version_info[:2] == (3, 11)
+    assert sampler.unsafe_frames == on_311
+    assert sampler.sampling == (not on_311)
+    sampler.start()
+    time.sleep(0.05)
+    sampler.stop()
+    doc = sampler.doc(0, 0)
+    if on_311:
+        assert doc["hz"] == 0 and not doc["samples"] and doc["walker"].startswith("none:")
+        assert "error" not in doc
+    else:
+        assert doc["walker"] == "frame objects"
+
+
 def parked_in(event: threading.Event) -> None:
     event.wait()  # the frame the walkers must agree on
 
