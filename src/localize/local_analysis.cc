@@ -190,13 +190,15 @@ std::vector<bool> SetLateAlike(const std::vector<std::vector<double>>& comm, dou
 // Which members the others waited for in every iteration of the window (4 or more), where several
 // are late alike: the median of the others' shares of each iteration in collectives above the
 // member's own by the straggler floor every time, for two members or more and fewer than half the
-// group; else, where one rank or none is, a set of them as a whole (SetLateAlike). Several ranks late alike are each
-// last at their own collectives, none at nearly every call (FindLastArriver) and none above every peer in every
-// iteration, but the others wait for each of them in every step: the slowness did not move between ranks. An unseen
-// 6-rank TP x DP job whose replica 2 (ranks 4, 5) had sequences twice as long: ranks 4, 5 in collectives 0.06-0.18 of
-// each step, the others 0.31-0.41, in each of 5. One rank alone is held to FindLastArriver's across-the-window test for
-// being an outlier; half the group or more is a role or a global matter (waited_half.h compares a late half). `fewest`:
-// how many such ranks it takes (2 for the outlier test; 1 where a rank already stands out and its CPU time is read:
+// group; else, where one rank or none is, in groups under `small_group`, a set of them as a whole
+// (SetLateAlike). Several ranks late alike are each last at their own collectives, none at nearly
+// every call (FindLastArriver) and none above every peer in every iteration, but the others wait
+// for each of them in every step: the slowness did not move between ranks. An unseen 6-rank TP x
+// DP job whose replica 2 (ranks 4, 5) had sequences twice as long: ranks 4, 5 in collectives
+// 0.06-0.18 of each step, the others 0.31-0.41, in each of 5. One rank alone is held to
+// FindLastArriver's across-the-window test for being an outlier; half the group or more is a role
+// or a global matter (waited_half.h compares a late half). `fewest`: how many such ranks it takes
+// (2 for the outlier test; 1 where a rank already stands out and its CPU time is read:
 // MoreWorkOnTheSameProcessors).
 std::vector<bool> LateAlikeInEveryIteration(const WorkerGroup& group, const Expectations& e, size_t fewest) {
   const size_t n = group.size();
@@ -218,8 +220,12 @@ std::vector<bool> LateAlikeInEveryIteration(const WorkerGroup& group, const Expe
     count += late[k] ? 1 : 0;
   }
   if (count >= 2 && 2 * count < n) return late;
-  std::vector<bool> set = SetLateAlike(comm, floor);
-  if (std::find(set.begin(), set.end(), true) != set.end()) return set;
+  // Only in small groups: in a large one the ranks under the others' median in every iteration
+  // by chance grow with it, and so does a set of them whose mean is under it by the floor.
+  if (static_cast<double>(n) < e.small_group) {
+    std::vector<bool> set = SetLateAlike(comm, floor);
+    if (std::find(set.begin(), set.end(), true) != set.end()) return set;
+  }
   if (count < fewest || 2 * count >= n) std::fill(late.begin(), late.end(), false);
   return late;
 }

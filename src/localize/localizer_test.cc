@@ -7,6 +7,7 @@
 #include <array>
 #include <functional>
 #include <optional>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -14,6 +15,8 @@
 
 #include "localize/cpu_contention.h"
 #include "localize/groups.h"
+#include "localize/local_analysis.h"
+#include "localize/worker_table.h"
 
 namespace eroica {
 namespace {
@@ -927,6 +930,32 @@ TEST(LocalizerTest, RanksLateOnAverageButNotAsASetInEveryStepAreNoStragglers) {
   for (const Finding& f : d.findings) {
     EXPECT_EQ(std::count(f.workers.begin(), f.workers.end(), 2), 0) << f.evidence;
   }
+}
+
+// 512 ranks whose shares in collectives swing by chance (a normal spread of 0.05 of a step around
+// 0.35, the rest their compute), 5 iterations: some ranks are under the others' median in every
+// iteration by chance, and a set of them under it by the floor on average (7 of them, where the
+// set test ran in groups of any size); no one is late.
+TEST(LocalizerTest, ALargeGroupsChanceSetUnderTheOthersIsNoSetLateAlike) {
+  std::mt19937 random(7);
+  std::normal_distribution<float> swing(0, 0.05f);
+  LocalizeInput input;
+  for (int r = 0; r < 512; ++r) {
+    std::vector<std::array<float, kCategoryCount>> per_iteration;
+    for (int i = 0; i < 5; ++i) {
+      float comm = std::clamp(0.35f + swing(random), 0.05f, 0.65f);
+      per_iteration.push_back({0.95f - comm, 0, comm, 0.02f, 0.03f});
+    }
+    input.workers.push_back(WorkerOfIterations(r, 512, 0.5, per_iteration));
+  }
+  WorkerTable table;
+  for (const WorkerPattern& w : input.workers) table.Add(w);
+  WorkerGroup group{.table = &table, .members = {}};
+  for (uint32_t k = 0; k < 512; ++k) group.members.push_back(k);
+  std::vector<bool> late = RanksLateAlike(group, DefaultExpectations());
+  EXPECT_EQ(std::count(late.begin(), late.end(), true), 0);
+  Diagnosis d = Localize(input, DefaultExpectations());
+  for (const Finding& f : d.findings) EXPECT_NE(f.scope, FindingScope::kLocal) << f.evidence;
 }
 
 // An unseen 5-rank LSTM job, as read: rank 1 under a CPU quota, late in every step; rank 4 late
