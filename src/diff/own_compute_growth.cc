@@ -13,9 +13,10 @@
 namespace eroica {
 namespace {
 
-bool Named(const Diagnosis& diagnosis, int rank) {
+// Named by a finding of its own (every rank's cause names every rank, and leaves one rank's own).
+bool NamedAlone(const Diagnosis& diagnosis, int rank) {
   return std::any_of(diagnosis.findings.begin(), diagnosis.findings.end(), [&](const Finding& f) {
-    return std::find(f.workers.begin(), f.workers.end(), rank) != f.workers.end();
+    return f.scope == FindingScope::kLocal && std::find(f.workers.begin(), f.workers.end(), rank) != f.workers.end();
   });
 }
 
@@ -47,7 +48,7 @@ void FindOwnComputeGrowth(const std::vector<WorkerPattern>& now, const PatternDi
   auto grown = std::find_if(diff.categories.begin(), diff.categories.end(), [&](const PatternChange& c) {
     return c.grew() && c.category == Category::kCompute && !c.ranks.empty() &&
            2 * c.ranks.size() < static_cast<size_t>(c.role_workers) &&
-           std::none_of(c.ranks.begin(), c.ranks.end(), [&](int r) { return Named(*diagnosis, r); });
+           std::none_of(c.ranks.begin(), c.ranks.end(), [&](int r) { return NamedAlone(*diagnosis, r); });
   });
   if (grown == diff.categories.end()) return;
   const Expectations e;

@@ -21,7 +21,7 @@ namespace eroica {
 // Where no finding stands for a slowdown against the baseline (UnexplainedSlowdownMs, the
 // window's global findings explaining their impact only): compute that grew on fewer than half
 // of a role's ranks (a change on more is every rank's, which ApplyBaseline reads), none of them
-// named by a finding already, each one's training thread on a CPU longer than its peers' median
+// named by a local finding already, each one's training thread on a CPU longer than its peers' median
 // by the straggler floor where the threads were read (on busy cores without those readings the
 // contention may be what slowed its ops: nothing is said). Adds one local compute finding for
 // those ranks, named by their largest grown compute function, its impact their median growth

@@ -73,6 +73,15 @@ TEST(OwnComputeGrowth, ARankAFindingNamesAlreadyOrAFindingThatExplainsTheSlowdow
             1u);
 }
 
+// Every rank's cost that the window found names every rank and explains its share only.
+TEST(OwnComputeGrowth, EveryRanksCostBesideItLeavesTheRanksOwnGrowth) {
+  Diagnosis d = AfterComputeGrowth(StallJob(150, 0.62f),
+                                   {FindingOf(FindingScope::kGlobal, FindingCategory::kHost, {0, 1, 2, 3}, 0.040)});
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});  // most costly first
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kCompute);
+}
+
 // Grown on every rank: every rank's matter (ApplyBaseline), not one rank's.
 TEST(OwnComputeGrowth, GrowthOnHalfTheRanksOrMoreIsNoOneRanksOwn) {
   std::vector<WorkerPattern> now = JobWith(4, [&](int r) {
