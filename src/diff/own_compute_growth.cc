@@ -21,10 +21,17 @@ bool NamedAlone(const Diagnosis& diagnosis, int rank) {
 }
 
 // The least by which the grown ranks' training threads ran on a CPU longer than the median of the
-// other workers' (share of the window); nullopt where any was not read.
+// other workers' of their kind (GPU or CPU) and declared role, as the diff's roles (share of the
+// window); nullopt where any was not read.
 std::optional<double> LeastOnCpuBeyondPeers(const std::vector<WorkerPattern>& now, const std::vector<int>& ranks) {
+  auto of_rank = [&](int r) {
+    return std::find_if(now.begin(), now.end(), [&](const WorkerPattern& p) { return p.rank == r; });
+  };
+  auto first = of_rank(ranks.front());
+  if (first == now.end()) return std::nullopt;
   std::vector<double> peers;
   for (const WorkerPattern& w : now) {
+    if (w.has_device != first->has_device || w.group != first->group) continue;
     if (std::find(ranks.begin(), ranks.end(), w.rank) != ranks.end()) continue;
     if (!w.cpu || w.cpu->main_cpu < 0) return std::nullopt;
     peers.push_back(w.cpu->main_cpu);
@@ -33,7 +40,7 @@ std::optional<double> LeastOnCpuBeyondPeers(const std::vector<WorkerPattern>& no
   const double peer = MedianInPlace(peers);
   double least = 1e300;
   for (int r : ranks) {
-    auto w = std::find_if(now.begin(), now.end(), [&](const WorkerPattern& p) { return p.rank == r; });
+    auto w = of_rank(r);
     if (w == now.end() || !w->cpu || w->cpu->main_cpu < 0) return std::nullopt;
     least = std::min(least, w->cpu->main_cpu - peer);
   }
@@ -79,18 +86,21 @@ void FindOwnComputeGrowth(const std::vector<WorkerPattern>& now, const PatternDi
                           ? fmt::format(", most in {} ({:.1f} -> {:.1f} ms/iter)", function->function,
                                         function->base_ms_per_iter, function->now_ms_per_iter)
                           : "";
-  std::string cpu = beyond ? fmt::format(
-                                 ", and its training thread ran on a CPU {:.2f} of the window longer than its "
-                                 "peers': its own work (the scheduler gives a rank less processor, not more)",
-                                 *beyond)
-                           : "";
+  const bool one = grown->ranks.size() == 1;
+  std::string cpu =
+      beyond ? fmt::format(
+                   ", and {} training thread{} ran on a CPU {:.2f} of the window longer than {} "
+                   "peers': {} own work (the scheduler gives a rank less processor, not more)",
+                   one ? "its" : "their", one ? "" : "s", *beyond, one ? "its" : "their", one ? "its" : "their")
+             : "";
   f.evidence = fmt::format(
-      "against the baseline{}: compute grew on {} alone, {:.1f} -> {:.1f} ms/iter ({:+.1f}, noise bar {:.1f}){}, its "
-      "{} peers' not{}; each step's collectives wait for the rank that is late; the comparison with its peers did not "
-      "single it out in this window (late in some steps only, where the others' own work swings as much) {}",
+      "against the baseline{}: compute grew on {} alone, {:.1f} -> {:.1f} ms/iter ({:+.1f}, noise bar {:.1f}){}, the "
+      "{} peers' not{}; each step's collectives wait for the rank that is late; the comparison with peers did not "
+      "single {} out in this window (late in some steps only, where the others' own work swings as much) {}",
       StepsText(diff.base), RanksText(grown->ranks), grown->base_ms_per_iter, grown->now_ms_per_iter,
       grown->delta_ms_per_iter, grown->noise_ms_per_iter, named,
-      grown->role_workers - static_cast<int>(grown->ranks.size()), cpu, SlowdownSource(diff, measured, slowdown_ms));
+      grown->role_workers - static_cast<int>(grown->ranks.size()), cpu, one ? "it" : "them",
+      SlowdownSource(diff, measured, slowdown_ms));
   InsertUnexplainedCause(diagnosis, std::move(f), cores);
 }
 

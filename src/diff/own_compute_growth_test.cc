@@ -82,6 +82,32 @@ TEST(OwnComputeGrowth, EveryRanksCostBesideItLeavesTheRanksOwnGrowth) {
   EXPECT_EQ(d.findings[0].category, FindingCategory::kCompute);
 }
 
+// Its peers are the workers of its declared role: two ranks of another role whose threads run on
+// a CPU far longer (a different stage's work) do not hide it.
+TEST(OwnComputeGrowth, ItsPeersAreTheWorkersOfItsRole) {
+  auto job = [](double grown_ms) {
+    std::vector<WorkerPattern> workers = JobWith(5, [&](int r) {
+      bool mine = r == 1;
+      return FunctionMs{{"aten::fill_", Category::kCompute, 5 + (mine ? grown_ms : 0)},
+                        {"gloo:broadcast", Category::kCommunication, 5 + (mine ? 0 : grown_ms)}};
+    });
+    for (WorkerPattern& w : workers) {
+      w.cpu = CpuShare{.cpus = 2, .host_busy = 0.85f, .process_cpu = 0.35f, .main_cpu = 0.30f};
+      if (w.rank >= 3) {
+        w.group = "other stage";
+        w.cpu->main_cpu = 0.9f;
+      }
+    }
+    if (grown_ms > 0) workers[1].cpu->main_cpu = 0.42f;
+    return workers;
+  };
+  std::vector<WorkerPattern> now = job(150);
+  Diagnosis d;
+  FindOwnComputeGrowth(now, DiffPatterns(job(0), now), &d);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{1});
+}
+
 // Grown on every rank: every rank's matter (ApplyBaseline), not one rank's.
 TEST(OwnComputeGrowth, GrowthOnHalfTheRanksOrMoreIsNoOneRanksOwn) {
   std::vector<WorkerPattern> now = JobWith(4, [&](int r) {
