@@ -52,12 +52,9 @@ std::optional<double> LeastOnCpuBeyondPeers(const std::vector<WorkerPattern>& no
 void FindOwnComputeGrowth(const std::vector<WorkerPattern>& now, const PatternDiff& diff, Diagnosis* diagnosis,
                           const BaselineOptions& options) {
   // The category's total: a stall spreads over the ops it hit (each by less than its bar).
-  auto grown = std::find_if(diff.categories.begin(), diff.categories.end(), [&](const PatternChange& c) {
-    return c.grew() && c.category == Category::kCompute && !c.ranks.empty() &&
-           2 * c.ranks.size() < static_cast<size_t>(c.role_workers) &&
-           std::none_of(c.ranks.begin(), c.ranks.end(), [&](int r) { return NamedAlone(*diagnosis, r); });
-  });
-  if (grown == diff.categories.end()) return;
+  const PatternChange* grown =
+      GrownOnFewerThanHalf(diff.categories, Category::kCompute, [&](int r) { return NamedAlone(*diagnosis, r); });
+  if (grown == nullptr) return;
   const Expectations e;
   const double floor =
       static_cast<double>(grown->role_workers) < e.small_group ? e.small_group_min_excess_beta : e.min_excess_beta;

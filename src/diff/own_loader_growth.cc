@@ -22,12 +22,9 @@ bool NamedForItsLoader(const Diagnosis& diagnosis, int rank) {
 void FindOwnLoaderGrowth(const std::vector<WorkerPattern>& now, const PatternDiff& diff, Diagnosis* diagnosis,
                          const BaselineOptions& options) {
   // Own work first, largest change first (PatternDiff::functions): the first such loader is the largest.
-  auto grown = std::find_if(diff.functions.begin(), diff.functions.end(), [&](const PatternChange& c) {
-    return c.grew() && c.category == Category::kDataloader && !c.ranks.empty() &&
-           2 * c.ranks.size() < static_cast<size_t>(c.role_workers) &&
-           std::none_of(c.ranks.begin(), c.ranks.end(), [&](int r) { return NamedForItsLoader(*diagnosis, r); });
-  });
-  if (grown == diff.functions.end()) return;
+  const PatternChange* grown = GrownOnFewerThanHalf(diff.functions, Category::kDataloader,
+                                                    [&](int r) { return NamedForItsLoader(*diagnosis, r); });
+  if (grown == nullptr) return;
   // The window's own global findings explain their impact here, not the whole slowdown (a share of
   // this window's step is all they measure): an unseen 4-rank LSTM job whose every rank began a
   // Python loop (82 ms a step) while rank 2's collate grew 4 -> 167 ms had only the loop named.

@@ -356,4 +356,14 @@ PatternDiff DiffPatterns(const std::vector<WorkerPattern>& base, const std::vect
   return diff;
 }
 
+const PatternChange* GrownOnFewerThanHalf(const std::vector<PatternChange>& changes, Category category,
+                                          const std::function<bool(int rank)>& excluded) {
+  auto grown = std::find_if(changes.begin(), changes.end(), [&](const PatternChange& c) {
+    return c.grew() && c.category == category && !c.ranks.empty() &&
+           2 * c.ranks.size() < static_cast<size_t>(c.role_workers) &&
+           std::none_of(c.ranks.begin(), c.ranks.end(), excluded);
+  });
+  return grown == changes.end() ? nullptr : &*grown;
+}
+
 }  // namespace eroica

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -86,5 +87,11 @@ struct PatternDiff {
 
 PatternDiff DiffPatterns(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
                          const DiffOptions& options = {});
+
+// The first of `changes` (largest first) that grew in `category` on fewer than half of its role's
+// ranks, none of them `excluded`: one rank's own change (a change on more is every rank's); null
+// where none did.
+const PatternChange* GrownOnFewerThanHalf(const std::vector<PatternChange>& changes, Category category,
+                                          const std::function<bool(int rank)>& excluded);
 
 }  // namespace eroica

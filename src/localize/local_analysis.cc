@@ -150,7 +150,7 @@ double OthersWaitFor(const WorkerGroup& group, size_t suspect) {
 // 6-rank TP x DP job whose replica 1 (ranks 2, 3) had sequences 1.8x as long: rank 3 in
 // collectives 0.07-0.15 of each step, rank 2 0.09-0.36 (0.29 and 0.36 in the two steps where it
 // waited 0.26 and 0.31 of the step for rank 3 in their all-reduces), ranks 0, 1, 4, 5 at a median
-// of 0.30-0.39; the set's mean 0.14-0.21 under them in each of 5 steps. A rank late in some steps
+// of 0.29-0.39; the set's mean 0.14-0.22 under them in each of 5 steps. A rank late in some steps
 // only is no member where one rank is late in all (an unseen 5-rank LSTM job: rank 1 under a CPU
 // quota, rank 4 over the others' median in 2 of 5 steps). `comm`: each iteration's shares in
 // collectives, by member.

@@ -371,8 +371,8 @@ def test_a_ranks_loader_grown_since_the_baseline_is_found_where_its_peers_hide_i
 def test_one_ranks_ops_grown_in_some_steps_against_its_past_are_its_own():
     """A real 4-rank LSTM job (batch H, a checkpoint on rank 0 and a heavier tokenizer on every rank):
     rank 3 stalled in 2 of 5 steps (its aten::fill_ 586 and 573 ms a step, 12-50 in the others),
-    the others waiting 0.73-0.75 of those steps for it, +75 % a step against the baseline. Its own
-    work did not stand out of the others' swings; against the baseline its compute grew on it
+    the others' median share in collectives 0.29 and 0.74 of those steps, +75 % a step against the
+    baseline. Its own work did not stand out of the others' swings; against the baseline its compute grew on it
     alone while its training thread ran on a CPU 0.34 of the window longer than its peers'."""
     findings = diagnosis_of(SEQCLS / "one_rank_stalls_in_some_steps")["findings"]
     assert [(f["scope"], f["category"], f["workers"]) for f in findings] == [("local", "compute", [3])], findings
