@@ -12,6 +12,7 @@
 #include "cli/diagnose_inputs.h"
 #include "diff/baseline_findings.h"
 #include "diff/busy_loader_workers.h"
+#include "diff/grown_wait.h"
 #include "diff/new_code_lines.h"
 #include "diff/own_compute_growth.h"
 #include "diff/own_loader_growth.h"
@@ -94,6 +95,8 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   FindOwnLoaderGrowth(run->input.workers, diff, &run->diagnosis, options);
   // So are one rank's ops, where its thread ran on a CPU longer than its peers' (its own work).
   FindOwnComputeGrowth(run->input.workers, diff, &run->diagnosis, options);
+  // Else the rank the others wait for more than in the job's past: the localizer's reading of it.
+  FindGrownWaitForOneRank(base->workers, run->input.workers, diff, &run->diagnosis, options);
   locate_baselines_findings();
   PutStandingCostsLast(&run->diagnosis);
   return diff;

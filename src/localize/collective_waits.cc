@@ -38,7 +38,7 @@ constexpr double kNearlyAllWaitShare = 0.95;
 // 0.43), and 42 of 113 faulty ones' slow ranks met both bars. Made after, 51 healthy sessions
 // of four other jobs reached 0.94 of it once, though in under 0.8 of the iterations: no healthy
 // session met both (README.md, stop 59, has the table).
-constexpr double kAcrossIterationsShare = 0.8;
+// (kAcrossIterationsShare, collective_waits.h)
 constexpr double kAcrossWaitShare = 0.9;
 
 // How many leading calls every worker has with the same collective names.
@@ -70,70 +70,86 @@ double MedianWait(const WorkerGroup& group, size_t last, size_t call) {
   return MedianInPlace(waits);
 }
 
-// Of the window's iterations, how many waited mostly for `member` (their calls' waits summed by
-// whom they waited for); {0, 0} where the calls do not split evenly into the iterations.
-std::pair<int, int> IterationsWaitedFor(const WorkerGroup& group, const std::vector<size_t>& last_at,
-                                        const std::vector<double>& wait_at, size_t member) {
+// Of the window's iterations, how many waited mostly for each member (their calls' waits summed
+// by whom they waited for); none compared where the calls do not split evenly into the iterations.
+void CountIterationsWaitedFor(const WorkerGroup& group, CollectiveWaits* waits) {
   size_t iterations = SIZE_MAX;
   for (size_t k = 0; k < group.size(); ++k) {
     iterations = std::min(iterations, static_cast<size_t>(std::max(0, group.row(k).iterations)));
   }
-  size_t calls = last_at.size();
-  if (iterations == SIZE_MAX || iterations < 3 || calls % iterations != 0) return {0, 0};
-  size_t per_iteration = calls / iterations;
-  int waited_for = 0;
+  const size_t calls = waits->calls();
+  if (iterations == SIZE_MAX || iterations < 3 || calls % iterations != 0) return;
+  const size_t per_iteration = calls / iterations;
+  waits->iterations = static_cast<int>(iterations);
   std::vector<double> waited(group.size());
   for (size_t i = 0; i < iterations; ++i) {
     std::fill(waited.begin(), waited.end(), 0.0);
-    for (size_t c = i * per_iteration; c < (i + 1) * per_iteration; ++c) waited[last_at[c]] += wait_at[c];
-    if (std::max_element(waited.begin(), waited.end()) - waited.begin() == static_cast<std::ptrdiff_t>(member)) {
-      ++waited_for;
-    }
+    for (size_t c = i * per_iteration; c < (i + 1) * per_iteration; ++c) waited[waits->last_at[c]] += waits->wait_at[c];
+    ++waits
+          ->iterations_waited_for[static_cast<size_t>(std::max_element(waited.begin(), waited.end()) - waited.begin())];
   }
-  return {static_cast<int>(iterations), waited_for};
 }
 
 }  // namespace
 
-std::optional<LastArriver> FindLastArriver(const WorkerGroup& group, const Expectations& e) {
-  size_t n = group.size();
-  size_t calls = AlignedCalls(group);
-  if (n < 2 || calls == 0) return std::nullopt;
-  std::vector<int> last_count(n, 0);
-  std::vector<double> waited_us(n, 0);
-  std::vector<size_t> last_at(calls);
-  std::vector<double> wait_at(calls);
+double CollectiveWaits::WaitedSPerIter(const WorkerGroup& group, size_t member) const {
+  return waited_us[member] / 1e6 / std::max(1, group.row(member).iterations);
+}
+
+CollectiveWaits ReadCollectiveWaits(const WorkerGroup& group) {
+  const size_t n = group.size();
+  const size_t calls = AlignedCalls(group);
+  CollectiveWaits waits;
+  waits.waited_us.assign(n, 0);
+  waits.calls_last.assign(n, 0);
+  waits.iterations_waited_for.assign(n, 0);
+  if (n < 2 || calls == 0) return waits;
+  waits.last_at.resize(calls);
+  waits.wait_at.resize(calls);
   for (size_t c = 0; c < calls; ++c) {
     size_t last = 0;
     for (size_t k = 1; k < n; ++k) {
       if (Duration(group, k, c) < Duration(group, last, c)) last = k;
     }
-    last_at[c] = last;
-    wait_at[c] = MedianWait(group, last, c);
-    ++last_count[last];
-    waited_us[last] += wait_at[c];
+    waits.last_at[c] = last;
+    waits.wait_at[c] = MedianWait(group, last, c);
+    ++waits.calls_last[last];
+    waits.waited_us[last] += waits.wait_at[c];
   }
+  CountIterationsWaitedFor(group, &waits);
+  return waits;
+}
+
+std::optional<LastArriver> FindLastArriver(const WorkerGroup& group, const Expectations& e,
+                                           std::optional<size_t> waited_across) {
+  const size_t n = group.size();
+  const CollectiveWaits waits = ReadCollectiveWaits(group);
+  const size_t calls = waits.calls();
+  if (n < 2 || calls == 0) return std::nullopt;
+  const std::vector<double>& waited_us = waits.waited_us;
   size_t best = static_cast<size_t>(std::max_element(waited_us.begin(), waited_us.end()) - waited_us.begin());
-  double call_share = static_cast<double>(last_count[best]) / static_cast<double>(calls);
+  double call_share = static_cast<double>(waits.calls_last[best]) / static_cast<double>(calls);
   double total_wait_us = 0;
   for (double w : waited_us) total_wait_us += w;
   double wait_share = total_wait_us > 0 ? waited_us[best] / total_wait_us : 0;
+  const int iterations = waits.iterations;
+  const int waited_for = waits.iterations_waited_for[best];
   const WorkerRow& w = group.row(best);
-  auto [iterations, waited_for] = IterationsWaitedFor(group, last_at, wait_at, best);
   // With one peer the waiting has nowhere else to go: two ranks' waits say only which was slower.
-  bool across =
-      n >= 3 && iterations > 0 && waited_for >= kAcrossIterationsShare * iterations && wait_share >= kAcrossWaitShare;
+  bool across = n >= 3 && iterations > 0 && waited_for >= kAcrossIterationsShare * iterations &&
+                (wait_share >= kAcrossWaitShare || waited_across == best);
   bool persistent = w.iterations >= 3
                         ? call_share >= kPersistentShare ||
                               (call_share >= kSingleIterationCallShare && wait_share >= kNearlyAllWaitShare) || across
                         : call_share >= kSingleIterationCallShare && wait_share >= kSingleIterationWaitShare;
-  double per_iter_s = waited_us[best] / 1e6 / std::max(1, w.iterations);
+  double per_iter_s = waits.WaitedSPerIter(group, best);
   if (!persistent || per_iter_s < e.small_group_min_excess_beta * MedianIterationS(group)) return std::nullopt;
-  size_t first = static_cast<size_t>(std::find(last_at.begin(), last_at.end(), best) - last_at.begin());
+  size_t first =
+      static_cast<size_t>(std::find(waits.last_at.begin(), waits.last_at.end(), best) - waits.last_at.begin());
   LastArriver out;
   out.member = best;
   out.calls_compared = static_cast<int>(calls);
-  out.calls_last = last_count[best];
+  out.calls_last = waits.calls_last[best];
   out.waited_s_per_iter = per_iter_s;
   out.wait_share = wait_share;
   out.iterations_compared = iterations;
@@ -148,6 +164,28 @@ std::optional<LastArriver> FindLastArriver(const WorkerGroup& group, const Expec
   if (iterations > 0 && out.calls_last < out.calls_compared) {  // last at some calls only: who they waited for
     out.evidence += fmt::format(", mostly for it in {} of {} iterations, {:.2f} of all their waiting", waited_for,
                                 iterations, wait_share);
+  }
+  return out;
+}
+
+std::vector<RankWaits> WaitsForEachRank(const WorkerTable& table) {
+  std::vector<RankWaits> out;
+  for (const WorkerGroup& group : GroupWorkers(table)) {
+    if (group.size() < 3) continue;
+    const CollectiveWaits waits = ReadCollectiveWaits(group);
+    if (waits.calls() == 0) continue;
+    const double iteration_s = MedianIterationS(group);
+    double total_us = 0;
+    for (double w : waits.waited_us) total_us += w;
+    for (size_t k = 0; k < group.size(); ++k) {
+      out.push_back({.rank = group.row(k).rank,
+                     .waited_s_per_iter = waits.WaitedSPerIter(group, k),
+                     .wait_share = total_us > 0 ? waits.waited_us[k] / total_us : 0,
+                     .iterations_waited_for = waits.iterations_waited_for[k],
+                     .iterations = waits.iterations,
+                     .group_iteration_s = iteration_s,
+                     .group_size = group.size()});
+    }
   }
   return out;
 }

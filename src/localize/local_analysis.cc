@@ -975,11 +975,12 @@ std::vector<bool> RanksLateAlike(const WorkerGroup& group, const Expectations& e
   return LateAlikeInEveryIteration(group, e, 2);
 }
 
-std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectations& e) {
+std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectations& e,
+                                       std::optional<size_t> waited_across) {
   std::vector<Finding> findings;
   if (group.size() < 2) return findings;
   // Who the others wait for at the collectives: one pass over the calls, for every rule below.
-  std::optional<LastArriver> last = FindLastArriver(group, e);
+  std::optional<LastArriver> last = FindLastArriver(group, e, waited_across);
   std::vector<Excess> excesses = OutlyingExcesses(group, e, last);
   DropHostTimeItsCodeDidNotSpend(group, e, &excesses);
   std::vector<CallSizes> sizes = CompareCallSizes(group);

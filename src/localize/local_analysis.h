@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "localize/expectations.h"
@@ -16,7 +17,10 @@ namespace eroica {
 // Stragglers named one by one in a group at most; the rest are counted.
 inline constexpr size_t kMaxLocalFindings = 16;
 
-std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectations& expectations);
+// `waited_across`: a member the job's past says the others waited for across the window
+// (collective_waits.h FindLastArriver).
+std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectations& expectations,
+                                       std::optional<size_t> waited_across = std::nullopt);
 
 // Which members the others waited for in every iteration of the window, where two or more and
 // fewer than half the group are (each late by the straggler floor in every one of 4+ iterations):

@@ -204,8 +204,9 @@ void MergeRanksLateAlike(const WorkerGroup& group, const Expectations& e, std::v
 
 // A group's local findings: its stragglers (local_analysis.h), then what the processors, the
 // loader workers, the ops only one rank calls and CPU quotas say about each.
-std::vector<Finding> LocalFindings(const WorkerGroup& group, const Expectations& e, std::vector<std::string>* notes) {
-  std::vector<Finding> local = FindLocalProblems(group, e);
+std::vector<Finding> LocalFindings(const WorkerGroup& group, const Expectations& e, std::vector<std::string>* notes,
+                                   std::optional<size_t> waited_across = std::nullopt) {
+  std::vector<Finding> local = FindLocalProblems(group, e, waited_across);
   BlameBusyThreadsOfItsProcess(group, e, &local);
   ExcuseScheduledOut(group, e, &local, notes);
   BlameBusyLoaderWorkers(group, e, &local);
@@ -348,6 +349,21 @@ Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations)
   std::stable_sort(d.findings.begin(), d.findings.end(), MoreUrgent);
   if (dropped > 0) d.warnings.push_back(fmt::format("... and {} more warnings", dropped));
   return d;
+}
+
+std::vector<Finding> LocalFindingsWaitedAcross(const WorkerTable& table, int rank, const Expectations& expectations) {
+  std::vector<Finding> local;
+  for (const WorkerGroup& group : GroupWorkers(table)) {
+    if (group.size() < 3) continue;
+    for (size_t k = 0; k < group.size(); ++k) {
+      if (group.row(k).rank != rank) continue;
+      std::vector<std::string> notes;
+      local = LocalFindings(group, expectations, &notes, k);
+      LocateFindings(table, &local);
+      return local;
+    }
+  }
+  return local;
 }
 
 }  // namespace eroica

@@ -31,4 +31,10 @@ struct LocalizeInput {
 
 Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations);
 
+// The local findings of the role group holding `rank` (none where it has no group of 3 or more),
+// with the others' waits for it taken as a straggler's across the window, whatever its share of
+// their waiting (collective_waits.h FindLastArriver): where the job's own past says the slowness
+// stayed with it (diff/grown_wait.h). Located at the hottest code where the samples say.
+std::vector<Finding> LocalFindingsWaitedAcross(const WorkerTable& table, int rank, const Expectations& expectations);
+
 }  // namespace eroica
