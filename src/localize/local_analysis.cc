@@ -38,7 +38,7 @@ struct Excess {
   double z = 0;
   std::vector<AlsoUp> also;      // other categories up on this worker
   std::string uniform_slowdown;  // evidence when compute and host are up alike
-  // The others waited for it in every iteration (LateAlikeInEveryIteration, one rank or more).
+  // The others waited for it in every iteration (ReadLateAlike, one rank or more).
   bool waited_every_step = false;
   // Host time far above every peer at one program point (function_leads.h): the rank's code,
   // which costs the job whether the others then wait for it or, on shared cores, slow down in
@@ -197,12 +197,28 @@ std::vector<bool> SetLateAlike(const std::vector<std::vector<double>>& comm, dou
 // DP job whose replica 2 (ranks 4, 5) had sequences twice as long: ranks 4, 5 in collectives
 // 0.06-0.18 of each step, the others 0.31-0.41, in each of 5. One rank alone is held to
 // FindLastArriver's across-the-window test for being an outlier; half the group or more is a role
-// or a global matter (waited_half.h compares a late half). `fewest`: how many such ranks it takes
+// or a global matter (waited_half.h compares a late half). `Ranks(fewest)`: how many such ranks it takes
 // (2 for the outlier test; 1 where a rank already stands out and its CPU time is read:
 // MoreWorkOnTheSameProcessors).
-std::vector<bool> LateAlikeInEveryIteration(const WorkerGroup& group, const Expectations& e, size_t fewest) {
+struct LateAlike {
+  std::vector<bool> each;  // late by the floor in every iteration, member by member
+  size_t count = 0;        // of `each`
+  std::vector<bool> set;   // SetLateAlike's, in groups under `small_group`; none where not asked
+  // The members late alike, where `fewest` or more of them are (see above).
+  std::vector<bool> Ranks(size_t fewest) const {
+    const size_t n = each.size();
+    if (count >= 2 && 2 * count < n) return each;
+    if (std::find(set.begin(), set.end(), true) != set.end()) return set;
+    if (count < fewest || 2 * count >= n) return std::vector<bool>(n, false);
+    return each;
+  }
+};
+
+// One reading for every `fewest` (OutlyingExcesses asks for two).
+LateAlike ReadLateAlike(const WorkerGroup& group, const Expectations& e) {
   const size_t n = group.size();
-  std::vector<bool> late(n, false);
+  LateAlike late;
+  late.each.assign(n, false);
   size_t iterations = SIZE_MAX;
   for (size_t k = 0; k < n; ++k) iterations = std::min<size_t>(iterations, group.row(k).iterations_count);
   if (n < 3 || iterations == SIZE_MAX || iterations < 4) return late;
@@ -214,19 +230,14 @@ std::vector<bool> LateAlikeInEveryIteration(const WorkerGroup& group, const Expe
     std::vector<double> others = MedianOfOthers(comm[i]);
     for (size_t k = 0; k < n; ++k) least_gap[k] = std::min(least_gap[k], others[k] - comm[i][k]);
   }
-  size_t count = 0;
   for (size_t k = 0; k < n; ++k) {
-    late[k] = least_gap[k] >= floor;
-    count += late[k] ? 1 : 0;
+    late.each[k] = least_gap[k] >= floor;
+    late.count += late.each[k] ? 1 : 0;
   }
-  if (count >= 2 && 2 * count < n) return late;
+  if (late.count >= 2 && 2 * late.count < n) return late;
   // Only in small groups: in a large one the ranks under the others' median in every iteration
   // by chance grow with it, and so does a set of them whose mean is under it by the floor.
-  if (static_cast<double>(n) < e.small_group) {
-    std::vector<bool> set = SetLateAlike(comm, floor);
-    if (std::find(set.begin(), set.end(), true) != set.end()) return set;
-  }
-  if (count < fewest || 2 * count >= n) std::fill(late.begin(), late.end(), false);
+  if (static_cast<double>(n) < e.small_group) late.set = SetLateAlike(comm, floor);
   return late;
 }
 
@@ -248,7 +259,7 @@ std::vector<bool> LateAlikeInEveryIteration(const WorkerGroup& group, const Expe
 // robust z-score beyond k (the paper's k = 5). Without per-iteration data only a large excess
 // counts. With two workers, being the one the other waits for does (see below).
 // `late_alike`: one of several ranks the others waited for in every iteration
-// (LateAlikeInEveryIteration).
+// (ReadLateAlike).
 bool IsOutlier(const WorkerGroup& group, const IterationLeaders& leaders, const WindowExcess& window, size_t index,
                double excess, double z, const std::optional<LastArriver>& last, bool late_alike,
                const Expectations& e) {
@@ -420,8 +431,9 @@ std::vector<Excess> OutlyingExcesses(const WorkerGroup& group, const Expectation
   std::vector<std::optional<double>> loader_slept = LoaderSleptBeyondPeers(group);
   std::vector<std::optional<double>> thread_slept = SleptBeyondPeers(group);
   WindowExcess own_window(group, std::nullopt, e);
-  const std::vector<bool> late_alike = LateAlikeInEveryIteration(group, e, 2);
-  const std::vector<bool> waited_every_step = LateAlikeInEveryIteration(group, e, 1);
+  const LateAlike late = ReadLateAlike(group, e);
+  const std::vector<bool> late_alike = late.Ranks(2);
+  const std::vector<bool> waited_every_step = late.Ranks(1);
   for (size_t c = 0; c < kOwnCount; ++c) {
     size_t flagged = 0;
     IterationLeaders leaders(group, kOwnWork[c]);
@@ -536,7 +548,7 @@ double ExpectationDistance(const Expectations& e, const FunctionEntry& f, bool h
 // for one rank; the node's contention for caches and memory moves between ranks and windows
 // (ExcuseScheduledOut's note), and here the others waited for this rank across the window
 // (collective_waits.h), or for it (and any other rank late alike) in every step by the straggler
-// floor (LateAlikeInEveryIteration). Its call sizes need not show it: on shared cores the scheduler stretches
+// floor (ReadLateAlike). Its call sizes need not show it: on shared cores the scheduler stretches
 // every rank's calls. An unseen LSTM job whose rank 3 had reviews 1.3x as long (5 ranks on 2
 // cores): its compute 0.67 of a step above its peers', its thread on a CPU 0.79 of the window
 // against 0.12-0.21, the others waiting for it in 4 of 5 iterations, 0.98 of their waiting.
@@ -972,7 +984,7 @@ void KeepThoseTheOthersWaitFor(const WorkerGroup& group, const Expectations& e, 
 }  // namespace
 
 std::vector<bool> RanksLateAlike(const WorkerGroup& group, const Expectations& e) {
-  return LateAlikeInEveryIteration(group, e, 2);
+  return ReadLateAlike(group, e).Ranks(2);
 }
 
 std::vector<Finding> FindLocalProblems(const WorkerGroup& group, const Expectations& e,
