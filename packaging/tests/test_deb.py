@@ -138,7 +138,7 @@ def test_installed_version_names_formats(root, tmp_path):
     assert done.returncode == 0
     lines = done.stdout.splitlines()
     assert lines[0] == "eroica " + version()
-    for fmt in ('magic "EROICAP", format version 10', 'magic "EROICAMF", format version 1',
+    for fmt in ('magic "EROICAP", format version 11', 'magic "EROICAMF", format version 1',
                 "diagnoses  eroica.diagnosis/v1", "eroica.pattern/v1"):
         assert fmt in done.stdout, done.stdout
 

@@ -70,23 +70,47 @@ double MedianWait(const WorkerGroup& group, size_t last, size_t call) {
   return MedianInPlace(waits);
 }
 
-// Of the window's iterations, how many waited mostly for each member (their calls' waits summed
-// by whom they waited for); none compared where the calls do not split evenly into the iterations.
+// Each aligned call's iteration, from the first member's pattern (CollectiveCall::iteration);
+// else, where the calls split evenly into the window's iterations, by their order; empty where
+// neither says it.
+std::vector<size_t> IterationOfEachCall(const WorkerGroup& group, size_t calls, size_t iterations) {
+  std::vector<size_t> of_call(calls);
+  auto first = group.table->collectives(group.members[0]);
+  bool known = true;
+  for (size_t c = 0; c < calls && known; ++c) {
+    known = first[c].iteration >= 0 && static_cast<size_t>(first[c].iteration) < iterations;
+    if (known) of_call[c] = static_cast<size_t>(first[c].iteration);
+  }
+  if (known) return of_call;
+  if (calls % iterations != 0) return {};
+  for (size_t c = 0; c < calls; ++c) of_call[c] = c / (calls / iterations);
+  return of_call;
+}
+
+// Of the window's iterations with a compared call (3 or more), how many waited mostly for each
+// member (their calls' waits summed by whom they waited for); none compared where the calls'
+// iterations are unknown.
 void CountIterationsWaitedFor(const WorkerGroup& group, CollectiveWaits* waits) {
   size_t iterations = SIZE_MAX;
   for (size_t k = 0; k < group.size(); ++k) {
     iterations = std::min(iterations, static_cast<size_t>(std::max(0, group.row(k).iterations)));
   }
-  const size_t calls = waits->calls();
-  if (iterations == SIZE_MAX || iterations < 3 || calls % iterations != 0) return;
-  const size_t per_iteration = calls / iterations;
-  waits->iterations = static_cast<int>(iterations);
-  std::vector<double> waited(group.size());
+  if (iterations == SIZE_MAX || iterations < 3) return;
+  const std::vector<size_t> of_call = IterationOfEachCall(group, waits->calls(), iterations);
+  if (of_call.empty()) return;
+  std::vector<std::vector<double>> waited(iterations, std::vector<double>(group.size(), 0.0));
+  std::vector<bool> called(iterations, false);
+  for (size_t c = 0; c < of_call.size(); ++c) {
+    waited[of_call[c]][waits->last_at[c]] += waits->wait_at[c];
+    called[of_call[c]] = true;
+  }
+  const auto compared = static_cast<int>(std::count(called.begin(), called.end(), true));
+  if (compared < 3) return;
+  waits->iterations = compared;
   for (size_t i = 0; i < iterations; ++i) {
-    std::fill(waited.begin(), waited.end(), 0.0);
-    for (size_t c = i * per_iteration; c < (i + 1) * per_iteration; ++c) waited[waits->last_at[c]] += waits->wait_at[c];
-    ++waits
-          ->iterations_waited_for[static_cast<size_t>(std::max_element(waited.begin(), waited.end()) - waited.begin())];
+    if (!called[i]) continue;
+    ++waits->iterations_waited_for[static_cast<size_t>(std::max_element(waited[i].begin(), waited[i].end()) -
+                                                       waited[i].begin())];
   }
 }
 

@@ -20,7 +20,7 @@ struct LastArriver {
   double waited_s_per_iter = 0;  // the others' median wait for it, per iteration
   double wait_share = 0;         // of all the others' waiting at the compared calls
   // Iterations whose waiting (summed over their calls) was mostly for it, of those compared;
-  // 0 compared where the calls do not split evenly into the window's iterations.
+  // 0 compared where the calls' iterations are unknown (CountIterationsWaitedFor).
   int iterations_compared = 0;
   int iterations_waited_for = 0;
   // The others waited for it in nearly every iteration and for nearly all their waiting
@@ -41,7 +41,7 @@ struct CollectiveWaits {
   std::vector<double> waited_us;           // per member: the waits for it, summed
   std::vector<int> calls_last;             // per member: the calls where it arrived last
   std::vector<int> iterations_waited_for;  // per member: iterations whose waiting was mostly for it
-  int iterations = 0;                      // iterations compared; 0 where the calls do not split evenly into them
+  int iterations = 0;                      // iterations with a compared call; 0 where the calls' iterations are unknown
 
   size_t calls() const { return last_at.size(); }
   // The others' wait for `member` per iteration of the window, seconds.

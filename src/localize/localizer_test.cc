@@ -804,7 +804,7 @@ TEST(LocalizerTest, HalfTheGroupLateAtWorkTheOtherHalfNeverRunsIsARole) {
 // An unseen 6-rank TP x DP job (two tensor-parallel ranks a replica, three replicas), as read:
 // replica 2 (ranks 4, 5) given sequences twice as long. Two ranks late alike: each is last at its
 // own collectives and neither above every peer in every step, but the others wait for both in
-// each of the 5 steps (LateAlikeInEveryIteration). `late`: how many of ranks 4, 5 got the fault
+// each of the 5 steps (ReadLateAlike). `late`: how many of ranks 4, 5 got the fault
 // (the other then runs like ranks 0-3).
 LocalizeInput TwoRanksLateAlike(int late = 2) {
   // Per iteration: compute, memory, communication, dataloader, host.
@@ -4341,6 +4341,31 @@ TEST(LocalizerTest, TheRankTheOthersWaitedForAcrossTheWindowIsAStragglerThoughIt
   // The waiting moved to rank 0 in two of the five iterations: no straggler.
   Diagnosis moved = Localize(LargerGraphsOnRank3("vm", true), DefaultExpectations());
   EXPECT_TRUE(moved.healthy()) << moved.findings[0].evidence;
+}
+
+// A job's calls need not split evenly into its steps: a metrics all-reduce in some steps only (every
+// rank arriving at once) leaves 11 calls in 5 steps. Each call's iteration, as the pattern records
+// it, still says which step's waiting was whose; without it the steps cannot be read, and the rank
+// waited for across the window is not seen.
+TEST(LocalizerTest, EachCallsIterationReadsTheWaitsStepByStepWhereTheCallsDoNotSplitEvenly) {
+  auto with_metrics_call = [](bool iterations_known) {
+    LocalizeInput input = LargerGraphsOnRank3("vm");
+    for (WorkerPattern& w : input.workers) {
+      for (size_t c = 0; c < w.collectives.size(); ++c) {
+        w.collectives[c].iteration = iterations_known ? static_cast<int32_t>(c / 2) : -1;
+      }
+      w.collectives.insert(w.collectives.begin() + 6,
+                           {"allreduce", 900.0F + 10.0F * static_cast<float>(w.rank), iterations_known ? 2 : -1});
+    }
+    return input;
+  };
+  Diagnosis d = Localize(with_metrics_call(true), DefaultExpectations());
+  ASSERT_FALSE(d.healthy());
+  EXPECT_EQ(d.findings[0].workers, std::vector<int>{3});
+  EXPECT_EQ(d.findings[0].category, FindingCategory::kImbalance) << d.findings[0].evidence;
+  EXPECT_NE(d.findings[0].evidence.find("mostly for it in 4 of 5 iterations"), std::string::npos)
+      << d.findings[0].evidence;
+  EXPECT_TRUE(Localize(with_metrics_call(false), DefaultExpectations()).healthy());
 }
 
 // Where the others waited long for another rank in one iteration of five, the window alone cannot

@@ -49,7 +49,8 @@ void WorkerTable::Add(const WorkerPattern& w) {
   iteration_betas_.insert(iteration_betas_.end(), w.iteration_category_beta.begin(), w.iteration_category_beta.end());
   row.iterations_count = static_cast<uint32_t>(w.iteration_category_beta.size());
   row.collectives_begin = static_cast<uint32_t>(collectives_.size());
-  for (const CollectiveCall& c : w.collectives) collectives_.push_back({names_.Intern(c.name), c.duration_us});
+  for (const CollectiveCall& c : w.collectives)
+    collectives_.push_back({names_.Intern(c.name), c.duration_us, c.iteration});
   row.collectives_count = static_cast<uint32_t>(w.collectives.size());
   row.code_lines_begin = static_cast<uint32_t>(code_lines_.size());
   for (const CodeFrame& line : w.code_lines)

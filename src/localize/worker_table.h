@@ -45,6 +45,7 @@ struct CodeLineEntry {
 struct CollectiveEntry {
   StringId name = 0;
   float duration_us = 0;
+  int32_t iteration = -1;  // CollectiveCall::iteration
 };
 
 struct WorkerRow {

@@ -56,6 +56,11 @@ struct FunctionPattern {
 struct CollectiveCall {
   std::string name;       // the collective's function name (function_name.h)
   float duration_us = 0;  // how long the transfer took on this worker, waiting included
+  // The profiled iteration it began in (0-based, the window's steps); -1: unknown (patterns before
+  // version 11). A job's calls need not split evenly into its steps (a metrics all-reduce every
+  // 10th step, a loss all-reduce at some steps only): 169 of 271 sessions of stops 64-66's batches
+  // had such a window, and the waits could not be read step by step (collective_waits.cc).
+  int32_t iteration = -1;
 };
 
 // Who had the processor over the window (python/eroica/cpu_share.py, from the stack samples'

@@ -148,6 +148,9 @@ void WriteWorker(const WorkerPattern& w, int version, StringTable* strings, Byte
     out->Varint(strings->Id(frame.location));
     out->F32(frame.share);
   }
+  if (version < 11) return;
+  for (const CollectiveCall& c : w.collectives)
+    out->Varint(c.iteration >= 0 ? static_cast<uint64_t>(c.iteration) + 1 : 0);
 }
 
 // A call's duration as stored (median, lower quartile): 0, "not measured", for anything that is
@@ -201,6 +204,7 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
   for (CollectiveCall& c : w->collectives) {
     assign(&c.name, in->Varint());
     c.duration_us = in->F32();
+    c.iteration = -1;
   }
   uint64_t functions = in->Varint();
   if (!CountFits(*in, functions, 18, 1u << 20)) return false;
@@ -301,6 +305,12 @@ bool ReadWorker(ByteReader* in, const std::vector<std::string_view>& strings, in
   for (HotFrame& frame : w->other_thread_frames) {
     assign(&frame.location, in->Varint());
     frame.share = in->F32();
+  }
+  if (version < 11) return in->ok();
+  // An iteration outside the window's steps is unknown, not an index to trust.
+  for (CollectiveCall& c : w->collectives) {
+    uint64_t iteration = in->Varint();
+    c.iteration = iteration >= 1 && iteration <= w->step_ids.size() ? static_cast<int32_t>(iteration - 1) : -1;
   }
   return in->ok();
 }

@@ -1,8 +1,8 @@
 // The pattern file: one worker's pattern (`eroica summarize -o x.pattern`) or a bundle of many
 // (one file per node or per job: a million small files is itself a bottleneck).
 //
-// Format, version 10 (all integers little-endian):
-//   file    := "EROICAP\x0a" block*
+// Format, version 11 (all integers little-endian):
+//   file    := "EROICAP\x0b" block*
 //   block   := u32 compressed_bytes, u32 raw_bytes, u32 worker_count, zstd(payload)
 //   payload := strings worker*            (a block's workers share one string table)
 //   strings := varint n, (varint len, bytes)*
@@ -22,7 +22,8 @@
 //              varint n_loader_frames, (varint location_str, f32 share)*,
 //              varint n_code_lines, (varint location_str, f32 share, varint depth)*,
 //              f32 code_line_periods,
-//              varint n_other_thread_frames, (varint location_str, f32 share)*
+//              varint n_other_thread_frames, (varint location_str, f32 share)*,
+//              varint collective_iteration[n_collectives] (the call's iteration + 1; 0: unknown)
 //   function:= varint name_str, u8 category, u8 host_kind, f32 beta,
 //              u8 has_mu_sigma, [f32 mu, f32 sigma], f32 calls_per_iter,
 //              f32 mean_duration_us, f32 median_duration_us, f32 low_quartile_duration_us,
@@ -31,7 +32,8 @@
 // one version after a single magic are one bundle: the online scale-out path gathers the ranks'
 // files so (`patterns.pattern`, python/eroica/central.py, which checks that each file's blocks
 // fill it exactly before appending them).
-// Version 9 is version 10 without the other threads' frames, version 8 version 9 without the
+// Version 10 is version 11 without the collectives' iterations, version 9 version 10 without the
+// other threads' frames, version 8 version 9 without the
 // code lines' sampling periods, version 7 version 8 without
 // the training thread's code lines, version 6 version 7 without
 // the loader workers' frames, version 5 version 6 without
@@ -51,7 +53,7 @@
 
 namespace eroica {
 
-inline constexpr std::string_view kPatternMagic = "EROICAP\x0a";
+inline constexpr std::string_view kPatternMagic = "EROICAP\x0b";
 inline constexpr char kOldestReadablePatternVersion = 1;
 // A pattern holds kCategoryCount shares per worker and iteration, and host kinds below
 // kHostKindCount: changing either changes the format, so the magic's version byte changes too.

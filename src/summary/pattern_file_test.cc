@@ -62,6 +62,8 @@ WorkerPattern MakeWorker(int rank) {
   w.code_lines = {{"train.py:90(<module>)", 1.0F, 0}, {"train.py:75(main)", 0.5F, 1}};
   w.code_line_periods = 37.5F;
   w.other_thread_frames = {{"train.py:140(metrics_thread)", 0.875F}};
+  // The second call's iteration is unknown; the third's lies outside the window's 3 steps.
+  w.collectives = {{"allreduce 4MiB", 1250.5F, 2}, {"allreduce", 12.5F, -1}, {"broadcast", 3.0F, 7}};
   return w;
 }
 
@@ -116,6 +118,12 @@ TEST(PatternFileTest, RoundTripsEveryField) {
   ASSERT_EQ(w.other_thread_frames.size(), 1u);
   EXPECT_EQ(w.other_thread_frames[0].location, "train.py:140(metrics_thread)");
   EXPECT_FLOAT_EQ(w.other_thread_frames[0].share, 0.875F);
+  ASSERT_EQ(w.collectives.size(), 3u);
+  EXPECT_EQ(w.collectives[0].name, "allreduce 4MiB");
+  EXPECT_FLOAT_EQ(w.collectives[0].duration_us, 1250.5F);
+  EXPECT_EQ(w.collectives[0].iteration, 2);
+  EXPECT_EQ(w.collectives[1].iteration, -1);
+  EXPECT_EQ(w.collectives[2].iteration, -1);
 }
 
 // An older version's file, as that version's writer left it (what it lacks is left out).
@@ -125,6 +133,19 @@ std::string OlderVersionFile(const WorkerPattern& w, char version) {
   std::string file = writer.Finish();
   EXPECT_EQ(file[7], version);
   return file;
+}
+
+TEST(PatternFileTest, ReadsVersionTenFilesWithoutTheCollectivesIterations) {
+  TempDir dir;
+  std::string path = dir.Write("v10.pattern", OlderVersionFile(MakeWorker(10), '\x0a'));
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_EQ(read->size(), 1u);
+  const WorkerPattern& w = (*read)[0];
+  EXPECT_EQ(w.other_thread_frames.size(), 1u);
+  ASSERT_EQ(w.collectives.size(), 3u);
+  EXPECT_FLOAT_EQ(w.collectives[0].duration_us, 1250.5F);
+  EXPECT_EQ(w.collectives[0].iteration, -1);
 }
 
 TEST(PatternFileTest, ReadsVersionNineFilesWithoutTheOtherThreadsFrames) {
@@ -283,7 +304,7 @@ TEST(PatternFileTest, NewerVersionIsOneLineNamingTheFile) {
   ASSERT_FALSE(read.ok());
   std::string message = read.status().message();
   EXPECT_EQ(message, path +
-                         ": pattern format version 11 is not supported (this eroica reads 1 to 10; "
+                         ": pattern format version 12 is not supported (this eroica reads 1 to 11; "
                          "a newer eroica wrote it)");
   newer[7] = static_cast<char>(200);
   read = ReadPatternFile(dir.Write("v200.pattern", newer));
@@ -299,10 +320,10 @@ TEST(PatternFileTest, DamageIsAnErrorNotACrash) {
   EXPECT_FALSE(ReadPatternFile(dir.Write("cut.pattern", bytes.substr(0, bytes.size() - 5))).ok());
   EXPECT_FALSE(ReadPatternFile(dir.Write("magic.pattern", "NOTAPATTERNFILE")).ok());
   std::string future = bytes;
-  future[7] = 11;
-  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(dir.Write("v11.pattern", future));
+  future[7] = 12;
+  StatusOr<std::vector<WorkerPattern>> read = ReadPatternFile(dir.Write("v12.pattern", future));
   ASSERT_FALSE(read.ok());
-  EXPECT_NE(read.status().message().find("version 11"), std::string::npos);
+  EXPECT_NE(read.status().message().find("version 12"), std::string::npos);
   for (size_t i = 8; i < bytes.size(); i += 3) {
     std::string flipped = bytes;
     flipped[i] = static_cast<char>(flipped[i] ^ 0x5a);

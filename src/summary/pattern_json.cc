@@ -36,7 +36,9 @@ nlohmann::json PatternToJson(const WorkerPattern& w) {
   }
   nlohmann::json collectives = nlohmann::json::array();
   for (const CollectiveCall& c : w.collectives) {
-    collectives.push_back({{"name", c.name}, {"duration_us", Round(c.duration_us, 3)}});
+    nlohmann::json call = {{"name", c.name}, {"duration_us", Round(c.duration_us, 3)}};
+    if (c.iteration >= 0) call["iteration"] = c.iteration;
+    collectives.push_back(std::move(call));
   }
   nlohmann::json category_beta = nlohmann::json::object();
   for (int c = 0; c < kCategoryCount; ++c) {

@@ -360,7 +360,11 @@ std::vector<CollectiveCall> CollectiveSequence(const Trace& trace, const BigVect
   for (size_t k = 0; k < std::min(order.size(), kMaxCollectiveCalls); ++k) {
     const TraceEvent& e = *calls[order[k]];
     int64_t end = PaintedEnd(e, call_roles[order[k]], window, has_device);
-    out.push_back({table.all()[names[order[k]]].name, static_cast<float>(static_cast<double>(end - e.ts_ns) / 1e3)});
+    const std::vector<int64_t>& starts = window.step_starts_ns;
+    auto step = std::upper_bound(starts.begin(), starts.end(), e.ts_ns);
+    int32_t iteration = step == starts.begin() ? -1 : static_cast<int32_t>(step - starts.begin() - 1);
+    out.push_back(
+        {table.all()[names[order[k]]].name, static_cast<float>(static_cast<double>(end - e.ts_ns) / 1e3), iteration});
   }
   return out;
 }

@@ -197,6 +197,9 @@ TEST(SummarizeTest, ADistributedAutogradFunctionsWaitIsItsCollectives) {
   EXPECT_NEAR(p.category_beta[static_cast<int>(Category::kCompute)], (200 + 5 + 500 + 600) / 2000.0, 1e-9);
   ASSERT_EQ(p.collectives.size(), 2u);
   EXPECT_FLOAT_EQ(p.collectives[1].duration_us, 370);
+  // Each call's iteration: the step it began in.
+  EXPECT_EQ(p.collectives[0].iteration, 0);
+  EXPECT_EQ(p.collectives[1].iteration, 1);
 }
 
 TEST(SummarizeTest, NoStepMarkersCoverTheWholeWindowWithAWarning) {
