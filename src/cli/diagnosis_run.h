@@ -26,6 +26,7 @@ namespace eroica {
 struct DiagnosedRun {
   LocalizeInput input;  // every worker's pattern (kept for charts), stacks, input errors
   Diagnosis diagnosis;
+  Expectations expectations;  // what it was localized with (the baseline's rules localize again)
 };
 
 // The expected boxes from `expect_path`, or the built-in defaults when it is empty.
@@ -47,6 +48,7 @@ inline StatusOr<DiagnosedRun> DiagnosePaths(const std::vector<std::string>& path
   DiagnosedRun run;
   run.input = std::move(*input);
   run.diagnosis = Localize(run.input, expectations);
+  run.expectations = expectations;
   return run;
 }
 
@@ -96,7 +98,7 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   // So are one rank's ops, where its thread ran on a CPU longer than its peers' (its own work).
   FindOwnComputeGrowth(run->input.workers, diff, &run->diagnosis, options);
   // Else the rank the others wait for more than in the job's past: the localizer's reading of it.
-  FindGrownWaitForOneRank(base->workers, run->input.workers, diff, &run->diagnosis, options);
+  FindGrownWaitForOneRank(base->workers, run->input.workers, diff, run->expectations, &run->diagnosis, options);
   locate_baselines_findings();
   PutStandingCostsLast(&run->diagnosis);
   return diff;

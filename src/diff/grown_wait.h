@@ -11,6 +11,7 @@
 
 #include "diff/baseline_findings.h"
 #include "diff/pattern_diff.h"
+#include "localize/expectations.h"
 #include "localize/finding.h"
 #include "summary/pattern.h"
 
@@ -25,7 +26,9 @@ namespace eroica {
 // (LocalFindingsWaitedAcross), says what it is (more work, a slower device, its loader, its code);
 // its finding of that rank alone (not its collectives) is added, its impact bounded by the
 // slowdown, placed most costly first (InsertUnexplainedCause).
+// `expectations`: what the window was localized with.
 void FindGrownWaitForOneRank(const std::vector<WorkerPattern>& base, const std::vector<WorkerPattern>& now,
-                             const PatternDiff& diff, Diagnosis* diagnosis, const BaselineOptions& options = {});
+                             const PatternDiff& diff, const Expectations& expectations, Diagnosis* diagnosis,
+                             const BaselineOptions& options = {});
 
 }  // namespace eroica

@@ -66,7 +66,7 @@ Diagnosis AfterGrownWait(const std::vector<WorkerPattern>& base, const std::vect
   Diagnosis d;
   d.findings = std::move(findings);
   PatternDiff diff = IterationsOnly(base[0].iteration_s * 1e3, now[0].iteration_s * 1e3);
-  FindGrownWaitForOneRank(base, now, diff, &d);
+  FindGrownWaitForOneRank(base, now, diff, DefaultExpectations(), &d);
   return d;
 }
 
