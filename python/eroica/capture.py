@@ -383,6 +383,13 @@ class Capture:
             "stop_reason": self.stop_reason,
             "detector": self.session.get("local_detector", {}),
         })
+        if self.stop_reason == "exit" and not self.iteration_ids:
+            # The job's exit cut the window before any of its iterations ended: the trace holds
+            # the loop's end and the teardown, no step to compare (an unseen keyword-spotting
+            # job's last forced session, its window opened at the exit: `global host` at 31 ms
+            # "a step" on a healthy run). Said as a miss, as a rank that never began it is.
+            doc["missed"] = "the job ended before an iteration of the window did (at its first, %d)" % (
+                self.session["target_iteration"])
         if self.trace_cut:
             doc["trace_cut"] = dict(self.trace_cut)  # {"events", "kept", "steps_kept"}
         if self.error:

@@ -163,6 +163,26 @@ def test_the_window_stops_without_parsing_its_events_and_the_export_still_writes
     assert sum(e.get("name") == "aten::select" for e in events) >= 600
 
 
+def test_a_window_the_exit_cut_before_an_iteration_ended_is_a_miss(tmp_path):
+    # Its trace holds the loop's end and the teardown: no step to compare.
+    from eroica import capture
+
+    session = {"session_id": "s", "reason": "forced", "target_iteration": 171,
+               "capture_iters": 5, "capture_max_s": 20}
+    cut = capture.Capture(session, 0, 1, str(tmp_path))
+    cut.start(171)
+    cut.stop("exit")
+    meta = cut.meta()
+    assert meta["iteration_ids"] == [] and meta["stop_reason"] == "exit"
+    assert meta["missed"] == "the job ended before an iteration of the window did (at its first, 171)"
+    # One iteration ended: the window is the job's, cut short, and no miss.
+    whole = capture.Capture(session, 0, 1, str(tmp_path / "b"))
+    whole.start(171)
+    whole.on_boundary(172, 0.01)
+    whole.stop("exit")
+    assert whole.meta()["iteration_ids"] == [171] and "missed" not in whole.meta()
+
+
 def test_a_profiler_without_the_parse_to_defer_is_stopped_as_it_is():
     from eroica import capture
 

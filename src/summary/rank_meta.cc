@@ -35,4 +35,11 @@ std::vector<int64_t> RankMetaCompletedSteps(const Json& meta) {
   return JsonInts(JsonField(meta, {"iteration_ids"}), 0);
 }
 
+std::string RankMetaMissed(const Json& meta) {
+  std::string why = JsonStringOr(meta, {"missed"});
+  // A line of the rank's own words, not a file's worth.
+  constexpr size_t kMaxWhyBytes = 200;
+  return why.size() <= kMaxWhyBytes ? why : why.substr(0, kMaxWhyBytes) + "...";
+}
+
 }  // namespace eroica

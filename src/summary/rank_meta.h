@@ -26,4 +26,9 @@ std::string RankMetaHost(const Json& meta);
 // `main()` call, 15.6 ms a step.
 std::vector<int64_t> RankMetaCompletedSteps(const Json& meta);
 
+// Why the rank missed the session's window, as its meta says (`missed`: the job ended before its
+// target iteration, or before an iteration of the window ended; another profiler was active...),
+// "" when it took part. Its trace, where one was written, holds no step to compare.
+std::string RankMetaMissed(const Json& meta);
+
 }  // namespace eroica

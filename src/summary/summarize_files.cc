@@ -85,6 +85,10 @@ FileSummaries SummarizeFiles(const std::vector<std::string>& paths, int threads,
         // on the same processors: localize/cpu_contention.h SharesPeersProcessors).
         if (trace->meta.host.empty()) trace->meta.host = RankMetaHost(*meta);
         trace->meta.completed_steps = RankMetaCompletedSteps(*meta);
+        if (std::string missed = RankMetaMissed(*meta); !missed.empty()) {
+          errors[i] = fmt::format("{}: its rank missed the window ({}): left out", paths[i], missed);
+          continue;
+        }
       }
       SummarizeOptions trace_options = options;
       if (samples_for) trace_options.samples = samples_for(*trace, &notes[i]);

@@ -108,5 +108,28 @@ TEST(SummarizeFilesTest, AStepTheJobsExitCutShortIsNoIteration) {
   EXPECT_EQ(out.patterns[1].step_ids, (std::vector<int64_t>{200, 201}));
 }
 
+// A window the job's exit cut before any of its iterations ended holds the loop's end and the
+// teardown; its rank's meta says it missed the window (python/eroica/capture.py): left out with one
+// line naming the file, the other ranks summarized.
+TEST(SummarizeFilesTest, ARankThatMissedTheWindowIsLeftOutWithOneLine) {
+  TempDir dir;
+  const std::string events =
+      R"([{"name": "ProfilerStep#171", "ph": "X", "ts": 0, "dur": 27698, "tid": 1, "pid": "CPU functions"},)"
+      R"({"name": "aten::empty", "ph": "X", "ts": 1, "dur": 2, "tid": 1, "pid": "CPU functions"}])";
+  std::string cut = dir.Write("rank-0.json", events);
+  dir.Write("rank-0.meta.json",
+            R"json({"rank": 0, "iteration_ids": [], "stop_reason": "exit", "missed": "the job ended before an )json"
+            R"json(iteration of the window did (at its first, 171)"})json");
+  std::string took_part = dir.Write("rank-1.json", events);
+  dir.Write("rank-1.meta.json", R"({"rank": 1, "iteration_ids": [171]})");
+  FileSummaries out = SummarizeFiles({cut, took_part}, 1);
+  ASSERT_EQ(out.patterns.size(), 1u);
+  EXPECT_EQ(out.patterns[0].rank, 1);
+  ASSERT_EQ(out.errors.size(), 1u);
+  EXPECT_EQ(out.errors[0], cut +
+                               ": its rank missed the window (the job ended before an iteration of the window did "
+                               "(at its first, 171)): left out");
+}
+
 }  // namespace
 }  // namespace eroica
