@@ -37,6 +37,12 @@ std::vector<int64_t> RankMetaCompletedSteps(const Json& meta) {
 
 std::string RankMetaMissed(const Json& meta) {
   std::string why = JsonStringOr(meta, {"missed"});
+  // Written by a package before it said so: the exit stopped the window, no iteration of it ended.
+  const Json* ended = JsonField(meta, {"iteration_ids"});
+  if (why.empty() && JsonStringOr(meta, {"stop_reason"}) == "exit" && ended != nullptr && ended->is_array() &&
+      ended->empty()) {
+    why = "the job ended before an iteration of the window did";
+  }
   // A line of the rank's own words, not a file's worth.
   constexpr size_t kMaxWhyBytes = 200;
   return why.size() <= kMaxWhyBytes ? why : why.substr(0, kMaxWhyBytes) + "...";

@@ -28,7 +28,9 @@ std::vector<int64_t> RankMetaCompletedSteps(const Json& meta);
 
 // Why the rank missed the session's window, as its meta says (`missed`: the job ended before its
 // target iteration, or before an iteration of the window ended; another profiler was active...),
-// "" when it took part. Its trace, where one was written, holds no step to compare.
+// "" when it took part; the same where the exit stopped the window before any iteration of it ended
+// (`stop_reason` "exit", no `iteration_ids`: an older package's meta). Its trace, where one was
+// written, holds no step to compare.
 std::string RankMetaMissed(const Json& meta);
 
 }  // namespace eroica

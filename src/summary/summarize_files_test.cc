@@ -122,10 +122,15 @@ TEST(SummarizeFilesTest, ARankThatMissedTheWindowIsLeftOutWithOneLine) {
             R"json(iteration of the window did (at its first, 171)"})json");
   std::string took_part = dir.Write("rank-1.json", events);
   dir.Write("rank-1.meta.json", R"({"rank": 1, "iteration_ids": [171]})");
-  FileSummaries out = SummarizeFiles({cut, took_part}, 1);
+  // An older package's meta says only that the exit stopped it before an iteration ended.
+  std::string older = dir.Write("rank-2.json", events);
+  dir.Write("rank-2.meta.json", R"({"rank": 2, "iteration_ids": [], "stop_reason": "exit"})");
+  FileSummaries out = SummarizeFiles({cut, took_part, older}, 1);
   ASSERT_EQ(out.patterns.size(), 1u);
   EXPECT_EQ(out.patterns[0].rank, 1);
-  ASSERT_EQ(out.errors.size(), 1u);
+  ASSERT_EQ(out.errors.size(), 2u);
+  EXPECT_EQ(out.errors[1],
+            older + ": its rank missed the window (the job ended before an iteration of the window did): left out");
   EXPECT_EQ(out.errors[0], cut +
                                ": its rank missed the window (the job ended before an iteration of the window did "
                                "(at its first, 171)): left out");
