@@ -79,8 +79,10 @@ std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspe
     for (OwnCodeLine& line : lines) {
       ++line.peers_sampled;
       // A line missing from a full list may still have been sampled there, below its last line.
-      bool listed = std::any_of(theirs.begin(), theirs.end(),
-                                [&](const CodeLineEntry& other) { return other.location == line.location; });
+      auto other = std::find_if(theirs.begin(), theirs.end(),
+                                [&](const CodeLineEntry& entry) { return entry.location == line.location; });
+      bool listed = other != theirs.end();
+      if (listed) line.most_a_peer_held = std::max(line.most_a_peer_held, static_cast<double>(other->share));
       if (!listed && theirs.size() < kMaxCodeLines &&
           MissingLineMeansNeverRan(line.share * periods, periods, their_periods)) {
         ++line.peers_without;
@@ -90,6 +92,7 @@ std::optional<OwnCodeLine> LineOnlyItRuns(const WorkerGroup& group, size_t suspe
   std::optional<OwnCodeLine> best;
   for (const OwnCodeLine& line : lines) {
     if (line.peers_sampled == 0 || 2 * line.peers_without <= line.peers_sampled) continue;
+    if (line.most_a_peer_held >= line.share) continue;
     if (!best || line.depth > best->depth || (line.depth == best->depth && line.share > best->share)) best = line;
   }
   return best;

@@ -22,6 +22,7 @@ struct OwnCodeLine {
   uint32_t depth = 0;                    // the job's frames outside it (CodeFrame::depth)
   size_t peers_without = 0;              // peers whose samples never reached the line
   size_t peers_sampled = 0;              // peers with stack samples at all
+  double most_a_peer_held = 0;           // the largest share of a peer's window at the line
 };
 
 // Whether a window without a line says its worker never ran it, where another worker's samples
@@ -49,10 +50,13 @@ bool ExtraWorkCanBeCode(const WorkerGroup& group, size_t suspect, const Expectat
 // The line of member `suspect`'s training thread that holds at least half of its own-work
 // `excess` (shares of an iteration) and that a majority of its sampled peers never ran (not on
 // their lists of lines, which were not full: WorkerPattern::code_lines, with too many of the
-// suspect's samples there for chance: MissingLineMeansNeverRan); of several, the deepest, nearest
-// the work. None without samples on the suspect and on at least one peer.
-// The line must also hold more of its window than its training thread was queued for a CPU beyond
-// its peers' median, by `floor`: a line every rank passes quickly can still hold a rank's samples
+// suspect's samples there for chance: MissingLineMeansNeverRan), and at which no sampled peer spent
+// as much of its window (where one did, the line is every rank's and those without it passed it
+// quicker: an unseen 4-rank ViT on cores 99.9 % busy, ranks 0 and 1 waited for in alternate steps,
+// had 0.16 and 0.20 of their windows at the gradient clipping's line, ranks 2 and 3 too little to
+// list, and rank 0 was named `local host` there); of several, the deepest, nearest the work. None without samples on
+// the suspect and on at least one peer. The line must also hold more of its window than its training thread was queued
+// for a CPU beyond its peers' median, by `floor`: a line every rank passes quickly can still hold a rank's samples
 // while the scheduler keeps it there, no longer than it queued it. A healthy 4-rank CNN's rank 3
 // had 0.09 of its window at `optimizer.zero_grad()`, which its peers passed unsampled, and had
 // queued +0.09; a 6-rank CNN's rank 1 saving a checkpoint with fsync had 0.23 under the save,
