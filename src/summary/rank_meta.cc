@@ -43,9 +43,13 @@ std::string RankMetaMissed(const Json& meta) {
       ended->empty()) {
     why = "the job ended before an iteration of the window did";
   }
-  // A line of the rank's own words, not a file's worth.
+  // A line of the rank's own words, not a file's worth (a planted meta may hold anything).
   constexpr size_t kMaxWhyBytes = 200;
-  return why.size() <= kMaxWhyBytes ? why : why.substr(0, kMaxWhyBytes) + "...";
+  if (why.size() > kMaxWhyBytes) why = why.substr(0, kMaxWhyBytes) + "...";
+  for (char& c : why) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return why;
 }
 
 }  // namespace eroica

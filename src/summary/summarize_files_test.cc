@@ -134,6 +134,13 @@ TEST(SummarizeFilesTest, ARankThatMissedTheWindowIsLeftOutWithOneLine) {
   EXPECT_EQ(out.errors[0], cut +
                                ": its rank missed the window (the job ended before an iteration of the window did "
                                "(at its first, 171)): left out");
+  // A planted meta's words stay one bounded line.
+  dir.Write("rank-1.meta.json", fmt::format(R"({{"rank": 1, "missed": "a\nb\u001b[31m{}"}})", std::string(500, 'x')));
+  FileSummaries planted = SummarizeFiles({took_part}, 1);
+  ASSERT_EQ(planted.errors.size(), 1u);
+  EXPECT_EQ(planted.errors[0].find('\n'), std::string::npos);
+  EXPECT_EQ(planted.errors[0].find('\x1b'), std::string::npos);
+  EXPECT_LT(planted.errors[0].size(), took_part.size() + 300);
 }
 
 }  // namespace
