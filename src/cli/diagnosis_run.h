@@ -80,9 +80,7 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
     bool unlocated = std::any_of(run->diagnosis.findings.begin(), run->diagnosis.findings.end(),
                                  [](const Finding& f) { return f.location.empty() && f.from_baseline; });
     if (!unlocated) return;
-    WorkerTable table;
-    for (const WorkerPattern& worker : run->input.workers) table.Add(worker);
-    LocateFindings(table, &run->diagnosis.findings);
+    LocateFindings(WorkerTableOf(run->input.workers), &run->diagnosis.findings);
   };
   locate_baselines_findings();
   // What the window's own samples do not place (compute grown everywhere) may be code the

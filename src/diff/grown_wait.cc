@@ -14,12 +14,6 @@
 namespace eroica {
 namespace {
 
-WorkerTable TableOf(const std::vector<WorkerPattern>& workers) {
-  WorkerTable table;
-  for (const WorkerPattern& w : workers) table.Add(w);
-  return table;
-}
-
 bool NamedByALocalFinding(const Diagnosis& diagnosis, int rank) {
   return std::any_of(diagnosis.findings.begin(), diagnosis.findings.end(), [&](const Finding& f) {
     return f.scope == FindingScope::kLocal && std::find(f.workers.begin(), f.workers.end(), rank) != f.workers.end();
@@ -66,9 +60,9 @@ void FindGrownWaitForOneRank(const std::vector<WorkerPattern>& base, const std::
   const CoresNow cores = ReadCoresNow(now);
   const double slowdown_ms = UnexplainedSlowdownMs(diff, *diagnosis, measured, cores);
   if (slowdown_ms <= 0) return;
-  const WorkerTable now_table = TableOf(now);
-  const std::optional<GrownWait> grown = MostGrownWait(WaitsForEachRank(TableOf(base)), WaitsForEachRank(now_table),
-                                                       *diagnosis, slowdown_ms, expectations);
+  const WorkerTable now_table = WorkerTableOf(now);
+  const std::optional<GrownWait> grown = MostGrownWait(
+      WaitsForEachRank(WorkerTableOf(base)), WaitsForEachRank(now_table), *diagnosis, slowdown_ms, expectations);
   if (!grown) return;
   const int rank = grown->now.rank;
   std::vector<Finding> local = LocalFindingsWaitedAcross(now_table, rank, expectations);

@@ -91,9 +91,10 @@ TEST(GrownWait, AWaitAsLongAtTheBaselineIsNoCause) {
   EXPECT_TRUE(AfterGrownWait(WaitedForJob(0.47, 0.1, 40), WaitedForJob(0.5, 0.1, 40)).findings.empty());
 }
 
-// Under the straggler floor of a step (0.05 of 500 ms) the others' wait is the scheduler's.
+// Under the straggler floor of a step (0.05 of 500 ms) the others' wait is the scheduler's, though
+// it grew by more than half the slowdown (2.0 -> 17.7 ms/iter, +15.7 of 30).
 TEST(GrownWait, AWaitUnderTheStragglerFloorIsNoCause) {
-  EXPECT_TRUE(AfterGrownWait(WaitedForJob(0.47, 0, 0), WaitedForJob(0.5, 0.1, 20)).findings.empty());
+  EXPECT_TRUE(AfterGrownWait(WaitedForJob(0.47, 0, 0), WaitedForJob(0.5, 0.1, 22)).findings.empty());
 }
 
 // A finding that explains the slowdown leaves nothing to explain; a rank already named keeps its own.

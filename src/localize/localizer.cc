@@ -281,10 +281,7 @@ void LocalizeInput::AddWorker(WorkerPattern&& worker, bool keep_pattern) {
 
 Diagnosis Localize(const LocalizeInput& input, const Expectations& expectations) {
   // Callers that only kept full patterns get a table built here.
-  WorkerTable built;
-  if (input.table.empty()) {
-    for (const WorkerPattern& w : input.workers) built.Add(w);
-  }
+  const WorkerTable built = input.table.empty() ? WorkerTableOf(input.workers) : WorkerTable{};
   const WorkerTable& table = input.table.empty() ? built : input.table;
   Diagnosis d;
   // A hang session may have stacks but no traces: the ranks that dumped them are the workers.

@@ -67,4 +67,10 @@ const FunctionEntry* WorkerTable::Find(size_t worker, StringId name, Category ca
   return nullptr;
 }
 
+WorkerTable WorkerTableOf(const std::vector<WorkerPattern>& workers) {
+  WorkerTable table;
+  for (const WorkerPattern& w : workers) table.Add(w);
+  return table;
+}
+
 }  // namespace eroica

@@ -108,4 +108,7 @@ class WorkerTable {
   std::vector<CodeLineEntry> code_lines_;
 };
 
+// A table of every worker in `workers`: what callers that kept only full patterns compare.
+WorkerTable WorkerTableOf(const std::vector<WorkerPattern>& workers);
+
 }  // namespace eroica
