@@ -72,7 +72,10 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   // What this window's findings say the baseline had too stands for no slowdown (first, so that
   // the rules below look past it).
   MarkStandingCosts(base->workers, run->input.workers, diff, &run->diagnosis);
-  ApplyBaseline(diff, &run->diagnosis);
+  BaselineOptions options;
+  options.detected_slowdown_ms = detected_slowdown_ms;
+  options.neighbour = FindNeighbourGrowth(base->workers, run->input.workers);
+  ApplyBaseline(diff, &run->diagnosis, options);
   FoldSlowerOpsIntoTakenCores(run->input.workers, &run->diagnosis);
   // A finding the baseline added has no code location yet: the window's stack samples give it
   // (the table is built again only then; localization's own is gone).
@@ -86,8 +89,6 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   // What the window's own samples do not place (compute grown everywhere) may be code the
   // baseline never ran.
   LocateByNewCodeLines(base->workers, run->input.workers, &run->diagnosis.findings);
-  BaselineOptions options;
-  options.detected_slowdown_ms = detected_slowdown_ms;
   FindNewCodeOnEveryRank(base->workers, run->input.workers, diff, &run->diagnosis, options);
   FindLoaderWorkersTakingCores(base->workers, run->input.workers, diff, &run->diagnosis, options);
   FindOwnLoaderWorkersTakingCores(base->workers, run->input.workers, diff, &run->diagnosis, options);

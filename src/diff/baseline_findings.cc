@@ -147,6 +147,9 @@ double UnexplainedSlowdownMs(const PatternDiff& diff, const Diagnosis& diagnosis
   if (slowdown_ms <= floor_ms) slowdown_ms = 0;
   slowdown_ms = std::max(slowdown_ms, options.detected_slowdown_ms);
   if (slowdown_ms <= 0) return 0;
+  // Processes outside the job that came to hold its node stretch every rank's work, which no
+  // comparison with the baseline can then tell from a cause of the job's own.
+  if (options.neighbour) return 0;
   double explained_ms = 0;  // by the findings that measured what they cost
   for (const Finding& f : diagnosis.findings) {
     if (f.standing) continue;  // the baseline had it too (standing_costs.h)
@@ -293,6 +296,7 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
   }
   if (slowdown_ms <= options.min_slowdown_share * diff.base.iteration_ms) return;
   if (std::string note = QueueingNote(diff, slowdown_ms, options); !note.empty()) d->notes.push_back(note);
+  if (options.neighbour) d->notes.push_back(NeighbourGrowthNote(*options.neighbour));
   // The functions are sorted own work first, largest change first: the first grown one on almost
   // every worker is the cause; the others' longer waits are its symptom. A function may also
   // stand for its category when that category grew on almost every worker and the function on
@@ -369,6 +373,15 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
     d->notes.push_back(fmt::format(
         "against the baseline: {}, {:+.1f} ms/iter, but this window's collectives waited for descheduled peers "
         "(above): the node's cores are busier than at the baseline, not the network",
+        WhatGrew(*cause, diff.base), cause->delta_ms_per_iter));
+    return;
+  }
+  // Every rank's ops or collectives slower on a node a neighbour came to hold: its symptom.
+  if (options.neighbour && (cause->category == Category::kCommunication || cause->category == Category::kCompute ||
+                            cause->category == Category::kMemory)) {
+    d->notes.push_back(fmt::format(
+        "against the baseline: {}, {:+.1f} ms/iter, on a node processes outside the job came to hold (above): "
+        "waiting for the processors, not a cause of the job's",
         WhatGrew(*cause, diff.base), cause->delta_ms_per_iter));
     return;
   }

@@ -5,9 +5,11 @@
 // explain the slowdown, and a baseline change on their ranks is added to their evidence.
 #pragma once
 
+#include <optional>
 #include <string_view>
 #include <unordered_set>
 
+#include "diff/neighbour_growth.h"
 #include "diff/pattern_diff.h"
 #include "localize/finding.h"
 
@@ -27,6 +29,9 @@ struct BaselineOptions {
   // baseline window ran 126 ms a step where the job ran 94-100, and its session's, started by the
   // detector at 94 -> 106 ms, ran 126 ms too.
   double detected_slowdown_ms = 0;
+  // A node whose processes outside the job grew past it since the baseline (neighbour_growth.h):
+  // said in a note, and every rank's slower ops or collectives are its symptom, not a cause.
+  std::optional<NeighbourGrowth> neighbour;
   // Whether a global finding of the window's own analysis stands for the whole slowdown
   // (UnexplainedSlowdownMs); where not, it explains its impact, as a cause these rules measured.
   bool window_globals_stand_for_it = true;
@@ -49,9 +54,9 @@ CoresNow ReadCoresNow(const std::vector<WorkerPattern>& now);
 // findings leave, where that is a slowdown by the same rule, else 0: where the rules below
 // (new_code_lines.h, busy_loader_workers.h, own_loader_growth.h) look for a cause the pattern
 // diff's bars missed, each by its own measure, held to what is left. A hang stands for all of it,
-// and so does a global finding of the window's own analysis (a share of this window's step, not a
-// growth) unless `window_globals_stand_for_it` is off. Every other finding explains its impact,
-// whatever its share: a rank's own cost measured against its peers is what that rank cost, not
+// so does a neighbour that came to hold a node (`neighbour`), and so does a global finding of the window's own analysis
+// (a share of this window's step, not a growth) unless `window_globals_stand_for_it` is off. Every other finding
+// explains its impact, whatever its share: a rank's own cost measured against its peers is what that rank cost, not
 // what the rest of the job lost meanwhile. An unseen 5-rank GAN whose rank 0 ran per-sample
 // statistics in Python (86 ms a step) while every rank's loader workers took 16.5 ms more of CPU
 // a step on the 2 shared cores went 190 -> 290 ms a step; the statistics stood for all of it

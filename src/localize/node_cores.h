@@ -1,0 +1,41 @@
+// Who kept a node's cores busy over the window: the job's own processes (every rank on the node
+// and its DataLoader workers, python/eroica/cpu_share.py's readings) or processes outside it.
+// A rank's trace shows it waiting, or its ops running slower, the same way whether a peer was
+// slow or a neighbour held the processors; what the node's cores did in the meantime tells them
+// apart.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "localize/worker_table.h"
+
+namespace eroica {
+
+struct NodeCores {
+  std::string host;
+  double cores = 0;  // online cores
+  double busy = 0;   // cores' worth busy over the window (all processes, the kernel's threads too)
+  double job = 0;    // cores' worth the job's ranks on the node and their loader workers used
+  double outside() const { return busy > job ? busy - job : 0; }
+  double busy_share() const { return cores > 0 ? busy / cores : 0; }
+};
+
+// The node `host` names, from its ranks in `table` (every rank of the job, whatever its role);
+// nullopt where the host is not named or one of its ranks has no CPU reading.
+std::optional<NodeCores> ReadNodeCores(const WorkerTable& table, StringId host);
+
+// Every named node of `table` whose ranks were all read, in the order their first rank appears.
+std::vector<NodeCores> ReadEveryNodesCores(const WorkerTable& table);
+
+// Whether processes outside the job held more of the node's cores than the job's own did, on a
+// node busy kBusyCoresShare of the window or more (cpu_contention.h): the ranks there ran only
+// when the neighbour let them, so a peer waited for at a collective may just have been
+// descheduled. Measured: 4 healthy DDP ranks on 2 cores beside two compilers held 0.51-0.53 cores
+// against the compilers' 1.47-1.49; over the 114 sessions of stops 63-66's batches (one job on the
+// machine at a time, faults of every kind) the outside held 0.00-0.66 cores against the job's
+// 1.30-1.89, the most where a rank saved a checkpoint each step (the kernel's writeback threads).
+bool NeighbourHoldsTheNode(const NodeCores& node);
+
+}  // namespace eroica
