@@ -36,6 +36,9 @@ def wait_for_files(paths: List[str], timeout_s: float, poll_s: float = 0.2,
 def first_finding(doc: Dict[str, Any]) -> str:
     findings = doc.get("findings") or []
     if doc.get("healthy") or not findings:
+        slowed_by = doc.get("slowed_by")  # something outside the job made it slower
+        if isinstance(slowed_by, str) and slowed_by:
+            return "healthy in the job, but slower: %s" % slowed_by[:300]
         return "healthy"
     f = findings[0]
     workers = f.get("workers") or []

@@ -128,6 +128,9 @@ def test_diagnose_failure_is_one_line(tmp_path, capsys):
 
 def test_first_finding_wording():
     assert diagnose.first_finding({"healthy": True, "findings": []}) == "healthy"
+    # Healthy in the job, slower for a node other processes came to share (diff/neighbour_growth.h).
+    assert diagnose.first_finding({"healthy": True, "findings": [], "slowed_by": "+54% a step"}) == \
+        "healthy in the job, but slower: +54% a step"
     doc = {"healthy": False, "findings": [{"scope": "global", "category": "host",
                                           "workers": list(range(20)), "function": "gc"}]}
     assert diagnose.first_finding(doc) == "global host on rank 0,1,2,3,4,5,6,7,...: gc"

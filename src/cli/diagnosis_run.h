@@ -75,6 +75,9 @@ inline StatusOr<PatternDiff> ApplyBaselineFrom(const std::string& baseline_path,
   BaselineOptions options;
   options.detected_slowdown_ms = detected_slowdown_ms;
   options.neighbour = FindNeighbourGrowth(base->workers, run->input.workers);
+  if (ALocalFindingExplains(run->diagnosis, diff.now.iteration_ms - diff.base.iteration_ms, options.explains_share)) {
+    options.neighbour.reset();
+  }
   ApplyBaseline(diff, &run->diagnosis, options);
   FoldSlowerOpsIntoTakenCores(run->input.workers, &run->diagnosis);
   // A finding the baseline added has no code location yet: the window's stack samples give it

@@ -296,7 +296,10 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
   }
   if (slowdown_ms <= options.min_slowdown_share * diff.base.iteration_ms) return;
   if (std::string note = QueueingNote(diff, slowdown_ms, options); !note.empty()) d->notes.push_back(note);
-  if (options.neighbour) d->notes.push_back(NeighbourGrowthNote(*options.neighbour));
+  if (options.neighbour) {
+    d->notes.push_back(NeighbourGrowthNote(*options.neighbour));
+    d->slowed_by = NeighbourSlowedBy(*options.neighbour, 100 * slowdown_ms / diff.base.iteration_ms);
+  }
   // The functions are sorted own work first, largest change first: the first grown one on almost
   // every worker is the cause; the others' longer waits are its symptom. A function may also
   // stand for its category when that category grew on almost every worker and the function on

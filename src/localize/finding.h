@@ -44,6 +44,10 @@ struct Diagnosis {
   // the ranks waited for descheduled peers), so a collective that grew since the baseline on every
   // rank is that too, not the network (diff/baseline_findings.h).
   bool collectives_waited_for_cpu = false;
+  // What outside the job made it slower since its baseline, where that was found (a node other
+  // processes came to share: diff/neighbour_growth.h), as the end of a verdict; "" otherwise.
+  // A healthy job so slowed still says why it got slow.
+  std::string slowed_by;
 
   bool healthy() const { return findings.empty(); }
 };

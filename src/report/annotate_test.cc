@@ -145,6 +145,12 @@ TEST(DiagnosisJsonReaderTest, RoundTripsTheV1Document) {
   EXPECT_EQ(back->findings[0].function, d.findings[0].function);
   EXPECT_DOUBLE_EQ(back->findings[0].impact_s_per_iter, 0.05);
   EXPECT_EQ(back->warnings, d.warnings);
+  EXPECT_EQ(back->slowed_by, "");
+  Diagnosis shared;
+  shared.slowed_by = "+54% a step since the baseline: its node vm is shared";
+  StatusOr<Diagnosis> healthy = DiagnosisFromJsonText(DiagnosisToJson(shared).dump());
+  ASSERT_TRUE(healthy.ok());
+  EXPECT_EQ(healthy->slowed_by, shared.slowed_by);
   EXPECT_FALSE(DiagnosisFromJsonText("{\"schema\": \"other\"}").ok());
   EXPECT_FALSE(DiagnosisFromJsonText("not json").ok());
 }

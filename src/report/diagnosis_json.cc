@@ -27,7 +27,7 @@ nlohmann::json DiagnosisToJson(const Diagnosis& d) {
   }
   return {
       {"schema", kDiagnosisSchema}, {"workers", d.workers},   {"world_size", d.world_size}, {"healthy", d.healthy()},
-      {"findings", findings},       {"warnings", d.warnings}, {"notes", d.notes},
+      {"findings", findings},       {"warnings", d.warnings}, {"notes", d.notes},           {"slowed_by", d.slowed_by},
   };
 }
 

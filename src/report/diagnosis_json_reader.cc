@@ -67,6 +67,7 @@ StatusOr<Diagnosis> DiagnosisFromJsonText(const std::string& text) {
   std::vector<std::string> warnings = JsonStrings(JsonField(j, {"warnings"}));
   d.warnings.insert(d.warnings.begin(), warnings.begin(), warnings.end());
   d.notes = JsonStrings(JsonField(j, {"notes"}));
+  d.slowed_by = JsonStringOr(j, {"slowed_by"});
   return d;
 }
 

@@ -51,8 +51,8 @@ std::string Verdict(const Diagnosis& d) {
   if (d.healthy()) {
     return fmt::format(
         "<section id=\"verdict\" class=\"verdict good\"><h2>Verdict</h2><p class=\"sentence ok\">"
-        "Healthy: no problem found on {} workers.</p></section>\n",
-        d.workers);
+        "Healthy: no problem found on {} workers{}.</p></section>\n",
+        d.workers, d.slowed_by.empty() ? std::string() : " in the job, but slower: " + EscapeHtml(d.slowed_by));
   }
   std::string out = "<section id=\"verdict\" class=\"verdict bad\"><h2>Verdict: what to fix first</h2><ol>\n";
   for (size_t i = 0; i < d.findings.size(); ++i) {

@@ -6,6 +6,7 @@
 #include "report/heatmap.h"
 #include "report/html_escape.h"
 #include "report/report_test_util.h"
+#include "report/text_report.h"
 #include "report/verdict.h"
 
 namespace eroica {
@@ -67,6 +68,24 @@ TEST(HtmlReportTest, VerdictFirstThenEvidenceChartsAndWarnings) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // no fetches, only the SVG namespace
   EXPECT_EQ(html.find("id=\"series\""), std::string::npos);                  // no session, no iteration-time chart
+}
+
+// A job healthy in itself that a node's other processes made slower: every verdict says why.
+TEST(TextReportTest, AHealthyJobSlowedFromOutsideSaysWhyInItsVerdict) {
+  Diagnosis d;
+  d.workers = 4;
+  d.slowed_by = "+54% a step since the baseline: its node <vm> is shared";
+  EXPECT_EQ(OneLineVerdict(d),
+            "healthy: no problem found on 4 workers in the job, but slower: +54% a step since the baseline: its node "
+            "<vm> is shared");
+  EXPECT_EQ(FormatTextReport(d).substr(0, FormatTextReport(d).find('\n')),
+            "eroica: healthy — no problem found on 4 workers in the job, but slower: +54% a step since the baseline: "
+            "its node <vm> is shared");
+  std::string html = RenderHtmlReport(d, TestWorkers(), SessionInfo{}, {"/runs/x", ""});
+  EXPECT_NE(html.find("on 4 workers in the job, but slower: +54% a step since the baseline: its node &lt;vm&gt; is"),
+            std::string::npos);
+  d.slowed_by.clear();
+  EXPECT_EQ(OneLineVerdict(d), "healthy: no problem found on 4 workers");
 }
 
 TEST(HtmlReportTest, TraceTextCannotInjectMarkup) {

@@ -163,7 +163,12 @@ std::string RenderPrompt(const Diagnosis& d, const LocalizeInput& input, const S
       "You are helping an engineer fix the root cause of a problem in a distributed PyTorch training job. "
       "eroica found it by comparing every rank's profile with its peers' and with expectations; the numbers "
       "below are measurements from this run.\n";
-  if (d.healthy()) {
+  if (d.healthy() && !d.slowed_by.empty()) {
+    out += fmt::format(
+        "\neroica found no problem in the job on {} workers, but it is slower: {}. Its ranks wait for processors "
+        "that work outside the job holds.\n",
+        d.workers, d.slowed_by);
+  } else if (d.healthy()) {
     out += fmt::format(
         "\neroica found no problem on {} workers: no rank stands out and nothing exceeds its expected "
         "share. If the job still feels slow, the slowdown was probably outside the profiled window.\n",
@@ -192,6 +197,13 @@ std::string RenderPrompt(const Diagnosis& d, const LocalizeInput& input, const S
   out += RunSection(d, input, session);
   out += Warnings(d, session);
   out += "\n## What I need from you\n\n";
+  if (d.healthy() && !d.slowed_by.empty()) {
+    out +=
+        "Nothing to fix in the job's code. Suggest how to find the other processes on that node (top, ps, the "
+        "scheduler's placement) and how to keep the job's cores to itself (CPU requests and limits, pinning, "
+        "a dedicated node).\n";
+    return out;
+  }
   if (d.healthy()) {
     out += "Nothing to fix from this data. Suggest how to profile a longer or later window to catch the slowdown.\n";
     return out;

@@ -132,6 +132,22 @@ TEST(PromptTest, NoStacksSaysHowToGetThem) {
   EXPECT_NE(prompt.find("## What I need from you"), std::string::npos);
 }
 
+// Healthy in the job, slower for a node it came to share: the prompt says so and asks about the
+// node, not for a longer profile.
+TEST(PromptTest, AHealthyJobSlowedFromOutsideAsksAboutTheNode) {
+  LocalizeInput input;
+  input.workers = TestWorkers();
+  Diagnosis d;
+  d.workers = 4;
+  d.slowed_by = "+54% a step since the baseline: its node vm is shared";
+  std::string prompt = RenderPrompt(d, input, SessionInfo{}, {});
+  EXPECT_NE(prompt.find("no problem in the job on 4 workers, but it is slower: +54% a step since the baseline"),
+            std::string::npos)
+      << prompt;
+  EXPECT_NE(prompt.find("find the other processes on that node"), std::string::npos) << prompt;
+  EXPECT_EQ(prompt.find("outside the profiled window"), std::string::npos) << prompt;
+}
+
 TEST(PromptTest, EveryCategoryHasAPreciseRequest) {
   Diagnosis d = TestDiagnosis();
   for (int c = 0; c < kFindingCategoryCount; ++c) {

@@ -26,17 +26,24 @@ std::string FindingLine(const Finding& f, int workers) {
                      impact, f.standing ? " (as at the baseline)" : "");
 }
 
+// ", but slower: ..." where something outside the job made it slower (Diagnosis::slowed_by).
+std::string SlowedByText(const Diagnosis& d) {
+  return d.slowed_by.empty() ? std::string() : fmt::format(" in the job, but slower: {}", d.slowed_by);
+}
+
 }  // namespace
 
 std::string OneLineVerdict(const Diagnosis& d) {
-  if (d.healthy()) return fmt::format("healthy: no problem found on {} workers", d.workers);
+  if (d.healthy()) {
+    return fmt::format("healthy: no problem found on {} workers{}", d.workers, SlowedByText(d));
+  }
   return FindingLine(d.findings.front(), d.workers);
 }
 
 std::string FormatTextReport(const Diagnosis& d) {
   std::string out;
   if (d.healthy()) {
-    out += fmt::format("eroica: healthy — no problem found on {} workers\n", d.workers);
+    out += fmt::format("eroica: healthy — no problem found on {} workers{}\n", d.workers, SlowedByText(d));
   } else {
     // Against a baseline, what changed since leads (diff/standing_costs.h).
     auto is_standing = [](const Finding& f) { return f.standing; };

@@ -279,6 +279,21 @@ def test_half_the_group_the_other_half_waits_for_is_named():
     assert [(f["scope"], f["category"], f["workers"]) for f in with_base] == [("local", "imbalance", [2, 3])], with_base
 
 
+def test_a_neighbour_that_came_after_the_baseline_is_no_finding_of_the_job():
+    """A real healthy 4-rank TP x DP transformer on 2 cores beside two compilers started after its
+    baseline (batch P, a validation run): 308.8 -> 476.9 ms a step, every rank's matrix products
+    6.91 -> 12.10 ms a call, which had read `global compute`. Processes outside the job held 0.70 of
+    the cores (0.04 at the baseline), the job's own 1.93 -> 1.30: healthy in the job, and the
+    verdict says why it got slower."""
+    d = diagnosis_of(TP / "neighbour_after_the_baseline")
+    assert d["healthy"], d["findings"]
+    said = "+54% a step since the baseline: its node vm is shared, processes outside the job held 0.70 of its 2 cores"
+    assert d["slowed_by"].startswith(said), d["slowed_by"]
+    assert any("aten::mm takes" in n and "waiting for the processors" in n for n in d["notes"]), d["notes"]
+    alone = diagnosis_of(TP / "neighbour_after_the_baseline", baseline=False)
+    assert alone["slowed_by"] == "", alone  # the window alone has no past to compare with
+
+
 def test_ranks_late_alike_in_every_step_are_each_named():
     """A real 6-rank TP x DP transformer whose replica 2 (ranks 4, 5) had sequences twice as long:
     neither rank last at nearly every call nor above every peer in every step; rank 5 was excused
