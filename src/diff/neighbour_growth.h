@@ -7,10 +7,13 @@
 // a step, every rank's allreduce 2.87 -> 9.26 ms a call, and was named `global communication`
 // against the baseline. Measured (localize/node_cores.h's readings, 2 cores, two compilers started
 // after the baseline): 4 healthy DDP ranks, the outside grown 1.33-1.44 cores, the job's own
-// 0.73-0.74 -> 0.51-0.53; a 4-rank GAN (validation batch P) 0.69-0.74, its own 1.87 -> 1.21-1.26.
-// Over stops 63-66's 111 batch sessions (one job on the machine) against their baselines the
-// outside grew at most 0.42 cores, where a rank saved a checkpoint each step (the kernel's
-// writeback threads: outside the job's processes too), else 0.19 or less.
+// 0.73-0.74 -> 0.51-0.53; a 4-rank GAN (batch P's run this bar was
+// revised on) 0.69-0.74, its own 1.87 -> 1.21-1.26.
+// Over the 208 batch sessions of stops 62-66 against their baselines (one job on the machine at a
+// time) the outside grew 0.26 cores or less, but by 0.36-0.55 where a rank saved a checkpoint each
+// step (the kernel's writeback threads run outside the job's processes) and 0.30-1.07 where a
+// rank's CPU quota throttled it; in each of those the rank's own finding explained the slowdown,
+// which then comes first (ALocalFindingExplains).
 #pragma once
 
 #include <optional>
@@ -38,7 +41,7 @@ std::optional<NeighbourGrowth> FindNeighbourGrowth(const std::vector<WorkerPatte
 // its own. The kernel's threads that write back a rank's checkpoints run outside the job's
 // processes: stop 64's e-ckpt1 and stop 66's m-ckpt3 (a rank saving each step) grew the outside
 // 0.04 -> 0.49-0.59 and 0.24 -> 0.59-0.66 cores, the job's own falling as much, where that rank's
-// saves were named.
+// saves were named; stop 64's e-quota0 (a rank's CPU quota) 0.22 -> 1.29.
 bool ALocalFindingExplains(const Diagnosis& diagnosis, double slowdown_ms, double explains_share);
 
 // What it says, for the diagnosis's notes.

@@ -33,9 +33,10 @@ std::vector<NodeCores> ReadEveryNodesCores(const WorkerTable& table);
 // node busy kBusyCoresShare of the window or more (cpu_contention.h): the ranks there ran only
 // when the neighbour let them, so a peer waited for at a collective may just have been
 // descheduled. Measured: 4 healthy DDP ranks on 2 cores beside two compilers held 0.51-0.53 cores
-// against the compilers' 1.47-1.49; over the 114 sessions of stops 63-66's batches (one job on the
-// machine at a time, faults of every kind) the outside held 0.00-0.66 cores against the job's
-// 1.30-1.89, the most where a rank saved a checkpoint each step (the kernel's writeback threads).
+// against the compilers' 1.47-1.49; over the 208 sessions of stops 62-66's batches (one job on the
+// machine at a time, faults of every kind) the outside held 0.66 cores or less, the job 0.39 or
+// more, and more than the job once: a rank its CPU quota throttled (1.29 against 0.68), whose
+// threads queued 4.6 s per second, which explains the waits first (CpuExplainsCommunication).
 bool NeighbourHoldsTheNode(const NodeCores& node);
 
 }  // namespace eroica
