@@ -11,6 +11,7 @@ namespace eroica {
 
 std::optional<NeighbourGrowth> FindNeighbourGrowth(const std::vector<WorkerPattern>& base,
                                                    const std::vector<WorkerPattern>& now) {
+  if (std::any_of(now.begin(), now.end(), [](const WorkerPattern& w) { return w.has_device; })) return std::nullopt;
   std::vector<NodeCores> then_nodes = ReadEveryNodesCores(WorkerTableOf(base));
   std::optional<NeighbourGrowth> most;
   double most_grown = 0;

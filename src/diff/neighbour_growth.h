@@ -13,7 +13,12 @@
 // time) the outside grew 0.26 cores or less, but by 0.36-0.55 where a rank saved a checkpoint each
 // step (the kernel's writeback threads run outside the job's processes) and 0.30-1.07 where a
 // rank's CPU quota throttled it; in each of those the rank's own finding explained the slowdown,
-// which then comes first (ALocalFindingExplains).
+// which then comes first (ALocalFindingExplains). CPU training only: a GPU's kernels and NCCL's
+// transfers do not wait for a neighbour's processes. What the readings cannot tell: work at the
+// idle priority only soaks the cores the job leaves idle (CI's sanitizer build beside the tests
+// held 1.40 of 2 cores against a 4-rank pipeline's 0.60, most of which waited for its slow
+// first stage); where it starts after the baseline while the job idles more for a cause of its
+// own that no rank's finding explains, it reads as a neighbour.
 #pragma once
 
 #include <optional>

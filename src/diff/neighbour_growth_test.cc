@@ -84,6 +84,14 @@ TEST(NeighbourGrowth, ALocalFindingThatExplainsTheSlowdownComesFirst) {
   EXPECT_FALSE(ALocalFindingExplains(d, 60, 0.5));
 }
 
+// GPU training: its kernels and collectives run on the devices, which a neighbour's processes do
+// not hold.
+TEST(NeighbourGrowth, GpuTrainingIsNone) {
+  std::vector<WorkerPattern> now = OnANode(Healthy(), 2.0, 0.13);
+  for (WorkerPattern& w : now) w.has_device = true;
+  EXPECT_FALSE(FindNeighbourGrowth(OnANode(Healthy(), 0.91, 0.185), now).has_value());
+}
+
 // Every rank's all-reduce 3x as long as at the baseline on a node a neighbour came to hold: a
 // note, no `global communication`; without the neighbour, the network.
 TEST(NeighbourGrowth, EveryRanksSlowerCollectivesAreItsSymptom) {

@@ -52,31 +52,6 @@ std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group) {
   return out;
 }
 
-namespace {
-
-// A node of the group's where processes outside the job held more of the cores than the job
-// (NeighbourHoldsTheNode): its ranks ran when the neighbour let them, and every rank waits at a
-// collective for the slowest; a CI run's healthy control beside other tests read `global
-// communication` (its allreduce 2.87 -> 9.26 ms a call, 0.48 of a step) though no rank's threads
-// were queued for as long as it waited.
-std::string NeighbourExplainsCommunication(const WorkerGroup& group, double level) {
-  for (const NodeCores& node : ReadEveryNodesCores(*group.table)) {
-    bool ours = std::any_of(group.members.begin(), group.members.end(), [&](uint32_t member) {
-      return group.table->name(group.table->row(member).host) == node.host;
-    });
-    if (!ours || !NeighbourHoldsTheNode(node)) continue;
-    return fmt::format(
-        "collectives took β {:.2f} of each step even on the least-waiting rank, but processes outside the job held "
-        "{:.2f} of node {}'s {:.0f} cores over the window against the job's own {:.2f} ({:.0f}% busy; a slow network "
-        "would have left them idle): its ranks ran when those processes let them, and a rank waits at a collective "
-        "for its slowest peer, so the ranks waited for descheduled peers, not for the network",
-        level, node.outside(), node.host, node.cores, node.job, 100.0 * node.busy_share());
-  }
-  return "";
-}
-
-}  // namespace
-
 std::string CpuExplainsCommunication(const WorkerGroup& group, double level) {
   for (size_t k = 0; k < group.size(); ++k) {
     const WorkerRow& row = group.row(k);
@@ -95,8 +70,7 @@ std::string CpuExplainsCommunication(const WorkerGroup& group, double level) {
     const WorkerRow& row = group.row(k);
     if (row.cpu && (most_queued == nullptr || row.cpu->run_delay > most_queued->cpu->run_delay)) most_queued = &row;
   }
-  if (most_queued == nullptr || most_queued->cpu->run_delay < level)
-    return NeighbourExplainsCommunication(group, level);
+  if (most_queued == nullptr || most_queued->cpu->run_delay < level) return "";
   return fmt::format(
       "collectives took β {:.2f} of each step even on the least-waiting rank, but the nodes' cores were busy "
       "{:.0f}% of the window (a slow network would have left them idle about as long) and rank {}'s training "

@@ -58,8 +58,6 @@ std::optional<GroupCpu> ReadGroupCpu(const WorkerGroup& group);
 // network for a 4-rank transformer whose rank 1's loader workers took the cores (its process
 // queued 1.29 s per second, its peers 0.25-0.43, waits 0.43, cores 96 % busy) and for a healthy
 // 3-rank transformer beside another job (1.12 against 0.34-0.35, waits 0.47, 98 % busy).
-// Nor is it where processes outside the job held more of a node's busy cores than the job did
-// (node_cores.h NeighbourHoldsTheNode), however short each rank's queueing.
 // Nor is it the network where a rank's CPU quota held it back for at least `level` of the window:
 // its collective threads stall with it, so even it seems to wait (cnn17's 4-rank quota run:
 // throttled 0.65, collectives 0.51 of each step on every rank).

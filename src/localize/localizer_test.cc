@@ -1576,29 +1576,6 @@ TEST(LocalizerTest, CollectivesOnNodesWithNoIdleCoreWaitedForTheCpuNotTheNetwork
   }
 }
 
-// The same collectives on a saturated 2-core node whose ranks queued only 0.2 s per second, less
-// than they waited: where processes outside the job held more of the cores than the job's six
-// ranks (1.38 against 0.60), the ranks waited for peers the neighbour descheduled; where the job
-// held them itself (1.80 against 0.18), it is still the network.
-TEST(LocalizerTest, CollectivesOnANodeANeighbourHeldWaitedForTheCpuNotTheNetwork) {
-  auto run = [](float per_rank_cpu) {
-    LocalizeInput input = CommunicationOnNodes(0.99f);
-    for (WorkerPattern& w : input.workers) {
-      w.host = "vm";
-      w.cpu->process_cpu = per_rank_cpu;
-      w.cpu->run_delay = 0.2f;
-    }
-    return Localize(input, DefaultExpectations());
-  };
-  Diagnosis shared = run(0.1f);
-  ExpectHealthyWithNote(shared, "processes outside the job held 1.38 of node vm's 2 cores");
-  EXPECT_TRUE(shared.collectives_waited_for_cpu);
-  Diagnosis own = run(0.3f);
-  ASSERT_FALSE(own.healthy());
-  EXPECT_EQ(own.findings[0].category, FindingCategory::kCommunication);
-  EXPECT_FALSE(own.collectives_waited_for_cpu);
-}
-
 // A rank waits at a collective for its slowest peer: one rank queued longer than the least-waiting
 // rank waited accounts for the wait, however little the median rank was queued (a 4-rank
 // transformer whose rank 1's loader workers took the cores: its process queued 1.29 s per second,

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "localize/cpu_contention.h"
 
 namespace eroica {
 
@@ -34,10 +33,6 @@ std::vector<NodeCores> ReadEveryNodesCores(const WorkerTable& table) {
     if (std::optional<NodeCores> node = ReadNodeCores(table, host)) nodes.push_back(std::move(*node));
   }
   return nodes;
-}
-
-bool NeighbourHoldsTheNode(const NodeCores& node) {
-  return node.busy_share() >= kBusyCoresShare && node.outside() > node.job;
 }
 
 }  // namespace eroica

@@ -29,14 +29,4 @@ std::optional<NodeCores> ReadNodeCores(const WorkerTable& table, StringId host);
 // Every named node of `table` whose ranks were all read, in the order their first rank appears.
 std::vector<NodeCores> ReadEveryNodesCores(const WorkerTable& table);
 
-// Whether processes outside the job held more of the node's cores than the job's own did, on a
-// node busy kBusyCoresShare of the window or more (cpu_contention.h): the ranks there ran only
-// when the neighbour let them, so a peer waited for at a collective may just have been
-// descheduled. Measured: 4 healthy DDP ranks on 2 cores beside two compilers held 0.51-0.53 cores
-// against the compilers' 1.47-1.49; over the 208 sessions of stops 62-66's batches (one job on the
-// machine at a time, faults of every kind) the outside held 0.66 cores or less, the job 0.39 or
-// more, and more than the job once: a rank its CPU quota throttled (1.29 against 0.68), whose
-// threads queued 4.6 s per second, which explains the waits first (CpuExplainsCommunication).
-bool NeighbourHoldsTheNode(const NodeCores& node);
-
 }  // namespace eroica
