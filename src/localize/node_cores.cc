@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace eroica {
 
 std::optional<NodeCores> ReadNodeCores(const WorkerTable& table, StringId host) {
