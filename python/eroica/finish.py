@@ -319,6 +319,8 @@ def wait_at_exit(tasks: List[Tuple[threading.Thread, Finisher]], deadline_s: flo
     central folder and start its diagnosis (which can be handed off)."""
     reserve_s = min(_HURRY_RESERVE_S, max(0.0, deadline_s - time.monotonic()) / 2)
     for thread, _ in tasks:
+        _no_longer_niced(thread)
+    for thread, _ in tasks:
         thread.join(max(0.0, deadline_s - reserve_s - time.monotonic()))
     for _, fin in tasks:  # rank 0 keeps a second to write the folder and start diagnosing
         fin.hurry_grace_s = max(0.0, deadline_s - time.monotonic() - 1.0)
@@ -337,6 +339,21 @@ def wait_at_exit(tasks: List[Tuple[threading.Thread, Finisher]], deadline_s: flo
                      "%.0f s; what was written is kept; to diagnose: eroica diagnose %s"
                      % (fin.rank, fin.session_dir or fin.cfg.dir, fin.cfg.exit_wait_s,
                         fin.session_dir or "<session folder>"))
+
+
+def _no_longer_niced(thread: threading.Thread) -> None:
+    """The training loop is over once the exit waits: a task `spawn` niced to 10 so as not to take
+    the job's cores need not yield them any more. On a node shared with other work a 6-rank
+    forecaster's exports, niced beside two compilers, were not written within the 30 s the exit
+    waits (stop 67's batch Q). Lowering a nice value needs the privilege to (root or
+    RLIMIT_NICE); without it the task stays niced."""
+    tid = getattr(thread, "native_id", None)
+    if tid is None or not thread.is_alive():
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, 0)
+    except (AttributeError, OSError):
+        pass
 
 
 def _hand_off(fin: Finisher, session_dir: str, kind: RankFile, deadline_unix_s: float) -> None:

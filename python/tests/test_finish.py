@@ -59,6 +59,31 @@ def test_an_unfinished_export_is_abandoned_with_one_line(tmp_path, capsys):
         tmp_path / "s") in err, err
 
 
+def test_the_exit_no_longer_nices_what_is_left(monkeypatch):
+    """Once the exit waits the training loop is over: what `spawn` niced to 10 gets the normal
+    priority back (where the process may lower a nice value), finished tasks are left alone."""
+    reniced = []
+    real = os.setpriority
+    monkeypatch.setattr(os, "setpriority", lambda which, who, value: (reniced.append((who, value)),
+                                                                      real(which, who, value)))
+    release = threading.Event()
+    fin = finish.Finisher(config.Config(), 1, 2, None)
+    thread = finish.spawn(release.wait, 30)
+    done = finish.spawn(lambda: None)
+    done.join()
+    while (thread.native_id, 10) not in reniced:  # spawn's own nice 10, from inside the task
+        time.sleep(0.01)
+    try:
+        assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == 10
+        finish.wait_at_exit([(thread, fin), (done, fin)], time.monotonic() + 0.2)
+        assert reniced[-1] == (thread.native_id, 0), reniced
+        assert (done.native_id, 0) not in reniced
+        if os.geteuid() == 0:
+            assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == 0
+    finally:
+        release.set()
+
+
 def test_finished_tasks_cost_no_wait(tmp_path, capsys):
     fin = finish.Finisher(config.Config(), 0, 1, None)
     thread = finish.spawn(lambda: None)

@@ -298,7 +298,8 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
   if (std::string note = QueueingNote(diff, slowdown_ms, options); !note.empty()) d->notes.push_back(note);
   if (options.neighbour) {
     d->notes.push_back(NeighbourGrowthNote(*options.neighbour));
-    d->slowed_by = NeighbourSlowedBy(*options.neighbour, 100 * slowdown_ms / diff.base.iteration_ms);
+    d->slowed_by = NeighbourSlowedBy(*options.neighbour,
+                                     diff.base.iteration_ms > 0 ? 100 * slowdown_ms / diff.base.iteration_ms : 0.0);
   }
   // The functions are sorted own work first, largest change first: the first grown one on almost
   // every worker is the cause; the others' longer waits are its symptom. A function may also
