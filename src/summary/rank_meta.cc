@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "base/file_util.h"
+#include "base/one_line.h"
 
 namespace eroica {
 
@@ -28,7 +29,7 @@ std::optional<Json> ReadRankMeta(const Trace& trace) {
 
 std::string RankMetaHost(const Json& meta) {
   std::string name = JsonStringOr(meta, {"host"});
-  return name.size() <= kMaxHostBytes ? name : "";
+  return name.size() <= kMaxHostBytes ? OneLine(name, kMaxHostBytes) : "";
 }
 
 std::vector<int64_t> RankMetaCompletedSteps(const Json& meta) {
@@ -45,11 +46,7 @@ std::string RankMetaMissed(const Json& meta) {
   }
   // A line of the rank's own words, not a file's worth (a planted meta may hold anything).
   constexpr size_t kMaxWhyBytes = 200;
-  if (why.size() > kMaxWhyBytes) why = why.substr(0, kMaxWhyBytes) + "...";
-  for (char& c : why) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  }
-  return why;
+  return OneLine(why, kMaxWhyBytes);
 }
 
 }  // namespace eroica

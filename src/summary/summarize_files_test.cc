@@ -80,10 +80,14 @@ TEST(SummarizeFilesTest, TheHostOfABareCpuTraceComesFromTheRanksMetaFile) {
   dir.Write("rank-1.meta.json", R"({"rank": 1, "world_size": 2, "pid": 4530, "host": "node-7"})");
   std::string unnamed = dir.Write("rank-2.json", events);
   dir.Write("rank-2.meta.json", fmt::format(R"({{"rank": 2, "host": "{}"}})", std::string(300, 'x')));
-  FileSummaries out = SummarizeFiles({named, unnamed}, 1);
-  ASSERT_EQ(out.patterns.size(), 2u);
+  // A planted meta's escape sequence and newline: reports name the node on one line.
+  std::string escaped = dir.Write("rank-3.json", events);
+  dir.Write("rank-3.meta.json", R"({"rank": 3, "host": "node\u001b[31m\nred"})");
+  FileSummaries out = SummarizeFiles({named, unnamed, escaped}, 1);
+  ASSERT_EQ(out.patterns.size(), 3u);
   EXPECT_EQ(out.patterns[0].host, "node-7");
   EXPECT_EQ(out.patterns[1].host, "");  // longer than any host name: not one
+  EXPECT_EQ(out.patterns[2].host, "node [31m red");
 }
 
 // A window the job's exit cut short: iteration 200 ended in it (the meta lists it), then the step

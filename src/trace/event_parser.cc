@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "base/one_line.h"
 #include "trace/event_field.h"
 #include "trace/event_verdict.h"
 #include "trace/timestamp.h"
@@ -258,7 +259,9 @@ void EventParser::OnTopLevelValue(std::string_view key, std::string_view raw_val
   } else if (key == "baseTimeNanoseconds") {
     if (auto base = ParseInteger(raw_value)) trace_->meta.base_time_ns = *base;
   } else if (key == "host_name" && raw_value.size() >= 2 && raw_value[0] == '"') {
-    trace_->meta.host = std::string(raw_value.substr(1, raw_value.size() - 2));
+    // Reports name the node by it (a neighbour's verdict): one line, a host name's length.
+    constexpr size_t kMaxHostBytes = 255;
+    trace_->meta.host = OneLine(raw_value.substr(1, raw_value.size() - 2), kMaxHostBytes);
   }
 }
 
