@@ -345,13 +345,14 @@ def _no_longer_niced(thread: threading.Thread) -> None:
     """The training loop is over once the exit waits: a task `spawn` niced to 10 so as not to take
     the job's cores need not yield them any more. On a node shared with other work a 6-rank
     forecaster's exports, niced beside two compilers, were not written within the 30 s the exit
-    waits (stop 67's batch Q). Lowering a nice value needs the privilege to (root or
+    waits (stop 67's batch Q). It gets the exiting thread's own priority back (a job started
+    niced stays so), never more. Lowering a nice value needs the privilege to (root or
     RLIMIT_NICE); without it the task stays niced."""
     tid = getattr(thread, "native_id", None)
     if tid is None or not thread.is_alive():
         return
     try:
-        os.setpriority(os.PRIO_PROCESS, tid, 0)
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, 0))  # 0: this thread
     except (AttributeError, OSError):
         pass
 

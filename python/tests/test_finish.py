@@ -60,8 +60,9 @@ def test_an_unfinished_export_is_abandoned_with_one_line(tmp_path, capsys):
 
 
 def test_the_exit_no_longer_nices_what_is_left(monkeypatch):
-    """Once the exit waits the training loop is over: what `spawn` niced to 10 gets the normal
-    priority back (where the process may lower a nice value), finished tasks are left alone."""
+    """Once the exit waits the training loop is over: what `spawn` niced to 10 gets the exiting
+    thread's own priority back (where the process may lower a nice value), finished tasks are
+    left alone."""
     reniced = []
     real = os.setpriority
     monkeypatch.setattr(os, "setpriority", lambda which, who, value: (reniced.append((who, value)),
@@ -73,13 +74,14 @@ def test_the_exit_no_longer_nices_what_is_left(monkeypatch):
     done.join()
     while (thread.native_id, 10) not in reniced:  # spawn's own nice 10, from inside the task
         time.sleep(0.01)
+    own = os.getpriority(os.PRIO_PROCESS, 0)  # this (the exiting) thread's nice value
     try:
         assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == 10
         finish.wait_at_exit([(thread, fin), (done, fin)], time.monotonic() + 0.2)
-        assert reniced[-1] == (thread.native_id, 0), reniced
-        assert (done.native_id, 0) not in reniced
+        assert reniced[-1] == (thread.native_id, own), reniced
+        assert (done.native_id, own) not in reniced
         if os.geteuid() == 0:
-            assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == 0
+            assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == own
     finally:
         release.set()
 

@@ -47,11 +47,12 @@ TEST(NeighbourGrowth, ANeighbourThatTookPartOfACpuBoundJobsCoresIsFound) {
   EXPECT_NEAR(g->now.outside() - g->then.outside(), 0.69, 1e-3);
 }
 
-// The outside's own noise on a node one job runs on: up to 0.19 cores over stops 63-66's batch
-// sessions (a healthy SimCLR run), within the 0.3 cores the busy bar leaves on 2 cores. Nor did
-// processes outside take the job's cores where its own held as many as at the baseline.
+// The outside's own noise on a node one job runs on: up to 0.26 cores over stops 62-66's 208
+// batch sessions against their baselines (a healthy TP run), within the 0.3 cores the busy bar
+// leaves on 2 cores. Nor did processes outside take the job's cores where its own held as many
+// as at the baseline.
 TEST(NeighbourGrowth, OutsideGrownWithinTheNoiseOrBesideTheJobIsNone) {
-  EXPECT_FALSE(FindNeighbourGrowth(OnANode(Healthy(), 1.91, 0.4575), OnANode(Healthy(), 1.78, 0.3775)).has_value());
+  EXPECT_FALSE(FindNeighbourGrowth(OnANode(Healthy(), 1.91, 0.4575), OnANode(Healthy(), 1.78, 0.36)).has_value());
   EXPECT_FALSE(FindNeighbourGrowth(OnANode(Healthy(), 1.40, 0.30), OnANode(Healthy(), 2.0, 0.30)).has_value());
 }
 
