@@ -345,6 +345,36 @@ def test_iterations_slowed_by_another_ranks_finishing_work_are_not_measured(tmp_
     assert not rt._slowed_by_eroica()
 
 
+def test_a_session_asked_for_while_eroicas_own_work_runs_is_proposed_once_it_is_done(tmp_path):
+    """A window opened beside this rank's export of an earlier one (or before the job store says
+    that one is settled) measures eroica's work as the job's: the request waits for it to end."""
+    import threading
+    from eroica import trigger
+
+    rt = quiet_runtime(EROICA_DIR=tmp_path)
+    rt.coord = trigger.Coordinator(trigger.MemoryStore())
+    release = threading.Event()
+    finisher = threading.Thread(target=release.wait, daemon=True)
+    finisher.start()
+    rt._finishers.append((finisher, None))
+    rt._last_spawn_s = time.monotonic()
+    rt._request_session(180, "forced", 0.1, 0.1)
+
+    def proposed():
+        return [session for kind, session in rt._mail if kind == "session"]
+
+    rt._tick()
+    assert not proposed() and rt._detection is not None  # kept for a later tick
+    release.set()
+    finisher.join(10)
+    rt._hold_until_settled({"session_id": "s-base", "slot": 7})  # the job's last session, unsettled
+    rt._tick()
+    assert not proposed() and rt._detection is not None
+    rt._settled_slot = 7
+    rt._tick()
+    assert len(proposed()) == 1 and proposed()[0]["reason"] == "forced" and rt._detection is None
+
+
 def _baselines_requested(rt):
     asked = []
     rt._request_session = lambda iteration, reason, *_: asked.append((iteration, reason))

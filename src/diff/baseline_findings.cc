@@ -27,6 +27,26 @@ bool MoreCalls(const PatternChange& c) {
   return c.base_calls_per_iter > 0 && c.now_calls_per_iter > c.base_calls_per_iter * 1.1;
 }
 
+// Collective calls the baseline did not make, at least one every other iteration. A new one is
+// called in every iteration by construction (pattern_diff's Persists); more calls of one that
+// ran before must add that many: a periodic collective newly inside the window (1 -> 1.2 calls an
+// iteration, a metric every 5 steps) is the window's chance.
+inline constexpr double kAddedCollectiveCallsPerIter = 0.5;
+
+// Every rank runs collectives it did not run at the baseline: communication the job's code
+// added (metrics gathered each step, an extra synchronization), whatever each call waits for. A
+// rank waits longer at a collective it always ran for a slow network, a late or descheduled
+// peer; a call it never made before is none of those. An unseen 5-rank distillation job whose
+// every rank all-gathered 30 scalars a step went 161 -> 283 ms a step, its new allgather 124 ms
+// of it, and read `healthy` but for the Python between the calls: on 2 busy cores the ranks
+// queued for a CPU at every collective, so the new calls were read as such waits.
+bool MoreCollectiveCalls(const PatternChange& c) {
+  if (c.category != Category::kCommunication || !c.grew()) return false;
+  if (c.kind != ChangeKind::kAppeared && !MoreCalls(c)) return false;
+  const double base = c.kind == ChangeKind::kAppeared ? 0.0 : c.base_calls_per_iter;
+  return c.now_calls_per_iter - base >= kAddedCollectiveCallsPerIter;
+}
+
 std::string WhatGrew(const PatternChange& c, const DiffSide& base) {
   std::string who = static_cast<int>(c.ranks.size()) == c.role_workers
                         ? "every rank's"
@@ -49,7 +69,7 @@ std::string WhatGrew(const PatternChange& c, const DiffSide& base) {
                      c.now_ms_per_iter, c.base_ms_per_iter, StepsText(base));
 }
 
-Finding GlobalFinding(const PatternChange& c, const PatternDiff& diff, double slowdown_ms) {
+Finding GlobalFinding(const PatternChange& c, const PatternDiff& diff, double slowdown_ms, const Diagnosis& d) {
   Finding f;
   f.from_baseline = true;
   f.scope = FindingScope::kGlobal;
@@ -65,6 +85,24 @@ Finding GlobalFinding(const PatternChange& c, const PatternDiff& diff, double sl
       "(iteration {:.1f} ms at the baseline, {:.1f} ms now)",
       WhatGrew(c, diff.base), c.delta_ms_per_iter, 100 * explained_ms / slowdown_ms, slowdown_ms,
       diff.base.iteration_ms, diff.now.iteration_ms);
+  if (MoreCollectiveCalls(c) && d.collectives_waited_for_cpu) {
+    f.evidence +=
+        "; the window's collectives also waited for descheduled peers (above), but these calls are new: without "
+        "them there would be no such wait";
+  }
+  if (c.kind == ChangeKind::kAppeared && c.category == Category::kCommunication) {
+    // No call count: a collective is recorded both where it is issued and where its backend runs
+    // it (c10d::allgather_ and gloo:all_gather), which share one name.
+    f.action = fmt::format(
+        "{} {} in every iteration, which it did not at the baseline: the job communicates more than it did. Find "
+        "the new collective in its code (metrics gathered every step, an added synchronization); gather them into "
+        "one call, or run it less often.",
+        static_cast<int>(c.ranks.size()) == c.role_workers
+            ? std::string("Every rank calls")
+            : fmt::format("{} of {} ranks call", c.ranks.size(), c.role_workers),
+        c.function);
+    return f;
+  }
   f.action = MoreCalls(c) && c.now_ms_per_call <= c.base_ms_per_call * 1.1
                  ? fmt::format(
                        "{} {} {:.1f}x as often per iteration as at the baseline, each call no slower: the "
@@ -285,6 +323,56 @@ bool AlmostAll(size_t n, size_t workers, const BaselineOptions& options) {
   return n >= 2 && n + may_miss >= workers;
 }
 
+namespace {
+
+// Adds a global finding made against the baseline, merged with the window's own of the same
+// category and function, after the findings that go ahead of it.
+void InsertGlobal(Finding global, double slowdown_ms, const BaselineOptions& options, Diagnosis* d) {
+  // An expected box or the peers found it too (per group of like workers): one finding, both
+  // reasons. Program points count as the same when both are one: their names shift with the ops.
+  bool merged = false;
+  auto same_function = [&](const std::string& a, const std::string& b) {
+    return a == b || (IsProgramPoint(a) && IsProgramPoint(b));
+  };
+  std::erase_if(d->findings, [&](const Finding& f) {
+    if (f.standing || f.scope != FindingScope::kGlobal || f.category != global.category ||
+        !same_function(f.function, global.function)) {
+      return false;
+    }
+    if (!merged) {
+      global.evidence += "; " + f.evidence;
+      // Its evidence already says where the samples put the time: the location goes with it, or
+      // locating the merged finding again would say it twice.
+      global.location = f.location;
+    }
+    merged = true;
+    global.impact_s_per_iter = std::max(global.impact_s_per_iter, f.impact_s_per_iter);
+    return true;
+  });
+  // Hangs stay ahead of it, local findings that explain the slowdown where every rank's slower
+  // ops, memory or collectives may be their symptom (a rank's own work takes the shared cores,
+  // the others wait for it), and local findings that cost as much: the diagnosis reads most
+  // costly first. A cost of every rank's own code (host, loader) that costs more goes first: an
+  // unseen 5-rank LSTM job whose every rank ran gc.collect() each step and whose rank 3 had
+  // reviews 1.6x as long listed the imbalance (123 ms a step) above the collections (136 ms). One
+  // that costs less goes after, whether or not the local finding explains half the slowdown: an
+  // unseen 4-rank graph network whose every rank logged metrics record by record (56 ms a step)
+  // and whose rank 3 had graphs 1.7x as large (88 ms, of a 197 ms slowdown) listed the logging first.
+  const bool may_be_symptom = global.category == FindingCategory::kCompute ||
+                              global.category == FindingCategory::kMemory ||
+                              global.category == FindingCategory::kCommunication;
+  auto ahead = [&](const Finding& f) {
+    if (f.category == FindingCategory::kHang) return true;
+    if (f.standing || f.scope != FindingScope::kLocal) return false;
+    bool explains = f.impact_s_per_iter * 1e3 >= options.explains_share * slowdown_ms;
+    return (may_be_symptom && explains) || f.impact_s_per_iter >= global.impact_s_per_iter;
+  };
+  auto last_ahead = std::find_if(d->findings.rbegin(), d->findings.rend(), ahead);
+  d->findings.insert(last_ahead.base(), std::move(global));
+}
+
+}  // namespace
+
 void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions& options) {
   const double slowdown_ms = diff.now.iteration_ms - diff.base.iteration_ms;
   d->notes.push_back(fmt::format("against the baseline{}: iteration {:.1f} ms then, {:.1f} ms now ({:+.1f}%)",
@@ -347,6 +435,13 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
       }
     }
   }
+  // Collectives added on almost every worker are a cause of their own beside any grown own work,
+  // which comes first in the order and would otherwise read them as its symptom.
+  auto added = std::find_if(diff.functions.begin(), diff.functions.end(),
+                            [&](const PatternChange& c) { return MoreCollectiveCalls(c) && OnAlmostAll(c, options); });
+  if (added != diff.functions.end() && added != cause) {
+    InsertGlobal(GlobalFinding(*added, diff, slowdown_ms, *d), slowdown_ms, options, d);
+  }
   if (cause == diff.functions.end()) return;
   // Collectives grown by waiting, not by moving data: each recorded call's shortest duration, the
   // last arrival's (the transfer itself), grew by less than half of what the calls grew on
@@ -356,9 +451,11 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
   // 24.33 ms, the shortest of each 1.46 -> 1.69 ms (0.012 of the growth). Over every grown
   // collective of that stop's fault sessions against their baselines (43), the shortest grew
   // -0.084 to 0.197 of what the calls grew; every rank's link throttled (tbf, two runs): 1.03, 1.04.
+  // None of the three below reads collectives the baseline did not call (MoreCollectiveCalls).
+  const bool added_collectives = MoreCollectiveCalls(*cause);
   const CollectiveCalls& then = cause->base_calls;
   const CollectiveCalls& now = cause->now_calls;
-  if (cause->category == Category::kCommunication && then.known() && now.known() &&
+  if (cause->category == Category::kCommunication && !added_collectives && then.known() && now.known() &&
       now.shortest_ms - then.shortest_ms < 0.5 * (now.mean_ms - then.mean_ms)) {
     d->notes.push_back(fmt::format(
         "against the baseline: {}, {:+.1f} ms/iter, by waiting: its calls took {:.2f} ms then, {:.2f} ms now, the "
@@ -373,7 +470,7 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
   // baseline on every rank is that same wait, not the network. A healthy control run in CI went
   // 21.2 -> 44.3 ms a step while other tests took the cores, every rank's allreduce 3.74 -> 12.59
   // ms a call, and was named `global communication` against the baseline.
-  if (cause->category == Category::kCommunication && d->collectives_waited_for_cpu) {
+  if (cause->category == Category::kCommunication && !added_collectives && d->collectives_waited_for_cpu) {
     d->notes.push_back(fmt::format(
         "against the baseline: {}, {:+.1f} ms/iter, but this window's collectives waited for descheduled peers "
         "(above): the node's cores are busier than at the baseline, not the network",
@@ -381,62 +478,23 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
     return;
   }
   // Every rank's ops or collectives slower on a node a neighbour came to hold: its symptom.
-  if (options.neighbour && (cause->category == Category::kCommunication || cause->category == Category::kCompute ||
-                            cause->category == Category::kMemory)) {
+  if (options.neighbour && !added_collectives &&
+      (cause->category == Category::kCommunication || cause->category == Category::kCompute ||
+       cause->category == Category::kMemory)) {
     d->notes.push_back(fmt::format(
         "against the baseline: {}, {:+.1f} ms/iter, on a node processes outside the job came to hold (above): "
         "waiting for the processors, not a cause of the job's",
         WhatGrew(*cause, diff.base), cause->delta_ms_per_iter));
     return;
   }
-  Finding global = GlobalFinding(*cause, diff, slowdown_ms);
+  Finding global = GlobalFinding(*cause, diff, slowdown_ms, *d);
   if (category_wide != nullptr && !OnAlmostAll(*cause, options)) {
     global.workers = category_wide->ranks;
     global.evidence +=
         fmt::format("; every rank's {} time grew {:+.1f} ms/iter ({})", CategoryName(category_wide->category),
                     category_wide->delta_ms_per_iter, RanksText(category_wide->ranks));
   }
-  // An expected box or the peers found it too (per group of like workers): one finding, both
-  // reasons. Program points count as the same when both are one: their names shift with the ops.
-  bool merged = false;
-  auto same_function = [&](const std::string& a, const std::string& b) {
-    return a == b || (IsProgramPoint(a) && IsProgramPoint(b));
-  };
-  std::erase_if(d->findings, [&](const Finding& f) {
-    if (f.standing || f.scope != FindingScope::kGlobal || f.category != global.category ||
-        !same_function(f.function, global.function)) {
-      return false;
-    }
-    if (!merged) {
-      global.evidence += "; " + f.evidence;
-      // Its evidence already says where the samples put the time: the location goes with it, or
-      // locating the merged finding again would say it twice.
-      global.location = f.location;
-    }
-    merged = true;
-    global.impact_s_per_iter = std::max(global.impact_s_per_iter, f.impact_s_per_iter);
-    return true;
-  });
-  // Hangs stay ahead of it, local findings that explain the slowdown where every rank's slower
-  // ops, memory or collectives may be their symptom (a rank's own work takes the shared cores,
-  // the others wait for it), and local findings that cost as much: the diagnosis reads most
-  // costly first. A cost of every rank's own code (host, loader) that costs more goes first: an
-  // unseen 5-rank LSTM job whose every rank ran gc.collect() each step and whose rank 3 had
-  // reviews 1.6x as long listed the imbalance (123 ms a step) above the collections (136 ms). One
-  // that costs less goes after, whether or not the local finding explains half the slowdown: an
-  // unseen 4-rank graph network whose every rank logged metrics record by record (56 ms a step)
-  // and whose rank 3 had graphs 1.7x as large (88 ms, of a 197 ms slowdown) listed the logging first.
-  const bool may_be_symptom = global.category == FindingCategory::kCompute ||
-                              global.category == FindingCategory::kMemory ||
-                              global.category == FindingCategory::kCommunication;
-  auto ahead = [&](const Finding& f) {
-    if (f.category == FindingCategory::kHang) return true;
-    if (f.standing || f.scope != FindingScope::kLocal) return false;
-    bool explains = f.impact_s_per_iter * 1e3 >= options.explains_share * slowdown_ms;
-    return (may_be_symptom && explains) || f.impact_s_per_iter >= global.impact_s_per_iter;
-  };
-  auto last_ahead = std::find_if(d->findings.rbegin(), d->findings.rend(), ahead);
-  d->findings.insert(last_ahead.base(), std::move(global));
+  InsertGlobal(std::move(global), slowdown_ms, options, d);
 }
 
 }  // namespace eroica

@@ -63,6 +63,73 @@ TEST(BaselineFindings, CollectivesGrownWhileTheyWaitedForACpuAreNoNetworkFinding
   }));
 }
 
+// Every rank all-gathers metrics each step, a collective the baseline never called, while the
+// window's collectives waited for descheduled peers (an unseen 5-rank distillation job on 2 busy
+// cores, 30 scalar all_gathers a step: 161 -> 283 ms a step): the new calls are the job's, the
+// network finding stands. A collective it ran before, 1 -> 1.2 calls an iteration (a periodic one
+// newly in the window) and each call longer: still the waits' note.
+TEST(BaselineFindings, CollectivesAddedSinceTheBaselineAreACauseWhileTheyWaitedForACpu) {
+  auto run = [](bool own_work_grew) {
+    std::vector<WorkerPattern> now = JobWith(4, [](int) {
+      return FunctionMs{{"gloo:allgather", Category::kCommunication, 60}};
+    });
+    for (WorkerPattern& w : now) {
+      for (FunctionPattern& f : w.functions) {
+        if (f.name == "gloo:allgather") {
+          f.mean_duration_us /= 3;
+          f.calls_per_iter = 30;
+        }
+        if (own_work_grew && f.name == "aten::mm") f.beta *= 1.6;  // own work comes first in the order
+      }
+    }
+    Diagnosis d;
+    d.collectives_waited_for_cpu = true;
+    ApplyBaseline(DiffPatterns(Job(4), now), &d);
+    return d;
+  };
+  Diagnosis added = run(false);
+  ASSERT_EQ(added.findings.size(), 1u);
+  const Finding& f = added.findings[0];
+  EXPECT_EQ(f.scope, FindingScope::kGlobal);
+  EXPECT_EQ(f.category, FindingCategory::kCommunication);
+  EXPECT_EQ(f.function, "gloo:allgather");
+  EXPECT_EQ(f.workers, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_NE(f.evidence.find("absent at the baseline"), std::string::npos) << f.evidence;
+  EXPECT_NE(f.evidence.find("but these calls are new"), std::string::npos) << f.evidence;
+  EXPECT_NE(f.action.find("Every rank calls gloo:allgather in every iteration, which it did not at the baseline"),
+            std::string::npos)
+      << f.action;
+  // Beside own work that grew on every rank too: both, the collectives not read as its symptom.
+  Diagnosis both = run(true);
+  EXPECT_TRUE(std::any_of(both.findings.begin(), both.findings.end(), [](const Finding& g) {
+    return g.function == "gloo:allgather" && g.category == FindingCategory::kCommunication;
+  }));
+  EXPECT_TRUE(std::any_of(both.findings.begin(), both.findings.end(),
+                          [](const Finding& g) { return g.function == "aten::mm"; }));
+
+  auto once_per_iteration = [](double calls, double ms) {
+    std::vector<WorkerPattern> job;
+    for (int r = 0; r < 4; ++r) {
+      FunctionMs ms_of = Healthy();
+      std::get<2>(ms_of[2]) = ms;  // gloo:all_reduce
+      job.push_back(Worker(r, 4, ms_of));
+      for (FunctionPattern& f : job.back().functions) {
+        if (f.name != "gloo:all_reduce") continue;
+        f.mean_duration_us *= f.calls_per_iter / calls;
+        f.calls_per_iter = calls;
+      }
+    }
+    return job;
+  };
+  Diagnosis d;
+  d.collectives_waited_for_cpu = true;
+  ApplyBaseline(DiffPatterns(once_per_iteration(1, 20), once_per_iteration(1.2, 60)), &d);
+  EXPECT_TRUE(d.healthy()) << d.findings[0].evidence;
+  EXPECT_TRUE(std::any_of(d.notes.begin(), d.notes.end(), [](const std::string& note) {
+    return note.find("waited for descheduled peers (above)") != std::string::npos;
+  }));
+}
+
 // Every rank's all-reduce 3x as long as at the baseline, all but one rank's calls only: the
 // others waited for that rank (the shortest call, the last arrival's, is as long as it was): no
 // network finding, a note. Every call longer on every rank, the shortest too: the network.

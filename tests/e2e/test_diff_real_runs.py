@@ -485,6 +485,25 @@ def test_two_causes_most_costly_first_though_neither_explains_half():
     assert findings[1]["location"].endswith("train_gnn.py:191(main)"), findings[1]
 
 
+KD = SOURCE_DIR / "tests" / "e2e" / "data" / "kd"  # README.md there: how it was made
+
+
+def test_collectives_added_since_the_baseline_are_found_on_busy_cores():
+    """A real 5-rank distillation job on 2 cores whose every rank all-gathered 30 scalar metrics a
+    step from step 120: 161 -> 283 ms a step, the new allgather 124 ms of it. The window's
+    collectives waited for descheduled peers (every rank queued for a CPU), which had excused the
+    new calls as such waits: only the Python between them was named (13 ms)."""
+    d = diagnosis_of(KD / "new_collectives_on_busy_cores")
+    first = d["findings"][0]
+    assert (first["scope"], first["category"], first["function"]) == ("global", "communication", "allgather"), first
+    assert sorted(first["workers"]) == [0, 1, 2, 3, 4], first
+    assert first["impact_s_per_iter"] > 0.1, first
+    assert "absent at the baseline" in first["evidence"] and "these calls are new" in first["evidence"], first
+    assert any("waited for descheduled peers" in n for n in d["notes"]), d["notes"]
+    # The window alone cannot tell a new collective from an old one's waits.
+    assert diagnosis_of(KD / "new_collectives_on_busy_cores", baseline=False)["healthy"]
+
+
 def diagnosis_of(folder, baseline=True):
     args = ["diagnose", folder / "session.pattern", "--format", "json"]
     if baseline:

@@ -89,15 +89,28 @@ def chosen_session(run, from_step):
     return chosen
 
 
+def not_kept(run):
+    """The baseline sessions the job did not keep (its log's "baseline not kept from DIR": a rank
+    stood out from its peers in them, python/eroica/finish.py), by folder name."""
+    log = run + ".log"
+    if not os.path.exists(log):
+        return set()
+    return {os.path.basename(m.group(1).rstrip(":")) for m in
+            re.finditer(r"baseline not kept from (\S+)", open(log, errors="replace").read())}
+
+
 def baseline_of(run, sdir):
     """What a session is diagnosed against when re-diagnosed: the traces of the run's last baseline
     session before it, summarized by the same binary (the run's kept .baseline.pattern was
     summarized by the binary that made the run; a summarizer's change would read as a change of
     the job), else that kept pattern, else None."""
     target = json.load(open(os.path.join(sdir, "session.json"))).get("target_iteration", 0)
+    unkept = not_kept(run)
     best = None
     for s in glob.glob(os.path.join(run, "*", "session.json")):
         doc = json.load(open(s))
+        if os.path.basename(os.path.dirname(s)) in unkept:
+            continue  # the job kept its earlier baseline (a rank stood out in this one)
         if doc.get("reason") == "baseline" and doc.get("target_iteration", 0) < target:
             if glob.glob(os.path.join(os.path.dirname(s), "rank-*.json*")) and (
                     best is None or doc["target_iteration"] > best[0]):
