@@ -659,7 +659,14 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
     // its step, sampled at the logging line).
     f.category = FindingCategory::kHost;
     FunctionExcess host = TopFunction(group, x.member, Category::kHost, e);
-    if (host.function) {
+    // Named by the line where no host function's samples are there: an unseen distillation job's
+    // rank 1 ran its teacher 3 more times at a line of its own (its convolutions, 45% of its
+    // window), and its busiest host function was its student's DDP forward, sampled two lines on.
+    if (own_line && !(host.function && host.function->hot_frame == own_line->location)) {
+      f.function = std::string(kCodeOnlyItRuns);
+      f.beta = own_line->share;
+      f.peer_beta = own_line->most_a_peer_held;
+    } else if (host.function) {
       f.function = std::string(group.table->name(host.function->name));
       f.beta = host.function->beta;
       f.peer_beta = host.peer_beta;
@@ -675,6 +682,12 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
   }
   if (group.size() == 2) f.evidence += " (only 2 workers: compared with each other)";
   f.action = AdviceFor(f.category, f.scope, w.rank);
+  if (f.function == kCodeOnlyItRuns) {
+    f.action = fmt::format(
+        "Rank {} runs work at {} that its peers never run (an extra pass, a metric or a log on one rank): run it on "
+        "every rank alike, less often, or off the step.",
+        w.rank, f.location);
+  }
   if (IsResumePoint(f.function)) {
     // Not code: its thread was slow to run again after a collective (summary/program_points.h).
     f.action = fmt::format(

@@ -17,6 +17,7 @@
 #include "localize/groups.h"
 #include "localize/local_analysis.h"
 #include "localize/worker_table.h"
+#include "summary/function_name.h"
 
 namespace eroica {
 namespace {
@@ -3836,9 +3837,14 @@ TEST(LocalizerTest, ManyMoreCallsWithThePeersItemsAreARanksOwnCode) {
 // its peers' samples never reached, while the model's lines are on every rank's.
 TEST(LocalizerTest, ExtraCallsFromALineItsPeersNeverRanAreItsOwnCode) {
   // `periods`: each window's samples span 60 sampling periods (5 steps of 80 ms at 150 Hz).
-  auto run = [](bool peers_run_it, size_t peer_lines, float share, float periods = 60, bool one_peer_as_long = false) {
+  auto run = [](bool peers_run_it, size_t peer_lines, float share, float periods = 60, bool one_peer_as_long = false,
+                bool host_sampled_there = false) {
     LocalizeInput input = OwnCodeCallingOps(214, 2.86);  // more calls of its peers' ops
     for (WorkerPattern& w : input.workers) {
+      for (FunctionPattern& f : w.functions) {
+        if (host_sampled_there && w.rank == 0 && f.category == Category::kHost)
+          f.hot_frames = {{"/job/train.py:86(run_eval)", 1.0F}};
+      }
       w.code_line_periods = periods;
       w.code_lines = {{"/job/train.py:94(<module>)", 1.0F, 0}, {"/job/model.py:47(forward)", 0.5F, 2}};
       if (w.rank == 0 || peers_run_it || (one_peer_as_long && w.rank == 1)) {
@@ -3856,6 +3862,15 @@ TEST(LocalizerTest, ExtraCallsFromALineItsPeersNeverRanAreItsOwnCode) {
   EXPECT_EQ(d.findings[0].category, FindingCategory::kHost) << d.findings[0].evidence;
   EXPECT_EQ(d.findings[0].workers, std::vector<int>{0});
   EXPECT_EQ(d.findings[0].location, "/job/train.py:86(run_eval)");  // the deeper of its two lines
+  // Named by the line, no host function's samples being there; else by the function sampled there.
+  EXPECT_EQ(d.findings[0].function, kCodeOnlyItRuns);
+  EXPECT_NE(d.findings[0].action.find("Rank 0 runs work at /job/train.py:86(run_eval) that its peers never run"),
+            std::string::npos)
+      << d.findings[0].action;
+  Diagnosis sampled_there = run(false, 0, 0.5F, 60, false, true);
+  ASSERT_FALSE(sampled_there.healthy());
+  EXPECT_NE(sampled_there.findings[0].function, kCodeOnlyItRuns);
+  EXPECT_EQ(sampled_there.findings[0].location, "/job/train.py:86(run_eval)");
   EXPECT_NE(d.findings[0].evidence.find("its stack samples put 50% of its window under /job/train.py:86(run_eval), a "
                                         "line the samples of 3 of its 3 sampled peers never reached"),
             std::string::npos)

@@ -29,6 +29,10 @@ inline constexpr std::string_view kUnattributedPython = "(python, unattributed)"
 // Not a function of the trace: a finding's name for the threads of a training process other than
 // the one that runs the step (localize/cpu_contention.h, BlameBusyThreadsOfItsProcess).
 inline constexpr std::string_view kOtherThreadsOfTheProcess = "(other threads of the training process)";
+// A finding's name for a rank's extra work under a line of the job's code that only it runs
+// (localize/own_code_line.h) where no host function's samples are at that line: its location
+// says which.
+inline constexpr std::string_view kCodeOnlyItRuns = "(code only this rank runs)";
 // A finding's name for a rank's DataLoader worker processes where no loader op of its training
 // thread names them (localize/cpu_contention.h, BlameBusyLoaderWorkers).
 inline constexpr std::string_view kLoaderWorkerProcesses = "(DataLoader worker processes)";
