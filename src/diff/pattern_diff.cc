@@ -177,8 +177,14 @@ PatternChange Summarize(const Affected& a, const Column& now, bool grew, bool ki
 // The grown and the shrunk changes (zero, one or both) of one function or category in a role.
 // `persistent`: a function's change must be carried by calls in every profiled iteration of the
 // side where it is larger (localization's rule too: a fault persists, noise moves around).
+// `exact_calls`: its calls are exact (a collective, named by its op and size), so one that no
+// worker called at the base and a worker now calls in every iteration appeared there, whatever its
+// time's noise: its bar is only the least share of an iteration a change must hold. Its time
+// varies between ranks by nature (a collective owns little of the last arriver's step), and a
+// loaded node's iterations vary: 5 ranks beside a neighbour that each called a new barrier 20
+// times a step, 15.5-18.8 ms of it, cleared the noise of their communication on 2 ranks.
 std::vector<PatternChange> CompareColumns(const Column& base, const Column& now, const DiffOptions& options,
-                                          bool persistent) {
+                                          bool persistent, bool exact_calls = false) {
   std::vector<PatternChange> changes;
   if (base.samples.empty() || now.samples.empty()) return changes;
   const double noise = options.noise_spreads * std::max(Spread(base), Spread(now));
@@ -187,13 +193,17 @@ std::vector<PatternChange> CompareColumns(const Column& base, const Column& now,
       std::minmax_element(base.samples.begin(), base.samples.end(),
                           [](const Sample& a, const Sample& b) { return a.ms_per_iter < b.ms_per_iter; });
   Affected grew, shrank;
+  const bool new_calls = exact_calls && AllZero(base);
   for (size_t i = 0; i < now.samples.size(); ++i) {
     Reference ref = ReferenceFor(now.ranks[i], base, median);
     const double value = now.samples[i].ms_per_iter;
     double delta = value - ref.sample.ms_per_iter;
-    double bar = std::max(noise, options.min_iteration_share * std::max(now.iteration_ms[i], ref.iteration_ms));
-    bar = std::max(bar,
-                   options.noise_spreads * std::hypot(now.samples[i].standard_error_ms, ref.sample.standard_error_ms));
+    double bar = options.min_iteration_share * std::max(now.iteration_ms[i], ref.iteration_ms);
+    if (!(new_calls && Persists(now.samples[i].calls_per_iter, now.samples[i].iterations))) {
+      bar = std::max(
+          {bar, noise,
+           options.noise_spreads * std::hypot(now.samples[i].standard_error_ms, ref.sample.standard_error_ms)});
+    }
     if (std::abs(delta) <= bar) continue;
     // Like workers are interchangeable: which of them is slowest in a healthy run is chance.
     // A change must also leave the base's whole range of like workers by the bar.
@@ -282,7 +292,8 @@ void DiffRole(const std::string& role, const RoleWorkers& base, const RoleWorker
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   for (const FunctionKey& key : keys) {
     auto of = [&](const WorkerPattern& w) { return FunctionSample(w, key); };
-    for (PatternChange& c : CompareColumns(ColumnOf(base, of), ColumnOf(now, of), options, /*persistent=*/true)) {
+    for (PatternChange& c : CompareColumns(ColumnOf(base, of), ColumnOf(now, of), options, /*persistent=*/true,
+                                           /*exact_calls=*/key.second == Category::kCommunication)) {
       c.role = role;
       c.function = key.first;
       c.category = key.second;

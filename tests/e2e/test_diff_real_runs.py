@@ -504,6 +504,22 @@ def test_collectives_added_since_the_baseline_are_found_on_busy_cores():
     assert diagnosis_of(KD / "new_collectives_on_busy_cores", baseline=False)["healthy"]
 
 
+METRIC = SOURCE_DIR / "tests" / "e2e" / "data" / "metric"  # README.md there: how it was made
+
+
+def test_a_collective_every_rank_added_is_found_beside_a_neighbour_whatever_its_times_noise():
+    """A real 5-rank metric-learning job whose every rank called dist.barrier() 10 times a step,
+    beside two compilers that took the node's cores after the baseline: 53 -> 116 ms a step.
+    Every rank called the new barrier 20 times an iteration (15.5-18.8 ms), but on iterations that
+    swung it cleared its communication's noise on 2 ranks, and the neighbour's note was all."""
+    d = diagnosis_of(METRIC / "new_barriers_beside_a_neighbour")
+    first = d["findings"][0]
+    assert (first["scope"], first["category"], first["function"]) == ("global", "communication", "barrier"), first
+    assert sorted(first["workers"]) == [0, 1, 2, 3, 4], first
+    assert "absent at the baseline" in first["evidence"], first
+    assert d["slowed_by"].startswith("+117% a step since the baseline: its node vm is shared"), d["slowed_by"]
+
+
 def diagnosis_of(folder, baseline=True):
     args = ["diagnose", folder / "session.pattern", "--format", "json"]
     if baseline:
