@@ -87,8 +87,9 @@ Finding GlobalFinding(const PatternChange& c, const PatternDiff& diff, double sl
       diff.base.iteration_ms, diff.now.iteration_ms);
   if (MoreCollectiveCalls(c) && d.collectives_waited_for_cpu) {
     f.evidence +=
-        "; the window's collectives also waited for descheduled peers (above), but these calls are new: without "
-        "them there would be no such wait";
+        "; the window's collectives also waited for descheduled peers (above), but the baseline never made these "
+        "calls: "
+        "without them there would be no such wait";
   }
   if (c.kind == ChangeKind::kAppeared && c.category == Category::kCommunication) {
     // No call count: a collective is recorded both where it is issued and where its backend runs
