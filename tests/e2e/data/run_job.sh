@@ -11,6 +11,8 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do defaults+=("$1"); shift; done
 shift
 name=$1; n=$2; shift 2
 rm -rf "$out/$name"; mkdir -p "$out/$name"
+# The run's settings beside its log (NAME.env): the scorer reads its fault's onset (FROM) there.
+printf '%s\n' "${defaults[@]}" "$@" > "$out/$name.env"
 env "${defaults[@]}" OUT="$out" "$@" ${EROICA:-eroica} run --dir "$out/$name" -- /usr/bin/python3 "$here/launch.py" "$n" "$script" > "$out/$name.log" 2>&1
 echo "exit $?" >> "$out/$name.log"
 grep "^eroica:\|^step\|Error" "$out/$name.log" | cut -c1-400

@@ -134,11 +134,21 @@ def report(run, sdir, binary):
         return None
 
 
+def onset_of(run, from_step):
+    """The run's own onset where its settings (run_job.sh's NAME.env) set FROM, else the job's."""
+    env = run + ".env"
+    if os.path.exists(env):
+        for line in open(env, errors="replace"):
+            if line.startswith("FROM=") and line.strip()[5:].isdigit():
+                return int(line.strip()[5:])
+    return from_step
+
+
 def score(expect, from_step, default_out, argv=sys.argv[1:], iterations_per_step=1):
     """expect: fault kind -> (scope, categories, ranks or None for every rank). from_step is the
     job's own step (its log's); eroica counts iterations by the optimizer's steps, which a job
     may take several of a step (`iterations_per_step`: PPO's minibatch updates)."""
-    onset = from_step * iterations_per_step
+    job_from_step = from_step
     here = os.environ.get("OUT", default_out)
     binary = argv[0] if argv and os.path.isfile(argv[0]) else None
     prefixes = argv[1:] if binary else argv
@@ -150,6 +160,8 @@ def score(expect, from_step, default_out, argv=sys.argv[1:], iterations_per_step
             name = os.path.basename(run)
             kinds = kinds_of(name)
             label = "+".join(kinds) or "none"
+            from_step = onset_of(run, job_from_step)
+            onset = from_step * iterations_per_step
             chosen = chosen_session(run, onset)
             if chosen is None:
                 print("%-20s %-12s no session after the onset" % (name, label))
