@@ -62,6 +62,10 @@ def test_every_rank_slower_is_a_global_finding_against_the_baseline(tmp_path):
           % (bundle.stat().st_size // 1024, len(window), window, before_s, added_s))
     # The session the slowdown triggered: on a loaded machine the detector can also fire on noise
     # before iteration 120, and such a session (healthy against the baseline) may sort after it.
+    forced = [doc["target_iteration"] for doc in sessions.values() if doc["reason"] == "forced"]
+    assert forced, sessions  # deferred, never dropped
+    # Before the slowdown, it must not hide it: a degradation session follows. Inside it, it is
+    # the slowdown's session.
     slowed = sorted((doc["target_iteration"], d) for d, doc in sessions.items()
                     if (doc["reason"] == "degradation" and doc["detected_iteration"] >= 120)
                     or (doc["reason"] == "forced" and doc["target_iteration"] >= 120))

@@ -69,7 +69,17 @@ std::string WhatGrew(const PatternChange& c, const DiffSide& base) {
                      c.now_ms_per_iter, c.base_ms_per_iter, StepsText(base));
 }
 
-Finding GlobalFinding(const PatternChange& c, const PatternDiff& diff, double slowdown_ms, const Diagnosis& d) {
+// "Every rank calls" or "N of M ranks call", for an action about a change's ranks.
+std::string WhoCalls(const PatternChange& c) {
+  return static_cast<int>(c.ranks.size()) == c.role_workers
+             ? std::string("Every rank calls")
+             : fmt::format("{} of {} ranks call", c.ranks.size(), c.role_workers);
+}
+
+// `collectives_waited_for_cpu`: the window's analysis read its collectives' waits as waits for
+// descheduled peers (Diagnosis::collectives_waited_for_cpu).
+Finding GlobalFinding(const PatternChange& c, const PatternDiff& diff, double slowdown_ms,
+                      bool collectives_waited_for_cpu) {
   Finding f;
   f.from_baseline = true;
   f.scope = FindingScope::kGlobal;
@@ -85,33 +95,28 @@ Finding GlobalFinding(const PatternChange& c, const PatternDiff& diff, double sl
       "(iteration {:.1f} ms at the baseline, {:.1f} ms now)",
       WhatGrew(c, diff.base), c.delta_ms_per_iter, 100 * explained_ms / slowdown_ms, slowdown_ms,
       diff.base.iteration_ms, diff.now.iteration_ms);
-  if (MoreCollectiveCalls(c) && d.collectives_waited_for_cpu) {
-    f.evidence +=
-        "; the window's collectives also waited for descheduled peers (above), but the baseline never made these "
-        "calls: "
-        "without them there would be no such wait";
-  }
-  if (c.kind == ChangeKind::kAppeared && c.category == Category::kCommunication) {
-    // No call count: a collective is recorded both where it is issued and where its backend runs
-    // it (c10d::allgather_ and gloo:all_gather), which share one name.
+  if (MoreCollectiveCalls(c)) {
+    if (collectives_waited_for_cpu) {
+      f.evidence +=
+          "; the window's collectives also waited for descheduled peers (above), but the baseline never made these "
+          "calls: without them there would be no such wait";
+    }
+    // No call count for a new one: a collective is recorded both where it is issued and where its
+    // backend runs it (c10d::allgather_ and gloo:all_gather), which share one name.
     f.action = fmt::format(
-        "{} {} in every iteration, which it did not at the baseline: the job communicates more than it did. Find "
-        "the new collective in its code (metrics gathered every step, an added synchronization); gather them into "
-        "one call, or run it less often.",
-        static_cast<int>(c.ranks.size()) == c.role_workers
-            ? std::string("Every rank calls")
-            : fmt::format("{} of {} ranks call", c.ranks.size(), c.role_workers),
-        c.function);
+        "{} {} {}: the job communicates more than it did. Find the added collective in its code (metrics "
+        "gathered every step, an added synchronization); gather them into one call, or run it less often.",
+        WhoCalls(c), c.function,
+        c.kind == ChangeKind::kAppeared ? std::string("in every iteration, which it did not at the baseline")
+                                        : fmt::format("{:.1f}x as often per iteration as at the baseline",
+                                                      c.now_calls_per_iter / c.base_calls_per_iter));
     return f;
   }
   f.action = MoreCalls(c) && c.now_ms_per_call <= c.base_ms_per_call * 1.1
                  ? fmt::format(
                        "{} {} {:.1f}x as often per iteration as at the baseline, each call no slower: the "
                        "job does more work than it did. Look at what changed in its code or data.",
-                       static_cast<int>(c.ranks.size()) == c.role_workers
-                           ? std::string("Every rank calls")
-                           : fmt::format("{} of {} ranks call", c.ranks.size(), c.role_workers),
-                       c.function, c.now_calls_per_iter / c.base_calls_per_iter)
+                       WhoCalls(c), c.function, c.now_calls_per_iter / c.base_calls_per_iter)
                  : AdviceFor(f.category, FindingScope::kGlobal, -1) +
                        " Every rank changed alike since the baseline: look at what changed for all of them "
                        "(container image, drivers, clocks, data, code).";
@@ -441,7 +446,7 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
   auto added = std::find_if(diff.functions.begin(), diff.functions.end(),
                             [&](const PatternChange& c) { return MoreCollectiveCalls(c) && OnAlmostAll(c, options); });
   if (added != diff.functions.end() && added != cause) {
-    InsertGlobal(GlobalFinding(*added, diff, slowdown_ms, *d), slowdown_ms, options, d);
+    InsertGlobal(GlobalFinding(*added, diff, slowdown_ms, d->collectives_waited_for_cpu), slowdown_ms, options, d);
   }
   if (cause == diff.functions.end()) return;
   // Collectives grown by waiting, not by moving data: each recorded call's shortest duration, the
@@ -488,7 +493,7 @@ void ApplyBaseline(const PatternDiff& diff, Diagnosis* d, const BaselineOptions&
         WhatGrew(*cause, diff.base), cause->delta_ms_per_iter));
     return;
   }
-  Finding global = GlobalFinding(*cause, diff, slowdown_ms, *d);
+  Finding global = GlobalFinding(*cause, diff, slowdown_ms, d->collectives_waited_for_cpu);
   if (category_wide != nullptr && !OnAlmostAll(*cause, options)) {
     global.workers = category_wide->ranks;
     global.evidence +=

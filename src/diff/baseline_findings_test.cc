@@ -121,6 +121,16 @@ TEST(BaselineFindings, CollectivesAddedSinceTheBaselineAreACauseWhileTheyWaitedF
     }
     return job;
   };
+  // Three times the calls of one it ran before, each as long: added calls too.
+  Diagnosis more;
+  more.collectives_waited_for_cpu = true;
+  ApplyBaseline(DiffPatterns(once_per_iteration(10, 20), once_per_iteration(30, 60)), &more);
+  ASSERT_EQ(more.findings.size(), 1u);
+  EXPECT_EQ(more.findings[0].category, FindingCategory::kCommunication);
+  EXPECT_NE(more.findings[0].action.find("Every rank calls gloo:all_reduce 3.0x as often per iteration as at the "
+                                         "baseline: the job communicates more than it did"),
+            std::string::npos)
+      << more.findings[0].action;
   Diagnosis d;
   d.collectives_waited_for_cpu = true;
   ApplyBaseline(DiffPatterns(once_per_iteration(1, 20), once_per_iteration(1.2, 60)), &d);

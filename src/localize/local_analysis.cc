@@ -642,6 +642,7 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
   // Ops its peers also run, called from a line they never ran: an evaluation pass on one rank
   // calls the model's forward ops, so its calls look like more data (own_code_line.h).
   std::optional<OwnCodeLine> own_line;
+  bool named_by_line = false;  // the finding is that line's: "(code only this rank runs)"
   if (x.category == Category::kCompute)
     own_line = x.own_code ? x.own_code : LineOnlyItRuns(group, x.member, x.excess, e);
   if (own_line) {
@@ -663,6 +664,7 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
     // rank 1 ran its teacher 3 more times at a line of its own (its convolutions, 45% of its
     // window), and its busiest host function was its student's DDP forward, sampled two lines on.
     if (own_line && !(host.function && host.function->hot_frame == own_line->location)) {
+      named_by_line = true;
       f.function = std::string(kCodeOnlyItRuns);
       f.beta = own_line->share;
       f.peer_beta = own_line->most_a_peer_held;
@@ -682,7 +684,7 @@ Finding MakeFinding(const WorkerGroup& group, const Excess& x, const Expectation
   }
   if (group.size() == 2) f.evidence += " (only 2 workers: compared with each other)";
   f.action = AdviceFor(f.category, f.scope, w.rank);
-  if (f.function == kCodeOnlyItRuns) {
+  if (named_by_line) {
     f.action = fmt::format(
         "Rank {} runs work at {} that its peers never run (an extra pass, a metric or a log on one rank): run it on "
         "every rank alike, less often, or off the step.",
